@@ -1,0 +1,12 @@
+"""The tmsite application: registers system checks at start-up."""
+
+from django.apps import AppConfig
+
+
+class TmsiteConfig(AppConfig):
+    name = "tmsite"
+    verbose_name = "tmsite"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from tmsite import checks  # noqa: F401  (registers the system checks)

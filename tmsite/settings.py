@@ -1,0 +1,154 @@
+"""Django settings for tmsite.
+
+Every setting a deployment changes is read from the environment (``TM_*``), so the embedded
+default needs none and the many-machine setup sets a few. The README lists them all.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TM_VAR_DIR", BASE_DIR / "var"))
+
+
+def _env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _secret_key() -> str:
+    """The signing key: ``TM_SECRET_KEY``, else one made once and kept in ``var/``.
+
+    Cursors are signed with it, so every worker of one box must share it; a file in ``var/``
+    is shared by the workers of one machine, and the many-machine setup sets the variable.
+    """
+    if key := os.environ.get("TM_SECRET_KEY"):
+        return key
+    path = VAR_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(48)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key)
+        return key
+    except OSError:
+        return secrets.token_urlsafe(48)
+
+
+SECRET_KEY = _secret_key()
+DEBUG = os.environ.get("TM_DEBUG", "") == "1"
+ALLOWED_HOSTS = _env_list("TM_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "ninja",
+    "tmsite.apps.TmsiteConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "tmsite.urls"
+WSGI_APPLICATION = "tmsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict[str, object]:
+    """``TM_DATABASE_URL`` (``postgres://user:pass@host:port/name``), else SQLite in ``var/``."""
+    url = os.environ.get("TM_DATABASE_URL", "")
+    if not url:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "tmsite.sqlite3",
+            "OPTIONS": {"timeout": 20},
+        }
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql"}:
+        raise ValueError(f"TM_DATABASE_URL must be a postgres:// URL, not {parts.scheme!r}")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname or "",
+        "PORT": str(parts.port or ""),
+        "CONN_MAX_AGE": 60,
+    }
+
+
+DATABASES = {"default": _database()}
+
+
+def _cache() -> dict[str, object]:
+    """``TM_REDIS_URL`` for the many-machine setup, else this process's memory."""
+    url = os.environ.get("TM_REDIS_URL", "")
+    if url:
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tmsite"}
+
+
+CACHES = {"default": _cache()}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["stderr"], "level": os.environ.get("TM_LOG_LEVEL", "WARNING")},
+}
+
+# --- tmsite ---------------------------------------------------------------------------------
+
+#: The one host this server answers under ``tm://``.
+TM_HOST = os.environ.get("TM_HOST", "tinymachines")
+#: The checkout whose files, repository and pages the box serves (by default this one).
+TM_CHECKOUT = Path(os.environ.get("TM_CHECKOUT", BASE_DIR)).resolve()
+#: The allow-listed top directories of the checkout that the fs mount offers.
+TM_FS_ROOTS = _env_list("TM_FS_ROOTS", "docs,data,notes")
+#: Origins besides loopback that may call the endpoint from a browser.
+TM_ALLOWED_ORIGINS = _env_list("TM_ALLOWED_ORIGINS", "")
+#: The pieces record the tools answer from.
+TM_PIECES_FILE = Path(os.environ.get("TM_PIECES_FILE", TM_CHECKOUT / "data" / "pieces.json"))
+#: Seconds a probe of a piece's public URL may take, and how long its answer is kept.
+TM_PROBE_TIMEOUT = float(os.environ.get("TM_PROBE_TIMEOUT", "4.0"))
+TM_PROBE_CACHE_SECONDS = float(os.environ.get("TM_PROBE_CACHE_SECONDS", "30"))
