@@ -54,6 +54,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "ninja",
     "tmsite.apps.TmsiteConfig",
+    "tmsite.entities.apps.EntitiesConfig",
+    "tmsite.site.apps.SiteConfig",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,1 @@
+"""The autopsy records as Django models, their loaders and admin."""

@@ -1,0 +1,1 @@
+"""The Django pages of the site the http mount reads."""
