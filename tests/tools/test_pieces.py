@@ -84,7 +84,7 @@ def test_shipped_record_uses_the_settings_path() -> None:
 
 def test_missing_file_is_named(tmp_path: Path) -> None:
     path = tmp_path / "nowhere.json"
-    with pytest.raises(PiecesError, match="nowhere.json") as caught:
+    with pytest.raises(PiecesError, match=r"nowhere\.json") as caught:
         load_pieces(path)
     assert "does not exist" in str(caught.value)
 
