@@ -1,0 +1,168 @@
+"""The entity records in the Django admin: listed, searched, filtered — and corrected.
+
+The decision: **the records stay the source of truth, and the admin keeps corrections.**
+
+* Entities are never added or deleted here: they come and go with ``data/autopsy.json`` and
+  ``data/lessons.json``. Keys, addresses, digests, counts and relations are read-only.
+* A few descriptive fields of each entity may be corrected (``CORRECTABLE`` on each model: a
+  pattern's description, a game's name, a routine's name and kind, a lesson's title, kind and
+  description). Saving a change writes one :class:`~tmsite.entities.models.Correction` row per
+  changed field — who, when, the new value and what the record said — and nothing else.
+* ``manage.py tm_load_records`` refills the tables from the records and then applies the
+  latest correction of each field again, so corrections are kept across reloads. Setting a
+  field back to the record's value is itself a correction (it records the revert).
+* Corrections are listed read-only: they are never edited or deleted, so the history of every
+  field stays whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Model
+from django.forms import ModelForm
+from django.http import HttpRequest
+
+from tmsite.entities import models as m
+
+
+class _ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class GamePatternInline(_ReadOnlyInline):
+    model = m.GamePattern
+    fields = ("pattern", "count")
+    readonly_fields = fields
+
+
+class RoutinePatternInline(_ReadOnlyInline):
+    model = m.RoutinePattern
+    fields = ("pattern", "evidence")
+    readonly_fields = fields
+
+
+class LessonPatternInline(_ReadOnlyInline):
+    model = m.LessonPattern
+    fields = ("pattern", "count")
+    readonly_fields = fields
+
+
+class EntityAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Read-only but for the model's ``CORRECTABLE`` fields; a save records corrections."""
+
+    entity = ""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        editable = set(self.model.CORRECTABLE)
+        names = [f.name for f in self.model._meta.fields if f.name not in editable]
+        return [n for n in names if n not in {"id", "load_token"}]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def correction_key(self, obj: Any) -> str:
+        return str(obj.key)
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
+    ) -> None:
+        changed = [n for n in form.changed_data if n in obj.CORRECTABLE]
+        user = request.user
+        name = user.get_username() if user.is_authenticated else ""
+        m.Correction.objects.bulk_create(
+            m.Correction(
+                entity=self.entity,
+                key=self.correction_key(obj),
+                field=field,
+                value=getattr(obj, field),
+                record_value=obj.recorded.get(field),
+                corrected_by=user if user.is_authenticated else None,
+                corrected_by_name=name,
+            )
+            for field in changed
+        )
+        if changed:
+            obj.save(update_fields=changed)
+
+
+@admin.register(m.Pattern)
+class PatternAdmin(EntityAdmin):
+    entity = "pattern"
+    list_display = ("key", "description", "position")
+    search_fields = ("key", "description")
+    inlines = ()
+
+
+@admin.register(m.Game)
+class GameAdmin(EntityAdmin):
+    entity = "game"
+    list_display = ("key", "name", "mapper", "prg", "chr", "position")
+    list_filter = ("mapper", "prg", "chr")
+    search_fields = ("key", "name", "sha256")
+    inlines = (GamePatternInline,)
+
+
+@admin.register(m.Routine)
+class RoutineAdmin(EntityAdmin):
+    entity = "routine"
+    list_display = ("name", "routine_key", "game", "bank", "kind")
+    list_filter = ("kind", "game", "patterns")
+    search_fields = ("name", "game__key", "game__name", "patterns__key")
+    list_select_related = ("game",)
+    inlines = (RoutinePatternInline,)
+
+    def correction_key(self, obj: Any) -> str:
+        return f"{obj.game.key}/{obj.routine_key}"
+
+
+@admin.register(m.Lesson)
+class LessonAdmin(EntityAdmin):
+    entity = "lesson"
+    list_display = ("key", "title", "kind", "game", "tree")
+    list_filter = ("kind", "game")
+    search_fields = ("key", "title", "description", "game__key", "game__name")
+    list_select_related = ("game",)
+    inlines = (LessonPatternInline,)
+
+
+@admin.register(m.Correction)
+class CorrectionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Every correction, who and when; kept whole, so nothing here can change."""
+
+    list_display = (
+        "corrected_at",
+        "entity",
+        "key",
+        "field",
+        "value",
+        "record_value",
+        "corrected_by_name",
+    )
+    list_filter = ("entity", "field", "corrected_by_name", "corrected_at")
+    search_fields = ("key", "field", "corrected_by_name")
+    date_hierarchy = "corrected_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

@@ -1,0 +1,39 @@
+"""``manage.py tm_load_records [--checkout PATH]``: fill the entity tables from the records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tmsite.entities.loaders import RecordError, load_checkout
+
+
+class Command(BaseCommand):
+    help = "Load data/autopsy.json and data/lessons.json into the entity tables (idempotent)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--checkout",
+            type=Path,
+            default=None,
+            help="The checkout whose data/ records to load (default: TM_CHECKOUT).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        checkout: Path = options["checkout"] or Path(settings.TM_CHECKOUT)
+        try:
+            report = load_checkout(checkout)
+        except RecordError as exc:
+            raise CommandError(str(exc)) from exc
+        except OSError as exc:
+            raise CommandError(f"cannot read the records: {exc}") from exc
+        removed = ", ".join(f"{n} {k}" for k, n in report.removed.items() if n) or "nothing"
+        self.stdout.write(
+            f"loaded {report.patterns} patterns, {report.games} games, "
+            f"{report.routines} routines, {report.instances} instances, "
+            f"{report.lessons} lessons; {report.corrections_applied} corrections applied; "
+            f"removed {removed}"
+        )
