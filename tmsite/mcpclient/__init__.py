@@ -1,0 +1,43 @@
+"""A synchronous client for reading other MCP servers (stdio and Streamable HTTP).
+
+See :mod:`tmsite.mcpclient.client` for the contract; errors live in
+:mod:`tmsite.mcpclient.errors`.
+"""
+
+from tmsite.mcpclient.client import (
+    Client,
+    Completion,
+    Handshake,
+    ProbeResult,
+    ToolResult,
+    probe,
+)
+from tmsite.mcpclient.errors import (
+    Gated,
+    McpClientError,
+    PeerError,
+    ProtocolError,
+    Timeout,
+    TooLarge,
+    Unreachable,
+)
+from tmsite.mcpclient.limits import Limits
+from tmsite.mcpclient.stdio import DEFAULT_ENV_ALLOW
+
+__all__ = [
+    "DEFAULT_ENV_ALLOW",
+    "Client",
+    "Completion",
+    "Gated",
+    "Handshake",
+    "Limits",
+    "McpClientError",
+    "PeerError",
+    "ProbeResult",
+    "ProtocolError",
+    "Timeout",
+    "TooLarge",
+    "ToolResult",
+    "Unreachable",
+    "probe",
+]

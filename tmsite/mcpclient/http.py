@@ -1,0 +1,312 @@
+"""The Streamable HTTP transport: one POST per message, answered by JSON or an event stream.
+
+Redirects are followed by hand and only within the server's own origin (307/308 keep the POST);
+a redirect anywhere else is refused, so a token never leaves the origin it was configured for.
+Bodies are read while streaming and stopped at the byte cap; an event stream is read event by
+event until the response to the request arrives. Server→client requests that arrive on a stream
+are answered with -32601 in a POST of their own. A session id issued on the handshake is sent on
+every later request and released with DELETE on close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from tmsite.mcpclient import jsonrpc
+from tmsite.mcpclient.errors import (
+    Gated,
+    McpClientError,
+    PeerError,
+    ProtocolError,
+    Timeout,
+    TooLarge,
+    Unreachable,
+)
+from tmsite.mcpclient.limits import Deadline, Limits
+
+log = logging.getLogger("tmsite.mcpclient.http")
+
+SESSION_HEADER = "Mcp-Session-Id"
+_SESSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}$")
+_MAX_REDIRECTS = 3
+_ERROR_BODY_CAP = 64 * 1024
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL, with the scheme's default port filled in."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+class HttpTransport:
+    """A Streamable HTTP endpoint and the state one client keeps for it."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None,
+        limits: Limits,
+        on_server_request: Callable[[str], None],
+        user_agent: str,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        if parts.username or parts.password:
+            raise ValueError("credentials belong in the token, not in the URL")
+        self.url = url
+        self.token = token
+        self.limits = limits
+        self.session_id: str | None = None
+        self._on_server_request = on_server_request
+        self._ids = 0
+        self._client = httpx.Client(
+            follow_redirects=False,
+            trust_env=False,
+            headers={"User-Agent": user_agent},
+        )
+
+    @property
+    def pid(self) -> int | None:
+        """No process: always None (the stdio transport has one)."""
+        return None
+
+    def start(self) -> None:
+        """Nothing to start: connections are opened per request."""
+
+    def close(self) -> None:
+        """Release the session (DELETE, best effort) and the connection pool."""
+        if self.session_id is not None:
+            with contextlib.suppress(httpx.HTTPError):
+                self._client.delete(self.url, headers=self._headers({}), timeout=2.0)
+            self.session_id = None
+        self._client.close()
+
+    def kill(self, reason: McpClientError) -> None:
+        """Nothing to kill over HTTP; each request stands alone."""
+        del reason
+
+    # -- exchange --------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        params: jsonrpc.JSONObject | None,
+        deadline: Deadline,
+        headers: Mapping[str, str] | None = None,
+    ) -> jsonrpc.JSONObject:
+        """POST one request and return its result.
+
+        Raises:
+            Gated: 401/403. PeerError: a JSON-RPC error (with the HTTP status it came with).
+            Unreachable, Timeout, ProtocolError, TooLarge.
+        """
+        self._ids += 1
+        sent_id = self._ids
+        message: jsonrpc.JSONObject = {"jsonrpc": "2.0", "id": sent_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        result: jsonrpc.JSONObject | None = None
+        for reply, status in self._post(message, headers or {}, deadline, expect_reply=True):
+            kind = jsonrpc.classify(reply)
+            if kind == "request":
+                self._on_server_request(reply["method"])
+                self._answer(jsonrpc.answer_to(reply), headers or {}, deadline)
+            elif kind == "response":
+                result = jsonrpc.result_of(reply, sent_id, method, status=status)
+                break
+        if result is None:
+            raise ProtocolError(f"the server's answer to {method} held no response")
+        return result
+
+    def notify(
+        self,
+        method: str,
+        params: jsonrpc.JSONObject | None,
+        deadline: Deadline,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """POST one notification (202 expected)."""
+        message: jsonrpc.JSONObject = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        for _ in self._post(message, headers or {}, deadline, expect_reply=False):
+            pass
+
+    def _answer(
+        self, message: jsonrpc.JSONObject, headers: Mapping[str, str], deadline: Deadline
+    ) -> None:
+        extra = {k: v for k, v in headers.items() if k.lower() == "mcp-protocol-version"}
+        try:
+            for _ in self._post(message, extra, deadline, expect_reply=False):
+                pass
+        except (PeerError, ProtocolError, Unreachable) as exc:
+            log.info("answering a server request at %s failed: %s", self.url, exc)
+
+    def _headers(self, extra: Mapping[str, str]) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        headers.update(extra)
+        return headers
+
+    def _post(
+        self,
+        message: jsonrpc.JSONObject,
+        extra: Mapping[str, str],
+        deadline: Deadline,
+        *,
+        expect_reply: bool,
+    ) -> Iterator[tuple[Any, int]]:
+        body = jsonrpc.encode(message)
+        url = self.url
+        method = str(message.get("method", "response"))
+        for _hop in range(_MAX_REDIRECTS + 1):
+            timeout = httpx.Timeout(deadline.remaining())
+            try:
+                with self._client.stream(
+                    "POST", url, content=body, headers=self._headers(extra), timeout=timeout
+                ) as response:
+                    if response.is_redirect:
+                        url = self._redirect_target(url, response)
+                        continue
+                    yield from self._read(response, method, deadline, expect_reply=expect_reply)
+                    return
+            except httpx.TimeoutException:
+                raise Timeout(deadline.kind, deadline.seconds, method) from None
+            except httpx.ConnectError as exc:
+                raise Unreachable("connect", f"could not connect to {url}: {exc}") from None
+            except httpx.TransportError as exc:
+                raise Unreachable("http", f"{type(exc).__name__} from {url}: {exc}") from None
+        raise ProtocolError(f"more than {_MAX_REDIRECTS} redirects")
+
+    def _redirect_target(self, url: str, response: httpx.Response) -> str:
+        location = response.headers.get("location")
+        if not location:
+            raise ProtocolError(f"HTTP {response.status_code} redirect without a Location")
+        target: str = urljoin(url, str(location))
+        if origin(target) != origin(self.url):
+            raise ProtocolError(f"redirect to another origin refused: {target}")
+        if response.status_code not in (307, 308):
+            raise ProtocolError(
+                f"HTTP {response.status_code} redirect would turn the POST into a GET: {target}"
+            )
+        return target
+
+    def _read(
+        self, response: httpx.Response, method: str, deadline: Deadline, *, expect_reply: bool
+    ) -> Iterator[tuple[Any, int]]:
+        status = response.status_code
+        if status in (401, 403):
+            raise Gated(
+                status,
+                token_sent=self.token is not None,
+                challenge=response.headers.get("www-authenticate"),
+            )
+        if status >= 400:
+            yield from self._error_body(response, method)
+            return
+        if status in (202, 204):
+            if expect_reply:
+                raise ProtocolError(f"HTTP {status} with no response to {method}")
+            return
+        if status != 200:
+            raise ProtocolError(f"unexpected HTTP {status} for {method}")
+        if method == "initialize" and (sid := response.headers.get(SESSION_HEADER)) is not None:
+            if not _SESSION_ID.match(sid):
+                raise ProtocolError("the session id is not visible ASCII", sid[:80])
+            self.session_id = sid
+        if not expect_reply:
+            return
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype == "application/json":
+            yield (
+                jsonrpc.decode(
+                    self._body(response, deadline, self.limits.max_message_bytes),
+                    self.limits.max_message_bytes,
+                ),
+                status,
+            )
+        elif ctype == "text/event-stream":
+            for data in self._events(response, deadline):
+                yield jsonrpc.decode(data, self.limits.max_message_bytes), status
+        else:
+            raise ProtocolError(f"unexpected content type {ctype or '(none)'!r} for {method}")
+
+    def _error_body(self, response: httpx.Response, method: str) -> Iterator[tuple[Any, int]]:
+        status = response.status_code
+        raw = b""
+        with contextlib.suppress(TooLarge):
+            raw = self._body(response, Deadline("call", 2.0), _ERROR_BODY_CAP)
+        try:
+            message = jsonrpc.decode(raw, _ERROR_BODY_CAP)
+            if jsonrpc.classify(message) == "response" and "error" in message:
+                yield message, status
+                return
+        except ProtocolError:
+            pass
+        if status == 404 and self.session_id is not None:
+            raise Unreachable("session", "the server ended the session (HTTP 404)", status=404)
+        raise Unreachable("http", f"HTTP {status} for {method} from {self.url}", status=status)
+
+    def _body(self, response: httpx.Response, deadline: Deadline, cap: int) -> bytes:
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            raise TooLarge("message", cap, int(declared))
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise TooLarge("message", cap, size)
+            chunks.append(chunk)
+            deadline.remaining()
+        return b"".join(chunks)
+
+    def _events(self, response: httpx.Response, deadline: Deadline) -> Iterator[bytes]:
+        """The data of each server-sent event, one message per event."""
+        cap = self.limits.max_message_bytes
+        data: list[bytes] = []
+        size = 0
+        pending = b""
+        for chunk in response.iter_bytes():
+            deadline.remaining()
+            pending += chunk
+            if len(pending) > cap + 16:
+                raise TooLarge("message", cap, len(pending))
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                line = line.rstrip(b"\r")
+                if not line:
+                    if data:
+                        yield b"\n".join(data)
+                    data, size = [], 0
+                    continue
+                if line.startswith(b":"):
+                    continue
+                field, _, value = line.partition(b":")
+                if field == b"data":
+                    value = value[1:] if value.startswith(b" ") else value
+                    size += len(value)
+                    if size > cap:
+                        raise TooLarge("message", cap, size)
+                    data.append(value)
+        if data:
+            yield b"\n".join(data)
+
+
+__all__ = ["HttpTransport", "origin"]

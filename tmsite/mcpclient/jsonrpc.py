@@ -1,0 +1,140 @@
+"""JSON-RPC 2.0 messages as this client reads and writes them, for both transports.
+
+Decoding is strict (no NaN or Infinity, objects only); classification separates responses,
+server→client requests and notifications; a server→client request is never acted on — it is
+answered with -32601 (``ping`` excepted, which is answered with an empty result as the
+specification asks of every party).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from tmsite.mcpclient.errors import PeerError, ProtocolError, TooLarge
+
+JSONObject = dict[str, Any]
+RequestId = int | str
+Kind = Literal["response", "request", "notification"]
+
+METHOD_NOT_FOUND = -32601
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def excerpt(raw: bytes | str, size: int = 200) -> str:
+    """The first ``size`` characters of a message, for error reports."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return text[:size]
+
+
+def decode(raw: bytes, limit: int) -> Any:
+    """Parse one message's bytes as JSON, refusing more than ``limit`` bytes.
+
+    Raises:
+        TooLarge: the message is over the cap.
+        ProtocolError: the bytes are not UTF-8 JSON.
+    """
+    if len(raw) > limit:
+        raise TooLarge("message", limit, len(raw))
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ProtocolError("not a JSON message", excerpt(raw)) from None
+
+
+def encode(message: JSONObject) -> bytes:
+    """Serialise one message compactly (no newline)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def classify(message: Any) -> Kind:
+    """Say what a decoded message is, refusing anything that is not a JSON-RPC 2.0 message.
+
+    Raises:
+        ProtocolError: not an object, wrong ``jsonrpc``, a malformed id, method, result or error.
+    """
+    if not isinstance(message, dict):
+        raise ProtocolError("a message must be a JSON object", excerpt(json.dumps(message)))
+    if message.get("jsonrpc") != "2.0":
+        raise ProtocolError('a message must carry "jsonrpc": "2.0"', excerpt(json.dumps(message)))
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            raise ProtocolError("a method must be a string", excerpt(json.dumps(message)))
+        if "id" not in message:
+            return "notification"
+        if not _valid_id(message["id"]):
+            raise ProtocolError("a request id must be a string or an integer")
+        return "request"
+    has_result, has_error = "result" in message, "error" in message
+    if has_result == has_error:
+        raise ProtocolError(
+            "a response needs exactly one of result and error", excerpt(json.dumps(message))
+        )
+    if "id" not in message:
+        raise ProtocolError("a response must carry an id", excerpt(json.dumps(message)))
+    rid = message["id"]
+    if not (_valid_id(rid) or (rid is None and has_error)):
+        raise ProtocolError("a response id must be a string or an integer")
+    if has_result and not isinstance(message["result"], dict):
+        raise ProtocolError("a result must be an object", excerpt(json.dumps(message)))
+    if has_error:
+        error = message["error"]
+        if (
+            not isinstance(error, dict)
+            or not isinstance(error.get("code"), int)
+            or isinstance(error.get("code"), bool)
+            or not isinstance(error.get("message"), str)
+        ):
+            raise ProtocolError(
+                "an error needs an integer code and a string message", excerpt(json.dumps(message))
+            )
+    return "response"
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def result_of(
+    message: JSONObject, sent_id: RequestId, method: str, *, status: int | None = None
+) -> JSONObject:
+    """The result of a classified response to request ``sent_id``.
+
+    An error response with a null id (the server could not read the request) is taken as the
+    answer to the one request in flight.
+
+    Raises:
+        ProtocolError: the response answers an id that was never sent.
+        PeerError: the response is a JSON-RPC error.
+    """
+    rid = message.get("id")
+    if rid is not None and (rid != sent_id or type(rid) is not type(sent_id)):
+        raise ProtocolError(f"response to an id never sent ({rid!r}; waiting for {sent_id!r})")
+    if "error" in message:
+        error = message["error"]
+        raise PeerError(
+            error["code"], error["message"], data=error.get("data"), method=method, status=status
+        )
+    result: JSONObject = message["result"]
+    return result
+
+
+def answer_to(request: JSONObject) -> JSONObject:
+    """The client's answer to a server→client request: -32601, never an action.
+
+    ``ping`` is answered with an empty result; sampling, elicitation, roots and anything else
+    are refused, because this client declares none of those capabilities.
+    """
+    if request["method"] == "ping":
+        return {"jsonrpc": "2.0", "id": request["id"], "result": {}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request["id"],
+        "error": {
+            "code": METHOD_NOT_FOUND,
+            "message": f"Method not found: this client does not offer {request['method']}",
+        },
+    }
