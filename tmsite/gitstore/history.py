@@ -1,0 +1,124 @@
+"""History of a path: the commits that changed it, newest first.
+
+The walk is git's own default for ``git log -- <path>`` (history simplification without
+``--full-history``), so the answers match the git CLI:
+
+* commits are visited newest first by committer date, from a queue ordered by that date
+  (equal dates in the order they were queued), each commit once;
+* a commit's *entry* is the ``(mode, id)`` at the path in its tree (a file's blob, a
+  directory's tree, a submodule's pinned commit), or nothing;
+* a commit with one parent is shown when its entry differs from the parent's;
+* a merge whose entry equals one of its parents' ("TREESAME") is not shown, and the walk
+  follows only the first such parent — the side branches that did not bring the content are
+  pruned; a merge that differs from every parent is shown and all its parents are walked;
+* a root commit is shown when the path exists in it;
+* the repository root (``""``) shows every commit, merges included, with no simplification.
+
+Entries are compared top-down through the cached trees, so an unchanged subtree costs one
+dictionary lookup; each commit's entry is computed once per walk.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from tmsite.gitstore.cache import read_get, read_put
+from tmsite.gitstore.paths import join, normalise
+from tmsite.gitstore.repo import CommitInfo, GitRepo
+from tmsite.gitstore.tree import entry_at
+from tmsite.gitstore.types import LogEntry
+
+MAX_LOG = 100
+_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+
+
+def scrub(text: str) -> str:
+    """``text`` with anything shaped like an e-mail address replaced by ``[e-mail]``."""
+    return _EMAIL.sub("[e-mail]", text) if "@" in text else text
+
+
+def iso_utc(seconds: int) -> str:
+    """Epoch seconds as ISO-8601 in UTC with its offset: ``2026-01-02T03:04:05+00:00``."""
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+
+
+def log_entry(sha: str, info: CommitInfo) -> LogEntry:
+    """The public record of one commit (no e-mail addresses)."""
+    return LogEntry(
+        commit=sha,
+        short=sha[:7],
+        author_name=scrub(info.author_name),
+        date=iso_utc(info.author_time),
+        subject=scrub(info.subject),
+    )
+
+
+def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable[str]:
+    """Yield, newest first, the commits that changed ``parts`` (see the module docstring)."""
+    entries: dict[str, tuple[int, str] | None] = {}
+
+    def entry(sha: str) -> tuple[int, str] | None:
+        if sha not in entries:
+            entries[sha] = entry_at(repo, repo.commit(sha).tree, parts)
+        return entries[sha]
+
+    counter = 0
+    queue: list[tuple[int, int, str]] = [(-repo.commit(commit).commit_time, counter, commit)]
+    seen = {commit}
+    while queue:
+        _neg_time, _n, sha = heapq.heappop(queue)
+        info = repo.commit(sha)
+        parents: tuple[str, ...] = info.parents
+        if not parts:
+            show = True
+        elif not parents:
+            show = entry(sha) is not None
+        else:
+            mine = entry(sha)
+            same = next((p for p in parents if entry(p) == mine), None)
+            if same is None:
+                show = True
+            else:
+                show = False
+                parents = (same,)
+        if show:
+            yield sha
+        for parent in parents:
+            if parent not in seen:
+                seen.add(parent)
+                counter += 1
+                heapq.heappush(queue, (-repo.commit(parent).commit_time, counter, parent))
+
+
+def log(repo: GitRepo, commit: str, path: Iterable[str] | str = "", n: int = 20) -> list[LogEntry]:
+    """The ``n`` newest commits that changed ``path``, reachable from ``commit``.
+
+    Args:
+        repo: The repository.
+        commit: A full commit id to start from.
+        path: A file, directory or submodule path; ``""`` (the root) lists every commit.
+        n: How many, 1 to 100.
+
+    Returns:
+        Newest first; each with author name and author date, never an e-mail address.
+
+    Raises:
+        ValueError: ``n`` out of range (callers refuse it; it is never clamped).
+        OutOfRoot, HostileName: the path is refused by :func:`normalise`.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LOG:
+        raise ValueError(f"n must be an integer from 1 to {MAX_LOG}")
+    parts = normalise(path)
+    key = (repo.path, commit, join(parts), "log", n)
+    cached = read_get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    out: list[LogEntry] = []
+    for sha in walk_changes(repo, commit, parts):
+        out.append(log_entry(sha, repo.commit(sha)))
+        if len(out) >= n:
+            break
+    return read_put(key, out, 100 + 200 * len(out))

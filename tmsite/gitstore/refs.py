@@ -1,0 +1,330 @@
+"""Refs: validated by shape first, then resolved among the repository's own names.
+
+Client text is never handed to a revision parser and never turned into a file path: a ref name
+is matched against the set of names read from the ref store, an abbreviated id against the
+object index, a date against committer dates on the default ref's first-parent chain.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Literal
+
+from tmsite.gitstore.cache import OBJECTS
+from tmsite.gitstore.errors import AmbiguousRef, BadRef, NoSuchRef
+from tmsite.gitstore.repo import COMMIT, TAG, GitRepo
+from tmsite.gitstore.types import Resolved
+
+MAX_REF_LENGTH = 255
+#: Shortest abbreviated commit id accepted.
+MIN_HEX = 4
+
+_HEX = re.compile(r"[0-9a-fA-F]{4,40}")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+@-]*")
+_DATE_SHAPED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ].*)?")
+_DATE = re.compile(
+    r"(?P<y>[0-9]{4})-(?P<mo>[0-9]{2})-(?P<d>[0-9]{2})"
+    r"(?:[Tt](?P<h>[0-9]{2}):(?P<mi>[0-9]{2})(?::(?P<s>[0-9]{2})(?:\.(?P<frac>[0-9]{1,9}))?)?"
+    r"(?P<tz>[Zz]|[+-][0-9]{2}:?[0-9]{2})?)?"
+)
+_FORBIDDEN = (
+    ("..", "'..' is revision-range syntax"),
+    ("@{", "'@{' is reflog syntax"),
+    (":", "':' is path syntax"),
+    ("~", "'~' is ancestry syntax"),
+    ("^", "'^' is ancestry syntax"),
+    ("\\", "backslashes are not allowed"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RefText:
+    """A ref text that passed validation.
+
+    Attributes:
+        text: The text as given.
+        kind: ``name`` (a ref name or hex id) or ``date``.
+        when: For a date, the instant it means (UTC-aware); dates without a time mean the end
+            of that day (23:59:59), datetimes without an offset are UTC.
+    """
+
+    text: str
+    kind: Literal["name", "date"]
+    when: datetime | None = None
+
+
+def _parse_date(text: str) -> datetime:
+    match = _DATE.fullmatch(text)
+    if match is None:
+        raise BadRef(text, "a date must be YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|±HH:MM]")
+    parts = match.groupdict()
+    try:
+        year, month, day = int(parts["y"]), int(parts["mo"]), int(parts["d"])
+        if parts["h"] is None:
+            moment = datetime(year, month, day, 23, 59, 59, tzinfo=UTC)
+        else:
+            frac = (parts["frac"] or "0")[:6].ljust(6, "0")
+            zone: timezone = UTC
+            tz_text = parts["tz"]
+            if tz_text and tz_text not in ("Z", "z"):
+                digits = tz_text[1:].replace(":", "")
+                hours, minutes = int(digits[:2]), int(digits[2:])
+                if hours > 14 or minutes > 59 or (hours == 14 and minutes):
+                    raise BadRef(text, "the UTC offset is out of range (at most ±14:00)")
+                sign = -1 if tz_text[0] == "-" else 1
+                zone = timezone(sign * timedelta(hours=hours, minutes=minutes))
+            moment = datetime(
+                year,
+                month,
+                day,
+                int(parts["h"]),
+                int(parts["mi"]),
+                int(parts["s"] or 0),
+                int(frac),
+                tzinfo=zone,
+            )
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise BadRef(text, f"not a real date or time ({exc})") from exc
+
+
+def validate_ref(text: str) -> RefText:
+    """Check a ref text by its shape alone, before any lookup.
+
+    Accepted: branch and tag names (``main``, ``release/1.0``, ``v1``, ``HEAD``), full names
+    under ``refs/heads/`` and ``refs/tags/``, hex commit ids (4–40 digits), and ISO dates or
+    datetimes (``2026-01-02``, ``2026-01-02T03:04:05Z``, ``2026-01-02T03:04+09:00``).
+    Date-shaped text always means a date, and must be a real one.
+
+    Refused: empty or longer than 255 characters, a leading ``-`` (an option), spaces and
+    control characters, ``..``, ``@{``, ``:``, ``~``, ``^``, backslashes, characters outside
+    ``A–Z a–z 0–9 . _ / + @ -``, segments that are empty or start with a dot, names ending in
+    ``.lock`` or ``/``.
+
+    Args:
+        text: What the client sent.
+
+    Returns:
+        The accepted text and what kind it is.
+
+    Raises:
+        BadRef: with the rule the text broke.
+    """
+    if not text:
+        raise BadRef(text, "the ref is empty")
+    if len(text) > MAX_REF_LENGTH:
+        raise BadRef(text, f"the ref is longer than {MAX_REF_LENGTH} characters")
+    if text.startswith("-"):
+        raise BadRef(text, "a ref may not start with '-'")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
+        raise BadRef(text, "control characters are not allowed")
+    if any(ch.isspace() for ch in text):
+        raise BadRef(text, "spaces are not allowed")
+    if _DATE_SHAPED.fullmatch(text):
+        return RefText(text, "date", _parse_date(text))
+    for needle, why in _FORBIDDEN:
+        if needle in text:
+            raise BadRef(text, why)
+    if not _NAME.fullmatch(text):
+        raise BadRef(text, "only letters, digits and . _ / + @ - are allowed")
+    segments = text.split("/")
+    if any(not seg or seg.startswith(".") for seg in segments):
+        raise BadRef(text, "empty segments and segments starting with '.' are not allowed")
+    if text.endswith(".lock") or text.endswith("."):
+        raise BadRef(text, "a ref may not end with '.lock' or '.'")
+    return RefText(text, "name")
+
+
+def _is_clean_name(name: str) -> bool:
+    try:
+        return validate_ref(name).kind == "name"
+    except BadRef:
+        return False
+
+
+def list_refs(repo: GitRepo) -> tuple[list[str], list[str]]:
+    """The repository's branches and tags, short names, sorted.
+
+    Names that would be refused as a ref text (an option-shaped name written into the ref
+    store by hand, say) are left out, so they are never suggested.
+
+    Returns:
+        ``(branches, tags)``.
+    """
+    branches: list[str] = []
+    tags: list[str] = []
+    for name in repo.refs():
+        if name.startswith("refs/heads/"):
+            short = name[len("refs/heads/") :]
+            if _is_clean_name(short):
+                branches.append(short)
+        elif name.startswith("refs/tags/"):
+            short = name[len("refs/tags/") :]
+            if _is_clean_name(short):
+                tags.append(short)
+    return sorted(branches), sorted(tags)
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance between two strings."""
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def rank_nearest(wanted: str, names: list[str], limit: int = 5) -> list[str]:
+    """Up to ``limit`` of ``names`` nearest to ``wanted`` by edit distance, never ``wanted``.
+
+    Ties go to names sharing a longer prefix with ``wanted``, then alphabetical order.
+    """
+
+    def common_prefix(name: str) -> int:
+        n = 0
+        for x, y in zip(name, wanted, strict=False):
+            if x != y:
+                break
+            n += 1
+        return n
+
+    scored = [
+        (edit_distance(wanted, name), -common_prefix(name), name)
+        for name in dict.fromkeys(names)
+        if name != wanted
+    ]
+    return [name for _d, _p, name in heapq.nsmallest(limit, scored)]
+
+
+def nearest_refs(repo: GitRepo, wanted: str) -> list[str]:
+    """The five ref names (``HEAD``, branches, tags) nearest to ``wanted``."""
+    branches, tags = list_refs(repo)
+    return rank_nearest(wanted, ["HEAD", *branches, *tags])
+
+
+def _peel(repo: GitRepo, sha: str) -> str | None:
+    """The commit an id stands for, following annotated tags; None if not a commit."""
+    for _ in range(16):
+        type_num, raw = repo.raw(sha)
+        if type_num == COMMIT:
+            return sha
+        if type_num != TAG:
+            return None
+        first = raw.split(b"\n", 1)[0]
+        if not first.startswith(b"object "):
+            return None
+        sha = first[len(b"object ") :].decode("ascii").strip()
+    return None
+
+
+def _head(repo: GitRepo, refs: dict[str, str], default_ref: str | None) -> str:
+    """The default commit: the pinned ``default_ref`` if any, else HEAD."""
+    if default_ref is None or default_ref == "HEAD":
+        head = refs.get("HEAD")
+        commit = _peel(repo, head) if head is not None and repo.contains(head) else None
+        if commit is None:
+            raise NoSuchRef("HEAD", nearest_refs(repo, "HEAD"))
+        return commit
+    return _resolve_name(repo, refs, validate_ref(default_ref).text)
+
+
+def _resolve_name(repo: GitRepo, refs: dict[str, str], name: str) -> str:
+    if name == "HEAD":
+        return _head(repo, refs, None)
+    candidates = [name] if name.startswith(("refs/heads/", "refs/tags/")) else []
+    candidates += [f"refs/tags/{name}", f"refs/heads/{name}"]
+    for full in candidates:
+        target = refs.get(full)
+        if target is not None and repo.contains(target):
+            commit = _peel(repo, target)
+            if commit is not None:
+                return commit
+    if _HEX.fullmatch(name):
+        return _resolve_hex(repo, name.lower())
+    raise NoSuchRef(name, nearest_refs(repo, name))
+
+
+def _resolve_hex(repo: GitRepo, hexa: str) -> str:
+    if len(hexa) == 40:
+        found = [hexa] if repo.contains(hexa) else []
+    else:
+        found = repo.iter_prefix(hexa)
+    commits = sorted({c for c in (_peel(repo, s) for s in found) if c is not None})
+    if not commits:
+        raise NoSuchRef(hexa, nearest_refs(repo, hexa))
+    if len(commits) > 1:
+        raise AmbiguousRef(hexa, nearest_refs(repo, hexa), commits[:5])
+    return commits[0]
+
+
+def commit_at_date(repo: GitRepo, tip: str, when: datetime) -> str | None:
+    """The first commit on ``tip``'s first-parent chain whose committer date is ≤ ``when``.
+
+    This is the answer of ``git rev-list -1 --first-parent --before=<when> <tip>``: the state
+    the branch was in at that moment as far as its history records, even when clocks were
+    skewed. Answers are cached per (tip, instant).
+    """
+    limit = int(when.timestamp())
+    key = (repo.path, "date", tip, limit)
+    cached = OBJECTS.get(key)
+    if cached is not None:
+        return cached or None
+    sha: str | None = tip
+    found: str | None = None
+    while sha is not None:
+        info = repo.commit(sha)
+        if info.commit_time <= limit:
+            found = sha
+            break
+        sha = info.parents[0] if info.parents else None
+    OBJECTS.put(key, found or "", 120)
+    return found
+
+
+def resolve(repo: GitRepo, at: str | None, default_ref: str | None = None) -> Resolved:
+    """Resolve what a client asked for to one commit.
+
+    Args:
+        repo: The repository.
+        at: None or ``HEAD`` for the default; a branch or tag name (tags first, as git does;
+            annotated tags peeled to their commit); a full or abbreviated (≥ 4) hex commit id;
+            or an ISO date/datetime — the newest commit at or before it on the default ref's
+            first-parent history (see :func:`commit_at_date`).
+        default_ref: A branch, tag or commit id that stands for the default (the commit a site
+            serves); None means HEAD.
+
+    Returns:
+        The commit, the label to show, and whether the default was read.
+
+    Raises:
+        BadRef: the text is refused by its shape.
+        NoSuchRef: nothing of that name (with the nearest names), or a date before the first
+            commit.
+        AmbiguousRef: an abbreviation shared by several commits.
+    """
+    refs = repo.refs()
+    if at is None or at == "HEAD":
+        return Resolved(_head(repo, refs, default_ref), "HEAD", True)
+    checked = validate_ref(at)
+    if checked.kind == "date":
+        assert checked.when is not None
+        commit = commit_at_date(repo, _head(repo, refs, default_ref), checked.when)
+        if commit is None:
+            raise NoSuchRef(at, nearest_refs(repo, at))
+        return Resolved(commit, at, False)
+    return Resolved(_resolve_name(repo, refs, at), at, False)
+
+
+def has_commit(repo: GitRepo, sha: str) -> bool:
+    """Whether ``sha`` (40 hex digits) is a commit the repository holds."""
+    if len(sha) != 40 or not _HEX.fullmatch(sha):
+        return False
+    sha = sha.lower()
+    return repo.contains(sha) and repo.object_type(sha) == COMMIT
