@@ -194,7 +194,9 @@ def _table_state() -> dict[str, Any]:
             m.Routine.objects.values_list("id", "game_id", "bank", "addr", "name", "kind", "extra")
         ),
         "lessons": list(m.Lesson.objects.values_list("id", "key", "game_id", "title", "extra")),
-        "game_patterns": sorted(m.GamePattern.objects.values_list("game_id", "pattern_id", "count")),
+        "game_patterns": sorted(
+            m.GamePattern.objects.values_list("game_id", "pattern_id", "count")
+        ),
         "instances": sorted(
             (r, p, json.dumps(e, sort_keys=True), i)
             for r, p, e, i in m.RoutinePattern.objects.values_list(

@@ -87,7 +87,9 @@ def test_lineage_nodes_name_scripts_of_the_checkout() -> None:
 
 
 def test_the_generator_writes_exactly_the_committed_records(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("make_demo", ROOT / "scripts/make-demo-records.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_demo", ROOT / "scripts/make-demo-records.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
