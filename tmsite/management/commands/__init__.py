@@ -1,0 +1,1 @@
+"""``python manage.py mcp_stdio`` and other commands."""

@@ -1,0 +1,22 @@
+"""``python manage.py mcp_stdio``: serve MCP over newline-delimited JSON on stdin/stdout."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from tmsite.mcp.stdio import serve
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the MCP methods over stdio: one JSON-RPC message per line on stdin, one response "
+        "per line on stdout, logs on stderr; exits 0 when stdin closes."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        status = serve(sys.stdin.buffer, sys.stdout.buffer)
+        if status:
+            sys.exit(status)

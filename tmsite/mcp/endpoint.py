@@ -1,0 +1,347 @@
+"""The Streamable HTTP endpoint: ``POST /api/mcp``, stateless, JSON only.
+
+Hand-written on a django-ninja route that takes no parameters, so ninja never validates (or
+answers for) the JSON-RPC envelope: the view reads the body itself. The HTTP-level rules, in the
+order they are applied (the JSON-RPC rules are in ``envelope.py``, with their sources):
+
+1. ``Origin`` present and not allowed → 403 (2025-11-25 and 2026-07-28 transports: "If the
+   Origin header is present and invalid, servers MUST respond with HTTP 403"). Allowed: the
+   configured ``TM_ALLOWED_ORIGINS`` and loopback origins (http/https on 127.0.0.1, localhost,
+   [::1], any port). ``Host`` is checked by Django against ``ALLOWED_HOSTS``.
+2. ``OPTIONS`` answers the CORS preflight; the origin is echoed only when allowed.
+3. Anything but POST → 405 with ``Allow: POST`` (every revision: GET MUST open a stream or be
+   answered 405; this server never streams, so GET, HEAD and DELETE all get 405).
+4. ``Content-Length`` over 4 MiB → 413 without reading the body; a body that turns out longer
+   than announced is also 413.
+5. ``Content-Type`` other than ``application/json`` (a ``charset`` of utf-8 is fine) → 415.
+6. ``Accept`` that excludes JSON → 406 (absent, ``*/*``, ``application/*`` and
+   ``application/json`` with q > 0 are fine).
+7. ``MCP-Protocol-Version`` naming a version not served → 400 with -32022 (2025-06-18 onwards:
+   "invalid or unsupported → MUST 400"; the 2026-07-28 error shape is used for both eras).
+8. The body is parsed strictly, classified, and answered per ``envelope.py``: envelope failures in
+   4xx, errors inside a well-formed request in 200 (-32601 in 404 for 2026-07-28).
+
+Responses are ``application/json`` with ``Cache-Control: no-store``; never a session id, never an
+event stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.http import HttpRequest, HttpResponse
+from django.views import defaults
+from ninja import Router
+
+from tmsite.mcp.envelope import (
+    HEADER_MISMATCH,
+    MAX_BODY_BYTES,
+    Answer,
+    Message,
+    ParseFailure,
+    Refusal,
+    check_modern,
+    classify,
+    dumps,
+    error_response,
+    loads_strict,
+    modern_meta,
+    run_request,
+    unsupported_version,
+    valid_id,
+)
+from tmsite.mcp.protocol import (
+    BATCH_VERSIONS,
+    DEFAULT_HEADERLESS_VERSION,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    STATELESS_VERSION,
+    SUPPORTED_VERSIONS,
+    CallContext,
+)
+
+logger = logging.getLogger("tmsite.mcp")
+
+router = Router(tags=["mcp"])
+
+#: Request headers a browser may send cross-origin (the preflight's allow list).
+CORS_ALLOWED_HEADERS = (
+    "content-type",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+)
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+METHOD_NOT_ALLOWED_SENTENCE = (
+    "This MCP endpoint takes JSON-RPC messages by POST only: the server sends no messages of its "
+    "own, so there is no stream to open and no session to end."
+)
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
+_READ_CHUNK = 64 * 1024
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def origin_allowed(origin: str) -> bool:
+    """A configured site origin, or http(s) on a loopback host with any port."""
+    configured = {o.rstrip("/").lower() for o in settings.TM_ALLOWED_ORIGINS}
+    if origin.rstrip("/").lower() in configured:
+        return True
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018  (raises ValueError on a malformed port)
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and (parts.hostname or "") in LOOPBACK_HOSTS
+        and parts.username is None
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+    )
+
+
+def _json(
+    body: Any, status: int = 200, origin: str | None = None, text: str | None = None
+) -> HttpResponse:
+    response = HttpResponse(
+        text if text is not None else dumps(body),
+        status=status,
+        content_type="application/json",
+    )
+    _finish(response, origin)
+    return response
+
+
+def _finish(response: HttpResponse, origin: str | None) -> None:
+    response["Cache-Control"] = "no-store"
+    if origin is not None:
+        response["Access-Control-Allow-Origin"] = origin
+        response["Vary"] = "Origin"
+
+
+def _refuse(status: int, code: int, message: str, origin: str | None = None) -> HttpResponse:
+    return _json(error_response(None, code, message), status, origin)
+
+
+def _accepts_json(accept: str) -> bool:
+    if not accept.strip():
+        return True
+    for item in accept.split(","):
+        media, *params = (p.strip() for p in item.split(";"))
+        if media.lower() not in ("application/json", "application/*", "*/*"):
+            continue
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            return True
+    return False
+
+
+def _content_type_ok(request: HttpRequest) -> bool:
+    if (request.content_type or "").lower() != "application/json":
+        return False
+    charset = request.content_params.get("charset") if request.content_params else None
+    return charset is None or charset.strip('"').lower() in ("utf-8", "utf8")
+
+
+def _read_body(request: HttpRequest) -> bytes | None:
+    """Read at most ``MAX_BODY_BYTES``; ``None`` when the body is longer (the rest is drained)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = request.read(_READ_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            _drain(request)
+            return None
+        chunks.append(chunk)
+
+
+def _drain(request: HttpRequest) -> None:
+    """Discard what is left of an oversized body (bounded), so the client reads our answer."""
+    left = 4 * MAX_BODY_BYTES
+    while left > 0:
+        chunk = request.read(min(_READ_CHUNK, left))
+        if not chunk:
+            return
+        left -= len(chunk)
+
+
+# --- the view -------------------------------------------------------------------------------
+
+
+@router.api_operation(_ALL_METHODS, "/mcp", auth=None, include_in_schema=False)
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    """The MCP endpoint. Never raises: every failure is a JSON body with a 4xx or a 200."""
+    try:
+        return _serve(request)
+    except Exception:
+        logger.exception("internal error in the MCP endpoint")
+        return _json(error_response(None, INTERNAL_ERROR, "Internal error."), 200)
+
+
+def _serve(request: HttpRequest) -> HttpResponse:
+    origin = request.headers.get("Origin")
+    if origin is not None and not origin_allowed(origin):
+        return _refuse(403, INVALID_REQUEST, "This Origin may not call this endpoint.")
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
+
+    method = request.method or ""
+    if method == "OPTIONS":
+        return _preflight(request, origin)
+    if method != "POST":
+        response = _refuse(405, INVALID_REQUEST, METHOD_NOT_ALLOWED_SENTENCE, origin)
+        response["Allow"] = "POST"
+        return response
+
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    try:
+        announced = int(length)
+    except ValueError:
+        return _refuse(400, INVALID_REQUEST, "The Content-Length header is not a number.", origin)
+    if announced > MAX_BODY_BYTES:
+        _drain(request)
+        return _refuse(413, INVALID_REQUEST, "The body is larger than 4 MiB.", origin)
+    if not _content_type_ok(request):
+        return _refuse(
+            415, INVALID_REQUEST, "The body must be sent as Content-Type: application/json.", origin
+        )
+    if not _accepts_json(request.headers.get("Accept", "")):
+        return _refuse(
+            406, INVALID_REQUEST, "The Accept header must allow application/json.", origin
+        )
+    raw = _read_body(request)
+    if raw is None:
+        return _refuse(413, INVALID_REQUEST, "The body is larger than 4 MiB.", origin)
+
+    try:
+        value = loads_strict(raw)
+    except ParseFailure as exc:
+        return _refuse(400, PARSE_ERROR, f"Parse error: {exc}", origin)
+
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    header_version = headers.get("mcp-protocol-version")
+    if header_version is not None:
+        header_version = header_version.strip(" \t")
+    version = header_version or DEFAULT_HEADERLESS_VERSION
+
+    try:
+        if header_version is not None and header_version not in SUPPORTED_VERSIONS:
+            rid = value.get("id") if isinstance(value, dict) else None
+            raise unsupported_version(header_version, rid if valid_id(rid) else None)
+        if isinstance(value, list):
+            return _batch(value, version, origin)
+        return _single(classify(value), version, headers, origin)
+    except Refusal as refusal:
+        return _json(refusal.body(), refusal.status, origin)
+
+
+def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
+    response = HttpResponse(status=204)
+    _finish(response, origin)
+    asked = request.headers.get("Access-Control-Request-Headers", "")
+    allowed = list(CORS_ALLOWED_HEADERS)
+    for name in (h.strip().lower() for h in asked.split(",")):
+        if name.startswith("mcp-param-") and name not in allowed and name.isascii():
+            allowed.append(name)
+    response["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+    response["Access-Control-Allow-Headers"] = ", ".join(allowed)
+    response["Access-Control-Max-Age"] = "600"
+    return response
+
+
+def _single(
+    message: Message, version: str, headers: dict[str, str], origin: str | None
+) -> HttpResponse:
+    modern = version == STATELESS_VERSION
+    if message.kind == "response":
+        if modern:
+            raise Refusal(
+                400, INVALID_REQUEST, "Clients must not send JSON-RPC responses in 2026-07-28."
+            )
+        return _accepted(origin)
+    if message.kind == "notification":
+        return _accepted(origin)
+    if modern:
+        ctx = check_modern(message, headers)
+    else:
+        meta = modern_meta(message)
+        if meta is not None:
+            raise Refusal(
+                400,
+                HEADER_MISMATCH,
+                "The request carries the 2026-07-28 _meta envelope but the "
+                "MCP-Protocol-Version header is missing or names another version.",
+                message.id,
+            )
+        ctx = CallContext(version=version, transport="http")
+    answer = run_request(message, ctx)
+    status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
+    return _json(None, status, origin, text=answer.text)
+
+
+def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
+    if not items:
+        raise Refusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
+    if version not in BATCH_VERSIONS:
+        raise Refusal(
+            400,
+            INVALID_REQUEST,
+            f"JSON-RPC batches are not accepted under protocol {version}; send one message per "
+            "request.",
+        )
+    parts: list[str] = []
+    for item in items:
+        try:
+            message = classify(item)
+        except Refusal as refusal:
+            parts.append(dumps(refusal.body()))
+            continue
+        if message.kind != "request":
+            continue
+        answer: Answer = run_request(message, CallContext(version=version, transport="http"))
+        parts.append(answer.text)
+    if not parts:
+        return _accepted(origin)
+    return _json(None, 200, origin, text="[" + ",".join(parts) + "]")
+
+
+def _accepted(origin: str | None) -> HttpResponse:
+    response = HttpResponse(status=202)
+    _finish(response, origin)
+    del response["Content-Type"]
+    return response
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler400``: a JSON-RPC refusal on the MCP path, Django's page elsewhere.
+
+    Django raises ``DisallowedHost`` in middleware, before the endpoint runs, for a ``Host`` not
+    in ``ALLOWED_HOSTS``; this keeps that refusal in the endpoint's shape.
+    """
+    if request.path.startswith("/api/mcp"):
+        if isinstance(exception, DisallowedHost):
+            return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
+        return _refuse(400, INVALID_REQUEST, "Bad request.")
+    return defaults.bad_request(request, exception)

@@ -1,0 +1,95 @@
+"""Lifecycle: ``initialize`` and ``ping`` (initialize era), ``server/discover`` (2026-07-28).
+
+All three describe the same server the same way: one capability table, one ``serverInfo``, one
+paragraph of instructions for the model. The version rules:
+
+* ``initialize`` echoes a version from ``INITIALIZE_VERSIONS`` and answers
+  ``LATEST_INITIALIZE_VERSION`` to anything else (unknown, missing, or not a string) — the
+  negotiation rule of every initialize-era revision (``basic/lifecycle.mdx``): the server answers
+  a version it supports and the client decides whether it can use it.
+* ``server/discover`` lists every version served, newest first, and identifies the server in
+  ``_meta["io.modelcontextprotocol/serverInfo"]`` (``DiscoverResult`` has no ``serverInfo``
+  member; spec PR #3002 moved it into ``_meta``). ``resultType``, ``ttlMs`` and ``cacheScope``
+  are added by ``tmsite.mcp.methods.dispatch``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+import tmsite
+from tmsite.mcp.protocol import (
+    INITIALIZE_VERSIONS,
+    LATEST_INITIALIZE_VERSION,
+    SUPPORTED_VERSIONS,
+    CallContext,
+)
+
+#: The ``_meta`` key under which a 2026-07-28 result names the server that produced it.
+SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
+
+
+def capabilities() -> dict[str, Any]:
+    """What the server offers: tools and resources, both fixed sets, and completions."""
+    return {
+        "tools": {"listChanged": False},
+        "resources": {"subscribe": False, "listChanged": False},
+        "completions": {},
+    }
+
+
+def server_info() -> dict[str, str]:
+    """The server's ``Implementation``: the host it answers for, a title, the package version."""
+    host: str = settings.TM_HOST
+    return {
+        "name": host,
+        "title": f"{host}: the box's documents, data, pages and pieces over MCP",
+        "version": tmsite.__version__,
+    }
+
+
+def instructions() -> str:
+    """One paragraph for the model: what to call first, where to start reading, how to walk."""
+    host: str = settings.TM_HOST
+    return (
+        f"This server answers for the box {host}, read-only. Call the `overview` tool first: it "
+        "says what the box is, what its pieces are and which of them answer right now (measured "
+        "when you ask). Everything else is the tm:// namespace, spoken as MCP resources: start by "
+        f"reading tm://{host}/, which lists the mounts; read any URI that ends in `/` to list it, "
+        "and any other URI to get the thing itself (a file, a page as a visitor gets it, a record, "
+        "a repository at any ref). Every read carries typed links in its "
+        '_meta["tinymachines.ai/links"] — follow them instead of guessing paths; the `resolve` '
+        "tool reads the same URIs and puts the links in its body. A read that fails names the "
+        "nearest URIs that do resolve. resources/templates/list and completion/complete give the "
+        "URI grammar and live values. The first document to read is "
+        f"tm://{host}/fs/docs/mcp.md."
+    )
+
+
+def initialize(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """Answer the handshake: the client's version when it is one we speak, else our latest."""
+    requested = params.get("protocolVersion")
+    version = requested if requested in INITIALIZE_VERSIONS else LATEST_INITIALIZE_VERSION
+    return {
+        "protocolVersion": version,
+        "capabilities": capabilities(),
+        "serverInfo": server_info(),
+        "instructions": instructions(),
+    }
+
+
+def ping(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """The liveness check of the initialize era: an empty result."""
+    return {}
+
+
+def discover(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``server/discover``: the versions served, capabilities, instructions, and who we are."""
+    return {
+        "supportedVersions": sorted(SUPPORTED_VERSIONS, reverse=True),
+        "capabilities": capabilities(),
+        "instructions": instructions(),
+        "_meta": {SERVER_INFO_META_KEY: server_info()},
+    }
