@@ -1,0 +1,24 @@
+"""The site's routes. The project includes them at the root: ``path("", include(...))``.
+
+The documents routes take any slug and leave it to the page rule (:mod:`tmsite.site.pages`),
+which answers only for files it found under ``docs/``.
+"""
+
+from django.urls import path, re_path
+
+from . import views
+
+app_name = "site"
+
+urlpatterns = [
+    path("", views.front, {"lang": "en"}, name="front"),
+    path("ja/", views.front, {"lang": "ja"}, name="front-ja"),
+    re_path(r"(?s)^docs(?:/(?P<slug>.*))?\Z", views.doc, {"lang": "en"}, name="doc"),
+    re_path(r"(?s)^ja/docs(?:/(?P<slug>.*))?\Z", views.doc, {"lang": "ja"}, name="doc-ja"),
+    path("pieces", views.pieces, name="pieces"),
+    path("sitemap.xml", views.sitemap, name="sitemap"),
+    path("robots.txt", views.robots, name="robots"),
+    path("static/site.css", views.stylesheet, name="stylesheet"),
+    # The entity pages (another issue) add their routes here, and list themselves for the
+    # sitemap with tmsite.site.pages.register_pages("entity", ...).
+]
