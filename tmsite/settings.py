@@ -11,6 +11,11 @@ import secrets
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import django_stubs_ext
+
+# Lets admin and model classes be subscripted for the type checker at run time.
+django_stubs_ext.monkeypatch()
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TM_VAR_DIR", BASE_DIR / "var"))
 

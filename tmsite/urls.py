@@ -1,8 +1,12 @@
-"""URL configuration: the MCP endpoint, the REST routes, the admin and the site."""
+"""URL configuration: the MCP endpoint and REST routes, the admin, and the site."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
+
+from tmsite.api import api
 
 urlpatterns = [
+    path("api/", api.urls),
     path("admin/", admin.site.urls),
+    path("", include("tmsite.site.urls")),
 ]

@@ -1,0 +1,50 @@
+# tmsite — the two commands are `make run` and `make test`; both set themselves up.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+HOST   ?= 127.0.0.1
+WORKERS ?= 2
+THREADS ?= 8
+
+.PHONY: run test setup lint typecheck check conformance bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Installs the pinned dependencies (constraints.txt pins every transitive package).
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py tm_load_records
+
+# Serves the whole box on the embedded default: SQLite, this checkout, its repository.
+run: setup
+	@echo "tmsite: http://$(HOST):$(PORT)/api/mcp"
+	$(BIN)/gunicorn tmsite.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) \
+		--worker-class gthread --threads $(THREADS) --timeout 60 --access-logfile -
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy tmsite
+
+check: lint typecheck test
+
+conformance: $(VENV)/.installed
+	$(BIN)/python conformance/run.py
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/mcp_vs_sdk.py
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,213 @@
+"""The shared mount suite: every registered mount kind passes the same checks on its world."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.worlds import HOST, NOTES, RECORD, WORLDS, World
+from tmsite.mounts import registry
+from tmsite.mounts.base import Mount
+from tmsite.mounts.errors import BadArgument, BadCursor, BadFacet, NotFound, Refusal
+from tmsite.mounts.links import IANA_RELS, INVERSE
+from tmsite.mounts.namespace import Namespace
+from tmsite.mounts.parts import to_text
+from tmsite.mounts.uri import parse
+
+
+@pytest.fixture(params=sorted(WORLDS))
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
+    return WORLDS[request.param](tmp_path)
+
+
+def space(world: World) -> Namespace:
+    return Namespace(HOST, {world.mount.name: world.mount})
+
+
+def test_every_registered_mount_has_a_world() -> None:
+    missing = sorted(set(registry.MOUNTS) - set(WORLDS))
+    assert missing == [], f"registered mounts without a world in the shared suite: {missing}"
+
+
+def test_registered_classes_are_mounts_named_as_registered() -> None:
+    for name in registry.MOUNTS:
+        cls = registry.mount_class(name)
+        assert issubclass(cls, Mount) and cls.name == name
+
+
+def test_root_of_the_mount_lists_and_points_up_to_the_host_root(world: World) -> None:
+    content = space(world).read(str(world.mount.root))
+    assert content.mime_type == "application/vnd.tm.listing+json"
+    assert content.body["uri"] == str(world.mount.root)
+    ups = [link.href for link in content.links if link.rel == "up"]
+    assert ups == [f"tm://{HOST}/"]
+    for child in content.body["children"]:
+        assert child["uri"].startswith(str(world.mount.root))
+
+
+def test_collection_lists_children_in_order_with_types(world: World) -> None:
+    body = space(world).read(world.collection).body
+    names = [child["name"] for child in body["children"]]
+    assert names[0] == "beta/", "collections come first"
+    assert "notes.md" in names and "record.json" in names
+    notes = next(c for c in body["children"] if c["name"] == "notes.md")
+    assert notes["isCollection"] is False
+    assert notes["size"] == len(NOTES)
+
+
+def test_leaf_reads_as_itself_with_up_collection_describedby(world: World) -> None:
+    content = space(world).read(world.leaf)
+    assert content.uri == world.leaf
+    assert to_text(content.body) == NOTES
+    rels = {link.rel: link.href for link in content.links}
+    assert rels["up"] == world.collection
+    assert rels["collection"] == world.collection
+    assert rels["describedby"] == world.leaf + "?as=stat"
+
+
+def test_listed_types_equal_stat_types(world: World) -> None:
+    ns = space(world)
+    for child in ns.read(world.collection).body["children"]:
+        if child["isCollection"] or child.get("redacted"):
+            continue
+        stat = ns.read(child["uri"] + "?as=stat").body
+        assert stat["mimeType"] == child["mimeType"], child["uri"]
+
+
+def test_links_are_well_formed_and_up_never_names_itself(world: World) -> None:
+    ns = space(world)
+    for uri in (str(world.mount.root), world.collection, world.leaf, world.leaf + "?as=stat"):
+        for link in ns.read(uri).links:
+            assert link.rel in IANA_RELS or link.rel in INVERSE or link.rel.startswith("tm:")
+            parse(link.href)
+            if link.rel == "up":
+                assert link.href != parse(uri).identity.__str__()
+
+
+def test_typo_is_not_found_with_the_real_leaf_nearest(world: World) -> None:
+    with pytest.raises(NotFound) as refused:
+        space(world).read(world.typo)
+    data = refused.value.data
+    assert data["reason"] == "not-found"
+    assert data["uri"] == world.typo
+    assert data["nearest"][0] == world.leaf
+    assert len(data["nearest"]) <= 5
+    assert world.typo not in data["nearest"]
+
+
+def test_missing_directory_answers_from_the_deepest_ancestor(world: World) -> None:
+    with pytest.raises(NotFound) as refused:
+        space(world).read(world.collection + "betaa/deep.md")
+    assert refused.value.data["nearest"][0] == world.collection + "beta/"
+
+
+def test_collection_asked_as_leaf_points_at_its_slash_form(world: World) -> None:
+    with pytest.raises(NotFound) as refused:
+        space(world).read(world.collection + "beta")
+    assert refused.value.data["nearest"] == [world.collection + "beta/"]
+
+
+def test_unknown_parameter_and_facet_are_bad_facet_with_valid_list(world: World) -> None:
+    ns = space(world)
+    with pytest.raises(BadFacet) as refused:
+        ns.read(world.leaf + "?colour=red")
+    assert refused.value.data["reason"] == "bad-facet"
+    assert "as" in refused.value.data["valid"]
+    with pytest.raises(BadFacet) as refused:
+        ns.read(world.leaf + "?as=blame")
+    assert "stat" in refused.value.data["valid"]
+
+
+def test_parts_keep_their_address(world: World) -> None:
+    ns = space(world)
+    lines = ns.read(world.leaf + "?lines=2-3")
+    assert to_text(lines.body) == "two\nthree\n"
+    assert lines.uri == world.leaf + "?lines=2-3"
+    ranged = ns.read(world.leaf + "?range=0-3")
+    assert to_text(ranged.body) == "one"
+    assert ranged.uri == world.leaf + "?range=0-3"
+    if world.json_leaf:
+        pointed = ns.read(world.json_leaf + "?pointer=/a/1/b")
+        assert pointed.body == RECORD["a"][1]["b"]  # type: ignore[index]
+        assert pointed.uri == world.json_leaf + "?pointer=/a/1/b"
+        with pytest.raises(NotFound) as refused:
+            ns.read(world.json_leaf + "?pointer=/a/7")
+        assert refused.value.data["nearest"][0] == world.json_leaf + "?pointer=/a/0"
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        "lines=0-2",
+        "lines=3-2",
+        "lines=１-2",
+        "range=5-5",
+        "range=-1-4",
+        "range=1_0-20",
+        "pointer=a/b",
+        "pointer=/~2",
+        "lines=1-2&range=0-4",
+        "lines=99999999999-1",
+    ],
+)
+def test_malformed_parts_are_refused(world: World, part: str) -> None:
+    with pytest.raises(BadFacet):
+        space(world).read(world.leaf + "?" + part)
+
+
+def test_cursor_pages_whole_listing_and_refuses_foreign_cursors(world: World) -> None:
+    world.mount.page_size = 1
+    ns = space(world)
+    seen: list[str] = []
+    uri = world.collection
+    while True:
+        body = ns.read(uri).body
+        seen.extend(child["name"] for child in body["children"])
+        if "next" not in body:
+            break
+        uri = body["next"]
+    assert seen == [c.name for c in world.mount.list(_req(world.collection)).children]
+    first = ns.read(world.collection).body["nextCursor"]
+    other = str(world.mount.root)
+    with pytest.raises(BadCursor):  # replayed on another listing
+        ns.read(f"{other}?cursor={first}")
+    with pytest.raises(BadCursor):  # forged
+        ns.read(f"{world.collection}?cursor=MTA")
+    with pytest.raises(BadCursor):  # edited
+        ns.read(f"{world.collection}?cursor={first[:-2]}xx")
+
+
+def test_completion_knows_its_arguments_only(world: World) -> None:
+    ns = space(world)
+    template = world.mount.templates()[0]
+    assert template.title and template.description
+    with pytest.raises(BadArgument) as refused:
+        ns.complete(template.uri_template, "colour", "", {})
+    assert refused.value.data["valid"] == list(template.arguments)
+    path = parse(world.collection).path
+    typed = "/".join(path) + "/no"
+    values = ns.complete(template.uri_template, "path", typed, {})
+    assert values == ["/".join(path) + "/notes.md"]
+
+
+def test_hostile_uris_are_refused_and_leak_nothing(world: World) -> None:
+    ns = space(world)
+    for uri in world.hostile:
+        with pytest.raises(Refusal) as refused:
+            ns.read(uri)
+        assert refused.value.reason in {"out-of-root", "denied", "not-found", "bad-uri"}, uri
+        if world.secret:
+            assert world.secret not in json.dumps(refused.value.data), uri
+    if world.secret:
+        for listed in (str(world.mount.root), world.collection):
+            assert world.secret not in json.dumps(ns.read(listed).body)
+
+
+def _req(uri: str):  # type: ignore[no-untyped-def]
+    from tmsite.mounts.facets import parse_facets
+    from tmsite.mounts.types import Request
+
+    parsed = parse(uri)
+    return Request(parsed, parse_facets(parsed))

@@ -1,0 +1,37 @@
+"""Namespace answers in MCP's wire shapes."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from tmsite.mcp.protocol import META_LINKS_KEY
+from tmsite.mounts.parts import to_text
+from tmsite.mounts.types import Content, Entry, Template
+
+
+def read_result(content: Content) -> dict[str, Any]:
+    """``resources/read``: one content item; the links in ``_meta``."""
+    item: dict[str, Any] = {"uri": content.uri, "mimeType": content.mime_type}
+    if isinstance(content.body, bytes):
+        item["blob"] = base64.b64encode(content.body).decode("ascii")
+    else:
+        item["text"] = to_text(content.body)
+    return {
+        "contents": [item],
+        "_meta": {META_LINKS_KEY: [link.to_json() for link in content.links]},
+    }
+
+
+def resource(entry: Entry) -> dict[str, Any]:
+    """One ``resources/list`` entry."""
+    out: dict[str, Any] = {"uri": entry.uri, "name": entry.name}
+    if entry.title is not None:
+        out["title"] = entry.title
+    if entry.mime_type is not None:
+        out["mimeType"] = entry.mime_type
+    return out
+
+
+def template(item: Template) -> dict[str, Any]:
+    return item.to_json()

@@ -1,0 +1,54 @@
+"""JSON-RPC dispatch through one method table.
+
+Each entry names the handler, the eras that may call it, and whether its result is a list or
+read that carries ``ttlMs``/``cacheScope`` in the stateless era. Handlers are short adapters over
+``tmsite.operations``; params are validated before the handler runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tmsite.mcp import lifecycle, namespace_methods, tools
+from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, Era, RpcError
+
+Handler = Callable[[dict[str, Any], CallContext], dict[str, Any]]
+
+BOTH: frozenset[Era] = frozenset({"2025", "2026"})
+
+
+@dataclass(frozen=True)
+class Method:
+    handler: Handler
+    eras: frozenset[Era] = BOTH
+    #: Seconds a 2026-07-28 client may reuse the result (``ttlMs``), or None for no cache hint.
+    ttl_seconds: int | None = None
+
+
+METHODS: dict[str, Method] = {
+    "initialize": Method(lifecycle.initialize, frozenset({"2025"})),
+    "ping": Method(lifecycle.ping, frozenset({"2025"})),
+    "server/discover": Method(lifecycle.discover, frozenset({"2026"}), ttl_seconds=300),
+    "tools/list": Method(tools.list_tools, ttl_seconds=300),
+    "tools/call": Method(tools.call_tool),
+    "resources/list": Method(namespace_methods.list_resources, ttl_seconds=60),
+    "resources/templates/list": Method(namespace_methods.list_templates, ttl_seconds=300),
+    "resources/read": Method(namespace_methods.read_resource, ttl_seconds=60),
+    "completion/complete": Method(namespace_methods.complete),
+}
+
+
+def dispatch(method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """Answer one request. Raises ``RpcError`` for every error the client should see."""
+    entry = METHODS.get(method)
+    if entry is None or ctx.era not in entry.eras:
+        raise RpcError(METHOD_NOT_FOUND, f"method {method!r} is not offered by this server")
+    result = entry.handler(params, ctx)
+    if ctx.era == "2026":
+        result = {**result, "resultType": "complete"}
+        if entry.ttl_seconds is not None:
+            result.setdefault("ttlMs", entry.ttl_seconds * 1000)
+            result.setdefault("cacheScope", "public")
+    return result

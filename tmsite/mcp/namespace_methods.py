@@ -1,0 +1,112 @@
+"""The resource methods: adapters from JSON-RPC params to ``tmsite.operations``."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tmsite import operations
+from tmsite.mcp.codes import rpc_error
+from tmsite.mcp.convert import read_result, resource, template
+from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
+from tmsite.mounts.errors import BadArgument, Refusal
+
+COMPLETION_CAP = 100
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ListParams(_Params):
+    cursor: str | None = None
+
+
+class ReadParams(_Params):
+    uri: str
+
+
+class _Ref(_Params):
+    type: str
+    uri: str | None = None
+    name: str | None = None
+
+
+class _Argument(_Params):
+    name: str
+    value: str = ""
+
+
+class _Context(_Params):
+    arguments: dict[str, str] = Field(default_factory=dict)
+
+
+class CompleteParams(_Params):
+    ref: _Ref
+    argument: _Argument
+    context: _Context | None = None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _parse(model: type[M], params: dict[str, Any], method: str) -> M:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'params'}: {error['msg']}"
+            for error in exc.errors()[:5]
+        )
+        raise RpcError(INVALID_PARAMS, f"{method}: {problems}") from exc
+
+
+def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    parsed = _parse(ListParams, params, "resources/list")
+    try:
+        page = operations.resource_map(parsed.cursor)
+    except Refusal as refusal:
+        raise rpc_error(refusal, ctx.era) from refusal
+    result: dict[str, Any] = {"resources": [resource(entry) for entry in page.entries]}
+    if page.next_cursor is not None:
+        result["nextCursor"] = page.next_cursor
+    return result
+
+
+def list_templates(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    _parse(ListParams, params, "resources/templates/list")
+    return {"resourceTemplates": [template(item) for item in operations.templates()]}
+
+
+def read_resource(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    parsed = _parse(ReadParams, params, "resources/read")
+    try:
+        return read_result(operations.read(parsed.uri))
+    except Refusal as refusal:
+        raise rpc_error(refusal, ctx.era) from refusal
+
+
+def complete(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    parsed = _parse(CompleteParams, params, "completion/complete")
+    try:
+        if parsed.ref.type != "ref/resource" or parsed.ref.uri is None:
+            raise BadArgument(
+                None,
+                "completion here is for resource templates (ref/resource with a uri); "
+                "this server has no prompts",
+                valid=["ref/resource"],
+            )
+        context = parsed.context.arguments if parsed.context else {}
+        values = operations.complete(
+            parsed.ref.uri, parsed.argument.name, parsed.argument.value, context
+        )
+    except Refusal as refusal:
+        raise rpc_error(refusal, ctx.era) from refusal
+    return {
+        "completion": {
+            "values": values[:COMPLETION_CAP],
+            "total": len(values),
+            "hasMore": len(values) > COMPLETION_CAP,
+        }
+    }

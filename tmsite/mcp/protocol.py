@@ -1,0 +1,78 @@
+"""Protocol facts shared by every surface: versions, eras, the call context, JSON-RPC errors.
+
+Two eras of the Model Context Protocol are spoken:
+
+* the ``initialize`` era (2024-11-05 … 2025-11-25): a handshake, then requests that carry the
+  negotiated version in the ``MCP-Protocol-Version`` header (absent means 2025-03-26);
+* the stateless 2026-07-28 era: ``server/discover``, the version and client info in each
+  request's ``_meta``, headers checked against the body, ``resultType`` on results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+INITIALIZE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_INITIALIZE_VERSION = "2025-11-25"
+STATELESS_VERSION = "2026-07-28"
+SUPPORTED_VERSIONS: tuple[str, ...] = (*INITIALIZE_VERSIONS, STATELESS_VERSION)
+#: What a request without any version header is taken to speak (the transport spec's rule).
+DEFAULT_HEADERLESS_VERSION = "2025-03-26"
+#: Versions that still allow JSON-RPC batches.
+BATCH_VERSIONS: frozenset[str] = frozenset({"2024-11-05", "2025-03-26"})
+
+Era = Literal["2025", "2026"]
+
+# JSON-RPC and MCP error codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+HEADER_MISMATCH = -32020
+UNSUPPORTED_VERSION = -32022
+
+META_LINKS_KEY = "tinymachines.ai/links"
+
+
+def era_of(version: str) -> Era:
+    """The era a protocol version belongs to."""
+    return "2026" if version >= STATELESS_VERSION else "2025"
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a method handler knows about the request it answers.
+
+    Attributes:
+        version: The protocol version this request speaks.
+        transport: ``"http"`` or ``"stdio"``.
+        client_info: The client's ``clientInfo`` when it sent one (2026-07-28 carries it in
+            ``_meta``); informational only, never logged.
+    """
+
+    version: str = LATEST_INITIALIZE_VERSION
+    transport: Literal["http", "stdio"] = "http"
+    client_info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def era(self) -> Era:
+        return era_of(self.version)
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answered to the client (HTTP 200 on the HTTP transport)."""
+
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error

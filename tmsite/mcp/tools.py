@@ -1,0 +1,224 @@
+"""The four tools: one table of what is advertised, one of what runs, cross-checked at import.
+
+``TOOLS`` says name → title, description (written for the model), input and output schemas
+(generated from the models in ``tmsite.schemas``, the same the REST routes use). ``RUNNERS``
+says name → the operation. An advertised tool without a runner, or a runner without a tool, is
+a start-up error (``check_tables``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tmsite import operations
+from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
+from tmsite.mounts.errors import Refusal
+from tmsite.pieces import Licensing
+from tmsite.schemas import (
+    LicensingInput,
+    Overview,
+    OverviewInput,
+    PieceInput,
+    PieceStatus,
+    Resolved,
+    ResolveInput,
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": input_schema(self.input_model),
+            "outputSchema": self.output_model.model_json_schema(),
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": True,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": self.name in {"overview", "piece"},
+            },
+        }
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """An object schema that refuses unknown keys (the model forbids extras)."""
+    schema = model.model_json_schema()
+    schema.setdefault("properties", {})
+    schema["type"] = "object"
+    schema["additionalProperties"] = False
+    return schema
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "overview",
+        "What tinymachines is, and what is up",
+        "Call this first. Answers what the six pieces of the 6502 work are — what each is, "
+        "where its source is, how it ships, its code licence and its data terms — and whether "
+        "each public surface answers, measured when you call (a short cache applies; every "
+        "measurement is timestamped). 'up' answered below 400, 'down' answered 400 or above, "
+        "'unreachable' did not answer, 'not_probed' has no public URL. The chip itself runs "
+        "behind the 6502 API's own MCP endpoint, named in the answer. Takes no arguments.",
+        OverviewInput,
+        Overview,
+    ),
+    Tool(
+        "piece",
+        "One piece in detail",
+        "One piece by its key, with the same live reachability measurement as overview. "
+        "Keys: halfphi, explorer, chip-api, halfwave, console, registry. An unknown key is "
+        "refused with the list of valid keys, never guessed.",
+        PieceInput,
+        PieceStatus,
+    ),
+    Tool(
+        "licensing",
+        "What may be published, and under what terms",
+        "The licence position is not one licence: code licences and die-data terms are "
+        "separate, and the data terms travel to everything derived from the die data. "
+        "Assembled from the pieces' own records. Read before suggesting publishing, "
+        "relicensing or charging. Takes no arguments.",
+        LicensingInput,
+        Licensing,
+    ),
+    Tool(
+        "resolve",
+        "Read a tm:// URI, with its links",
+        "Reads one tm:// URI exactly as resources/read does and returns its content with its "
+        "typed links in the body. Start at tm://tinymachines/ (the mounts); a URI ending in / "
+        "lists its children; ?as=stat gives metadata; ?as=links every link. Links say how "
+        "things relate: tm:source / tm:renders-as tie a page to its markdown, version-history "
+        "leads to a file's log. A URI that does not resolve is refused with a reason and the "
+        "nearest URIs that do. Binary content comes as its size unless ?as=raw asks for "
+        "base64.",
+        ResolveInput,
+        Resolved,
+    ),
+)
+
+
+def _overview(args: BaseModel) -> BaseModel:
+    return operations.overview()
+
+
+def _piece(args: BaseModel) -> BaseModel:
+    assert isinstance(args, PieceInput)
+    return operations.piece(args.key)
+
+
+def _licensing(args: BaseModel) -> BaseModel:
+    return Licensing.model_validate(operations.licensing())
+
+
+def _resolve(args: BaseModel) -> BaseModel:
+    assert isinstance(args, ResolveInput)
+    return operations.resolve(args.uri)
+
+
+RUNNERS: dict[str, Callable[[BaseModel], BaseModel]] = {
+    "overview": _overview,
+    "piece": _piece,
+    "licensing": _licensing,
+    "resolve": _resolve,
+}
+
+
+def check_tables(tools: tuple[Tool, ...], runners: Mapping[str, object]) -> None:
+    """Fail unless every advertised tool runs and every runner is advertised."""
+    advertised = [tool.name for tool in tools]
+    missing = sorted(set(advertised) - set(runners))
+    unadvertised = sorted(set(runners) - set(advertised))
+    if missing or unadvertised or len(set(advertised)) != len(advertised):
+        raise RuntimeError(
+            f"tool table and runners disagree: tools with no runner {missing}, "
+            f"runners with no tool {unadvertised}"
+        )
+
+
+check_tables(TOOLS, RUNNERS)
+_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+@cache
+def _listed() -> list[dict[str, Any]]:
+    return [tool.to_json() for tool in TOOLS]
+
+
+def list_tools(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    return {"tools": _listed()}
+
+
+def _text_result(payload: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "content": [{"type": "text", "text": json.dumps(payload, ensure_ascii=False, indent=1)}],
+        "isError": is_error,
+    }
+    if not is_error:
+        result["structuredContent"] = payload
+    return result
+
+
+def call_tool(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    name = params.get("name")
+    if not isinstance(name, str) or name not in _BY_NAME:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"no tool named {name!r}; the tools are {', '.join(_BY_NAME)}",
+            {"valid": list(_BY_NAME)},
+        )
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, "tools/call: arguments must be an object")
+    return run(name, arguments)
+
+
+def run(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``arguments`` against the tool's schema and run it; refusals are tool errors."""
+    tool = _BY_NAME[name]
+    try:
+        parsed = tool.input_model.model_validate(arguments)
+    except ValidationError as exc:
+        return _text_result(_argument_error(tool, exc), is_error=True)
+    try:
+        output = RUNNERS[name](parsed)
+    except Refusal as refusal:
+        return _text_result({"error": refusal.message, **refusal.data}, is_error=True)
+    return _text_result(output.model_dump(mode="json", exclude_none=True), is_error=False)
+
+
+def _argument_error(tool: Tool, exc: ValidationError) -> dict[str, Any]:
+    schema = input_schema(tool.input_model)
+    properties = schema.get("properties", {})
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{where}: not an argument of {tool.name}")
+        else:
+            problems.append(f"{where}: {error['msg']}")
+    expected = ", ".join(f"{key} ({value.get('type', 'any')})" for key, value in properties.items())
+    return {
+        "error": f"{tool.name} was called with arguments it does not take: {'; '.join(problems)}. "
+        f"It takes {expected or 'no arguments'}.",
+        "reason": "bad-argument",
+        "valid": sorted(properties),
+        "required": schema.get("required", []),
+    }

@@ -1,0 +1,211 @@
+"""The mount contract: three abstract methods, the rest written once here.
+
+A mount is one module in ``tmsite/mounts/``, one line in ``registry.MOUNTS`` and one world in
+the shared mount suite. It says what it is with class attributes and implements:
+
+* ``list(req)`` — the children of a collection (all of them, in order; a ``Sequence`` that
+  may materialise entries lazily, so a page of a huge directory costs a page);
+* ``read(req)`` — everything that is not a plain listing: leaves, and facets of collections;
+* ``complete(argument, value, context)`` — live values for its template arguments.
+
+Written once here: paging a listing with signed cursors, ``nearest`` from the deepest existing
+ancestor, ``links`` of a target (for ``?as=links``), ``exists``, and the ``up`` link.
+"""
+
+from __future__ import annotations
+
+import builtins
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from typing import ClassVar
+
+from tmsite.mounts import cursor as cursors
+from tmsite.mounts.errors import BadFacet, NotFound, Refusal
+from tmsite.mounts.facets import parse_facets
+from tmsite.mounts.links import Link
+from tmsite.mounts.nearest import MAX_CANDIDATES, rank
+from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.uri import TmUri, parse
+
+#: Children per listing page.
+PAGE_SIZE = 500
+
+
+class Mount(ABC):
+    """One backend under ``tm://<host>/<name>/``.
+
+    Class attributes:
+        name: The first path segment.
+        title: A few words for listings.
+        what: One sentence for the root listing: what it holds.
+        listing_params: Parameters a plain listing honours (besides ``cursor``).
+        listing_facets: ``as`` values that mean "the plain listing" on a collection.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    what: ClassVar[str]
+    listing_params: ClassVar[tuple[str, ...]] = ()
+    listing_facets: ClassVar[tuple[str | None, ...]] = (None,)
+    #: Parameters that stay on URIs a read emits (``at`` keeps a read at its revision).
+    sticky_params: ClassVar[tuple[str, ...]] = ()
+    page_size: int = PAGE_SIZE
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+
+    # ---- the contract ---------------------------------------------------------------------
+
+    @abstractmethod
+    def list(self, req: Request) -> Listing:
+        """The children of the collection ``req.uri`` names.
+
+        Raises:
+            Refusal: ``NotFound`` (``nearest`` may be left for the base to fill), or any other.
+        """
+
+    @abstractmethod
+    def read(self, req: Request) -> Content:
+        """Read a leaf, or a collection under a facet that is not the plain listing."""
+
+    @abstractmethod
+    def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+        """Values for template ``argument`` starting with ``value`` (``context``: the others).
+
+        Raises:
+            BadArgument: the argument is not one of this mount's templates.
+        """
+
+    def templates(self) -> builtins.list[Template]:
+        """The resource templates that teach this mount's grammar."""
+        return []
+
+    # ---- derived ----------------------------------------------------------------------------
+
+    @property
+    def root(self) -> TmUri:
+        return TmUri(self.host, self.name, (), True)
+
+    def uri(self, *path: str, collection: bool = False, **params: str | None) -> TmUri:
+        """A URI under this mount."""
+        return TmUri(self.host, self.name, tuple(path), collection).with_params(params)
+
+    def resolve(self, req: Request) -> Content:
+        """Answer ``req``: a listing page for a plain collection read, else ``read``."""
+        if req.uri.collection and req.facets.facet in self.listing_facets:
+            return self.listing(req)
+        return self.read(req)
+
+    def listing(self, req: Request) -> Content:
+        """One page of the children of ``req.uri``, with a signed cursor to the next."""
+        req.facets.require(req.text, ("cursor", "as", *self.listing_params), "a listing")
+        listing = self.list(req)
+        scope_uri = req.uri.with_params(cursor=None)
+        scope = str(scope_uri)
+        offset = 0
+        if req.facets.cursor is not None:
+            offset = cursors.redeem(req.facets.cursor, scope, req.text)
+        children = listing.children
+        page = children[offset : offset + self.page_size]
+        body: dict[str, object] = {"uri": scope, **listing.extra}
+        body["children"] = [entry.to_json() for entry in page]
+        if offset + self.page_size < len(children):
+            token = cursors.issue(scope, offset + self.page_size)
+            body["nextCursor"] = token
+            body["next"] = str(scope_uri.with_params(cursor=token))
+        links = [*self.up_links(req.uri), *listing.links]
+        return Content(scope, vnd(listing.kind), body, links, kind=listing.kind)
+
+    def up_links(self, uri: TmUri) -> builtins.list[Link]:
+        """``up`` to the parent collection (keeping the sticky parameters)."""
+        parent = uri.identity.parent()
+        if parent is None:
+            return []
+        parent = parent.with_params({k: uri.param(k) for k in self.sticky_params})
+        return [Link("up", str(parent))]
+
+    def links(self, req: Request) -> builtins.list[Link]:
+        """Every link of the target (for ``?as=links``): by default, those of its read."""
+        return self.resolve(req).links
+
+    def exists(self, uri: TmUri) -> bool:
+        try:
+            self.resolve(Request(uri, parse_facets(uri)))
+        except Refusal:
+            return False
+        return True
+
+    def walk(self, uri: TmUri | None = None, limit: int = 10_000) -> Iterator[Entry]:
+        """Every entry below ``uri`` (default the mount root), breadth first, at most ``limit``."""
+        queue = [uri or self.root]
+        seen = 0
+        while queue and seen < limit:
+            current = queue.pop(0)
+            try:
+                listing = self.list(Request(current, parse_facets(current)))
+            except Refusal:
+                continue
+            for entry in listing.children:
+                seen += 1
+                yield entry
+                if entry.collection and not entry.redacted:
+                    queue.append(parse(entry.uri))
+                if seen >= limit:
+                    return
+
+    def collections(self, limit: int = 10_000) -> Iterator[Entry]:
+        """The collections of this mount, for the ``resources/list`` map (no leaves)."""
+        yield Entry(str(self.root), f"{self.name}/", True, vnd("listing"), title=self.title)
+
+    def nearest(self, uri: TmUri) -> builtins.list[str]:
+        """Up to five URIs near ``uri``, from the deepest ancestor that lists."""
+        refused = str(uri)
+        wanted = uri.name
+        sticky = {k: uri.param(k) for k in self.sticky_params}
+        parent = uri.identity.parent()
+        while parent is not None and parent.mount == self.name:
+            ask = parent.with_params(sticky)
+            try:
+                children: Sequence[Entry] = self.list(Request(ask, parse_facets(ask))).children
+            except Refusal:
+                wanted, parent = parent.name, parent.parent()
+                continue
+            window = children[:MAX_CANDIDATES]
+            candidates = [(entry.name, _with(entry.uri, sticky)) for entry in window]
+            return rank(wanted, candidates, exclude=refused)
+        return [str(self.root)] if str(self.root) != refused else []
+
+    def fill_nearest(self, refusal: NotFound, uri: TmUri) -> None:
+        """Complete a ``NotFound`` raised without ``nearest``; never suggest the refused URI."""
+        if not refusal.nearest_given:
+            refusal.helpers["nearest"] = self.nearest(uri)
+        refused = refusal.uri
+        refusal.helpers["nearest"] = [n for n in refusal.helpers["nearest"] if n != refused][:5]
+
+    # ---- helpers for mounts -------------------------------------------------------------
+
+    def refuse_facets(self, req: Request, allowed: tuple[str, ...], what: str) -> None:
+        req.facets.require(req.text, allowed, what)
+
+    def leaf_as_collection(self, uri: TmUri) -> NotFound:
+        """The refusal for a collection asked as a leaf: it points at the ``/`` form."""
+        target = str(uri.as_collection().keeping(*self.sticky_params))
+        return NotFound(str(uri), "that is a collection: its URI ends with /", nearest=[target])
+
+
+def _with(uri_text: str, sticky: Mapping[str, str | None]) -> str:
+    if not any(sticky.values()):
+        return uri_text
+    return str(parse(uri_text).with_params(sticky))
+
+
+def without_facet(req: Request, *names: str) -> Request:
+    """The same request without the given parameters (re-parsed)."""
+    uri = req.uri.with_params({name: None for name in names})
+    return Request(uri, parse_facets(uri))
+
+
+def require_no_part(req: Request, what: str) -> None:
+    """Refuse a part parameter on a target that has no parts."""
+    if req.facets.part is not None:
+        raise BadFacet(req.text, f"{what} has no parts to cut", valid=[])

@@ -1,0 +1,421 @@
+"""The ``fs`` mount: the allow-listed roots of the served checkout, as files.
+
+``tm://<host>/fs/<root>/<path>`` — the roots (``docs``, ``data``, ``notes`` by default) are the
+only directories offered; the rest of the checkout is unreachable by design. Safety, in order:
+
+1. every decoded segment is checked (no ``.``, ``..``, empty, ``/``, ``\\`` or NUL);
+2. the first segment must be a root;
+3. the path is resolved (symlinks followed) before anything is opened, and must stay inside
+   the resolved root (a component check, so ``docs-old`` is not inside ``docs``);
+4. the deny-list of name patterns is the second net, on the asked and the resolved names:
+   denied entries are listed ``redacted`` and refused ``denied``;
+5. only regular files are opened, with ``O_NOFOLLOW`` and ``O_NONBLOCK``, and checked again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fnmatch
+import os
+import stat as stat_module
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import overload
+
+from django.conf import settings
+
+from tmsite import mime
+from tmsite.mounts.base import Mount
+from tmsite.mounts.errors import BadArgument, BadFacet, Denied, NotFound, OutOfRoot, TooLarge
+from tmsite.mounts.facets import Facets
+from tmsite.mounts.links import Link
+from tmsite.mounts.parts import READ_CAP, too_large
+from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.uri import TmUri
+
+DENY_PATTERNS: tuple[str, ...] = (
+    ".*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_*",
+    "*secret*",
+    "*credential*",
+    "*.local.md",
+    "*.db",
+    "*.sqlite",
+    "*.sqlite3",
+    "__pycache__",
+)
+#: Dotfiles named back in: they describe the repository and hold nothing private.
+ALLOWED_DOTFILES = frozenset({".gitignore", ".gitmodules", ".gitattributes", ".editorconfig"})
+#: A file read whole for ``lines`` or text may be at most this large.
+WHOLE_READ_LIMIT = 16 * 1024 * 1024
+FILE_FACETS = ("raw", "stat")
+_FILE_PARAMS = ("as", "lines", "range", "pointer")
+
+
+def denied_name(name: str) -> bool:
+    """Whether one path segment matches the deny-list."""
+    if name in ALLOWED_DOTFILES:
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in DENY_PATTERNS)
+
+
+def display(name: str) -> str:
+    """A file name fit for JSON: bytes that are not UTF-8 shown as U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked path: where it is, and how the client named it."""
+
+    root: str
+    segments: tuple[str, ...]
+    path: Path
+
+
+class FsMount(Mount):
+    name = "fs"
+    title = "The checkout's files"
+    what = "The files of the served checkout under its allow-listed roots (docs, data, notes)."
+    listing_facets = (None, "raw")
+
+    def __init__(self, host: str, checkout: Path, roots: Sequence[str]) -> None:
+        super().__init__(host)
+        self.checkout = checkout.resolve()
+        self.roots = tuple(roots)
+
+    @classmethod
+    def from_settings(cls, host: str) -> FsMount:
+        return cls(host, Path(settings.TM_CHECKOUT), settings.TM_FS_ROOTS)
+
+    # ---- path safety ------------------------------------------------------------------
+
+    def root_uris(self) -> list[str]:
+        return [str(self.uri(root, collection=True)) for root in self.roots]
+
+    def target(self, uri: TmUri) -> Target:
+        """Check ``uri``'s path and resolve it inside its root.
+
+        Raises:
+            OutOfRoot: a segment that could leave the root, an unknown root, or a resolved
+                path (through symlinks) outside its root.
+            Denied: a segment matching the deny-list, asked or resolved.
+        """
+        text = str(uri)
+        for segment in uri.path:
+            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
+                raise OutOfRoot(
+                    text,
+                    "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
+                    roots=self.root_uris(),
+                )
+        root = uri.path[0]
+        if root not in self.roots:
+            raise OutOfRoot(
+                text,
+                f"only {', '.join(self.roots)} are served",
+                roots=self.root_uris(),
+                nearest=self.root_uris(),
+            )
+        if any(denied_name(segment) for segment in uri.path):
+            raise Denied(text, "it exists or not; either way it is not offered")
+        root_path = (self.checkout / root).resolve()
+        candidate = root_path.joinpath(*uri.path[1:])
+        resolved = Path(os.path.realpath(candidate))
+        if not resolved.is_relative_to(root_path):
+            raise OutOfRoot(text, "the path leads outside its root", roots=self.root_uris())
+        inside = resolved.relative_to(root_path).parts
+        if any(denied_name(part) for part in inside):
+            raise Denied(text, "it exists or not; either way it is not offered")
+        return Target(root, uri.path, resolved)
+
+    # ---- the contract ------------------------------------------------------------------
+
+    def list(self, req: Request) -> Listing:
+        uri = req.uri
+        if not uri.path:
+            children = [
+                Entry(str(self.uri(root, collection=True)), f"{root}/", True, vnd("listing"))
+                for root in self.roots
+                if (self.checkout / root).is_dir()
+            ]
+            return Listing(children)
+        target = self.target(uri)
+        try:
+            names = self._scan(target.path)
+        except NotADirectoryError as exc:
+            raise NotFound(
+                str(uri), "that is a file: its URI has no trailing /", nearest=[str(uri.as_leaf())]
+            ) from exc
+        except FileNotFoundError as exc:
+            raise NotFound(str(uri), "no such directory") from exc
+        return Listing(_LazyEntries(self, uri, target.path, names))
+
+    def _scan(self, directory: Path) -> builtins.list[tuple[bool, str]]:
+        out: builtins.list[tuple[bool, str]] = []
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                out.append((not is_dir, entry.name))
+        out.sort(key=lambda item: (item[0], item[1].encode("utf-8", "surrogateescape")))
+        return out
+
+    def entry_for(self, parent: TmUri, directory: Path, name: str, is_dir: bool) -> Entry:
+        uri = parent.child(name, collection=is_dir)
+        shown = display(name) + ("/" if is_dir else "")
+        path = directory / name
+        if denied_name(name):
+            return Entry(str(uri), shown, is_dir, redacted=True)
+        try:
+            self.target(uri)
+            info = path.stat()
+        except (OutOfRoot, Denied, OSError):
+            return Entry(str(uri), shown, is_dir, redacted=True)
+        if is_dir:
+            return Entry(str(uri), shown, True, vnd("listing"))
+        if not stat_module.S_ISREG(info.st_mode):
+            return Entry(str(uri), shown, False, redacted=True)
+        return Entry(str(uri), shown, False, self._mime(path, name), info.st_size)
+
+    def read(self, req: Request) -> Content:
+        uri = req.uri
+        if not uri.path and not uri.collection:
+            raise self.leaf_as_collection(uri)
+        if uri.collection:
+            req.facets.require_facet(req.text, ("raw",), "a directory")
+        req.facets.require(req.text, _FILE_PARAMS, "a file")
+        req.facets.require_facet(req.text, FILE_FACETS, "a file")
+        target = self.target(uri)
+        if len(uri.path) == 1:
+            raise self.leaf_as_collection(uri)
+        try:
+            info = target.path.stat()
+        except FileNotFoundError as exc:
+            raise NotFound(req.text, "no such file") from exc
+        except OSError as exc:
+            raise NotFound(req.text, f"no such file ({exc.strerror})") from exc
+        if stat_module.S_ISDIR(info.st_mode):
+            raise self.leaf_as_collection(uri)
+        if not stat_module.S_ISREG(info.st_mode):
+            raise Denied(req.text, "only regular files are read")
+        if req.facets.facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            return self._stat(uri, target, info)
+        return self._raw(req, target, info)
+
+    def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+        if argument == "as":
+            return [f for f in FILE_FACETS if f.startswith(value)]
+        if argument != "path":
+            raise BadArgument(
+                None, f"no template argument named {argument!r}", valid=["path", "as"]
+            )
+        directory, _, leaf = value.rpartition("/")
+        if not directory:
+            return [f"{root}/" for root in self.roots if root.startswith(leaf)]
+        uri = self.uri(*directory.split("/"), collection=True)
+        try:
+            listing = self.list(Request(uri, _NO_FACETS))
+        except Exception:
+            return []
+        out = []
+        for entry in listing.children:
+            if entry.redacted or not entry.name.startswith(leaf):
+                continue
+            out.append(f"{directory}/{entry.name}")
+            if len(out) > 100:
+                break
+        return out
+
+    def templates(self) -> builtins.list[Template]:
+        return [
+            Template(
+                "fs",
+                f"tm://{self.host}/fs/{{+path}}",
+                "A file or directory of the checkout",
+                "Files under the checkout's docs/, data/ and notes/. A path ending in / lists "
+                "its children (500 a page, with a cursor); a file reads as itself. ?as=stat "
+                "gives size, type and modified time; ?range=START-END reads bytes past the 256 "
+                "KiB cap; ?lines=FIRST-LAST and ?pointer=/a/0 read parts. Denied names are "
+                "listed redacted and refused.",
+                ("path", "as"),
+            )
+        ]
+
+    def collections(self, limit: int = 10_000) -> Iterator[Entry]:
+        yield from super().collections(limit)
+        count = 0
+        for root in self.roots:
+            start = self.checkout / root
+            if not start.is_dir():
+                continue
+            for directory, dirnames, _ in os.walk(start):
+                dirnames[:] = sorted(d for d in dirnames if not denied_name(d))
+                rel = Path(directory).relative_to(self.checkout).parts
+                uri = self.uri(*rel, collection=True)
+                try:
+                    self.target(uri)
+                except (OutOfRoot, Denied):
+                    dirnames[:] = []
+                    continue
+                yield Entry(str(uri), "/".join(display(p) for p in rel) + "/", True, vnd("listing"))
+                count += 1
+                if count >= limit:
+                    return
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def _mime(self, path: Path, name: str) -> str:
+        known = mime.by_name(name)
+        if known:
+            return known
+        try:
+            with open_regular(path) as handle:
+                return mime.sniff(handle.read(mime.SNIFF_BYTES))
+        except OSError:
+            return mime.OCTET_STREAM
+
+    def _file_links(self, uri: TmUri) -> builtins.list[Link]:
+        parent = uri.identity.parent()
+        assert parent is not None
+        return [
+            *self.up_links(uri),
+            Link("collection", str(parent)),
+            Link("describedby", str(uri.identity.with_params({"as": "stat"}))),
+        ]
+
+    def _stat(self, uri: TmUri, target: Target, info: os.stat_result) -> Content:
+        name = target.segments[-1]
+        mime_type = self._mime(target.path, name)
+        body = {
+            "uri": str(uri.identity),
+            "name": display(name),
+            "path": "/".join(display(s) for s in target.segments),
+            "size": info.st_size,
+            "mimeType": mime_type,
+            "modified": datetime.fromtimestamp(int(info.st_mtime), UTC).isoformat(),
+            "isCollection": False,
+            "text": mime.is_text(mime_type),
+        }
+        links = [*self._file_links(uri), Link("alternate", str(uri.identity))]
+        return Content(str(uri), vnd("stat"), body, links, kind="stat")
+
+    def _raw(self, req: Request, target: Target, info: os.stat_result) -> Content:
+        uri = req.uri
+        name = target.segments[-1]
+        mime_type = self._mime(target.path, name)
+        size = info.st_size
+        links = self._file_links(uri)
+        span = req.facets.byte_range
+        if span is not None:
+            start, end = span
+            if start >= size and size > 0:
+                raise BadFacet(
+                    req.text,
+                    f"range={start}-{end} starts past the end ({size} bytes)",
+                    valid=[f"0-{size}"],
+                    size=size,
+                )
+            end = min(end, size)
+            if end - start > READ_CAP:
+                raise TooLarge(
+                    req.text, f"a range reads at most {READ_CAP} bytes", size=size, cap=READ_CAP
+                )
+            with open_regular(target.path) as handle:
+                handle.seek(start)
+                data = handle.read(end - start)
+            shown = uri.with_params(range=f"{start}-{end}")
+            body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
+            return Content(str(shown), mime_type, body, links, "file", True, size)
+        limit = WHOLE_READ_LIMIT if req.facets.part is not None else READ_CAP
+        if size > limit:
+            raise too_large(uri, size)
+        with open_regular(target.path) as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise too_large(uri, len(data))
+        text_body: str | bytes = (
+            data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
+        )
+        return Content(str(uri), mime_type, text_body, links, "file", size=size)
+
+
+class open_regular:
+    """Open a regular file for reading without following a final symlink or blocking."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> _Reader:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(self.path, flags)
+        if not stat_module.S_ISREG(os.fstat(self.fd).st_mode):
+            os.close(self.fd)
+            raise IsADirectoryError(f"{self.path} is not a regular file")
+        return _Reader(self.fd)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+class _Reader:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def seek(self, offset: int) -> None:
+        os.lseek(self.fd, offset, os.SEEK_SET)
+
+    def read(self, count: int) -> bytes:
+        chunks = []
+        while count > 0:
+            chunk = os.read(self.fd, min(count, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            count -= len(chunk)
+        return b"".join(chunks)
+
+
+class _LazyEntries(Sequence[Entry]):
+    """A directory's children, stat'ed only when a page asks for them."""
+
+    def __init__(
+        self, mount: FsMount, uri: TmUri, directory: Path, names: list[tuple[bool, str]]
+    ) -> None:
+        self.mount = mount
+        self.uri = uri.identity
+        self.directory = directory
+        self.names = names
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return [self._entry(item) for item in self.names[index]]
+        return self._entry(self.names[index])
+
+    def _entry(self, item: tuple[bool, str]) -> Entry:
+        is_file, name = item
+        return self.mount.entry_for(self.uri, self.directory, name, not is_file)
+
+
+_NO_FACETS = Facets()

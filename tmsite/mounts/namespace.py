@@ -1,0 +1,227 @@
+"""The namespace: the hosts, the root, the mounts, and what every read gets on its way out.
+
+``Namespace.read`` is the one path every read takes, whatever surface asked: parse, dispatch
+to the mount, fill ``nearest``, ``?as=links``, parts, the read cap, link order and link cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from tmsite.mounts import cursor as cursors
+from tmsite.mounts.base import PAGE_SIZE, Mount
+from tmsite.mounts.errors import BadArgument, NotFound
+from tmsite.mounts.facets import Facets, parse_facets
+from tmsite.mounts.links import Link, cap, filtered, order
+from tmsite.mounts.nearest import rank
+from tmsite.mounts.parts import apply_part, enforce_cap
+from tmsite.mounts.types import Content, Entry, Request, Template, vnd
+from tmsite.mounts.uri import TmUri, parse
+
+#: Entries per ``resources/list`` page.
+MAP_PAGE_SIZE = 100
+#: The document a client should read first.
+HELP_PATH = ("fs", "docs", "mcp.md")
+_LINK_FILTERS = ("as", "rel", "min", "cursor")
+
+
+@dataclass(frozen=True)
+class MapPage:
+    entries: list[Entry]
+    next_cursor: str | None
+
+
+class Namespace:
+    """Every mount of one host, and the reads that cross them."""
+
+    def __init__(self, host: str, mounts: Mapping[str, Mount]) -> None:
+        self.host = host
+        self.mounts = dict(sorted(mounts.items()))
+
+    # ---- addresses ----------------------------------------------------------------------
+
+    @property
+    def root(self) -> TmUri:
+        return TmUri(self.host, collection=True)
+
+    def help_uri(self) -> str:
+        mount, *path = HELP_PATH
+        return str(TmUri(self.host, mount, tuple(path)))
+
+    # ---- reading ------------------------------------------------------------------------
+
+    def read(self, text: object) -> Content:
+        """Read one tm:// URI: the content with its links ordered and capped.
+
+        Raises:
+            Refusal: the one rejection tree; nothing else escapes.
+        """
+        uri = parse(text)
+        facets = parse_facets(uri)
+        req = Request(uri, facets)
+        if uri.is_hosts:
+            return self._finish(self._hosts(req), req)
+        if uri.host != self.host:
+            raise NotFound(
+                str(uri),
+                f"this server answers the host {self.host!r} only",
+                nearest=[str(self.root)],
+            )
+        if uri.is_root:
+            return self._finish(self._root(req), req)
+        mount = self.mount_for(uri)
+        try:
+            if facets.facet == "links":
+                content = self._links(mount, req)
+            else:
+                content = mount.resolve(req)
+        except NotFound as refusal:
+            mount.fill_nearest(refusal, uri)
+            raise
+        return self._finish(content, req)
+
+    def mount_for(self, uri: TmUri) -> Mount:
+        assert uri.mount is not None
+        mount = self.mounts.get(uri.mount)
+        if mount is None:
+            candidates = [(name, str(m.root)) for name, m in self.mounts.items()]
+            raise NotFound(
+                str(uri),
+                f"no mount named {uri.mount!r}",
+                nearest=rank(uri.mount, candidates, exclude=str(uri)),
+            )
+        return mount
+
+    def _finish(self, content: Content, req: Request) -> Content:
+        content = apply_part(content, req.uri, req.facets)
+        enforce_cap(content, req.uri)
+        links = order(content.links)
+        links_uri = req.uri.keeping("at", **{"as": "links"})
+        content.links = cap(links, str(links_uri))
+        return content
+
+    def _hosts(self, req: Request) -> Content:
+        req.facets.require(req.text, (), "tm://")
+        child = Entry(str(self.root), self.host, True, vnd("mounts"), title=f"the box {self.host}")
+        body = {"uri": "tm://", "children": [child.to_json()]}
+        return Content("tm://", vnd("hosts"), body, [Link("item", str(self.root))], kind="hosts")
+
+    def _root(self, req: Request) -> Content:
+        req.facets.require(req.text, (), "the root")
+        children = []
+        links = [Link("up", "tm://"), Link("help", self.help_uri())]
+        for mount in self.mounts.values():
+            entry = mount.collections().__next__()
+            children.append(
+                Entry(
+                    entry.uri,
+                    entry.name,
+                    entry.collection,
+                    entry.mime_type,
+                    title=mount.title,
+                    extra={"what": mount.what},
+                ).to_json()
+            )
+            links.append(Link("item", entry.uri, title=mount.title))
+        body = {
+            "uri": str(self.root),
+            "host": self.host,
+            "help": self.help_uri(),
+            "children": children,
+        }
+        return Content(str(self.root), vnd("mounts"), body, links, kind="mounts")
+
+    def _links(self, mount: Mount, req: Request) -> Content:
+        facets: Facets = req.facets
+        target = req.uri.with_params({name: None for name in _LINK_FILTERS})
+        all_links = order(mount.links(Request(target, parse_facets(target))))
+        if facets.rel is not None or facets.minimum is not None:
+            chosen = filtered(all_links, facets.rel, facets.minimum)
+        else:
+            chosen = all_links
+        scope_uri = req.uri.with_params(cursor=None)
+        scope = str(scope_uri)
+        offset = cursors.redeem(facets.cursor, scope, req.text) if facets.cursor else 0
+        page = chosen[offset : offset + PAGE_SIZE]
+        body: dict[str, object] = {
+            "uri": scope,
+            "target": str(target),
+            "total": len(chosen),
+            "links": [link.to_json() for link in page],
+        }
+        if facets.rel is not None:
+            body["rel"] = facets.rel
+        if facets.minimum is not None:
+            body["min"] = facets.minimum
+        if offset + PAGE_SIZE < len(chosen):
+            token = cursors.issue(scope, offset + PAGE_SIZE)
+            body["nextCursor"] = token
+            body["next"] = str(scope_uri.with_params(cursor=token))
+        own = [Link("alternate", str(target), title="the thing these links belong to")]
+        return Content(scope, vnd("links"), body, own, kind="links")
+
+    # ---- the map, templates, completion ------------------------------------------------------
+
+    def resource_map(self, cursor: str | None) -> MapPage:
+        """The ``resources/list`` map: root, hosts, mounts and collections, no leaves."""
+        scope = f"tm-map:{self.host}"
+        offset = cursors.redeem(cursor, scope) if cursor is not None else 0
+        entries: list[Entry] = []
+        for index, entry in enumerate(self._map_entries()):
+            if index < offset:
+                continue
+            if len(entries) == MAP_PAGE_SIZE:
+                return MapPage(entries, cursors.issue(scope, offset + MAP_PAGE_SIZE))
+            entries.append(entry)
+        return MapPage(entries, None)
+
+    def _map_entries(self) -> Iterator[Entry]:
+        yield Entry(str(self.root), self.host, True, vnd("mounts"), title=f"The box {self.host}")
+        for mount in self.mounts.values():
+            yield from mount.collections()
+
+    def templates(self) -> list[Template]:
+        host_template = Template(
+            "hosts",
+            "tm://",
+            "The hosts",
+            "The hosts this server answers: one.",
+            (),
+            vnd("hosts"),
+        )
+        root_template = Template(
+            "root",
+            str(self.root),
+            "The mounts",
+            "Start here. Reading it lists the mounts; any URI ending in / lists its children "
+            "with a cursor; every read carries typed links in _meta; a failed read names the "
+            "nearest URIs that resolve.",
+            (),
+            vnd("mounts"),
+        )
+        out = [host_template, root_template]
+        for mount in self.mounts.values():
+            out.extend(mount.templates())
+        return out
+
+    def complete(
+        self, template: str, argument: str, value: str, context: Mapping[str, str]
+    ) -> list[str]:
+        """Live values for one argument of one published template.
+
+        Raises:
+            BadArgument: unknown template or argument.
+        """
+        for mount in self.mounts.values():
+            for candidate in mount.templates():
+                if candidate.uri_template == template:
+                    if argument not in candidate.arguments:
+                        raise BadArgument(
+                            template,
+                            f"the template has no argument {argument!r}",
+                            valid=list(candidate.arguments),
+                        )
+                    return mount.complete(argument, value, context)
+        known = [t.uri_template for t in self.templates()]
+        raise BadArgument(template, "no template with that uriTemplate", valid=known)

@@ -1,0 +1,53 @@
+"""The mounts this box serves: one sorted line per kind, instances from settings.
+
+A clash (two kinds under one name) or an unknown setting fails loudly at start-up
+(system checks ``tm.E001``/``tm.E002``). ``TM_MOUNTS`` may narrow the list (tests do).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+
+from django.conf import settings
+
+from tmsite.mounts.base import Mount
+from tmsite.mounts.namespace import Namespace
+
+#: name → "module:Class". Keep sorted; one line per mount.
+MOUNTS: dict[str, str] = {
+    "fs": "tmsite.mounts.fs:FsMount",
+}
+assert list(MOUNTS) == sorted(MOUNTS), "keep the registry sorted"
+
+
+def mount_class(name: str) -> type[Mount]:
+    module_name, _, class_name = MOUNTS[name].partition(":")
+    cls: type[Mount] = getattr(import_module(module_name), class_name)
+    assert issubclass(cls, Mount) and cls.name == name, f"{MOUNTS[name]} is not the {name} mount"
+    return cls
+
+
+def enabled_names() -> list[str]:
+    wanted = getattr(settings, "TM_MOUNTS", None)
+    return sorted(wanted) if wanted is not None else list(MOUNTS)
+
+
+def build_mount(name: str, host: str) -> Mount:
+    """A mount instance configured from settings (its ``from_settings`` hook, if any)."""
+    cls = mount_class(name)
+    factory = getattr(cls, "from_settings", None)
+    mount: Mount = factory(host) if factory is not None else cls(host)
+    return mount
+
+
+@cache
+def namespace() -> Namespace:
+    """The process's namespace, built once from settings."""
+    host = settings.TM_HOST
+    return Namespace(host, {name: build_mount(name, host) for name in enabled_names()})
+
+
+def reset() -> None:
+    """Forget the built namespace (settings changed; tests)."""
+    namespace.cache_clear()

@@ -1,0 +1,120 @@
+"""The shapes mounts return: a read's content, a listing's children, a template."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tmsite.mounts.facets import Facets
+from tmsite.mounts.links import Link
+from tmsite.mounts.uri import TmUri
+
+JsonValue = Any  # dict / list / str / int / float / bool / None, as json.dumps takes it
+
+
+#: Media type of what the server assembles.
+def vnd(kind: str) -> str:
+    """``application/vnd.tm.<kind>+json``, the type of a JSON thing the server assembles."""
+    return f"application/vnd.tm.{kind}+json"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One read of one URI: the parsed URI and its checked parameters."""
+
+    uri: TmUri
+    facets: Facets
+
+    @property
+    def text(self) -> str:
+        return str(self.uri)
+
+
+@dataclass
+class Content:
+    """What a read answers.
+
+    Attributes:
+        uri: The URI the answer stands for: what was asked, canonical, with its part kept.
+        mime_type: ``application/vnd.tm.<kind>+json`` for assembled things, else the file's
+            own type.
+        body: ``str`` (text), ``bytes`` (binary, sent base64), or a JSON value (sent as text).
+        links: Every link of the thing; the namespace orders and caps them.
+        kind: The kind of thing read (``listing``, ``file``, ``stat``, ``log`` …).
+        part_applied: The mount already cut the part (``range``/``lines``) asked for.
+        size: The whole thing's size in bytes, when the body is a part of it.
+    """
+
+    uri: str
+    mime_type: str
+    body: str | bytes | JsonValue
+    links: list[Link] = field(default_factory=list)
+    kind: str = "file"
+    part_applied: bool = False
+    size: int | None = None
+
+    @property
+    def is_json(self) -> bool:
+        return not isinstance(self.body, (str, bytes))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One child in a listing."""
+
+    uri: str
+    name: str
+    collection: bool
+    mime_type: str | None = None
+    size: int | None = None
+    title: str | None = None
+    redacted: bool = False
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"uri": self.uri, "name": self.name}
+        if self.redacted:
+            out["redacted"] = True
+        elif self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        out["isCollection"] = self.collection
+        if self.size is not None and not self.redacted:
+            out["size"] = self.size
+        if self.title is not None:
+            out["title"] = self.title
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class Listing:
+    """A collection's children, in order, with what the mount adds to the body and links."""
+
+    children: Sequence[Entry]
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    kind: str = "listing"
+
+
+@dataclass(frozen=True)
+class Template:
+    """A resource template: the grammar of one mount, taught to clients."""
+
+    name: str
+    uri_template: str
+    title: str
+    description: str
+    arguments: tuple[str, ...] = ()
+    mime_type: str | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {
+            "uriTemplate": self.uri_template,
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+        }
+        if self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        return out

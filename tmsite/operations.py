@@ -1,0 +1,134 @@
+"""Transport-neutral operations: the only callers of the mounts and the pieces.
+
+MCP methods, MCP tools and REST views are adapters over these functions; each returns plain
+data or raises a ``Refusal`` from ``tmsite.mounts.errors``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from tmsite import pieces as piece_records
+from tmsite import probes
+from tmsite.mounts.errors import BadArgument
+from tmsite.mounts.namespace import MapPage
+from tmsite.mounts.parts import to_text
+from tmsite.mounts.registry import namespace
+from tmsite.mounts.types import Content, Template
+from tmsite.mounts.uri import parse
+from tmsite.schemas import Overview, PieceStatus, Resolved
+
+CHIP_MCP_ENDPOINT = "https://6502.tinymachines.ai/api/mcp"
+WHAT = (
+    "tinymachines is the roof over six pieces of transistor-level MOS 6502 work; this box "
+    "serves its documents, records, repositories and pages as the tm:// namespace."
+)
+
+
+# ---- the namespace ------------------------------------------------------------------------
+
+
+def read(uri: object) -> Content:
+    """Read one tm:// URI (links ordered and capped). Raises ``Refusal``."""
+    return namespace().read(uri)
+
+
+def resource_map(cursor: str | None) -> MapPage:
+    return namespace().resource_map(cursor)
+
+
+def templates() -> list[Template]:
+    return namespace().templates()
+
+
+def complete(template: str, argument: str, value: str, context: Mapping[str, str]) -> list[str]:
+    return namespace().complete(template, argument, value, context)
+
+
+def resolve(uri: object) -> Resolved:
+    """``resources/read`` in one flat body with the links in it.
+
+    Binary content comes as its size and a note on how to get the bytes, unless the URI asked
+    ``?as=raw``, which returns them base64.
+    """
+    content = read(uri)
+    links = [link.to_json() for link in content.links]
+    if isinstance(content.body, bytes):
+        asked_raw = parse(uri).param("as") == "raw"
+        if asked_raw:
+            return Resolved.model_validate(
+                {
+                    "uri": content.uri,
+                    "mimeType": content.mime_type,
+                    "blob": base64.b64encode(content.body).decode("ascii"),
+                    "encoding": "base64",
+                    "bytes": len(content.body),
+                    "links": links,
+                }
+            )
+        return Resolved.model_validate(
+            {
+                "uri": content.uri,
+                "mimeType": content.mime_type,
+                "bytes": len(content.body),
+                "note": "binary content: add ?as=raw to the URI for the bytes in base64, "
+                "and ?range=START-END past the 256 KiB cap",
+                "links": links,
+            }
+        )
+    return Resolved.model_validate(
+        {
+            "uri": content.uri,
+            "mimeType": content.mime_type,
+            "text": to_text(content.body),
+            "links": links,
+        }
+    )
+
+
+# ---- the pieces ---------------------------------------------------------------------------
+
+
+def _pieces() -> list[piece_records.Piece]:
+    return piece_records.load_pieces(settings.TM_PIECES_FILE)
+
+
+def overview() -> Overview:
+    """Every piece with its reachability measured now (subject to the short probe cache)."""
+    pieces = _pieces()
+    measured = probes.probe_all(pieces)
+    statuses = [
+        PieceStatus.model_validate({**piece.model_dump(), "status": status})
+        for piece, status in zip(pieces, measured, strict=True)
+    ]
+    probed = [s.status for s in statuses if s.status.reachability != "not_probed"]
+    return Overview(
+        what=WHAT,
+        checked_at=min((m.checked_at for m in probed), default=None),
+        up=sum(1 for m in probed if m.reachability == "up"),
+        probed=len(probed),
+        total=len(statuses),
+        pieces=statuses,
+        chip_mcp_endpoint=CHIP_MCP_ENDPOINT,
+        start_here=namespace().help_uri(),
+    )
+
+
+def piece(key: str) -> PieceStatus:
+    """One piece by key, measured now. Raises ``BadArgument`` naming the valid keys."""
+    pieces = _pieces()
+    for candidate in pieces:
+        if candidate.key == key:
+            status = probes.probe_one(candidate)
+            return PieceStatus.model_validate({**candidate.model_dump(), "status": status})
+    valid = sorted(p.key for p in pieces)
+    raise BadArgument(None, f"no piece named {key!r}; valid keys: {', '.join(valid)}", valid=valid)
+
+
+def licensing() -> dict[str, Any]:
+    """What may be published under which terms, assembled from the pieces."""
+    return piece_records.licensing(_pieces())

@@ -1,0 +1,119 @@
+"""REST routes under ``/api/v1/``: the same operations as the tools, another spelling.
+
+Refusals become HTTP statuses through one table (``HTTP_STATUS``), with the same JSON fields
+the MCP refusal carries in ``data``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from tmsite import operations
+from tmsite.mounts.errors import REASONS
+from tmsite.pieces import Licensing
+from tmsite.schemas import Overview, PieceStatus, Resolved
+
+router = Router(tags=["tmsite"])
+
+HTTP_STATUS: dict[str, int] = {
+    "not-found": 404,
+    "out-of-root": 404,
+    "no-such-ref": 404,
+    "denied": 403,
+    "gated": 403,
+    "too-large": 413,
+    "binary": 415,
+    "redirect": 409,
+    "bad-facet": 400,
+    "bad-cursor": 400,
+    "bad-uri": 400,
+    "bad-argument": 400,
+    "rate-limited": 429,
+    "unreachable": 502,
+    "git-error": 502,
+    "timeout": 504,
+}
+assert set(HTTP_STATUS) == set(REASONS), "every reason has a REST status"
+
+
+class RefusalOut(Schema):
+    error: str = Field(description="What was refused, for people.")
+    reason: str = Field(description="The stable reason a program can branch on.")
+
+
+class ResourceOut(Schema):
+    uri: str
+    name: str
+    title: str | None = None
+    mimeType: str | None = None
+
+
+class ResourceMapOut(Schema):
+    resources: list[ResourceOut]
+    nextCursor: str | None = None
+
+
+class CompletionOut(Schema):
+    values: list[str]
+    total: int
+    hasMore: bool
+
+
+class CompleteQuery(Schema):
+    template: str = Field(description="A uriTemplate from /api/v1/templates.")
+    argument: str = Field(description="The template argument to complete.")
+    value: str = Field(default="", description="What has been typed so far.")
+
+
+_ERRORS: dict[int | frozenset[int], Any] = {frozenset(set(HTTP_STATUS.values())): RefusalOut}
+
+
+@router.get("/overview", response={200: Overview, **_ERRORS}, summary="What the box is")
+def overview(request: HttpRequest) -> Overview:
+    return operations.overview()
+
+
+@router.get("/pieces", response={200: list[PieceStatus], **_ERRORS}, summary="Every piece")
+def pieces(request: HttpRequest) -> list[PieceStatus]:
+    return operations.overview().pieces
+
+
+@router.get("/pieces/{key}", response={200: PieceStatus, **_ERRORS}, summary="One piece")
+def piece(request: HttpRequest, key: str) -> PieceStatus:
+    return operations.piece(key)
+
+
+@router.get("/licensing", response={200: Licensing, **_ERRORS}, summary="The licence position")
+def licensing(request: HttpRequest) -> dict[str, Any]:
+    return operations.licensing()
+
+
+@router.get("/resolve", response={200: Resolved, **_ERRORS}, summary="Read one tm:// URI")
+def resolve(request: HttpRequest, uri: str) -> Any:
+    return operations.resolve(uri).model_dump(exclude_none=True)
+
+
+@router.get("/resources", response={200: ResourceMapOut, **_ERRORS}, summary="The map")
+def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]:
+    from tmsite.mcp.convert import resource
+
+    page = operations.resource_map(cursor)
+    out: dict[str, Any] = {"resources": [resource(entry) for entry in page.entries]}
+    if page.next_cursor is not None:
+        out["nextCursor"] = page.next_cursor
+    return out
+
+
+@router.get("/templates", response={200: list[dict[str, Any]]}, summary="Resource templates")
+def templates(request: HttpRequest) -> list[dict[str, Any]]:
+    return [item.to_json() for item in operations.templates()]
+
+
+@router.get("/complete", response={200: CompletionOut, **_ERRORS}, summary="Complete an argument")
+def complete(request: HttpRequest, query: Query[CompleteQuery]) -> dict[str, Any]:
+    values = operations.complete(query.template, query.argument, query.value, {})
+    return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
