@@ -174,3 +174,25 @@ def test_site_pages_and_registered_families(checkout: Path) -> None:
             pages.register_pages("test-family", lambda: [])
     finally:
         del pages._families["test-family"]
+
+
+@pytest.mark.parametrize(
+    ("source", "lang", "href", "target"),
+    [
+        ("docs/nes/pile.md", "en", "alone.md", "/docs/nes/alone"),
+        ("docs/nes/pile.md", "en", "../index.md", "/docs"),
+        ("docs/nes/pile.md", "en", "./index.md#a-b", "/docs/nes#a-b"),
+        ("docs/nes/pile.md", "ja", "alone.md", "/ja/docs/nes/alone"),
+        ("docs/ja/nes/pile.md", "ja", "../index.md", "/ja/docs"),
+        ("docs/index.md", "en", "two%20words.md", "/docs/two%20words"),
+        ("docs/index.md", "en", "https://example.org/a.md", None),
+        ("docs/index.md", "en", "//example.org/a.md", None),
+        ("docs/index.md", "en", "/docs/a.md", None),
+        ("docs/index.md", "en", "#top", None),
+        ("docs/index.md", "en", "../notes/plan.md", None),
+        ("docs/index.md", "en", "README.md", None),
+        ("docs/index.md", "en", "picture.png", None),
+    ],
+)
+def test_link_for(source: str, lang: str, href: str, target: str | None) -> None:
+    assert pages.link_for(source, lang, href) == target

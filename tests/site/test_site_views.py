@@ -315,17 +315,48 @@ def test_rendering_is_cached(
     calls: list[str] = []
     real = rendering.render_text
 
-    def counting(text: str) -> Any:
+    def counting(text: str, *args: Any) -> Any:
         calls.append(text)
-        return real(text)
+        return real(text, *args)
 
     monkeypatch.setattr(rendering, "render_text", counting)
     path = checkout / "docs" / "nes" / "alone.md"
     path.write_text("# Alone\n\nFirst.\n")
     client.get("/docs/nes/alone")
     client.get("/docs/nes/alone")
-    client.get("/ja/docs/nes/alone")
     assert len(calls) == 1
+    client.get("/ja/docs/nes/alone")  # its links go to Japanese pages: rendered once more
+    client.get("/ja/docs/nes/alone")
+    assert len(calls) == 2
     path.write_text("# Alone\n\nSecond, longer.\n")
     assert b"Second, longer." in client.get("/docs/nes/alone").content
-    assert len(calls) == 2
+    assert len(calls) == 3
+
+
+def test_links_between_documents_go_to_pages(
+    client: Client, checkout: Path, put: Callable[..., Path]
+) -> None:
+    put(
+        "docs/nes/links.md",
+        "# Links\n\n[pile](pile.md), [top](../index.md#top), [section](index.md), "
+        "[elsewhere](https://example.org/x.md), [file](data.json), [gone](../../notes/a.md), "
+        "[readme](../README.md), [here](#links)\n",
+    )
+    body = client.get("/docs/nes/links").content.decode()
+    assert '<a href="/docs/nes/pile">pile</a>' in body
+    assert '<a href="/docs#top">top</a>' in body
+    assert '<a href="/docs/nes">section</a>' in body
+    assert '<a href="https://example.org/x.md">elsewhere</a>' in body
+    assert '<a href="data.json">file</a>' in body
+    assert '<a href="../../notes/a.md">gone</a>' in body
+    assert '<a href="../README.md">readme</a>' in body
+    assert '<a href="#links">here</a>' in body
+    # read in Japanese (a fallback page), the same links go to the Japanese pages
+    ja = client.get("/ja/docs/nes/links").content.decode()
+    assert '<a href="/ja/docs/nes/pile">pile</a>' in ja
+    assert '<a href="/ja/docs#top">top</a>' in ja
+    # and from a translation, relative links stay in docs/ja/ and its pages
+    put("docs/ja/nes/alone.md", "# 一人\n\n[山](pile.md)、[英語の索引](../../index.md)\n")
+    ja = client.get("/ja/docs/nes/alone").content.decode()
+    assert '<a href="/ja/docs/nes/pile">山</a>' in ja
+    assert '<a href="/ja/docs">英語の索引</a>' in ja

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import stat
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote, unquote, urlsplit
 
 from django.conf import settings
 
@@ -123,6 +125,36 @@ def page_for(relpath: str) -> str | None:
     if inner_parts[-1] == "index":
         inner_parts = inner_parts[:-1]
     return _docs_url(lang, "/".join(inner_parts))
+
+
+def link_for(source: str, lang: str, href: str) -> str | None:
+    """Where a relative link to a Markdown file, written in a document, goes on the site.
+
+    Documents link to each other by file (``[MCP](../mcp.md#tools)``), which works in the
+    checkout and in git; on the site the link must name the page instead. A link in a page
+    read in Japanese goes to the Japanese page (which exists: it falls back to the English file).
+
+    Args:
+        source: the checkout-relative file the link is written in.
+        lang: the language of the page being rendered.
+        href: the link as written.
+
+    Returns:
+        The percent-encoded page address (with the link's fragment), or None to leave the link
+        as written (absolute or external links, links to files that make no page).
+    """
+    parts = urlsplit(href)
+    if parts.scheme or parts.netloc or not parts.path or parts.path.startswith("/"):
+        return None
+    path = unquote(parts.path)
+    if not path.endswith(PAGE_EXT):
+        return None
+    url = page_for(posixpath.normpath(posixpath.join(posixpath.dirname(source), path)))
+    if url is None:
+        return None
+    if lang != LANGUAGES[0] and not url.startswith(f"/{lang}/"):
+        url = f"/{lang}{url}"
+    return quote(url, safe="/") + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 # --- the index of docs/ ----------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The extensions are the site's fixed set: fenced code blocks, code highlighted by Pygments with
 CSS classes (the colours live in ``static/site.css``), tables, and a table of contents that
-gives every heading an ``id`` and a permalink.
+gives every heading an ``id`` and a permalink. Relative links from one document to another
+Markdown file are rewritten to the page that file makes (:func:`tmsite.site.pages.link_for`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 import markdown
 from markdown.extensions.toc import slugify_unicode
+
+from .pages import link_for
 
 EXTENSIONS = ["fenced_code", "codehilite", "tables", "toc"]
 EXTENSION_CONFIGS: dict[str, dict[str, Any]] = {
@@ -60,7 +63,7 @@ class Rendered:
 
 
 _lock = threading.Lock()
-_cache: OrderedDict[tuple[str, int, int], Rendered] = OrderedDict()
+_cache: OrderedDict[tuple[str, str | None, str, int, int], Rendered] = OrderedDict()
 
 
 def _flatten(tokens: list[dict[str, Any]]) -> list[Heading]:
@@ -71,35 +74,63 @@ def _flatten(tokens: list[dict[str, Any]]) -> list[Heading]:
     return out
 
 
-def render_text(text: str) -> tuple[str, tuple[Heading, ...]]:
-    """Render Markdown text with the site's extensions; returns the HTML and its headings."""
+class _PageLinks:
+    """A Markdown tree processor: links to Markdown files become links to their pages."""
+
+    def __init__(self, source: str, lang: str) -> None:
+        self.source = source
+        self.lang = lang
+
+    def run(self, root: Any) -> None:
+        for anchor in root.iter("a"):
+            target = link_for(self.source, self.lang, anchor.get("href") or "")
+            if target is not None:
+                anchor.set("href", target)
+
+
+def render_text(
+    text: str, source: str | None = None, lang: str = "en"
+) -> tuple[str, tuple[Heading, ...]]:
+    """Render Markdown text with the site's extensions; returns the HTML and its headings.
+
+    Args:
+        text: the Markdown.
+        source: the checkout-relative file it came from; when given, links to other Markdown
+            files become links to their pages, as read in ``lang``.
+        lang: the language of the page being rendered.
+    """
     md = markdown.Markdown(extensions=EXTENSIONS, extension_configs=EXTENSION_CONFIGS)
+    if source is not None:
+        # after the inline patterns (priority 20) have made the <a> elements
+        md.treeprocessors.register(_PageLinks(source, lang), "tm_page_links", 1)
     body = md.convert(text)
     return body, tuple(_flatten(getattr(md, "toc_tokens", [])))
 
 
-def render_file(path: Path) -> Rendered:
+def render_file(path: Path, source: str | None = None, lang: str = "en") -> Rendered:
     """Render one Markdown file, from the cache when its mtime and size have not changed.
 
     Args:
         path: the file (already checked by the page rule; this function does not check it).
+        source: its checkout-relative name, to rewrite links (see :func:`render_text`).
+        lang: the language of the page being rendered.
 
     Raises:
         OSError: the file cannot be read.
     """
     st = os.stat(path)
-    key = (str(path), st.st_mtime_ns, st.st_size)
+    key = (str(path), source, lang, st.st_mtime_ns, st.st_size)
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
     text = path.read_bytes().decode("utf-8", errors="replace")
-    body, headings = render_text(text)
+    body, headings = render_text(text, source, lang)
     title = next((h.text for h in headings if h.level == 1), None)
     rendered = Rendered(body, title, headings, st.st_mtime, st.st_size)
     with _lock:
-        for stale in [k for k in _cache if k[0] == key[0] and k != key]:
+        for stale in [k for k in _cache if k[:3] == key[:3] and k != key]:
             del _cache[stale]
         _cache[key] = rendered
         _cache.move_to_end(key)

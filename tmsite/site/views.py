@@ -179,7 +179,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 def _doc_title(page: pages.Page) -> str:
     try:
-        title = render_file(pages.source_path(page.source)).title
+        title = render_file(pages.source_path(page.source), page.source, page.lang).title
     except OSError:
         title = None
     return title or (page.slug.rsplit("/", 1)[-1] if page.slug else WORDS[page.lang]["docs"])
@@ -223,7 +223,7 @@ def doc(request: HttpRequest, lang: str = "en", slug: str | None = None) -> Http
     if trailing_slash or page.slug != wanted:
         return HttpResponsePermanentRedirect(href(page.path))
     try:
-        rendered = render_file(pages.source_path(page.source))
+        rendered = render_file(pages.source_path(page.source), page.source, page.lang)
     except OSError:
         return _page_not_found(request, lang)
     counterpart = [
