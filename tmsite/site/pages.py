@@ -290,10 +290,14 @@ def page_at_slug(lang: str, slug: str) -> Page | None:
     The returned page's ``path`` is canonical: ``(en, "nes/index")`` finds ``docs/nes/index.md``
     whose page is ``/docs/nes``, so a caller can redirect a non-canonical address.
     """
+    return _page_in(_current().files, lang, slug)
+
+
+def _page_in(files: frozenset[str], lang: str, slug: str) -> Page | None:
     parts = _slug_parts(lang, slug)
     if parts is None:
         return None
-    found = _find(_current().files, lang, parts)
+    found = _find(files, lang, parts)
     if found is None:
         return None
     source, fallback = found
@@ -349,7 +353,7 @@ def all_pages() -> list[Page]:
         keys.add((lang, inner))
         if lang == LANGUAGES[0]:
             keys.update((other, inner) for other in LANGUAGES[1:])
-    pages = [page_at_slug(lang, slug) for lang, slug in keys]
+    pages = [_page_in(files, lang, slug) for lang, slug in keys]
     return sorted((p for p in pages if p is not None), key=lambda p: p.path)
 
 
