@@ -156,6 +156,8 @@ class FsMount(Mount):
             ) from exc
         except FileNotFoundError as exc:
             raise NotFound(str(uri), "no such directory") from exc
+        except OSError as exc:
+            raise NotFound(str(uri), f"no such directory ({exc.strerror})") from exc
         return Listing(_LazyEntries(self, uri, target.path, names))
 
     def _scan(self, directory: Path) -> builtins.list[tuple[bool, str]]:
@@ -173,19 +175,19 @@ class FsMount(Mount):
     def entry_for(self, parent: TmUri, directory: Path, name: str, is_dir: bool) -> Entry:
         uri = parent.child(name, collection=is_dir)
         shown = display(name) + ("/" if is_dir else "")
-        path = directory / name
         if denied_name(name):
             return Entry(str(uri), shown, is_dir, redacted=True)
         try:
-            self.target(uri)
-            info = path.stat()
+            resolved = self.target(uri).path
+            info = resolved.stat()
         except (OutOfRoot, Denied, OSError):
             return Entry(str(uri), shown, is_dir, redacted=True)
         if is_dir:
             return Entry(str(uri), shown, True, vnd("listing"))
         if not stat_module.S_ISREG(info.st_mode):
             return Entry(str(uri), shown, False, redacted=True)
-        return Entry(str(uri), shown, False, self._mime(path, name), info.st_size)
+        # Typed from the resolved file, as stat types it (a symlink inside is not opened).
+        return Entry(str(uri), shown, False, self._mime(resolved, name), info.st_size)
 
     def read(self, req: Request) -> Content:
         uri = req.uri
