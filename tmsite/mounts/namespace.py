@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tmsite.mounts import cursor as cursors
 from tmsite.mounts.base import PAGE_SIZE, Mount
-from tmsite.mounts.errors import BadArgument, NotFound
+from tmsite.mounts.errors import BadArgument, NotFound, Refusal
 from tmsite.mounts.facets import Facets, parse_facets
 from tmsite.mounts.links import Link, cap, filtered, order
 from tmsite.mounts.nearest import rank
@@ -135,14 +135,18 @@ class Namespace:
     def _links(self, mount: Mount, req: Request) -> Content:
         facets: Facets = req.facets
         target = req.uri.with_params({name: None for name in _LINK_FILTERS})
-        all_links = order(mount.links(Request(target, parse_facets(target))))
+        try:
+            all_links = order(mount.links(Request(target, parse_facets(target))))
+        except Refusal as refusal:
+            refusal.uri = req.text  # echo the URI the client sent, not the target's
+            raise
         if facets.rel is not None or facets.minimum is not None:
             chosen = filtered(all_links, facets.rel, facets.minimum)
         else:
             chosen = all_links
         scope_uri = req.uri.with_params(cursor=None)
         scope = str(scope_uri)
-        offset = cursors.redeem(facets.cursor, scope, req.text) if facets.cursor else 0
+        offset = cursors.redeem(facets.cursor, scope, req.text) if facets.cursor is not None else 0
         page = chosen[offset : offset + PAGE_SIZE]
         body: dict[str, object] = {
             "uri": scope,
