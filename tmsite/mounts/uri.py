@@ -170,7 +170,10 @@ def parse(text: object) -> TmUri:
         raise BadUri(text, "a tm:// URI has no userinfo")
     if ":" in authority:
         raise BadUri(text, "a tm:// URI has no port")
-    host = _decode(authority, text)
+    if "%" in authority:
+        # A decoded host could hold '/' or non-UTF-8 bytes that no built URI can echo.
+        raise BadUri(text, "a tm:// host is a plain name, never percent-encoded")
+    host = authority
     params = _parse_query(query, text)
     if not host:
         if path:
