@@ -292,8 +292,9 @@ class HttpTransport:
             for line in lines:
                 line = line.rstrip(b"\r")
                 if not line:
-                    if data:
-                        yield b"\n".join(data)
+                    event = b"\n".join(data)
+                    if event.strip():  # an event without data (a priming event) carries nothing
+                        yield event
                     data, size = [], 0
                     continue
                 if line.startswith(b":"):
@@ -305,7 +306,7 @@ class HttpTransport:
                     if size > cap:
                         raise TooLarge("message", cap, size)
                     data.append(value)
-        if data:
+        if b"".join(data).strip():
             yield b"\n".join(data)
 
 
