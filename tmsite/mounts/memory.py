@@ -7,7 +7,7 @@ screen what a mount must do. It is not in the default registry.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tmsite.mime import by_name
@@ -104,6 +104,13 @@ class MemoryMount(Mount):
             for key in sorted(node)
             if key.startswith(leaf)
         ]
+
+    def collections(self, limit: int = 10_000) -> Iterator[Entry]:
+        """The mount root and every directory below it, for the ``resources/list`` map."""
+        yield from super().collections(limit)
+        for entry in self.walk(limit=limit):
+            if entry.collection:
+                yield entry
 
     def templates(self) -> builtins.list[Template]:
         return [
