@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from tmsite.mounts import cursor as cursors
 from tmsite.mounts.errors import BadFacet, NotFound, Refusal
@@ -26,6 +26,9 @@ from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES, rank
 from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri, parse
+
+if TYPE_CHECKING:
+    from tmsite.mounts.namespace import Namespace
 
 #: Children per listing page.
 PAGE_SIZE = 500
@@ -79,6 +82,20 @@ class Mount(ABC):
     def templates(self) -> builtins.list[Template]:
         """The resource templates that teach this mount's grammar."""
         return []
+
+    def links_into(self, uri: TmUri) -> builtins.list[Link]:
+        """Links this mount holds about a thing of any mount (``uri`` keeps ``at``).
+
+        A mount that links into another mount's things supplies those links here, so the
+        other mount need not know it: the http mount gives an fs markdown file its
+        ``tm:renders-as``, the git mount gives a checkout file its ``tm:repository``. Called
+        on every read: answer cheaply, and only for URIs you know.
+        """
+        return []
+
+    def attach(self, namespace: Namespace) -> None:
+        """Called once by the namespace that serves this mount."""
+        self.namespace = namespace
 
     # ---- derived ----------------------------------------------------------------------------
 

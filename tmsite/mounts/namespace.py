@@ -38,6 +38,8 @@ class Namespace:
     def __init__(self, host: str, mounts: Mapping[str, Mount]) -> None:
         self.host = host
         self.mounts = dict(sorted(mounts.items()))
+        for mount in self.mounts.values():
+            mount.attach(self)
 
     # ---- addresses ----------------------------------------------------------------------
 
@@ -76,10 +78,15 @@ class Namespace:
                 content = self._links(mount, req)
             else:
                 content = mount.resolve(req)
+                content.links.extend(self.links_into(req.uri))
         except NotFound as refusal:
             mount.fill_nearest(refusal, uri)
             raise
         return self._finish(content, req)
+
+    def links_into(self, uri: TmUri) -> list[Link]:
+        """Links other mounts hold about ``uri`` (a page's markdown, a file's repository)."""
+        return [link for mount in self.mounts.values() for link in mount.links_into(uri)]
 
     def mount_for(self, uri: TmUri) -> Mount:
         assert uri.mount is not None
@@ -136,7 +143,8 @@ class Namespace:
         facets: Facets = req.facets
         target = req.uri.with_params({name: None for name in _LINK_FILTERS})
         try:
-            all_links = order(mount.links(Request(target, parse_facets(target))))
+            own = mount.links(Request(target, parse_facets(target)))
+            all_links = order([*own, *self.links_into(target)])
         except Refusal as refusal:
             refusal.uri = req.text  # echo the URI the client sent, not the target's
             raise
