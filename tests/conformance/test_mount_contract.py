@@ -23,7 +23,8 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
 
 
 def space(world: World) -> Namespace:
-    return Namespace(HOST, {world.mount.name: world.mount})
+    mounts = {m.name: m for m in [*world.others, world.mount]}
+    return Namespace(HOST, mounts)
 
 
 def test_every_registered_mount_has_a_world() -> None:

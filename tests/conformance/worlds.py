@@ -13,14 +13,13 @@ plus, where the mount can hold it, a secret outside the served roots that no ans
 
 from __future__ import annotations
 
-import json
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmsite.mounts.base import Mount
-from tmsite.mounts.fs import FsMount
-from tmsite.mounts.memory import MemoryMount
 
 HOST = "test"
 NOTES = "one\ntwo\nthree\n"
@@ -37,63 +36,18 @@ class World:
     json_leaf: str | None = None
     hostile: list[str] = field(default_factory=list)
     secret: str | None = None
+    #: Other mounts the namespace needs beside this one (links into them, for instance).
+    others: list[Mount] = field(default_factory=list)
 
 
-def fs_world(tmp: Path) -> World:
-    checkout = tmp / "checkout"
-    alpha = checkout / "docs" / "alpha"
-    (alpha / "beta").mkdir(parents=True)
-    (alpha / "beta" / "deep.md").write_text("# deep\n")
-    (alpha / "notes.md").write_text(NOTES)
-    (alpha / "record.json").write_text(json.dumps(RECORD))
-    (checkout / "data").mkdir()
-    (checkout / "private").mkdir()
-    (checkout / "private" / "key.txt").write_text(SECRET)
-    (checkout / ".env").write_text(SECRET)
-    (checkout / "docs" / ".env").write_text(SECRET)
-    (checkout / "docs" / "alpha" / "escape.md").symlink_to(checkout / "private" / "key.txt")
-    base = f"tm://{HOST}/fs/docs/alpha/"
-    return World(
-        mount=FsMount(HOST, checkout, ["docs", "data"]),
-        collection=base,
-        leaf=base + "notes.md",
-        typo=base + "notez.md",
-        json_leaf=base + "record.json",
-        hostile=[
-            base + "../../private/key.txt",
-            base + "%2e%2e/%2e%2e/private/key.txt",
-            base + "..%2f..%2fprivate/key.txt",
-            base + "..%5c..%5cprivate%5ckey.txt",
-            base + "escape.md",
-            f"tm://{HOST}/fs/private/key.txt",
-            f"tm://{HOST}/fs/docs/.env",
-            f"tm://{HOST}/fs/.env",
-            base + "notes.md%00.txt",
-        ],
-        secret=SECRET,
-    )
+def _discover() -> dict[str, Callable[[Path], World]]:
+    """Every ``world_<kind>.py`` beside this file: its ``world(tmp)`` builds that kind's world."""
+    found: dict[str, Callable[[Path], World]] = {}
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name.startswith("world_"):
+            loaded = importlib.import_module(f"tests.conformance.{module.name}")
+            found[module.name.removeprefix("world_")] = loaded.world
+    return dict(sorted(found.items()))
 
 
-def memory_world(tmp: Path) -> World:
-    tree = {
-        "alpha": {
-            "beta": {"deep.md": "# deep\n"},
-            "notes.md": NOTES,
-            "record.json": json.dumps(RECORD),
-        }
-    }
-    base = f"tm://{HOST}/memory/alpha/"
-    return World(
-        mount=MemoryMount(HOST, tree),
-        collection=base,
-        leaf=base + "notes.md",
-        typo=base + "notez.md",
-        json_leaf=base + "record.json",
-        hostile=[base + "../alpha/notes.md", base + "%2e%2e/alpha/notes.md"],
-    )
-
-
-WORLDS: dict[str, Callable[[Path], World]] = {
-    "fs": fs_world,
-    "memory": memory_world,
-}
+WORLDS: dict[str, Callable[[Path], World]] = _discover()
