@@ -148,3 +148,28 @@ def test_line_map() -> None:
     assert line_map(old, [b"a", b"x", b"c", b"d", b"e"]) == [0, -1, 2, 3, -1]
     assert line_map(old, []) == []
     assert line_map([], [b"a"]) == [-1]
+
+
+def test_a_commit_graph_gives_the_same_answers(fresh_world: World) -> None:
+    with gitstore.open_repo(fresh_world.path) as plain:
+        gitstore.clear_caches()
+        head = gitstore.resolve(plain, None).commit
+        before = (
+            gitstore.log(plain, head, "blame.txt", n=100),
+            gitstore.log(plain, head, "src", n=100),
+            gitstore.blame(plain, head, "blame.txt"),
+            gitstore.resolve(plain, "2023-11-17T00:00:00Z"),
+        )
+    fresh_world.builder.repo.object_store.write_commit_graph()
+    assert (fresh_world.path / ".git" / "objects" / "info" / "commit-graph").exists()
+    gitstore.clear_caches()
+    with gitstore.open_repo(fresh_world.path) as graphed:
+        assert graphed._graph is not None
+        assert graphed.walk_info(head)[1] == graphed.commit(head).parents
+        after = (
+            gitstore.log(graphed, head, "blame.txt", n=100),
+            gitstore.log(graphed, head, "src", n=100),
+            gitstore.blame(graphed, head, "blame.txt"),
+            gitstore.resolve(graphed, "2023-11-17T00:00:00Z"),
+        )
+    assert after == before

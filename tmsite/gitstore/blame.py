@@ -108,14 +108,14 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
 
     def blob_of(sha: str) -> str | None:
         if sha not in blobs:
-            found = entry_at(repo, repo.commit(sha).tree, parts)
+            found = entry_at(repo, repo.walk_info(sha)[0], parts)
             ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
             blobs[sha] = found[1] if found is not None and ok else None
         return blobs[sha]
 
     pending: dict[str, list[Suspect]] = {commit: [(i, i) for i in range(len(final_lines))]}
     counter = 0
-    queue = [(-repo.commit(commit).commit_time, counter, commit)]
+    queue = [(-repo.walk_info(commit)[2], counter, commit)]
 
     def give(parent: str, suspects: list[Suspect]) -> None:
         nonlocal counter
@@ -126,7 +126,7 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
             return
         pending[parent] = suspects
         counter += 1
-        heapq.heappush(queue, (-repo.commit(parent).commit_time, counter, parent))
+        heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
 
     while queue:
         _t, _n, sha = heapq.heappop(queue)
@@ -135,7 +135,7 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
             continue
         mine = blob_of(sha)
         assert mine is not None
-        parents = repo.commit(sha).parents
+        parents = repo.walk_info(sha)[1]
         same = next((p for p in parents if blob_of(p) == mine), None)
         if same is not None:
             give(same, suspects)

@@ -62,16 +62,15 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
 
     def entry(sha: str) -> tuple[int, str] | None:
         if sha not in entries:
-            entries[sha] = entry_at(repo, repo.commit(sha).tree, parts)
+            entries[sha] = entry_at(repo, repo.walk_info(sha)[0], parts)
         return entries[sha]
 
     counter = 0
-    queue: list[tuple[int, int, str]] = [(-repo.commit(commit).commit_time, counter, commit)]
+    queue: list[tuple[int, int, str]] = [(-repo.walk_info(commit)[2], counter, commit)]
     seen = {commit}
     while queue:
         _neg_time, _n, sha = heapq.heappop(queue)
-        info = repo.commit(sha)
-        parents: tuple[str, ...] = info.parents
+        parents: tuple[str, ...] = repo.walk_info(sha)[1]
         if not parts:
             show = True
         elif not parents:
@@ -90,7 +89,7 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
             if parent not in seen:
                 seen.add(parent)
                 counter += 1
-                heapq.heappush(queue, (-repo.commit(parent).commit_time, counter, parent))
+                heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
 
 
 def log(repo: GitRepo, commit: str, path: Iterable[str] | str = "", n: int = 20) -> list[LogEntry]:

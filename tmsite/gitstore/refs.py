@@ -279,11 +279,11 @@ def commit_at_date(repo: GitRepo, tip: str, when: datetime) -> str | None:
     sha: str | None = tip
     found: str | None = None
     while sha is not None:
-        info = repo.commit(sha)
-        if info.commit_time <= limit:
+        _tree, parents, commit_time = repo.walk_info(sha)
+        if commit_time <= limit:
             found = sha
             break
-        sha = info.parents[0] if info.parents else None
+        sha = parents[0] if parents else None
     OBJECTS.put(key, found or "", 120)
     return found
 

@@ -18,8 +18,10 @@ import threading
 from dataclasses import dataclass
 from types import TracebackType
 
+from dulwich.commit_graph import CommitGraph
 from dulwich.errors import NotGitRepository
-from dulwich.objects import ObjectID, parse_tree
+from dulwich.objects import ObjectID, RawObjectID, parse_tree
+from dulwich.pack import Pack, PackFileDisappeared
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -160,6 +162,15 @@ class GitRepo:
         self._lock = threading.RLock()
         self.path = os.path.realpath(repo.commondir())
         self.worktree: str | None = None if repo.bare else os.path.realpath(repo.path)
+        try:
+            self._packs: list[Pack] = list(repo.object_store.packs)
+        except OSError as exc:
+            raise GitError(f"the packs could not be read: {exc.__class__.__name__}") from exc
+        self._graph: CommitGraph | None = None
+        try:
+            self._graph = repo.object_store.get_commit_graph()
+        except (OSError, ValueError, KeyError):
+            self._graph = None  # a missing or damaged commit-graph only costs speed
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -188,7 +199,18 @@ class GitRepo:
             GitError: the object is missing or unreadable.
         """
         try:
+            binary = bytes.fromhex(sha)
+        except ValueError as exc:
+            raise GitError(f"not an object id: {sha!r}") from exc
+        try:
             with self._lock:
+                # The packs first, straight through each pack's index: the object store's own
+                # lookup also re-checks for a multi-pack index and pack limits on every call.
+                for pack in self._packs:
+                    try:
+                        return pack.get_raw(RawObjectID(binary))
+                    except (KeyError, PackFileDisappeared):
+                        continue
                 return self._repo.object_store.get_raw(ObjectID(sha.encode("ascii")))
         except KeyError as exc:
             raise GitError(f"object {sha} is missing from the repository") from exc
@@ -262,6 +284,23 @@ class GitRepo:
             raise GitError(f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a commit")
         parsed = parse_commit(data)
         return OBJECTS.put(key, parsed, 200 + len(parsed.subject) + 48 * len(parsed.parents))
+
+    def walk_info(self, sha: str) -> tuple[str, tuple[str, ...], int]:
+        """A commit's root tree, parents and committer time — what history walks need.
+
+        Read from the repository's commit-graph file when it has one (no object is inflated),
+        else from the parsed commit.
+        """
+        if self._graph is not None:
+            entry = self._graph.get_entry_by_oid(ObjectID(sha.encode("ascii")))
+            if entry is not None:
+                return (
+                    entry.tree_id.decode("ascii"),
+                    tuple(p.decode("ascii") for p in entry.parents),
+                    int(entry.commit_time),
+                )
+        info = self.commit(sha)
+        return info.tree, info.parents, info.commit_time
 
     def tree(self, sha: str) -> TreeData:
         """The parsed tree ``sha`` (hostile names left out).

@@ -1,0 +1,314 @@
+"""Benchmark: tmsite.gitstore against the git CLI on a generated repository.
+
+Run standalone::
+
+    .venv/bin/python bench/git_vs_cli.py [--commits 5000] [--rebuild] [--repeat 5]
+
+It builds (or reuses) ``bench/out/bench-repo``: a real repository written object by object with
+dulwich into one pack — 2,000 files in 40 directories, at least 5,000 commits with a merge every
+250, a tag every 500 (every other one annotated), a 1,000-line file seven directories deep that
+changes in 200 commits, and a rarely changed file beside it; like ``git gc``, it writes a
+commit-graph file (``--no-commit-graph`` removes it, to time walks that inflate every commit).
+
+Each operation is timed *cold* (in-process caches cleared and a new repository handle opened,
+so pack indexes are read again; the OS page cache is warm, as it is for git) and *warm* (the
+same call again on the same handle), and the same question is put to the git CLI as a process
+in the same run. The table shows medians in milliseconds and the ratios to the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from dulwich.objects import Blob, Commit, ShaFile, Tag, Tree  # noqa: E402
+from dulwich.repo import Repo  # noqa: E402
+
+from tmsite import gitstore  # noqa: E402
+
+OUT = HERE / "out"
+REPO = OUT / "bench-repo"
+DEEP_DIR = "deep/l1/l2/l3/l4/l5/l6"
+BIG = f"{DEEP_DIR}/big.txt"
+RARE = f"{DEEP_DIR}/rare.txt"
+START = int(datetime(2020, 1, 1, tzinfo=UTC).timestamp())
+HOUR = 3600
+FILE, DIR = 0o100644, 0o040000
+
+
+class State:
+    """The working tree as nested dicts, re-hashed along changed paths only."""
+
+    def __init__(self, objects: list[ShaFile]) -> None:
+        self.root: dict[str, object] = {}
+        self.objects = objects
+        self.tree_ids: dict[int, bytes] = {}
+
+    def set(self, path: str, data: bytes) -> None:
+        blob = Blob.from_string(data)
+        self.objects.append(blob)
+        *dirs, name = path.split("/")
+        node = self.root
+        for part in dirs:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+            self.tree_ids.pop(id(node), None)
+        node[name] = blob.id
+        self.tree_ids.pop(id(self.root), None)
+
+    def write(self, node: dict[str, object] | None = None) -> bytes:
+        node = self.root if node is None else node
+        known = self.tree_ids.get(id(node))
+        if known is not None:
+            return known
+        tree = Tree()
+        for name, value in node.items():
+            if isinstance(value, dict):
+                tree.add(name.encode(), DIR, self.write(value))
+            else:
+                assert isinstance(value, bytes)
+                tree.add(name.encode(), FILE, value)
+        self.objects.append(tree)
+        self.tree_ids[id(node)] = tree.id
+        return tree.id
+
+
+def write_commit_graph(repo: Repo) -> None:
+    """Write the commit-graph file (dulwich computes generations recursively)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 50_000))
+    try:
+        repo.object_store.write_commit_graph()
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def build(commits: int) -> None:
+    """Write the benchmark repository (one pack, refs, HEAD)."""
+    rng = random.Random(6502)
+    if REPO.exists():
+        shutil.rmtree(REPO)
+    REPO.mkdir(parents=True)
+    repo = Repo.init(str(REPO))
+    objects: list[ShaFile] = []
+    state = State(objects)
+    files = [f"src/mod{d:02d}/file{f:02d}.txt" for d in range(40) for f in range(50)]
+    versions = dict.fromkeys(files, 0)
+    for path in files:
+        state.set(path, f"{path}\nversion 0\n".encode())
+    big = [f"line {i:04d} of the big file, revision 0" for i in range(1000)]
+    state.set(BIG, ("\n".join(big) + "\n").encode())
+    state.set(RARE, b"rare 0\n")
+    big_every = max(1, commits // 200)
+
+    def make_commit(parents: list[bytes], i: int, message: str) -> bytes:
+        c = Commit()
+        c.tree = state.write()
+        c.parents = parents
+        c.author = f"Dev {i % 7} <dev{i % 7}@example.org>".encode()
+        c.committer = b"Bench <bench@example.org>"
+        c.author_time = c.commit_time = START + i * HOUR
+        c.author_timezone = c.commit_timezone = 0
+        c.message = message.encode()
+        objects.append(c)
+        return c.id
+
+    head = make_commit([], 0, "initial import\n")
+    tags: list[tuple[str, bytes, bool]] = []
+    for i in range(1, commits):
+        path = rng.choice(files)
+        versions[path] += 1
+        state.set(path, f"{path}\nversion {versions[path]}\n".encode())
+        message = f"change {path} ({i})\n"
+        if i % big_every == 0:
+            for _ in range(3):
+                k = rng.randrange(len(big))
+                big[k] = f"line {k:04d} of the big file, revision {i}"
+            state.set(BIG, ("\n".join(big) + "\n").encode())
+            message = f"revise big.txt ({i})\n"
+        if i % (commits // 5) == 0:
+            state.set(RARE, f"rare {i}\n".encode())
+        if i % 250 == 0:
+            # A side commit on the previous state, then a merge bringing it in.
+            side = make_commit([head], i, f"side work ({i})\n")
+            head = make_commit([head, side], i, f"merge side ({i})\n")
+        else:
+            head = make_commit([head], i, message)
+        if i % 500 == 0:
+            tags.append((f"v{i // 500}", head, (i // 500) % 2 == 0))
+    repo.object_store.add_objects([(o, None) for o in objects])
+    repo.refs[b"refs/heads/main"] = head
+    repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+    for name, target, annotated in tags:
+        if annotated:
+            tag = Tag()
+            tag.tagger = b"Bench <bench@example.org>"
+            tag.message = f"release {name}\n".encode()
+            tag.name = name.encode()
+            tag.tag_time = START
+            tag.tag_timezone = 0
+            tag.object = (Commit, target)
+            repo.object_store.add_object(tag)
+            repo.refs[f"refs/tags/{name}".encode()] = tag.id
+        else:
+            repo.refs[f"refs/tags/{name}".encode()] = target
+    # git gc writes a commit-graph by default; so does this build, with dulwich.
+    write_commit_graph(repo)
+    (OUT / f"built-{commits}").write_text("ok\n")
+    repo.close()
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--commits", type=int, default=5000)
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-commit-graph", action="store_true")
+    args = parser.parse_args()
+    git = shutil.which("git")
+    if git is None:
+        sys.exit("the git CLI is needed for the comparison")
+    if args.rebuild or not (OUT / f"built-{args.commits}").exists():
+        t0 = time.perf_counter()
+        build(args.commits)
+        print(f"built {REPO.relative_to(HERE.parent)} in {time.perf_counter() - t0:.1f} s")
+
+    graph = REPO / ".git" / "objects" / "info" / "commit-graph"
+    if args.no_commit_graph:
+        graph.unlink(missing_ok=True)
+    elif not graph.exists():
+        with Repo(str(REPO)) as writer:
+            write_commit_graph(writer)
+    print(f"commit-graph: {'yes' if graph.exists() else 'no'}")
+
+    def cli(*argv: str) -> Callable[[], object]:
+        return lambda: subprocess.run(
+            [git, "-C", str(REPO), *argv], capture_output=True, check=True
+        )
+
+    with gitstore.open_repo(REPO) as probe:
+        head = gitstore.resolve(probe, None).commit
+        count = int(
+            subprocess.run(
+                [git, "-C", str(REPO), "rev-list", "--count", "HEAD"],
+                capture_output=True,
+                check=True,
+            ).stdout
+        )
+        files = int(
+            subprocess.run(
+                f"{git} -C {REPO} ls-tree -r HEAD | wc -l",
+                shell=True,  # bench only, not the library
+                capture_output=True,
+                check=True,
+            ).stdout
+        )
+        old = subprocess.run(
+            [git, "-C", str(REPO), "rev-list", "--skip=4000", "-1", "HEAD"],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout.strip()
+    mid_time = START + (args.commits // 2) * HOUR + HOUR // 2
+    mid_iso = datetime.fromtimestamp(mid_time, tz=UTC).isoformat()
+    print(f"repository: {count} commits, {files} files; HEAD {head[:12]}")
+
+    cases: list[tuple[str, Callable[[gitstore.GitRepo], object], Callable[[], object]]] = [
+        (
+            "log n=20, deep file (200 revs)",
+            lambda r: gitstore.log(r, gitstore.resolve(r, None).commit, BIG, n=20),
+            cli("log", "-n", "20", "--format=%H%x00%an%x00%aI%x00%s", "HEAD", "--", BIG),
+        ),
+        (
+            "log n=20, deep rare file (5 revs)",
+            lambda r: gitstore.log(r, gitstore.resolve(r, None).commit, RARE, n=20),
+            cli("log", "-n", "20", "--format=%H%x00%an%x00%aI%x00%s", "HEAD", "--", RARE),
+        ),
+        (
+            "blame 1,000-line file",
+            lambda r: gitstore.blame(r, gitstore.resolve(r, None).commit, BIG),
+            cli("blame", "--porcelain", "HEAD", "--", BIG),
+        ),
+        (
+            "tree at tag v5, one level",
+            lambda r: gitstore.list_tree(r, gitstore.resolve(r, "v5").commit, "src/mod07"),
+            cli("ls-tree", "-l", "v5", "src/mod07/"),
+        ),
+        (
+            "tree at tag v5, whole (depth 8)",
+            lambda r: gitstore.list_tree(r, gitstore.resolve(r, "v5").commit, "", depth=8),
+            cli("ls-tree", "-r", "-t", "-l", "v5"),
+        ),
+        (
+            "blob at an old commit",
+            lambda r: gitstore.read_blob(
+                r, gitstore.lookup(r, gitstore.resolve(r, old[:12]).commit, BIG).sha
+            ),
+            cli("show", f"{old[:12]}:{BIG}"),
+        ),
+        (
+            "date → commit (mid-history)",
+            lambda r: gitstore.resolve(r, mid_iso),
+            cli("rev-list", "-1", "--first-parent", f"--before={mid_time} +0000", "HEAD"),
+        ),
+    ]
+
+    rows = []
+    for name, ours, theirs in cases:
+
+        def cold(ours: Callable[[gitstore.GitRepo], object] = ours) -> None:
+            gitstore.clear_caches()
+            with gitstore.open_repo(REPO) as r:
+                ours(r)
+
+        cold_ms = median_ms(cold, args.repeat)
+        with gitstore.open_repo(REPO) as handle:
+            ours(handle)
+            warm_ms = median_ms(lambda ours=ours, handle=handle: ours(handle), args.repeat * 4)
+        cli_ms = median_ms(theirs, args.repeat)
+        rows.append((name, cold_ms, warm_ms, cli_ms))
+
+    print()
+    header = (
+        f"{'operation':36} {'cold ms':>9} {'warm ms':>9} {'git ms':>8} "
+        f"{'cold/git':>9} {'warm/git':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, cold_ms, warm_ms, cli_ms in rows:
+        print(
+            f"{name:36} {cold_ms:9.2f} {warm_ms:9.3f} {cli_ms:8.2f} "
+            f"{cold_ms / cli_ms:8.2f}× {warm_ms / cli_ms:8.3f}×"
+        )
+    print()
+    print(
+        f"python {sys.version.split()[0]}, "
+        f"dulwich {'.'.join(map(str, __import__('dulwich').__version__))}, "
+        f"{subprocess.run([git, '--version'], capture_output=True, text=True).stdout.strip()}, "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
+        f"medians of {args.repeat} (warm: {args.repeat * 4}) runs"
+    )
+
+
+if __name__ == "__main__":
+    main()
