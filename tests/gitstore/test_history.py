@@ -164,8 +164,8 @@ def test_a_commit_graph_gives_the_same_answers(fresh_world: World) -> None:
     assert (fresh_world.path / ".git" / "objects" / "info" / "commit-graph").exists()
     gitstore.clear_caches()
     with gitstore.open_repo(fresh_world.path) as graphed:
-        assert graphed._graph is not None
         assert graphed.walk_info(head)[1] == graphed.commit(head).parents
+        assert graphed._graph is not None
         after = (
             gitstore.log(graphed, head, "blame.txt", n=100),
             gitstore.log(graphed, head, "src", n=100),

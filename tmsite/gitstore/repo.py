@@ -167,10 +167,7 @@ class GitRepo:
         except OSError as exc:
             raise GitError(f"the packs could not be read: {exc.__class__.__name__}") from exc
         self._graph: CommitGraph | None = None
-        try:
-            self._graph = repo.object_store.get_commit_graph()
-        except (OSError, ValueError, KeyError):
-            self._graph = None  # a missing or damaged commit-graph only costs speed
+        self._graph_read = False
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -291,6 +288,13 @@ class GitRepo:
         Read from the repository's commit-graph file when it has one (no object is inflated),
         else from the parsed commit.
         """
+        if not self._graph_read:
+            with self._lock:
+                try:
+                    self._graph = self._repo.object_store.get_commit_graph()
+                except (OSError, ValueError, KeyError):
+                    self._graph = None  # a missing or damaged commit-graph only costs speed
+                self._graph_read = True
         if self._graph is not None:
             entry = self._graph.get_entry_by_oid(ObjectID(sha.encode("ascii")))
             if entry is not None:
