@@ -439,3 +439,16 @@ def test_stderr_is_drained_and_its_log_capped(caplog: pytest.LogCaptureFixture) 
     logged = [r for r in caplog.records if "stderr" in r.getMessage()]
     assert any("log cap reached" in r.getMessage() for r in logged)
     assert sum(len(r.getMessage()) for r in logged) < 2 * 64 * 1024
+
+
+def test_refused_handshake_leaves_no_process() -> None:
+    client = Client.stdio(peer("fault_peer.py", "refuse-init"))
+    with pytest.raises(PeerError) as refused, client:
+        pass
+    assert (refused.value.code, refused.value.message, refused.value.method) == (
+        -32602,
+        "Unsupported protocol version",
+        "initialize",
+    )
+    assert refused.value.data == {"supported": ["1999-01-01"]}
+    assert client.pid is not None and gone(client.pid)

@@ -18,6 +18,7 @@ stray-id      answers tools/call with an id it was never sent
 not-jsonrpc   answers tools/call with a JSON object that is not JSON-RPC
 exit-early    writes a complaint to stderr and exits 3 before answering anything
 stderr-flood  writes 2 MB to stderr while answering tools/call normally
+refuse-init   answers initialize with a JSON-RPC error (-32602)
 echo-env      answers tools/call with its environment and working directory as JSON
 """
 
@@ -137,7 +138,14 @@ def main() -> int:
         if "id" not in message or "method" not in message:
             continue
         rid, method = message["id"], message["method"]
-        if method == "initialize":
+        if method == "initialize" and MODE == "refuse-init":
+            error = {
+                "code": -32602,
+                "message": "Unsupported protocol version",
+                "data": {"supported": ["1999-01-01"]},
+            }
+            send({"jsonrpc": "2.0", "id": rid, "error": error})
+        elif method == "initialize":
             reply(
                 rid,
                 {

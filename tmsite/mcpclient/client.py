@@ -292,7 +292,11 @@ class Client:
     # -- lifecycle -------------------------------------------------------------------------
 
     def __enter__(self) -> Client:
-        self.handshake()
+        try:
+            self.handshake()
+        except BaseException:
+            self.close()  # no child outlives a failed ``with``
+            raise
         return self
 
     def __exit__(
