@@ -1,0 +1,31 @@
+"""The official MCP conformance suite against a real gunicorn, both requirement sets.
+
+``conformance/run.py`` starts the server, runs ``@modelcontextprotocol/conformance`` with
+``--requirements 2025-11-25`` and ``--requirements 2026-07-28`` and the fixture-only baseline;
+its exit status is 0 only when every failure is a baselined one and no baselined one passes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_conformance_baseline_holds(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "conformance/run.py", "--output-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "2025-11-25: baseline holds" in done.stdout
+    assert "2026-07-28: baseline holds" in done.stdout
