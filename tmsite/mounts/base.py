@@ -188,7 +188,10 @@ class Mount(ABC):
                 wanted, parent = parent.name, parent.parent()
                 continue
             window = children[:MAX_CANDIDATES]
-            candidates = [(entry.name, _with(entry.uri, sticky)) for entry in window]
+            # A redacted entry does not resolve: it is never offered as a nearest URI.
+            candidates = [
+                (entry.name, _with(entry.uri, sticky)) for entry in window if not entry.redacted
+            ]
             return rank(wanted, candidates, exclude=refused)
         return [str(self.root)] if str(self.root) != refused else []
 
