@@ -62,8 +62,22 @@ def test_sdk_with_sessions(sdk_sessions: HttpPeer) -> None:
     with Client.http(sdk_sessions.url(), timeout=10, mode="initialize") as client:
         hs = client.handshake()
         assert (hs.era, hs.session) == ("initialize", True)
+        sid = client.session_id
+        assert sid is not None
         _exercise(client)
+    assert client.session_id is None
     # The session was released with DELETE: the same id is no longer accepted.
+    stale = httpx.post(
+        sdk_sessions.url(),
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={
+            "Mcp-Session-Id": sid,
+            "MCP-Protocol-Version": "2025-11-25",
+            "Accept": "application/json, text/event-stream",
+        },
+        timeout=5,
+    )
+    assert stale.status_code == 404
     with Client.http(sdk_sessions.url(), timeout=10) as modern:
         assert modern.handshake().era == "discover"
         _exercise(modern)
@@ -134,6 +148,7 @@ def test_bad_urls_are_refused() -> None:
 
 
 def test_legacy_server_session_sse_and_refused_sampling(http_faults: HttpPeer) -> None:
+    before = len(httpx.get(http_faults.url("/seen"), timeout=5).json()["deleted"])
     client = Client.http(http_faults.url("/legacy"), timeout=10)
     with client:
         hs = client.handshake()  # discover → plain 400 → initialize
@@ -154,7 +169,7 @@ def test_legacy_server_session_sse_and_refused_sampling(http_faults: HttpPeer) -
             client.read_resource("x://y")
         assert (refused.value.code, refused.value.status) == (-32601, 200)
     seen = httpx.get(http_faults.url("/seen"), timeout=5).json()
-    assert seen["deleted"] == ["legacy-session-1"]
+    assert seen["deleted"][before:] == ["legacy-session-1"]
 
 
 @pytest.mark.parametrize("tool", ["huge", "huge-declared", "sse-huge"])

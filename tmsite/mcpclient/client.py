@@ -313,6 +313,12 @@ class Client:
         return self._transport.pid
 
     @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` an HTTP server issued, while the session lasts."""
+        sid = getattr(self._transport, "session_id", None)
+        return sid if isinstance(sid, str) else None
+
+    @property
     def forced_shutdown(self) -> bool:
         """Whether closing had to terminate a stdio child that ignored EOF."""
         return bool(getattr(self._transport, "forced_shutdown", False))
@@ -416,7 +422,7 @@ class Client:
         return hs
 
     def _has_session(self) -> bool:
-        return getattr(self._transport, "session_id", None) is not None
+        return self.session_id is not None
 
     # -- requests --------------------------------------------------------------------------
 
