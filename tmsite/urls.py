@@ -10,3 +10,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("tmsite.site.urls")),
 ]
+
+# A foreign Host is refused before any view runs; on /api/mcp the refusal is JSON-RPC.
+handler400 = "tmsite.mcp.endpoint.bad_request"
