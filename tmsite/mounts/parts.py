@@ -66,7 +66,10 @@ def apply_part(content: Content, uri: TmUri, facets: Facets) -> Content:
 def _lines(content: Content, uri: str, span: tuple[int, int]) -> Content:
     if isinstance(content.body, bytes) and not is_text_type(content.mime_type):
         raise BadFacet(uri, "lines= cuts text; this is binary: use range=", valid=["range"])
-    lines = to_text(content.body).splitlines(keepends=True)
+    # Lines end at \n only, as in git and grep: str.splitlines would also break at \f,
+    # \x1c-\x1e, \x85 and U+2028, numbering lines unlike blame and every editor.
+    lines = to_text(content.body).split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     first, last = span
     if first > len(lines):
         raise BadFacet(
