@@ -1,0 +1,76 @@
+"""The tmsite-vs-SDK benchmark runs end to end with tiny counts, without errors or leftovers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "mcp_vs_sdk.py"
+
+
+@pytest.mark.slow
+def test_benchmark_runs_and_every_answer_is_a_result() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--seconds",
+            "0.5",
+            "--warmup",
+            "0.2",
+            "--connections",
+            "2",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["errors"] == 0
+    assert [row["scenario"] for row in report["scenarios"]] == [
+        "ping",
+        "tools/list",
+        "resources/read",
+    ]
+    for row in report["scenarios"]:
+        for server in ("tmsite", "sdk"):
+            measured = row[server]
+            assert measured["requests"] > 0, (row["scenario"], server, measured)
+            assert measured["errors"] == 0, (row["scenario"], server, measured)
+            assert measured["p50_ms"] <= measured["p99_ms"]
+        assert row["rps_ratio"] > 0
+
+
+def test_loadgen_refuses_non_loopback_targets() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench import loadgen
+
+    with pytest.raises(ValueError):
+        loadgen.Target("http://example.com:80/api/mcp")
+    with pytest.raises(ValueError):
+        loadgen.Target("https://127.0.0.1:8443/api/mcp")
+
+
+def test_check_answer_accepts_results_only() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench import loadgen
+
+    loadgen.check_answer(200, b'{"jsonrpc":"2.0","id":3,"result":{}}', 3)
+    bad = [
+        (200, b'{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}', 3),
+        (200, b'{"jsonrpc":"2.0","id":4,"result":{}}', 3),
+        (200, b"not json", 3),
+        (400, b'{"jsonrpc":"2.0","id":3,"result":{}}', 3),
+    ]
+    for status, body, request_id in bad:
+        with pytest.raises(loadgen.BadAnswer):
+            loadgen.check_answer(status, body, request_id)
