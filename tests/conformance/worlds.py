@@ -38,6 +38,30 @@ class World:
     secret: str | None = None
     #: Other mounts the namespace needs beside this one (links into them, for instance).
     others: list[Mount] = field(default_factory=list)
+    #: A facet the leaf does not offer (``blame`` is offered by git files).
+    unoffered_facet: str = "blame"
+    #: Completion: the other template arguments, and how many leading segments of the
+    #: collection's path are not part of the ``path`` argument (git's repository name).
+    complete_context: dict[str, str] = field(default_factory=dict)
+    complete_skip: int = 0
+    # Where a mount's things do not fit the canonical scenario (entities, offbox nodes, trails
+    # are JSON things in collections that hold one kind of child), these say what stands for it.
+    # The defaults are the canonical scenario, so the file-like mounts are checked as before.
+    #: The first child of ``collection`` (a sub-collection), or None when it holds leaves only.
+    first_child: str | None = "beta/"
+    #: Children ``collection`` must list.
+    child_names: tuple[str, ...] = ("notes.md", "record.json")
+    #: The text ``leaf`` reads as, or None for a leaf that reads as JSON of ``leaf_type``.
+    leaf_text: str | None = NOTES
+    leaf_type: str | None = None
+    #: A pointer into the JSON ``leaf`` and the value it must find there.
+    leaf_pointer: tuple[str, object] | None = None
+    #: The collection holding ``sub_collection`` (default ``collection``); None: the mount has
+    #: no collection below another.
+    sub_parent: str | None = None
+    sub_collection: str | None = "beta/"
+    #: (argument, typed, expected) for the first template, instead of the ``path`` check.
+    completion: tuple[str, str, list[str]] | None = None
 
 
 def _discover() -> dict[str, Callable[[Path], World]]:

@@ -208,3 +208,43 @@ class Correction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entity} {self.key} {self.field}"
+
+
+class TrailFile(models.Model):
+    """A trail file of ``notes/trails/`` as last indexed: its name, size and modification time.
+
+    The index is rebuilt whenever the files on disk no longer match these rows
+    (:mod:`tmsite.trails.index`); ``manage.py tm_index_trails`` rebuilds it by hand.
+    """
+
+    name = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    mtime_ns = models.BigIntegerField()
+    size = models.BigIntegerField()
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TrailStep(models.Model):
+    """One step of one trail, indexed by its target so a step's read finds its trails."""
+
+    trail = models.CharField(max_length=64)
+    position = models.PositiveIntegerField(help_text="1-based place of the step in its trail.")
+    uri = models.CharField(max_length=1000, help_text="The step's address, canonical.")
+    target = models.CharField(
+        max_length=1000, db_index=True, help_text="The address without parameters but at=."
+    )
+    note = models.TextField()
+
+    class Meta:
+        ordering = ("trail", "position")
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(fields=("trail", "position"), name="tm_trailstep_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trail} #{self.position}"

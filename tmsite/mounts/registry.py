@@ -16,7 +16,12 @@ from tmsite.mounts.namespace import Namespace
 
 #: name → "module:Class". Keep sorted; one line per mount.
 MOUNTS: dict[str, str] = {
+    "entity": "tmsite.mounts.entity:EntityMount",
     "fs": "tmsite.mounts.fs:FsMount",
+    "git": "tmsite.mounts.git:GitMount",
+    "http": "tmsite.mounts.http:HttpMount",
+    "offbox": "tmsite.mounts.offbox:OffboxMount",
+    "trail": "tmsite.mounts.trails:TrailMount",
 }
 assert list(MOUNTS) == sorted(MOUNTS), "keep the registry sorted"
 

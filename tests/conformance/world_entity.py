@@ -1,0 +1,57 @@
+"""The entity world: the shipped autopsy records in the tables.
+
+The scenario as entities: ``entity/game/<key>/`` holds the sub-collection ``routine/``; the
+collection is a game's ``routine/`` (leaves only, in record order); the leaf is a routine,
+read as ``application/vnd.tm.routine+json``. Hostile keys are refused ``not-found`` before any
+query.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conformance.worlds import HOST, World
+from tmsite.entities.loaders import fill, parse_records
+from tmsite.mounts.entity import EntityMount
+from tmsite.mounts.types import vnd
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def world(tmp: Path) -> World:
+    records = parse_records(
+        (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
+    )
+    fill(records)
+    game = records.games[0]
+    routines = [r.key for r in game.routines]
+    leaf_key = routines[0]
+    base = f"tm://{HOST}/entity/game/{game.key}/"
+    collection = base + "routine/"
+    return World(
+        mount=EntityMount(HOST, None),
+        collection=collection,
+        leaf=collection + leaf_key,
+        typo=collection + leaf_key + "0",
+        hostile=[
+            f"tm://{HOST}/entity/pattern/pad-poll'%20OR%201=1--",
+            f"tm://{HOST}/entity/pattern/%2e%2e",
+            f"tm://{HOST}/entity/pattern/pad-poll%00",
+            f"tm://{HOST}/entity/game/{game.key[:-1]}%D9%A1",
+            f"tm://{HOST}/entity/game/{game.key}/routine/b1_000-8000",
+            f"tm://{HOST}/entity/game/{game.key}/routine/b99999999999999999999-8000",
+            f"tm://{HOST}/entity/lesson/" + "a" * 300,
+            base + "routine/../../../",
+        ],
+        first_child=None,
+        child_names=tuple(routines[:3]),
+        leaf_text=None,
+        leaf_type=vnd("routine"),
+        leaf_pointer=("/fields/name", game.routines[0].name),
+        sub_parent=base,
+        sub_collection="routine/",
+        completion=("key", "pad-", ["pad-poll"]),
+    )
+
+
+world.needs_db = True  # type: ignore[attr-defined]

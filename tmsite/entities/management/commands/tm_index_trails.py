@@ -1,0 +1,25 @@
+"""``manage.py tm_index_trails [--checkout PATH]``: rebuild the trail index from the files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from tmsite.trails.index import read_all, rebuild
+
+
+class Command(BaseCommand):
+    help = "Index notes/trails/*.json in the database (reads also rebuild it when files change)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--checkout", type=Path, default=None, help="Default: TM_CHECKOUT.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        checkout: Path | None = options["checkout"]
+        steps = rebuild(checkout)
+        trails, problems = read_all(checkout)
+        self.stdout.write(f"indexed {len(trails)} trails, {steps} steps")
+        for name, problem in problems.items():
+            self.stderr.write(f"notes/trails/{name}.json does not parse: {problem}")

@@ -1,0 +1,79 @@
+"""System checks for the trails: files that do not parse, steps that do not resolve.
+
+* ``tm.W010`` — a trail file under ``notes/trails/`` does not parse.
+* ``tm.W011`` — a step does not resolve: its host is not this box's, its mount is not served,
+  or reading it is refused (``not-found``, ``bad-facet`` …). Steps on the mounts that read
+  other servers (``http``, ``mcp``) are not read at start-up, when the front door may not be
+  up yet; the link walk reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import Warning
+from django.db import DatabaseError
+
+from tmsite.check_registry import check
+from tmsite.mounts.errors import Refusal
+from tmsite.mounts.uri import parse
+from tmsite.trails import index
+
+#: Mounts whose reads go out to other servers; not read by the start-up check.
+REMOTE_MOUNTS = frozenset({"http", "mcp"})
+
+
+@check
+def trail_checks() -> list[Any]:
+    """Every trail parses, and every step on a local mount resolves."""
+    from tmsite.mounts import registry
+
+    messages: list[Any] = []
+    trails, problems = index.read_all()
+    for name, problem in problems.items():
+        messages.append(
+            Warning(
+                f"notes/trails/{name}.json does not parse: {problem}",
+                hint="A trail is {title, description, steps: [{uri, note}, …]}.",
+                id="tm.W010",
+            )
+        )
+    if not trails:
+        return messages
+    namespace = registry.namespace()
+    for trail in trails:
+        for step in trail.steps:
+            why = step_problem(namespace, step.uri, settings.TM_HOST)
+            if why:
+                messages.append(
+                    Warning(
+                        f"trail {trail.name}, step {step.position} ({step.uri}) does not "
+                        f"resolve: {why}",
+                        hint="Fix the address in the trail file, or the thing it names.",
+                        id="tm.W011",
+                    )
+                )
+    return messages
+
+
+def step_problem(namespace: Any, uri: str, host: str) -> str | None:
+    """Why a step does not resolve, or None (None also for remote mounts, not read here)."""
+    parsed = parse(uri)
+    if parsed.host != host:
+        return f"the host is {parsed.host!r}, this box is {host!r}"
+    if parsed.mount is not None and parsed.mount not in namespace.mounts:
+        if parsed.mount in REMOTE_MOUNTS:
+            return None
+        return f"no mount {parsed.mount!r} is served"
+    if parsed.mount in REMOTE_MOUNTS:
+        return None
+    try:
+        namespace.read(uri)
+    except Refusal as refusal:
+        if refusal.reason in {"too-large", "denied"}:
+            return None
+        return f"{refusal.reason}: {refusal.message}"
+    except DatabaseError:
+        return None  # tables not migrated yet: say nothing rather than guess
+    return None
