@@ -60,7 +60,9 @@ INSTALLED_APPS = [
     "ninja",
     "tmsite.apps.TmsiteConfig",
     "tmsite.entities.apps.EntitiesConfig",
+    "tmsite.servers.apps.ServersConfig",
     "tmsite.site.apps.SiteConfig",
+    "tmsite.oplog.apps.OplogConfig",
 ]
 
 MIDDLEWARE = [
@@ -140,8 +142,20 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "tmsite.oplog.logs.JsonFormatter"}},
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler"},
+        "json": {"class": "logging.StreamHandler", "formatter": "json"},
+    },
     "root": {"handlers": ["stderr"], "level": os.environ.get("TM_LOG_LEVEL", "WARNING")},
+    # One JSON line per request (tmsite.oplog): what was asked, how it ended, how long it took.
+    "loggers": {
+        "tmsite.requests": {
+            "handlers": ["json"],
+            "level": "INFO" if os.environ.get("TM_LOG_JSON", "1") == "1" else "WARNING",
+            "propagate": False,
+        }
+    },
 }
 
 # --- tmsite ---------------------------------------------------------------------------------
@@ -159,3 +173,26 @@ TM_PIECES_FILE = Path(os.environ.get("TM_PIECES_FILE", TM_CHECKOUT / "data" / "p
 #: Seconds a probe of a piece's public URL may take, and how long its answer is kept.
 TM_PROBE_TIMEOUT = float(os.environ.get("TM_PROBE_TIMEOUT", "4.0"))
 TM_PROBE_CACHE_SECONDS = float(os.environ.get("TM_PROBE_CACHE_SECONDS", "30"))
+
+# --- operating the box (tmsite.oplog) -------------------------------------------------------
+
+#: The per-caller rate limit: on unless ``TM_RATE_LIMIT=0``.
+TM_RATE_LIMIT = os.environ.get("TM_RATE_LIMIT", "1") != "0"
+#: Tokens a caller may spend at once, and tokens refilled per second after that.
+TM_RATE_BURST = float(os.environ.get("TM_RATE_BURST", "120"))
+TM_RATE_REFILL = float(os.environ.get("TM_RATE_REFILL", "2"))
+#: Where buckets live: ``auto`` (Redis when the cache is Redis, else a locked file in var/),
+#: ``redis``, ``file`` or ``memory`` (this process only).
+TM_RATE_STORE = os.environ.get("TM_RATE_STORE", "auto")
+TM_RATE_FILE = Path(os.environ.get("TM_RATE_FILE", VAR_DIR / "ratelimit.buckets"))
+#: Proxies whose X-Forwarded-For names the caller (nginx on this machine by default).
+TM_RATE_TRUSTED_PROXIES = _env_list("TM_RATE_TRUSTED_PROXIES", "127.0.0.1,::1")
+#: Callers never limited: the box's own loopback calls that no proxy forwarded.
+TM_RATE_EXEMPT = _env_list("TM_RATE_EXEMPT", "127.0.0.1,::1")
+
+#: The request log: one row per request, kept this many days.
+TM_LOG_REQUESTS = os.environ.get("TM_LOG_REQUESTS", "1") != "0"
+TM_LOG_RETENTION_DAYS = int(os.environ.get("TM_LOG_RETENTION_DAYS", "30"))
+#: Rows are written in batches: every this many rows, or when the oldest waited this long.
+TM_LOG_FLUSH_ROWS = int(os.environ.get("TM_LOG_FLUSH_ROWS", "50"))
+TM_LOG_FLUSH_SECONDS = float(os.environ.get("TM_LOG_FLUSH_SECONDS", "5"))

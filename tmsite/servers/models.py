@@ -1,0 +1,308 @@
+"""MCP server records, their declarations, their index maps, and who changed what.
+
+* :class:`McpServer` — how to reach one server (stdio argument list, working directory and the
+  names of the environment variables it may see; or a Streamable HTTP URL), the setting or
+  environment variable holding its token, its sources and licence basis, and what happened the
+  last time the box asked it.
+* :class:`ServerDeclaration` — one snapshot of what it declared (handshake and every listing),
+  when and how long it took. The newest is what the namespace serves.
+* :class:`MapEntry` — one path of its index map: a path template, the tool it runs, how path
+  segments become arguments, the kind of thing it returns and a confidence. Derived entries are
+  the index driver's (``origin = derived``); once a maintainer changes one, ``touched`` is set
+  and re-deriving leaves it alone.
+* :class:`MapEntryChange` and :class:`ServerChange` — every change, field by field, with who and
+  when (``changed_by_name`` is ``"index driver"`` for derivation). Rows are never edited.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+from tmsite.servers import grammar
+
+CONFIDENCES = [("exact", "exact"), ("inferred", "inferred"), ("low", "low")]
+TRANSPORTS = [("stdio", "stdio"), ("http", "Streamable HTTP")]
+OUTCOMES = [
+    ("", "never asked"),
+    ("answered", "answered"),
+    ("gated", "gated"),
+    ("unreachable", "unreachable"),
+]
+DEFAULT_ENV_ALLOW = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"]
+
+
+def _default_env_allow() -> list[str]:
+    return list(DEFAULT_ENV_ALLOW)
+
+
+class McpServer(models.Model):
+    """One MCP server the box reads."""
+
+    #: Fields a maintainer changes in the admin; each change is kept as a ServerChange.
+    CORRECTABLE: ClassVar[tuple[str, ...]] = (
+        "description",
+        "transport",
+        "command",
+        "args",
+        "cwd",
+        "env_allow",
+        "url",
+        "token_setting",
+        "sources",
+        "licence_basis",
+        "start_timeout",
+        "call_timeout",
+    )
+
+    name = models.SlugField(max_length=50, unique=True, help_text="Its segment under mcp/.")
+    description = models.TextField(blank=True, help_text="What it is, for people and models.")
+    transport = models.CharField(max_length=5, choices=TRANSPORTS, default="stdio")
+    command = models.CharField(
+        max_length=1000, blank=True, help_text="stdio: the program (no shell is ever used)."
+    )
+    args = models.JSONField(default=list, blank=True, help_text="stdio: its arguments, a list.")
+    cwd = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="stdio: working directory; relative to the project root; empty: the root.",
+    )
+    env_allow = models.JSONField(
+        default=_default_env_allow,
+        blank=True,
+        help_text="stdio: names of environment variables copied to the child when set.",
+    )
+    url = models.CharField(max_length=2000, blank=True, help_text="Streamable HTTP endpoint.")
+    token_setting = models.CharField(
+        max_length=128,
+        blank=True,
+        help_text="Name of the setting (or environment variable) holding its token; empty: "
+        "none needed. stdio servers get it in their environment under that name.",
+    )
+    sources = models.JSONField(
+        default=list, blank=True, help_text="Where its data comes from (strings)."
+    )
+    licence_basis = models.TextField(
+        blank=True, help_text="Why the box may republish what it answers."
+    )
+    start_timeout = models.FloatField(default=10.0, help_text="Seconds for spawn + handshake.")
+    call_timeout = models.FloatField(default=15.0, help_text="Seconds for each later request.")
+    last_asked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_outcome = models.CharField(
+        max_length=12, choices=OUTCOMES, default="", blank=True, editable=False
+    )
+    last_failure = models.CharField(
+        max_length=40, blank=True, editable=False, help_text="What failed (timeout, spawn …)."
+    )
+    last_detail = models.TextField(blank=True, editable=False)
+    last_answered_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("name",)
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if not grammar.SERVER_NAME.fullmatch(self.name or ""):
+            errors["name"] = "lowercase letters, digits and '-'"
+        if self.transport == "stdio":
+            if not self.command:
+                errors["command"] = "a stdio server needs a program"
+            if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+                errors["args"] = "a list of strings"
+            elif any("\0" in a for a in [self.command, *self.args]):
+                errors["args"] = "no NUL in a program or argument"
+        elif self.transport == "http":
+            parts = urlsplit(self.url or "")
+            if parts.scheme not in {"http", "https"} or not parts.hostname:
+                errors["url"] = "an http:// or https:// URL"
+            elif parts.username or parts.password:
+                errors["url"] = "no credentials in the URL: name a token setting instead"
+        if not isinstance(self.env_allow, list) or not all(
+            isinstance(n, str) and grammar.ENV_NAME.fullmatch(n) for n in self.env_allow
+        ):
+            errors["env_allow"] = "a list of environment variable names"
+        if self.token_setting and not grammar.ENV_NAME.fullmatch(self.token_setting):
+            errors["token_setting"] = "the name of a setting or environment variable"
+        if not isinstance(self.sources, list) or not all(isinstance(s, str) for s in self.sources):
+            errors["sources"] = "a list of strings"
+        for name in ("start_timeout", "call_timeout"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0 < value <= 600:
+                errors[name] = "seconds, more than 0 and at most 600"
+        if errors:
+            raise ValidationError(errors)
+
+    def argv(self) -> list[str]:
+        return [self.command, *self.args]
+
+    def latest_declaration(self) -> ServerDeclaration | None:
+        return self.declarations.order_by("-asked_at", "-id").first()
+
+
+class ServerDeclaration(models.Model):
+    """What one server declared when asked once: its handshake and every listing (capped)."""
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="declarations")
+    asked_at = models.DateTimeField()
+    seconds = models.FloatField(help_text="How long the probe took.")
+    protocol_version = models.CharField(max_length=20)
+    era = models.CharField(max_length=12)
+    capabilities = models.JSONField(default=dict)
+    server_info = models.JSONField(default=dict)
+    instructions = models.TextField(blank=True)
+    tools = models.JSONField(default=list)
+    resources = models.JSONField(default=list)
+    resource_templates = models.JSONField(default=list)
+    prompts = models.JSONField(default=list)
+    listing_errors = models.JSONField(
+        default=dict, help_text="Listings that failed: name → what happened."
+    )
+    dropped = models.JSONField(
+        default=dict, help_text="Items left out (over the caps, or nameless): listing → count."
+    )
+
+    class Meta:
+        ordering = ("-asked_at", "-id")
+        get_latest_by = "asked_at"
+
+    def __str__(self) -> str:
+        return f"{self.server.name} at {self.asked_at:%Y-%m-%d %H:%M:%S}"
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        for tool in self.tools:
+            if isinstance(tool, dict) and tool.get("name") == name:
+                return tool
+        return None
+
+
+class MapEntry(models.Model):
+    """One path of a server's index map: which tool reads the thing it names, and how."""
+
+    CORRECTABLE: ClassVar[tuple[str, ...]] = (
+        "path_template",
+        "tool",
+        "arguments",
+        "kind",
+        "confidence",
+        "notes",
+    )
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="map_entries")
+    path_template = models.CharField(max_length=300, help_text="e.g. element/{symbol}")
+    tool = models.CharField(max_length=256, help_text="The tool the path runs.")
+    arguments = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Tool argument → "{variable}" (a path segment) or a constant.',
+    )
+    kind = models.CharField(max_length=40, help_text="The kind of thing the tool returns.")
+    confidence = models.CharField(max_length=8, choices=CONFIDENCES, default="low")
+    notes = models.TextField(blank=True)
+    origin = models.CharField(
+        max_length=10,
+        choices=[("derived", "derived"), ("maintainer", "maintainer")],
+        default="maintainer",
+        editable=False,
+    )
+    derived_key = models.CharField(
+        max_length=256, blank=True, editable=False, help_text="The tool it was derived from."
+    )
+    derived_reason = models.TextField(blank=True, editable=False)
+    touched = models.BooleanField(
+        default=False, editable=False, help_text="A maintainer changed it: re-deriving skips it."
+    )
+    updated_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ("server__name", "path_template")
+        verbose_name = "map entry"
+        verbose_name_plural = "map entries"
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(fields=("server", "path_template"), name="tm_map_path_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}/{self.path_template}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        try:
+            grammar.parse_template(self.path_template)
+            grammar.check_arguments(self.arguments, self.path_template)
+        except grammar.GrammarError as exc:
+            errors["path_template"] = str(exc)
+        try:
+            grammar.check_kind(self.kind)
+        except grammar.GrammarError as exc:
+            errors["kind"] = str(exc)
+        if not self.tool:
+            errors["tool"] = "the tool the path runs"
+        if errors:
+            raise ValidationError(errors)
+
+
+class _Change(models.Model):
+    field = models.CharField(max_length=40)
+    old = models.JSONField(null=True)
+    new = models.JSONField(null=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_by_name = models.CharField(max_length=150, help_text="Kept if the user goes.")
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class MapEntryChange(_Change):
+    """One change of one map entry: added, derived, corrected, re-derived or removed."""
+
+    ACTIONS: ClassVar[list[tuple[str, str]]] = [
+        ("derive", "derived"),
+        ("rederive", "re-derived"),
+        ("add", "added by a maintainer"),
+        ("correct", "corrected by a maintainer"),
+        ("remove", "removed"),
+    ]
+
+    entry = models.ForeignKey(
+        MapEntry, null=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    server_name = models.CharField(max_length=50)
+    path_template = models.CharField(max_length=300)
+    action = models.CharField(max_length=10, choices=ACTIONS)
+
+    class Meta:
+        ordering = ("changed_at", "id")
+        verbose_name = "map entry change"
+
+    def __str__(self) -> str:
+        return f"{self.server_name}/{self.path_template} {self.action} {self.field}"
+
+
+class ServerChange(_Change):
+    """One change of one server record, made in the admin or by a command."""
+
+    server = models.ForeignKey(
+        McpServer, null=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    server_name = models.CharField(max_length=50)
+
+    class Meta:
+        ordering = ("changed_at", "id")
+        verbose_name = "server record change"
+
+    def __str__(self) -> str:
+        return f"{self.server_name} {self.field}"
