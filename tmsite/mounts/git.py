@@ -1,0 +1,1202 @@
+"""The ``git`` mount: the served repositories, at any branch, tag, commit or date.
+
+``tm://<host>/git/`` lists the repositories: the served checkout's own (named by the setting
+``TM_CHECKOUT_REPO``) and the configured neighbours (``TM_GIT_REPOS``). Below that,
+``git/<repo>/<path>`` is the repository's tree, read through :mod:`tmsite.gitstore` (dulwich
+plumbing, never a subprocess, never a revision parser on client text).
+
+Order of checks on every read: the repository name; the parameters this kind of target takes;
+``at`` by its shape (:func:`tmsite.gitstore.validate_ref`, before any lookup); the path by
+:func:`tmsite.gitstore.normalise` (dot segments, empty, absolute, separators → ``out-of-root``)
+and the fs deny-list (→ ``denied``); then the ref is resolved and the path looked up.
+
+What a target reads as (``?as=``):
+
+* a directory (URI ending in ``/``): ``tree`` (default; ``depth`` 1–8, a paged listing) or
+  ``log``;
+* a file or a symlink: ``raw`` (default; a symlink reads as its target text, never followed),
+  ``stat``, ``log`` (``n`` 1–100, default 20), ``blame`` (JSON, one record per line; ``lines``
+  blames a span);
+* a submodule: its pin record (default and ``stat``) or ``log`` (the commits that moved it).
+
+``?at=`` stays on every URI a read emits; a read at another revision than the default links
+``latest-version`` to the default. Gitstore's refusals become rejections in one table
+(:func:`translate`). Reads at a commit are immutable: gitstore caches what it reads, and the
+bodies this mount assembles are cached beside them, keyed by repository, commit, path and facet.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+from django.conf import settings
+from django.core import checks
+
+from tmsite import gitstore, mime
+from tmsite.check_registry import check
+from tmsite.gitstore.cache import OBJECTS, read_get, read_put
+from tmsite.mounts.base import Mount
+from tmsite.mounts.errors import (
+    BadArgument,
+    BadFacet,
+    Binary,
+    Denied,
+    GitError,
+    NoSuchRef,
+    NotFound,
+    OutOfRoot,
+    Refusal,
+)
+from tmsite.mounts.fs import denied_name, display
+from tmsite.mounts.git_imports import ManifestCache, ManifestError, read_manifest
+from tmsite.mounts.links import Link
+from tmsite.mounts.nearest import rank
+from tmsite.mounts.parts import READ_CAP, too_large
+from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.uri import TmUri
+
+#: A served repository's name: one plain URI segment.
+REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: Facets by what the path is.
+TREE_FACETS = ("log", "tree")
+FILE_FACETS = ("blame", "log", "raw", "stat")
+SUBMODULE_FACETS = ("log", "stat")
+ALL_FACETS = ("blame", "log", "raw", "stat", "tree")
+#: Parameters each facet takes (``as`` and ``at`` always).
+_PARAMS: dict[str, tuple[str, ...]] = {
+    "raw": ("lines", "range", "pointer"),
+    "stat": ("pointer",),
+    "log": ("n", "pointer"),
+    "blame": ("lines", "pointer"),
+    "record": ("pointer",),
+}
+DEFAULT_LOG = 20
+#: A file read whole (for ``lines``, ``pointer`` or ``blame``) may be at most this large.
+WHOLE_READ_LIMIT = 16 * 1024 * 1024
+#: How long a resolved ref is trusted before the ref store is read again (seconds).
+REF_TTL = 1.0
+COMPLETION_LIMIT = 101
+N_SUGGESTIONS = ("1", "5", "10", "20", "50", "100")
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+
+class Served:
+    """One served repository: its name, where it is, its pinned default, a shared handle."""
+
+    def __init__(self, name: str, path: Path, default_ref: str | None, title: str) -> None:
+        self.name = name
+        self.path = path
+        self.default_ref = default_ref
+        self.title = title
+        self._handle: gitstore.GitRepo | None = None
+        self._lock = threading.Lock()
+
+    def handle(self) -> gitstore.GitRepo:
+        """The repository handle, opened once (raises ``gitstore.GitError``)."""
+        if self._handle is None:
+            with self._lock:
+                if self._handle is None:
+                    self._handle = gitstore.open_repo(self.path)
+        return self._handle
+
+
+@dataclass(frozen=True)
+class At:
+    """The revision a request reads: the commit, the label as asked, whether it is the default."""
+
+    commit: str
+    label: str | None
+    is_default: bool
+
+    @property
+    def shown(self) -> str:
+        return self.label if self.label is not None else "HEAD"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked request: repository, revision, path segments and what the path is."""
+
+    served: Served
+    repo: gitstore.GitRepo
+    at: At
+    parts: tuple[str, ...]
+    node: gitstore.Node
+
+    @property
+    def path(self) -> str:
+        return "/".join(self.parts)
+
+
+def _is_repository(path: Path) -> bool:
+    try:
+        gitstore.open_repo(path).close()
+    except gitstore.GitError:
+        return False
+    return True
+
+
+# ---- the mount -------------------------------------------------------------------------------
+
+
+class GitMount(Mount):
+    name = "git"
+    title = "Git repositories"
+    what = (
+        "The served checkout's repository and its neighbours, read at any branch, tag, commit "
+        "or date: trees, files, history, blame and submodule pins."
+    )
+    listing_facets = (None, "tree")
+    listing_params = ("at", "depth")
+    sticky_params = ("at",)
+
+    def __init__(
+        self,
+        host: str,
+        repos: Mapping[str, str | Path],
+        *,
+        checkout_repo: str | None = None,
+        default_refs: Mapping[str, str] | None = None,
+        imports_file: Path | None = None,
+    ) -> None:
+        super().__init__(host)
+        refs = dict(default_refs or {})
+        self.checkout_repo = checkout_repo
+        self.repos: dict[str, Served] = {}
+        for name in sorted(repos):
+            title = "the served checkout" if name == checkout_repo else "a neighbouring repository"
+            self.repos[name] = Served(name, Path(repos[name]), refs.get(name), title)
+        self.imports = ManifestCache(imports_file)
+        self._resolved: dict[tuple[str, str | None], tuple[float, gitstore.Resolved]] = {}
+        self._resolved_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, host: str) -> GitMount:
+        """The mount the settings describe (a checkout that is not a repository is left out;
+        the system check ``tm.W010`` says so)."""
+        checkout = Path(getattr(settings, "TM_CHECKOUT", "."))
+        name = getattr(settings, "TM_CHECKOUT_REPO", "tmsite")
+        repos: dict[str, str | Path] = {}
+        configured = getattr(settings, "TM_GIT_REPOS", None) or {}
+        if isinstance(configured, Mapping):
+            repos.update({str(k): Path(v) for k, v in configured.items()})
+        if _is_repository(checkout):
+            repos[name] = checkout
+        imports_file = getattr(settings, "TM_IMPORTS_FILE", checkout / "data" / "imports.json")
+        return cls(
+            host,
+            repos,
+            checkout_repo=name if name in repos else None,
+            default_refs=getattr(settings, "TM_GIT_DEFAULT_REFS", None) or {},
+            imports_file=Path(imports_file) if imports_file else None,
+        )
+
+    # ---- addresses -------------------------------------------------------------------------
+
+    def repo_root(self, name: str, at: str | None = None) -> TmUri:
+        return self.uri(name, collection=True, at=at)
+
+    def path_uri(
+        self, name: str, parts: Sequence[str], *, collection: bool, at: str | None
+    ) -> TmUri:
+        """The URI of ``parts`` in repository ``name`` (the root when ``parts`` is empty)."""
+        return self.uri(name, *parts, collection=collection or not parts, at=at)
+
+    # ---- checks, in order ------------------------------------------------------------------
+
+    def served(self, uri: TmUri) -> Served:
+        name = uri.path[0]
+        found = self.repos.get(name)
+        if found is None:
+            candidates = [(n, str(self.repo_root(n))) for n in self.repos]
+            raise NotFound(
+                str(uri),
+                f"no repository named {display(name)!r} is served",
+                nearest=rank(name, candidates, exclude=str(uri)),
+            )
+        return found
+
+    def handle(self, served: Served, uri: TmUri) -> gitstore.GitRepo:
+        try:
+            return served.handle()
+        except gitstore.GitError as exc:
+            raise GitError(str(uri), f"the repository could not be opened: {exc.detail}") from exc
+
+    def check_at(self, uri: TmUri, repo: gitstore.GitRepo, served: Served) -> None:
+        """Refuse a malformed ``at`` by its shape alone, before any lookup."""
+        label = uri.param("at")
+        if label is None or label == "HEAD":
+            return
+        try:
+            gitstore.validate_ref(label)
+        except gitstore.BadRef as exc:
+            raise translate(exc, uri, self, served, repo) from exc
+
+    def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:
+        label = uri.param("at")
+        key = (served.name, label)
+        now = time.monotonic()
+        cached = self._resolved.get(key)
+        if cached is not None and cached[0] > now:
+            found = cached[1]
+        else:
+            try:
+                found = gitstore.resolve(repo, label, served.default_ref)
+            except gitstore.GitStoreError as exc:
+                raise translate(exc, uri, self, served, repo) from exc
+            with self._resolved_lock:
+                if len(self._resolved) > 4096:
+                    self._resolved.clear()
+                self._resolved[key] = (now + REF_TTL, found)
+        return At(found.commit, label, found.is_default)
+
+    def check_path(self, uri: TmUri, served: Served) -> tuple[str, ...]:
+        try:
+            parts = gitstore.normalise(uri.path[1:])
+        except gitstore.GitStoreError as exc:
+            raise translate(exc, uri, self, served, None) from exc
+        if any(denied_name(part) for part in parts):
+            raise Denied(str(uri), "it exists or not; either way it is not offered")
+        return parts
+
+    def target(self, req: Request, allowed: Sequence[str]) -> Target:
+        """Every check of a read, in order, up to what the path is at the revision."""
+        uri = req.uri
+        served = self.served(uri)
+        req.facets.require(req.text, ("as", "at", *allowed), "a path in a repository")
+        repo = self.handle(served, uri)
+        self.check_at(uri, repo, served)
+        parts = self.check_path(uri, served)
+        at = self.resolve_at(uri, served, repo)
+        try:
+            node = gitstore.lookup(repo, at.commit, parts)
+        except gitstore.GitStoreError as exc:
+            raise translate(exc, uri, self, served, repo) from exc
+        return Target(served, repo, at, parts, node)
+
+    # ---- the contract ------------------------------------------------------------------------
+
+    def resolve(self, req: Request) -> Content:
+        uri = req.uri
+        if not uri.path:
+            if not uri.collection:
+                raise self.leaf_as_collection(uri)
+            req.facets.require_facet(req.text, (), "the list of repositories")
+            return self.listing(req)
+        if len(uri.path) == 1 and not uri.collection:
+            self.served(uri)
+            raise self.leaf_as_collection(uri)
+        if uri.collection and req.facets.facet in self.listing_facets:
+            t = self.target(req, ("depth", "cursor"))
+            if t.node.kind == "submodule":
+                return self.read_submodule(req, t)
+            if t.node.kind != "tree":
+                leaf = str(uri.as_leaf().keeping(*self.sticky_params))
+                raise NotFound(req.text, "that is a file: its URI has no trailing /", [leaf])
+            return self.listing(req)
+        return self.read(req)
+
+    def list(self, req: Request) -> Listing:
+        uri = req.uri
+        if not uri.path:
+            req.facets.require(req.text, ("as", "cursor"), "the list of repositories")
+            children = [
+                Entry(str(self.repo_root(name)), f"{name}/", True, vnd("tree"), title=s.title)
+                for name, s in self.repos.items()
+            ]
+            return Listing(children)
+        t = self.target(req, ("depth", "cursor"))
+        if t.node.kind != "tree":
+            leaf = str(uri.as_leaf().keeping(*self.sticky_params))
+            raise NotFound(req.text, "that is not a directory: its URI has no trailing /", [leaf])
+        depth = req.facets.depth or 1
+        try:
+            entries = gitstore.list_tree(t.repo, t.at.commit, t.parts, depth)
+        except gitstore.GitStoreError as exc:
+            raise translate(exc, uri, self, t.served, t.repo) from exc
+        visible = _visible(entries, len(t.parts))
+        extra: dict[str, Any] = {
+            "repository": t.served.name,
+            "path": display(t.path),
+            "at": t.at.shown,
+            "commit": t.at.commit,
+        }
+        if depth > 1:
+            extra["depth"] = depth
+        links = [self.here(t, "log", rel="version-history")]
+        links.extend(self.latest(t, collection=True))
+        return Listing(_TreeEntries(self, t, visible), extra, links, kind="tree")
+
+    def read(self, req: Request) -> Content:
+        uri = req.uri
+        if not uri.path:
+            raise self.leaf_as_collection(uri)
+        facet = req.facets.facet
+        if uri.collection:
+            req.facets.require_facet(req.text, TREE_FACETS, "a directory")
+            t = self.target(req, _PARAMS["log"])
+            if t.node.kind == "submodule":
+                return self.read_submodule(req, t)
+            if t.node.kind != "tree":
+                leaf = str(uri.as_leaf().keeping(*self.sticky_params))
+                raise NotFound(req.text, "that is a file: its URI has no trailing /", [leaf])
+            return self.read_log(req, t)
+        wanted = _PARAMS.get(facet or "raw", ())
+        if facet not in (None, *ALL_FACETS):
+            req.facets.require_facet(req.text, FILE_FACETS, "a file")
+        t = self.target(req, sorted({*wanted, "n", "lines", "range", "pointer", "depth"}))
+        kind = t.node.kind
+        if kind == "tree":
+            raise self.leaf_as_collection(uri)
+        if kind == "submodule":
+            req.facets.require_facet(req.text, SUBMODULE_FACETS, "a submodule")
+            req.facets.require(req.text, ("as", "at", *_PARAMS[facet or "record"]), "a submodule")
+            if facet == "log":
+                return self.read_log(req, t)
+            return self.read_submodule(req, t)
+        req.facets.require_facet(req.text, FILE_FACETS, "a file")
+        req.facets.require(req.text, ("as", "at", *wanted), f"a file read as {facet or 'raw'}")
+        if facet == "stat":
+            return self.read_stat(req, t)
+        if facet == "log":
+            return self.read_log(req, t)
+        if facet == "blame":
+            return self.read_blame(req, t)
+        return self.read_raw(req, t)
+
+    def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+        if argument == "repo":
+            return [name for name in self.repos if name.startswith(value)][:COMPLETION_LIMIT]
+        if argument == "as":
+            return [facet for facet in ALL_FACETS if facet.startswith(value)]
+        if argument == "n":
+            return [n for n in N_SUGGESTIONS if n.startswith(value)]
+        if argument not in ("at", "path"):
+            raise BadArgument(
+                None,
+                f"no template argument named {argument!r}",
+                valid=["repo", "path", "at", "as", "n"],
+            )
+        served = self.repos.get(context.get("repo", ""))
+        if served is None:
+            return []
+        try:
+            repo = served.handle()
+            if argument == "at":
+                branches, tags = gitstore.list_refs(repo)
+                names = ["HEAD", *branches, *tags]
+                return [n for n in names if n.startswith(value)][:COMPLETION_LIMIT]
+            label = context.get("at") or None
+            commit = gitstore.resolve(repo, label, served.default_ref).commit
+            directory, _, leaf = value.rpartition("/")
+            parts = gitstore.normalise(directory) if directory else ()
+            if any(denied_name(p) for p in parts):
+                return []
+            entries = gitstore.list_tree(repo, commit, parts, 1)
+        except (gitstore.GitStoreError, ValueError):
+            return []
+        prefix = f"{directory}/" if directory else ""
+        out = []
+        for entry in entries:
+            if denied_name(entry.name) or not entry.name.startswith(leaf):
+                continue
+            out.append(prefix + display(entry.name) + ("/" if entry.kind == "tree" else ""))
+            if len(out) >= COMPLETION_LIMIT:
+                break
+        return out
+
+    def templates(self) -> builtins.list[Template]:
+        return [
+            Template(
+                "git",
+                f"tm://{self.host}/git/{{repo}}/{{+path}}{{?at,as,n}}",
+                "A file or directory of a git repository, at any revision",
+                "The served repositories (git/ lists them) read through their history. A path "
+                "ending in / is a directory: its tree (?as=tree&depth=1..8, paged with a "
+                "cursor) or ?as=log. A file reads as itself; ?as=stat gives its type and size, "
+                "?as=log&n=1..100 the commits that changed it (newest first, each linked "
+                "?at=<commit>), ?as=blame the commit of every line. ?at= takes a branch, a tag, "
+                "a full or abbreviated commit, or an ISO date or datetime (the newest commit at "
+                "or before it) and stays on every URI the read links to. Submodules read as "
+                "their pin. ?lines=FIRST-LAST, ?range=START-END and ?pointer=/a/0 read parts "
+                "at any revision.",
+                ("repo", "path", "at", "as", "n"),
+                None,
+            )
+        ]
+
+    def collections(self, limit: int = 10_000) -> Iterator[Entry]:
+        yield from super().collections(limit)
+        for name, served in self.repos.items():
+            yield Entry(
+                str(self.repo_root(name)), f"git/{name}/", True, vnd("tree"), title=served.title
+            )
+
+    # ---- links -------------------------------------------------------------------------------
+
+    def up_links(self, uri: TmUri) -> builtins.list[Link]:
+        """``up`` keeps ``at`` inside a repository; a repository's root points up to ``git/``."""
+        if len(uri.path) == 1:
+            return [Link("up", str(self.root))]
+        return super().up_links(uri)
+
+    def here(self, t: Target, facet: str | None, *, rel: str, title: str | None = None) -> Link:
+        """A link to the same path at the same revision under another facet."""
+        collection = t.node.kind == "tree"
+        uri = self.path_uri(t.served.name, t.parts, collection=collection, at=t.at.label)
+        if facet is not None:
+            uri = uri.with_params({"as": facet})
+        return Link(rel, str(uri), title=title)
+
+    def latest(self, t: Target, *, collection: bool) -> builtins.list[Link]:
+        """``latest-version`` to the default revision, when reading another that the path
+        still exists at."""
+        if t.at.is_default:
+            return []
+        try:
+            default = gitstore.resolve(t.repo, None, t.served.default_ref).commit
+            node = gitstore.lookup(t.repo, default, t.parts)
+        except gitstore.GitStoreError:
+            return []
+        if (node.kind == "tree") != collection and t.parts:
+            return []
+        uri = self.path_uri(t.served.name, t.parts, collection=collection, at=None)
+        return [Link("latest-version", str(uri), title="the same path at the default revision")]
+
+    def file_links(self, t: Target, facet: str) -> builtins.list[Link]:
+        """The links every read of a file, symlink or submodule carries."""
+        parent = self.path_uri(t.served.name, t.parts[:-1], collection=True, at=t.at.label)
+        links = [Link("up", str(parent)), Link("collection", str(parent))]
+        if facet != "stat":
+            links.append(self.here(t, "stat", rel="describedby"))
+        if facet != "log":
+            links.append(self.here(t, "log", rel="version-history"))
+        if facet in ("stat", "log", "blame"):
+            links.append(self.here(t, None, rel="alternate", title="the thing itself"))
+        elif t.node.kind != "submodule":
+            links.append(self.here(t, "blame", rel="alternate", title="line by line blame"))
+        links.extend(self.latest(t, collection=False))
+        if facet == "raw" and t.at.label is None:
+            links.extend(self.checkout_links(t))
+        return links
+
+    def fs_mount(self) -> Any:
+        namespace = getattr(self, "namespace", None)
+        return namespace.mounts.get("fs") if namespace is not None else None
+
+    def working_copy(self, path: str) -> TmUri | None:
+        """The fs URI of ``path`` of the checkout, when the fs mount serves that very file."""
+        fs = self.fs_mount()
+        served = self.repos.get(self.checkout_repo or "")
+        if fs is None or served is None:
+            return None
+        parts = tuple(path.split("/"))
+        if len(parts) < 2 or parts[0] not in fs.roots or any(denied_name(p) for p in parts):
+            return None
+        try:
+            worktree = served.handle().worktree
+        except gitstore.GitError:
+            return None
+        if worktree is None or Path(worktree) != Path(fs.checkout):
+            return None
+        on_disk = Path(fs.checkout).joinpath(*parts)
+        if on_disk.is_symlink() or not on_disk.is_file():
+            return None
+        return TmUri(self.host, "fs", parts)
+
+    def checkout_links(self, t: Target) -> builtins.list[Link]:
+        """``tm:working-copy`` (a file of the checkout) and ``tm:generates`` (an import's
+        origin), on the default read of a file."""
+        links: builtins.list[Link] = []
+        if t.node.kind != "blob":
+            return links
+        manifest = self.imports.get()
+        if t.served.name == self.checkout_repo and t.path not in manifest.by_copy:
+            fs_uri = self.working_copy(t.path)
+            if fs_uri is not None:
+                links.append(Link("tm:working-copy", str(fs_uri), "exact"))
+        for entry in manifest.by_origin.get((t.served.name, t.path), ()):
+            copy = self.working_copy(entry.to)
+            if copy is not None:
+                links.append(Link("tm:generates", str(copy), "exact", title="an imported copy"))
+        return links
+
+    def links_into(self, uri: TmUri) -> builtins.list[Link]:
+        """An fs file's ``tm:repository`` (the same file in the checkout's repository) or, for
+        an imported copy, ``tm:generated-by`` its origin; ``version-history`` either way."""
+        if (
+            uri.mount != "fs"
+            or uri.collection
+            or len(uri.path) < 2
+            or uri.param("at") is not None
+            or uri.param("as") not in (None, "raw")
+        ):
+            return []
+        try:
+            return self._fs_links(uri)
+        except (gitstore.GitStoreError, Refusal, OSError):
+            return []
+
+    def _fs_links(self, uri: TmUri) -> builtins.list[Link]:
+        path = "/".join(uri.path)
+        if self.working_copy(path) is None:
+            return []
+        entry = self.imports.get().by_copy.get(path)
+        if entry is not None:
+            origin = self.repos.get(entry.repo)
+            if origin is None:
+                return []
+            repo = origin.handle()
+            commit = gitstore.resolve(repo, None, origin.default_ref).commit
+            if gitstore.lookup(repo, commit, entry.path).kind != "blob":
+                return []
+            target = self.path_uri(entry.repo, entry.path.split("/"), collection=False, at=None)
+            return [
+                Link("tm:generated-by", str(target), "exact", title=f"imported from {entry.repo}"),
+                Link("version-history", str(target.with_params({"as": "log"}))),
+            ]
+        served = self.repos[self.checkout_repo or ""]
+        repo = served.handle()
+        commit = gitstore.resolve(repo, None, served.default_ref).commit
+        if gitstore.lookup(repo, commit, uri.path).kind != "blob":
+            return []
+        target = self.path_uri(served.name, uri.path, collection=False, at=None)
+        return [
+            Link("tm:repository", str(target), "exact", title="the same file in git"),
+            Link("version-history", str(target.with_params({"as": "log"}))),
+        ]
+
+    # ---- reads ---------------------------------------------------------------------------------
+
+    def blob_mime(self, t: Target) -> str:
+        return blob_mime(t.repo, t.node.kind, t.parts[-1], t.node.sha)
+
+    def read_raw(self, req: Request, t: Target) -> Content:
+        uri = req.uri
+        size = t.node.size or 0
+        mime_type = self.blob_mime(t)
+        links = self.file_links(t, "raw")
+        span = req.facets.byte_range
+        if span is not None:
+            start, end = span
+            if start >= size and size > 0:
+                raise BadFacet(
+                    req.text,
+                    f"range={start}-{end} starts past the end ({size} bytes)",
+                    valid=[f"0-{size}"],
+                    size=size,
+                )
+            end = min(end, size)
+            if end - start > READ_CAP:
+                raise too_large(uri, size)
+            data = gitstore.read_blob(t.repo, t.node.sha, start, end)
+            body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
+            return Content(req.text, mime_type, body, links, "file", True, size)
+        limit = WHOLE_READ_LIMIT if req.facets.part is not None else READ_CAP
+        if size > limit:
+            raise too_large(uri, size)
+        data = gitstore.read_blob(t.repo, t.node.sha)
+        text: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
+        return Content(req.text, mime_type, text, links, "file", size=size)
+
+    def read_stat(self, req: Request, t: Target) -> Content:
+        key = (t.repo.path, t.at.commit, t.path, "mount-stat", t.at.label)
+        body = read_get(key)
+        if body is None:
+            node = t.node
+            body = {
+                "uri": str(req.uri.identity),
+                "repository": t.served.name,
+                "path": display(t.path),
+                "name": display(t.parts[-1]),
+                "at": t.at.shown,
+                "commit": t.at.commit,
+                "type": node.kind,
+                "mode": f"{node.mode:06o}",
+                "sha": node.sha,
+                "size": node.size,
+                "mimeType": self.blob_mime(t),
+                "text": mime.is_text(self.blob_mime(t)),
+            }
+            if node.kind == "symlink":
+                target = gitstore.read_blob(t.repo, node.sha)
+                body["target"] = target.decode("utf-8", "replace")
+            body = read_put(key, body, 600)
+        return Content(req.text, vnd("stat"), body, self.file_links(t, "stat"), kind="stat")
+
+    def read_log(self, req: Request, t: Target) -> Content:
+        n = req.facets.n or DEFAULT_LOG
+        key = (t.repo.path, t.at.commit, t.path, "mount-log", n, t.at.label, t.node.kind)
+        body = read_get(key)
+        if body is None:
+            try:
+                entries = gitstore.log(t.repo, t.at.commit, t.parts, n)
+            except gitstore.GitStoreError as exc:
+                raise translate(exc, req.uri, self, t.served, t.repo) from exc
+            collection = t.node.kind == "tree"
+            commits = []
+            for entry in entries:
+                item: dict[str, Any] = {
+                    "commit": entry.commit,
+                    "short": entry.short,
+                    "author": entry.author_name,
+                    "date": entry.date,
+                    "subject": entry.subject,
+                }
+                if _exists(t.repo, entry.commit, t.parts):
+                    where = self.path_uri(
+                        t.served.name, t.parts, collection=collection, at=entry.commit
+                    )
+                else:
+                    where = self.repo_root(t.served.name, entry.commit)
+                    item["deleted"] = True
+                item["uri"] = str(where)
+                commits.append(item)
+            body = {
+                "uri": str(req.uri.with_params(n=str(n)) if req.facets.n else req.uri),
+                "repository": t.served.name,
+                "path": display(t.path),
+                "at": t.at.shown,
+                "commit": t.at.commit,
+                "n": n,
+                "commits": commits,
+            }
+            body = read_put(key, body, 300 + 400 * len(commits))
+        if t.node.kind == "tree":
+            links = [*self.up_links(req.uri), self.here(t, None, rel="alternate")]
+            links.extend(self.latest(t, collection=True))
+        else:
+            links = self.file_links(t, "log")
+        return Content(req.text, vnd("log"), body, links, kind="log")
+
+    def read_blame(self, req: Request, t: Target) -> Content:
+        mime_type = self.blob_mime(t)
+        if not mime.is_text(mime_type):
+            raise Binary(
+                req.text,
+                "blame reads text line by line; this file is binary",
+                mimeType=mime_type,
+                stat=str(req.uri.keeping("at", **{"as": "stat"})),
+            )
+        if (t.node.size or 0) > WHOLE_READ_LIMIT:
+            raise too_large(req.uri, t.node.size or 0)
+        key = (t.repo.path, t.at.commit, t.path, "mount-blame", t.at.label)
+        body = read_get(key)
+        if body is None:
+            try:
+                lines = gitstore.blame(t.repo, t.at.commit, t.parts)
+            except gitstore.GitStoreError as exc:
+                raise translate(exc, req.uri, self, t.served, t.repo) from exc
+            body = {
+                "uri": str(req.uri.keeping("at", **{"as": "blame"})),
+                "repository": t.served.name,
+                "path": display(t.path),
+                "at": t.at.shown,
+                "commit": t.at.commit,
+                "total": len(lines),
+                "lines": [
+                    {
+                        "line": line.line_no,
+                        "commit": line.commit,
+                        "author": line.author_name,
+                        "date": line.date,
+                        "text": line.text,
+                    }
+                    for line in lines
+                ],
+            }
+            body = read_put(key, body, 400 + sum(len(x.text) + 160 for x in lines))
+        links = self.file_links(t, "blame")
+        span = req.facets.lines
+        if span is None:
+            return Content(req.text, vnd("blame"), body, links, kind="blame")
+        first, last = span
+        total = body["total"]
+        if first > total:
+            raise BadFacet(
+                req.text,
+                f"lines={first}-{last} starts past the end: it has {total} lines",
+                valid=[f"1-{max(total, 1)}"],
+                lines=total,
+            )
+        cut = {**body, "uri": req.text, "lines": body["lines"][first - 1 : last]}
+        return Content(req.text, vnd("blame"), cut, links, "blame", part_applied=True)
+
+    def read_submodule(self, req: Request, t: Target) -> Content:
+        req.facets.require(req.text, ("as", "at", "pointer"), "a submodule")
+        key = (t.repo.path, t.at.commit, t.path, "mount-submodule", t.at.label)
+        body = read_get(key)
+        if body is None:
+            try:
+                url = gitstore.gitmodules(t.repo, t.at.commit).get(t.path)
+            except gitstore.GitStoreError:
+                url = None
+            pins = self.pinned_repository(url, t.node.sha)
+            body = {
+                "uri": str(req.uri.identity.as_leaf()),
+                "repository": t.served.name,
+                "path": display(t.path),
+                "at": t.at.shown,
+                "commit": t.at.commit,
+                "type": "submodule",
+                "pinned": t.node.sha,
+                "url": url,
+                "pins": str(pins) if pins is not None else None,
+            }
+            body = read_put(key, body, 800)
+        leaf_uri = req.uri.as_leaf()
+        links = self.file_links(t, "stat" if req.facets.facet == "stat" else "record")
+        if body["pins"] is not None:
+            links.append(Link("tm:pins", body["pins"], "exact", title="the pinned commit"))
+        return Content(str(leaf_uri), vnd("submodule"), body, links, kind="submodule")
+
+    def pinned_repository(self, url: str | None, pinned: str) -> TmUri | None:
+        """The served repository a submodule URL names, at the pinned commit, if it has it."""
+        if not url:
+            return None
+        name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        name = name.removesuffix(".git")
+        served = self.repos.get(name)
+        if served is None:
+            return None
+        try:
+            if not gitstore.has_commit(served.handle(), pinned):
+                return None
+        except gitstore.GitError:
+            return None
+        return self.repo_root(name, pinned)
+
+    # ---- fs ?at= --------------------------------------------------------------------------------
+
+    def read_checkout_at(self, fs_uri: TmUri, at: str, roots: Sequence[str]) -> Content:
+        """Read an fs file as the checkout's repository had it at ``at`` (see
+        :func:`read_checkout_file_at`)."""
+        text = str(fs_uri)
+        facets_given = {key for key, _ in fs_uri.params}
+        allowed = {"at", "as", "lines", "range", "pointer"}
+        if facets_given - allowed:
+            raise BadFacet(
+                text,
+                f"a file at a revision takes {', '.join(sorted(allowed))}",
+                valid=sorted(allowed),
+            )
+        facet = fs_uri.param("as")
+        if facet not in (None, "raw", "stat"):
+            raise BadFacet(text, f"a file has no ?as={facet}", valid=["raw", "stat"])
+        roots_uris = [str(TmUri(self.host, "fs", (r,), True)) for r in roots]
+        for segment in fs_uri.path:
+            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
+                raise OutOfRoot(
+                    text,
+                    "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
+                    roots=roots_uris,
+                )
+        if fs_uri.collection or len(fs_uri.path) < 2:
+            raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
+        if fs_uri.path[0] not in roots:
+            raise OutOfRoot(
+                text, f"only {', '.join(roots)} are served", roots=roots_uris, nearest=roots_uris
+            )
+        if any(denied_name(segment) for segment in fs_uri.path):
+            raise Denied(text, "it exists or not; either way it is not offered")
+        served = self.repos.get(self.checkout_repo or "")
+        if served is None:
+            raise BadFacet(text, "at= needs the checkout's repository, which is not served")
+        repo = self.handle(served, fs_uri)
+        label = None if at == "HEAD" else at
+        try:
+            if label is not None:
+                gitstore.validate_ref(label)
+            found = gitstore.resolve(repo, label, served.default_ref)
+            node = gitstore.lookup(repo, found.commit, fs_uri.path)
+        except gitstore.GitStoreError as exc:
+            raise translate(exc, fs_uri, self, served, repo, fs=True) from exc
+        if node.kind == "tree":
+            raise NotFound(text, "that is a directory at that revision", nearest=[])
+        if node.kind == "submodule":
+            raise NotFound(text, "that is a submodule at that revision", nearest=[])
+        git_uri = self.path_uri(served.name, fs_uri.path, collection=False, at=at)
+        parent = TmUri(self.host, "fs", fs_uri.path[:-1], True)
+        links = [
+            Link("up", str(parent)),
+            Link("collection", str(parent)),
+            Link("alternate", str(git_uri), title="the same file in the repository"),
+            Link("version-history", str(git_uri.with_params({"as": "log"}))),
+            Link("latest-version", str(fs_uri.identity), title="the file as it is now"),
+        ]
+        if facet != "stat":
+            links.append(Link("describedby", str(fs_uri.keeping("at", **{"as": "stat"}))))
+        mime_type = blob_mime(repo, node.kind, fs_uri.path[-1], node.sha)
+        if facet == "stat":
+            if fs_uri.param("lines") or fs_uri.param("range"):
+                raise BadFacet(text, "a stat has no lines or range", valid=["pointer"])
+            body = {
+                "uri": str(fs_uri.identity),
+                "name": display(fs_uri.path[-1]),
+                "path": "/".join(display(s) for s in fs_uri.path),
+                "at": at,
+                "commit": found.commit,
+                "size": node.size,
+                "mimeType": mime_type,
+                "isCollection": False,
+                "text": mime.is_text(mime_type),
+            }
+            links.append(Link("alternate", str(fs_uri.keeping("at"))))
+            return Content(text, vnd("stat"), body, links, kind="stat")
+        t = Target(served, repo, At(found.commit, at, found.is_default), fs_uri.path, node)
+        content = self.read_raw(Request(fs_uri, _facets_of(fs_uri)), t)
+        content.links = links
+        return content
+
+
+def read_checkout_file_at(fs_uri: TmUri, at: str, namespace: Any = None) -> Content:
+    """An fs file (``fs/<root>/<path>``) as the checkout's repository had it at ``at``.
+
+    The fs mount calls this for ``?at=``: the same roots and deny-list apply, then the ref is
+    checked by shape, resolved (a branch, tag, commit or date) and the file read from git.
+    ``?as=raw`` (default) and ``?as=stat`` are offered, and the parts.
+
+    Args:
+        fs_uri: The fs URI asked, with its parameters.
+        at: The revision asked.
+        namespace: The namespace serving the fs mount (its git and fs mounts are used);
+            None means the process namespace.
+
+    Raises:
+        Refusal: as the git mount refuses (``bad-facet`` for a malformed ref,
+            ``no-such-ref`` with nearest fs URIs at real refs, ``not-found``…).
+    """
+    if namespace is None:
+        from tmsite.mounts.registry import namespace as process_namespace
+
+        namespace = process_namespace()
+    git = namespace.mounts.get("git")
+    fs = namespace.mounts.get("fs")
+    roots = tuple(getattr(fs, "roots", ()) or getattr(settings, "TM_FS_ROOTS", ()))
+    if not isinstance(git, GitMount):
+        raise BadFacet(str(fs_uri), "at= needs the git mount, which is not served", valid=[])
+    return git.read_checkout_at(fs_uri, at, roots)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _facets_of(uri: TmUri) -> Any:
+    from tmsite.mounts.facets import parse_facets
+
+    return parse_facets(uri)
+
+
+def _exists(repo: gitstore.GitRepo, commit: str, parts: tuple[str, ...]) -> bool:
+    try:
+        gitstore.lookup(repo, commit, parts)
+    except gitstore.GitStoreError:
+        return False
+    return True
+
+
+def blob_mime(repo: gitstore.GitRepo, kind: str, name: str, sha: str) -> str:
+    """The type of a tree entry as listings and stat show it."""
+    if kind == "tree":
+        return vnd("tree")
+    if kind == "submodule":
+        return vnd("submodule")
+    if kind == "symlink":
+        return mime.TEXT_PLAIN
+    known = mime.by_name(name)
+    if known is not None:
+        return known
+    key = (repo.path, "sniffed", sha)
+    cached = OBJECTS.get(key)
+    if cached is not None:
+        return str(cached)
+    head = gitstore.read_blob(repo, sha)[: mime.SNIFF_BYTES]
+    return str(OBJECTS.put(key, mime.sniff(head), 64))
+
+
+def _visible(entries: list[gitstore.TreeEntry], base_depth: int) -> list[gitstore.TreeEntry]:
+    """Entries minus everything below a denied directory (the denied entry itself stays,
+    to be listed redacted)."""
+    out: list[gitstore.TreeEntry] = []
+    hidden: str | None = None
+    for entry in entries:
+        if hidden is not None and entry.path.startswith(hidden):
+            continue
+        hidden = None
+        out.append(entry)
+        if entry.kind == "tree" and denied_name(entry.name):
+            hidden = entry.path + "/"
+    return out
+
+
+class _TreeEntries(Sequence[Entry]):
+    """A tree's entries, typed (and blobs sniffed) only when a page asks for them."""
+
+    def __init__(self, mount: GitMount, t: Target, entries: list[gitstore.TreeEntry]) -> None:
+        self.mount = mount
+        self.t = t
+        self.entries = entries
+        self.prefix = t.path + "/" if t.path else ""
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return [self._entry(item) for item in self.entries[index]]
+        return self._entry(self.entries[index])
+
+    def _entry(self, entry: gitstore.TreeEntry) -> Entry:
+        t = self.t
+        is_dir = entry.kind == "tree"
+        uri = self.mount.path_uri(
+            t.served.name, entry.path.split("/"), collection=is_dir, at=t.at.label
+        )
+        shown = display(entry.path[len(self.prefix) :]) + ("/" if is_dir else "")
+        if denied_name(entry.name):
+            return Entry(str(uri), shown, is_dir, redacted=True)
+        extra: dict[str, Any] = {}
+        if entry.depth > 1:
+            extra["depth"] = entry.depth
+        if entry.kind in ("submodule", "symlink"):
+            extra[entry.kind] = True
+        type_ = blob_mime(t.repo, entry.kind, entry.name, entry.sha)
+        return Entry(str(uri), shown, is_dir, type_, entry.size, extra=extra)
+
+
+# ---- refusals ----------------------------------------------------------------------------------
+
+
+def translate(
+    exc: gitstore.GitStoreError,
+    uri: TmUri,
+    mount: GitMount,
+    served: Served,
+    repo: gitstore.GitRepo | None,
+    *,
+    fs: bool = False,
+) -> Refusal:
+    """The one table from gitstore's refusals to the namespace's.
+
+    Ref suggestions are URIs at real refs: the repository root (``git/<repo>/?at=<ref>``), or
+    for an fs read at a revision the same fs file at that ref.
+    """
+    text = str(uri)
+
+    def at_ref(ref: str) -> str:
+        label = None if ref == "HEAD" else ref
+        if fs:
+            return str(uri.identity.with_params(at=ref))
+        return str(mount.repo_root(served.name, label))
+
+    if isinstance(exc, gitstore.BadRef):
+        names: builtins.list[str] = ["HEAD"]
+        if repo is not None:
+            try:
+                branches, tags = gitstore.list_refs(repo)
+                names += [*branches, *tags]
+            except gitstore.GitStoreError:
+                pass
+        return BadFacet(
+            text,
+            f"at= is refused: {exc.why}; it takes a branch, a tag, a full or abbreviated "
+            "commit, or an ISO date or datetime",
+            valid=names[:20],
+            rule=exc.why,
+        )
+    if isinstance(exc, gitstore.AmbiguousRef):
+        return NoSuchRef(
+            text,
+            f"{exc.ref!r} abbreviates more than one commit: give more digits",
+            nearest=[at_ref(ref) for ref in exc.nearest],
+            candidates=[at_ref(sha) for sha in exc.candidates],
+        )
+    if isinstance(exc, gitstore.NoSuchRef):
+        return NoSuchRef(
+            text,
+            f"no branch, tag, commit or date {exc.ref!r} in {served.name}",
+            nearest=[at_ref(ref) for ref in exc.nearest],
+        )
+    if isinstance(exc, gitstore.OutOfRoot):
+        if fs:
+            roots = [str(TmUri(mount.host, "fs", uri.path[:1], True))]
+        else:
+            roots = [str(mount.repo_root(served.name))]
+        return OutOfRoot(
+            text,
+            "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
+            roots=roots,
+        )
+    if isinstance(exc, gitstore.HostileName):
+        return Denied(text, "it exists or not; either way it is not offered")
+    if isinstance(exc, gitstore.PathNotFound):
+        return NotFound(
+            text, "no such path at that revision", nearest=_nearest(exc, uri, mount, served, fs)
+        )
+    if isinstance(exc, (gitstore.NotATree, gitstore.NotABlob)):
+        return NotFound(text, str(exc), nearest=[])
+    detail = exc.detail if isinstance(exc, gitstore.GitError) else str(exc)
+    return GitError(text, f"the repository could not be read: {detail}")
+
+
+def _nearest(
+    exc: gitstore.PathNotFound, uri: TmUri, mount: GitMount, served: Served, fs: bool
+) -> builtins.list[str]:
+    base = exc.deepest_existing.split("/") if exc.deepest_existing else []
+    asked = exc.path.split("/")
+    wanted = asked[len(base)] if len(asked) > len(base) else asked[-1]
+    label = uri.param("at")
+    candidates = []
+    for name in exc.siblings:
+        is_dir = name.endswith("/")
+        plain = name.rstrip("/")
+        if denied_name(plain):
+            continue
+        if fs:
+            target = TmUri(mount.host, "fs", (*base, plain), is_dir)
+            if is_dir:
+                continue  # fs reads at a revision are files only
+            candidates.append((name, str(target.with_params(at=label))))
+        else:
+            target = mount.path_uri(served.name, (*base, plain), collection=is_dir, at=label)
+            candidates.append((name, str(target)))
+    found = rank(wanted, candidates, exclude=str(uri))
+    if found or fs:
+        return found
+    return [str(mount.repo_root(served.name, label))]
+
+
+# ---- start-up checks ---------------------------------------------------------------------------
+
+
+@check
+def check_git_settings() -> builtins.list[checks.CheckMessage]:
+    """``tm.E010``–``tm.E014`` and ``tm.W010``: the git mount's settings, checked at start-up.
+
+    * E010 ``TM_GIT_REPOS`` is not a mapping of names to paths;
+    * E011 a repository name is not a plain segment, or clashes with ``TM_CHECKOUT_REPO``;
+    * E012 a configured path is not a git repository;
+    * E013 ``TM_GIT_DEFAULT_REFS`` names an unserved repository or a ref that does not resolve;
+    * E014 the import manifest is invalid or names a repository that is not a served neighbour;
+    * W010 ``TM_CHECKOUT`` is not a git repository (the mount serves the neighbours only).
+    """
+    out: builtins.list[checks.CheckMessage] = []
+    checkout = Path(getattr(settings, "TM_CHECKOUT", "."))
+    checkout_name = getattr(settings, "TM_CHECKOUT_REPO", "tmsite")
+    served: dict[str, Path] = {}
+    if not isinstance(checkout_name, str) or not REPO_NAME.fullmatch(checkout_name):
+        out.append(
+            checks.Error(
+                f"TM_CHECKOUT_REPO {checkout_name!r} is not a plain name",
+                hint="letters, digits, '.', '_' and '-', starting with a letter or digit",
+                id="tm.E011",
+            )
+        )
+    elif _is_repository(checkout):
+        served[checkout_name] = checkout
+    else:
+        out.append(
+            checks.Warning(
+                "TM_CHECKOUT is not a git repository: the git mount serves the neighbours only",
+                id="tm.W010",
+            )
+        )
+    repos = getattr(settings, "TM_GIT_REPOS", None) or {}
+    if not isinstance(repos, Mapping):
+        out.append(
+            checks.Error(
+                "TM_GIT_REPOS must map repository names to paths",
+                hint='for example {"nes": "/srv/nes"}',
+                id="tm.E010",
+            )
+        )
+        repos = {}
+    for name, path in repos.items():
+        if not isinstance(name, str) or not isinstance(path, (str, Path)):
+            out.append(
+                checks.Error("TM_GIT_REPOS must map repository names to paths", id="tm.E010")
+            )
+            continue
+        if not REPO_NAME.fullmatch(name) or name == checkout_name:
+            out.append(
+                checks.Error(
+                    f"TM_GIT_REPOS: {name!r} is not a plain name or clashes with the checkout's",
+                    hint="letters, digits, '.', '_' and '-'; not TM_CHECKOUT_REPO",
+                    id="tm.E011",
+                )
+            )
+            continue
+        if not _is_repository(Path(path)):
+            out.append(
+                checks.Error(
+                    f"TM_GIT_REPOS: {name!r} is not a git repository",
+                    hint="point it at a work tree or a bare repository",
+                    id="tm.E012",
+                )
+            )
+            continue
+        served[name] = Path(path)
+    out.extend(_check_default_refs(served))
+    out.extend(_check_manifest(checkout, served, checkout_name))
+    return out
+
+
+def _check_default_refs(served: Mapping[str, Path]) -> builtins.list[checks.CheckMessage]:
+    pinned = getattr(settings, "TM_GIT_DEFAULT_REFS", None) or {}
+    if not isinstance(pinned, Mapping):
+        return [checks.Error("TM_GIT_DEFAULT_REFS must map repository names to refs", id="tm.E013")]
+    out: builtins.list[checks.CheckMessage] = []
+    for name, ref in pinned.items():
+        if name not in served:
+            out.append(checks.Error(f"TM_GIT_DEFAULT_REFS: {name!r} is not served", id="tm.E013"))
+            continue
+        try:
+            with gitstore.open_repo(served[name]) as repo:
+                gitstore.resolve(repo, None, str(ref))
+        except gitstore.GitStoreError as exc:
+            out.append(
+                checks.Error(
+                    f"TM_GIT_DEFAULT_REFS: {name!r} pins {ref!r}, which does not resolve ({exc})",
+                    id="tm.E013",
+                )
+            )
+    return out
+
+
+def _check_manifest(
+    checkout: Path, served: Mapping[str, Path], checkout_name: object
+) -> builtins.list[checks.CheckMessage]:
+    path = getattr(settings, "TM_IMPORTS_FILE", checkout / "data" / "imports.json")
+    if not path:
+        return []
+    try:
+        manifest = read_manifest(Path(path))
+    except ManifestError as exc:
+        return [checks.Error(f"the import manifest is invalid: {exc}", id="tm.E014")]
+    out: builtins.list[checks.CheckMessage] = []
+    for entry in manifest.entries:
+        if entry.repo not in served or entry.repo == checkout_name:
+            out.append(
+                checks.Error(
+                    f"the import manifest names {entry.repo!r}, which is not a served "
+                    "neighbouring repository",
+                    hint="add it to TM_GIT_REPOS",
+                    id="tm.E014",
+                )
+            )
+    return out
