@@ -6,7 +6,7 @@ which answers only for files it found under ``docs/``.
 
 from django.urls import path, re_path
 
-from . import views
+from . import entity_views, views
 
 app_name = "site"
 
@@ -21,4 +21,5 @@ urlpatterns = [
     path("static/site.css", views.stylesheet, name="stylesheet"),
     # The entity pages (another issue) add their routes here, and list themselves for the
     # sitemap with tmsite.site.pages.register_pages("entity", ...).
+    re_path(r"^autopsy/games/(?P<key>[0-9a-f]{12})\Z", entity_views.game, name="game"),
 ]
