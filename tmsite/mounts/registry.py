@@ -18,7 +18,6 @@ from tmsite.mounts.namespace import Namespace
 MOUNTS: dict[str, str] = {
     "entity": "tmsite.mounts.entity:EntityMount",
     "fs": "tmsite.mounts.fs:FsMount",
-    "http": "tmsite.mounts.http:HttpMount",
     "git": "tmsite.mounts.git:GitMount",
     "http": "tmsite.mounts.http:HttpMount",
     "offbox": "tmsite.mounts.offbox:OffboxMount",
