@@ -1,0 +1,178 @@
+"""MCP servers and their index maps in the Django admin: corrected item by item, kept whole.
+
+* Server records are added and changed here (or with ``manage.py tm_servers``); every change is
+  a :class:`~tmsite.servers.models.ServerChange` per field, with who and when. Actions: ask the
+  selected servers now (probe, then re-derive their maps), or re-derive their maps only.
+* Map entries: a maintainer corrects the path template, tool, argument mapping, kind,
+  confidence (``exact`` once confirmed) and notes. A save writes one
+  :class:`~tmsite.servers.models.MapEntryChange` per changed field and marks the entry
+  ``touched``: the index driver never changes it again. Adding and deleting are kept too.
+* Declarations and changes are read-only: history is never edited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
+from django.utils import timezone
+
+from tmsite.servers import changes
+from tmsite.servers import models as m
+from tmsite.servers.connect import probe_record
+from tmsite.servers.index import rederive
+
+
+class _ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(m.McpServer)
+class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "name",
+        "transport",
+        "last_outcome",
+        "last_failure",
+        "last_asked_at",
+        "last_answered_at",
+    )
+    list_filter = ("transport", "last_outcome")
+    search_fields = ("name", "description", "command", "url")
+    readonly_fields = (
+        "last_asked_at",
+        "last_outcome",
+        "last_failure",
+        "last_detail",
+        "last_answered_at",
+        "created_at",
+        "updated_at",
+    )
+    actions = ("probe_now", "rederive_maps")
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
+    ) -> None:
+        old: dict[str, Any] = {}
+        if change and obj.pk:
+            before = m.McpServer.objects.get(pk=obj.pk)
+            old = {f: getattr(before, f) for f in m.McpServer.CORRECTABLE}
+        super().save_model(request, obj, form, change)
+        user, name = changes.who(request.user)
+        changes.log_server_fields(obj, form.changed_data, old, user, name)
+
+    @admin.action(description="Ask the selected servers now (probe, then re-derive maps)")
+    def probe_now(self, request: HttpRequest, queryset: QuerySet[m.McpServer]) -> None:
+        for server in queryset:
+            outcome = probe_record(server)
+            text = f"{server.name}: {outcome.outcome}"
+            if outcome.declaration is not None:
+                summary = rederive(server)
+                text += f"; map +{len(summary.added)} ~{len(summary.updated)}"
+            elif outcome.detail:
+                text += f" ({outcome.failure}: {outcome.detail[:200]})"
+            level = messages.SUCCESS if outcome.outcome == "answered" else messages.WARNING
+            self.message_user(request, text, level)
+
+    @admin.action(description="Re-derive the selected servers' maps (hand corrections kept)")
+    def rederive_maps(self, request: HttpRequest, queryset: QuerySet[m.McpServer]) -> None:
+        for server in queryset:
+            summary = rederive(server)
+            self.message_user(
+                request,
+                f"{server.name}: +{len(summary.added)} ~{len(summary.updated)} "
+                f"-{len(summary.removed)}, {len(summary.kept)} kept as corrected",
+            )
+
+
+@admin.register(m.MapEntry)
+class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "server",
+        "path_template",
+        "tool",
+        "kind",
+        "confidence",
+        "origin",
+        "touched",
+        "updated_at",
+    )
+    list_filter = ("server", "confidence", "origin", "touched", "kind")
+    search_fields = ("path_template", "tool", "kind", "notes", "server__name")
+    list_select_related = ("server",)
+    readonly_fields = ("origin", "derived_key", "derived_reason", "touched", "updated_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(self.readonly_fields)
+        return (*fields, "server") if obj is not None else fields
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
+    ) -> None:
+        user, name = changes.who(request.user)
+        if not change:
+            obj.origin = "maintainer"
+            obj.touched = True
+            super().save_model(request, obj, form, change)
+            changes.log_entry_added(obj, user, name)
+            return
+        before = m.MapEntry.objects.get(pk=obj.pk)
+        old = {f: getattr(before, f) for f in m.MapEntry.CORRECTABLE}
+        changed = changes.log_entry_fields(obj, form.changed_data, old, user, name)
+        if changed:
+            obj.touched = True
+            obj.updated_at = timezone.now()
+        super().save_model(request, obj, form, change)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        user, name = changes.who(request.user)
+        changes.log_entry_removed(obj, user, name)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        user, name = changes.who(request.user)
+        for obj in queryset:
+            changes.log_entry_removed(obj, user, name)
+        super().delete_queryset(request, queryset)
+
+
+@admin.register(m.MapEntryChange)
+class MapEntryChangeAdmin(_ReadOnly):
+    list_display = (
+        "changed_at",
+        "server_name",
+        "path_template",
+        "action",
+        "field",
+        "old",
+        "new",
+        "changed_by_name",
+    )
+    list_filter = ("action", "server_name", "field", "changed_by_name")
+    search_fields = ("server_name", "path_template", "field", "changed_by_name")
+    date_hierarchy = "changed_at"
+
+
+@admin.register(m.ServerChange)
+class ServerChangeAdmin(_ReadOnly):
+    list_display = ("changed_at", "server_name", "field", "old", "new", "changed_by_name")
+    list_filter = ("server_name", "field", "changed_by_name")
+    search_fields = ("server_name", "field", "changed_by_name")
+    date_hierarchy = "changed_at"
+
+
+@admin.register(m.ServerDeclaration)
+class ServerDeclarationAdmin(_ReadOnly):
+    list_display = ("server", "asked_at", "protocol_version", "era", "seconds")
+    list_filter = ("server", "era")
+    search_fields = ("server__name",)

@@ -1,0 +1,274 @@
+"""The index driver: map entries derived from a server's own schemas.
+
+A tool **reads one thing by identifiers** when every required argument is identifier-like — a
+string (no free-text name such as ``query`` or ``content``, no ``maxLength`` over 512) or an
+integer — and there is at least one. Then:
+
+* its name starts with ``get``, ``read`` or ``fetch`` (``get_element``, ``fetchUser``) and it
+  does not say it writes (``readOnlyHint: false`` or ``destructiveHint: true``) → an entry
+  with confidence ``inferred``: path ``<noun>/{arg}/…`` (``element/{symbol}``), kind ``<noun>``;
+* otherwise, if its annotations say ``readOnlyHint: true`` and its name does not start like a
+  listing, search or write (``list``, ``search``, ``find``, ``query``, ``write``, ``set``,
+  ``create``, ``update``, ``delete``, ``new``…) → an entry with confidence ``low``, path
+  ``<name>/{arg}/…``.
+
+No other tool is mapped, and only mapped tools are ever run. The argument mapping is the
+identity (``{"symbol": "{symbol}"}``).
+
+:func:`rederive` applies a derivation to the stored map: it adds entries for tools not yet
+mapped, updates derived entries no maintainer touched, and removes derived entries no
+maintainer touched whose tool is no longer derived. A touched entry (``touched``: a maintainer
+changed it) is never changed, nor is a path a maintainer's entry already holds. Every change is
+a :class:`~tmsite.servers.models.MapEntryChange` by ``"index driver"``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tmsite.servers import grammar
+from tmsite.servers.models import MapEntry, MapEntryChange, McpServer, ServerDeclaration
+
+DRIVER = "index driver"
+_READ_PREFIX = re.compile(r"(?:get|read|fetch)(?:_|-|(?=[A-Z]))(.+)", re.ASCII)
+_NOT_ONE_THING = re.compile(
+    r"(?:list|search|find|query|write|set|put|post|create|update|delete|remove|new|add|"
+    r"run|exec|send|make|generate)(?:_|-|(?=[A-Z])|$)",
+    re.ASCII | re.IGNORECASE,
+)
+FREE_TEXT = frozenset(
+    {
+        "query",
+        "q",
+        "text",
+        "content",
+        "contents",
+        "body",
+        "prompt",
+        "message",
+        "messages",
+        "code",
+        "script",
+        "data",
+        "json",
+        "input",
+        "description",
+        "filter",
+        "search",
+        "sql",
+        "expression",
+        "command",
+    }
+)
+FIELDS = ("path_template", "tool", "arguments", "kind", "confidence", "notes")
+
+
+@dataclass(frozen=True)
+class Derived:
+    """One entry the driver proposes."""
+
+    tool: str
+    path_template: str
+    arguments: dict[str, Any]
+    kind: str
+    confidence: str
+    reason: str
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "path_template": self.path_template,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "kind": self.kind,
+            "confidence": self.confidence,
+            "notes": "",
+        }
+
+
+def _slug(text: str) -> str:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", text)
+    slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
+    if not slug or not slug[0].isalpha():
+        slug = f"x-{slug}".rstrip("-")
+    return slug[:40].rstrip("-")
+
+
+def identifier_like(name: str, schema: Any) -> bool:
+    """Whether one argument's schema reads as an identifier (a short string or an integer)."""
+    if name.lower() in FREE_TEXT or not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind == "integer":
+        return True
+    if kind != "string":
+        return False
+    max_length = schema.get("maxLength")
+    return not (isinstance(max_length, int) and max_length > 512)
+
+
+def derive_tool(tool: dict[str, Any]) -> Derived | str:
+    """The entry one tool derives, or why it derives none."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", name):
+        return "its name is not a plain identifier"
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict):
+        return "no input schema"
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    required = schema.get("required")
+    if not isinstance(required, list) or not required:
+        return "no required arguments: it does not name one thing"
+    if not all(isinstance(r, str) and grammar.ENV_NAME.fullmatch(r) for r in required):
+        return "an argument name is not a plain identifier"
+    loose = [r for r in required if not identifier_like(r, props.get(r))]
+    if loose:
+        return f"required argument {loose[0]!r} is not identifier-like"
+    annotations = tool.get("annotations")
+    annotations = annotations if isinstance(annotations, dict) else {}
+    if annotations.get("readOnlyHint") is False or annotations.get("destructiveHint") is True:
+        return "its annotations say it writes"
+    ordered = [p for p in props if p in required] + [r for r in required if r not in props]
+    arguments = {arg: f"{{{arg}}}" for arg in ordered}
+    tail = "/".join(f"{{{arg}}}" for arg in ordered)
+    prefixed = _READ_PREFIX.fullmatch(name)
+    if prefixed is not None:
+        noun = _slug(prefixed[1])
+        return Derived(
+            name,
+            f"{noun}/{tail}",
+            arguments,
+            noun,
+            "inferred",
+            f"{name} starts like a read and takes identifiers only ({', '.join(ordered)})",
+        )
+    if annotations.get("readOnlyHint") is True and not _NOT_ONE_THING.match(name):
+        noun = _slug(name)
+        return Derived(
+            name,
+            f"{noun}/{tail}",
+            arguments,
+            noun,
+            "low",
+            f"{name} is marked read-only and takes identifiers only ({', '.join(ordered)})",
+        )
+    return "its name does not start like a read of one thing"
+
+
+def derive(declaration: ServerDeclaration) -> tuple[list[Derived], dict[str, str]]:
+    """Entries derived from a declaration's tools, and why each other tool derived none."""
+    out: list[Derived] = []
+    skipped: dict[str, str] = {}
+    paths: set[str] = set()
+    for tool in declaration.tools:
+        found = derive_tool(tool)
+        name = str(tool.get("name", ""))
+        if isinstance(found, str):
+            skipped[name] = found
+            continue
+        try:
+            grammar.parse_template(found.path_template)
+        except grammar.GrammarError as exc:
+            skipped[name] = f"its path would be {found.path_template!r}: {exc}"
+            continue
+        if found.path_template in paths:
+            skipped[name] = f"another tool already derives {found.path_template!r}"
+            continue
+        paths.add(found.path_template)
+        out.append(found)
+    return out, skipped
+
+
+@dataclass
+class Summary:
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+    kept: list[str]
+    skipped: dict[str, str]
+
+
+def rederive(server: McpServer) -> Summary:
+    """Apply the derivation from the server's latest declaration to its map (see the module)."""
+    summary = Summary([], [], [], [], {})
+    declaration = server.latest_declaration()
+    if declaration is None:
+        return summary
+    derived, summary.skipped = derive(declaration)
+    now = timezone.now()
+    with transaction.atomic():
+        entries = list(MapEntry.objects.select_for_update().filter(server=server))
+        by_key = {e.derived_key: e for e in entries if e.origin == "derived" and e.derived_key}
+        taken = {e.path_template: e for e in entries}
+        wanted = {d.tool for d in derived}
+        for gone in entries:
+            if gone.origin != "derived" or gone.touched or gone.derived_key in wanted:
+                continue
+            _log(gone, "remove", "*", _values(gone), None, now)
+            summary.removed.append(gone.path_template)
+            taken.pop(gone.path_template, None)
+            gone.delete()
+        for item in derived:
+            entry = by_key.get(item.tool)
+            if entry is not None and entry.touched:
+                summary.kept.append(entry.path_template)
+                continue
+            holder = taken.get(item.path_template)
+            if holder is not None and holder is not entry:
+                summary.skipped[item.tool] = (
+                    f"{item.path_template!r} is held by another entry ({holder.tool})"
+                )
+                continue
+            if entry is None:
+                entry = MapEntry(
+                    server=server,
+                    origin="derived",
+                    derived_key=item.tool,
+                    derived_reason=item.reason,
+                    updated_at=now,
+                    **item.values(),
+                )
+                entry.save()
+                _log(entry, "derive", "*", None, _values(entry), now)
+                summary.added.append(entry.path_template)
+                taken[entry.path_template] = entry
+                continue
+            changed = []
+            for field, value in item.values().items():
+                old = getattr(entry, field)
+                if old != value:
+                    _log(entry, "rederive", field, old, value, now)
+                    setattr(entry, field, value)
+                    changed.append(field)
+            if changed or entry.derived_reason != item.reason:
+                taken.pop(entry.path_template, None)
+                entry.derived_reason = item.reason
+                entry.updated_at = now
+                entry.save()
+                taken[entry.path_template] = entry
+                summary.updated.append(entry.path_template)
+    return summary
+
+
+def _values(entry: MapEntry) -> dict[str, Any]:
+    return {field: getattr(entry, field) for field in FIELDS}
+
+
+def _log(entry: MapEntry, action: str, field: str, old: Any, new: Any, when: Any) -> None:
+    MapEntryChange.objects.create(
+        entry=entry if entry.pk else None,
+        server_name=entry.server.name,
+        path_template=entry.path_template,
+        action=action,
+        field=field,
+        old=old,
+        new=new,
+        changed_by=None,
+        changed_by_name=DRIVER,
+        changed_at=when,
+    )

@@ -1,0 +1,219 @@
+"""``manage.py tm_servers add|list|probe|derive|remove|ensure-demo`` — the MCP server records.
+
+    tm_servers add NAME --stdio PROGRAM [ARG …]        a stdio server (no shell: an argument list)
+    tm_servers add NAME --http URL                     a Streamable HTTP server
+        [--description TEXT] [--cwd DIR] [--env-allow NAME …] [--token-setting NAME]
+        [--source TEXT …] [--licence-basis TEXT] [--start-timeout S] [--call-timeout S]
+    tm_servers list
+    tm_servers probe NAME … | --all                    ask now; record what happened; re-derive
+    tm_servers derive NAME …                           re-derive maps (hand corrections kept)
+    tm_servers remove NAME …
+    tm_servers ensure-demo                             the demo server, probed, its map confirmed
+
+``--stdio`` takes the rest of the command line, so put it last. Changes made here are kept as
+changes by ``manage.py tm_servers``, like the admin's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from tmsite.servers import changes
+from tmsite.servers.connect import probe_record
+from tmsite.servers.index import rederive
+from tmsite.servers.models import MapEntry, McpServer
+
+BY = "manage.py tm_servers"
+DEMO_NAME = "elements"
+DEMO_PATH = "element/{symbol}"
+
+
+class Command(BaseCommand):
+    help = "Add, list, probe, re-derive and remove the MCP servers the box reads."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        add = sub.add_parser("add", help="add or replace a server record")
+        add.add_argument("name")
+        add.add_argument("--description", default="")
+        add.add_argument("--cwd", default="")
+        add.add_argument("--env-allow", action="append", default=None, dest="env_allow")
+        add.add_argument("--token-setting", default="", dest="token_setting")
+        add.add_argument("--source", action="append", default=[], dest="sources")
+        add.add_argument("--licence-basis", default="", dest="licence_basis")
+        add.add_argument("--start-timeout", type=float, default=10.0, dest="start_timeout")
+        add.add_argument("--call-timeout", type=float, default=15.0, dest="call_timeout")
+        how = add.add_mutually_exclusive_group(required=True)
+        how.add_argument("--http", metavar="URL")
+        how.add_argument("--stdio", nargs=argparse.REMAINDER, metavar="PROGRAM")
+        sub.add_parser("list", help="the records and what happened when each was last asked")
+        probe = sub.add_parser("probe", help="ask servers now and record what they declared")
+        probe.add_argument("names", nargs="*")
+        probe.add_argument("--all", action="store_true")
+        probe.add_argument("--no-derive", action="store_true", dest="no_derive")
+        derive = sub.add_parser("derive", help="re-derive index maps (hand corrections kept)")
+        derive.add_argument("names", nargs="+")
+        remove = sub.add_parser("remove", help="remove server records")
+        remove.add_argument("names", nargs="+")
+        sub.add_parser("ensure-demo", help="register the demo server, probe it, confirm its map")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        action = options["action"]
+        if action == "add":
+            self._add(options)
+        elif action == "list":
+            self._list()
+        elif action == "probe":
+            names = options["names"]
+            if options["all"]:
+                names = list(McpServer.objects.values_list("name", flat=True))
+            if not names:
+                raise CommandError("name the servers to probe, or --all")
+            for server in self._servers(names):
+                self._probe(server, derive=not options["no_derive"])
+        elif action == "derive":
+            for server in self._servers(options["names"]):
+                self._derive(server)
+        elif action == "remove":
+            for server in self._servers(options["names"]):
+                server.delete()
+                self.stdout.write(f"{server.name}: removed")
+        else:
+            self._ensure_demo()
+
+    # ---- actions ----------------------------------------------------------------------------
+
+    def _servers(self, names: list[str]) -> list[McpServer]:
+        found = {s.name: s for s in McpServer.objects.filter(name__in=names)}
+        missing = [n for n in names if n not in found]
+        if missing:
+            raise CommandError(f"no server named {', '.join(missing)}")
+        return [found[n] for n in names]
+
+    def _add(self, options: dict[str, Any]) -> None:
+        values: dict[str, Any] = {
+            "description": options["description"],
+            "cwd": options["cwd"],
+            "token_setting": options["token_setting"],
+            "sources": options["sources"],
+            "licence_basis": options["licence_basis"],
+            "start_timeout": options["start_timeout"],
+            "call_timeout": options["call_timeout"],
+        }
+        if options["env_allow"] is not None:
+            values["env_allow"] = options["env_allow"]
+        if options["http"]:
+            values.update(transport="http", url=options["http"], command="", args=[])
+        else:
+            argv = [a for a in options["stdio"] if a != "--"] if options["stdio"] else []
+            if not argv:
+                raise CommandError("--stdio needs a program")
+            values.update(transport="stdio", command=argv[0], args=argv[1:], url="")
+        server = self._save(options["name"], values)
+        self.stdout.write(f"{server.name}: saved ({server.transport})")
+
+    def _save(self, name: str, values: dict[str, Any]) -> McpServer:
+        with transaction.atomic():
+            server = McpServer.objects.filter(name=name).first()
+            old: dict[str, Any] = {}
+            if server is None:
+                server = McpServer(name=name)
+            else:
+                old = {f: getattr(server, f) for f in McpServer.CORRECTABLE}
+            for field, value in values.items():
+                setattr(server, field, value)
+            try:
+                server.full_clean()
+            except ValidationError as exc:
+                raise CommandError(f"{name}: {exc.message_dict}") from None
+            if old and all(old[f] == getattr(server, f) for f in values if f in old):
+                return server
+            server.save()
+            changes.log_server_fields(server, values, old, None, BY)
+        return server
+
+    def _list(self) -> None:
+        for server in McpServer.objects.all():
+            where = server.url if server.transport == "http" else " ".join(server.argv())
+            asked = server.last_asked_at.isoformat() if server.last_asked_at else "never asked"
+            outcome = server.last_outcome or "-"
+            if server.last_failure:
+                outcome += f" ({server.last_failure})"
+            entries = server.map_entries.count()
+            self.stdout.write(
+                f"{server.name}\t{server.transport}\t{outcome}\t{asked}\t"
+                f"{entries} map entries\t{where}"
+            )
+
+    def _probe(self, server: McpServer, derive: bool) -> bool:
+        outcome = probe_record(server)
+        line = f"{server.name}: {outcome.outcome}"
+        if outcome.declaration is not None:
+            d = outcome.declaration
+            line += (
+                f" ({d.protocol_version}, {len(d.tools)} tools, {len(d.resources)} resources, "
+                f"{len(d.resource_templates)} templates, {len(d.prompts)} prompts, "
+                f"{d.seconds:.2f}s)"
+            )
+            for listing, error in d.listing_errors.items():
+                line += f"\n  {listing}: {error}"
+        else:
+            line += f" — {outcome.failure}: {outcome.detail}"
+        self.stdout.write(line)
+        if derive and outcome.declaration is not None:
+            self._derive(server)
+        return outcome.declaration is not None
+
+    def _derive(self, server: McpServer) -> None:
+        summary = rederive(server)
+        self.stdout.write(
+            f"{server.name}: map +{len(summary.added)} ~{len(summary.updated)} "
+            f"-{len(summary.removed)}; {len(summary.kept)} kept as corrected"
+        )
+
+    def _ensure_demo(self) -> None:
+        """The demo server, its declaration, and its derived map with one entry confirmed."""
+        server = self._save(
+            DEMO_NAME,
+            {
+                "description": "The demo MCP server shipped with tmsite: the 118 chemical "
+                "elements (python -m tmsite.demo_server).",
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": ["-m", "tmsite.demo_server"],
+                "cwd": "",
+                "url": "",
+                "token_setting": "",
+                "sources": ["tmsite.demo_server.elements (IUPAC standard atomic weights)"],
+                "licence_basis": "Facts of nature: the element table is in the public domain.",
+            },
+        )
+        if not self._probe(server, derive=True):
+            self.stderr.write(f"{server.name}: the demo server did not answer; map unchanged")
+            return
+        entry = MapEntry.objects.filter(server=server, path_template=DEMO_PATH).first()
+        if entry is None:
+            entry = MapEntry.objects.filter(server=server, tool="get_element").first()
+        if entry is None:
+            self.stderr.write(f"{server.name}: no map entry for get_element to confirm")
+            return
+        if entry.touched:
+            self.stdout.write(f"{server.name}/{entry.path_template}: already confirmed")
+            return
+        changes.correct_entry(
+            entry,
+            {
+                "confidence": "exact",
+                "notes": "Confirmed: get_element reads one element by its symbol, any case; "
+                "an unknown symbol is a tool error.",
+            },
+            None,
+            BY,
+        )
+        self.stdout.write(f"{server.name}/{entry.path_template}: confirmed exact")
