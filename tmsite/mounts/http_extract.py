@@ -2,7 +2,8 @@
 
 The text is the content of ``<main>`` (else ``<article>``, else ``<body>``), without the
 page's chrome: ``nav``, ``aside``, ``script``, ``style``, ``noscript`` and ``template`` are
-dropped with everything inside them, and so is ``head`` (the ``<title>`` is never body text).
+dropped with everything inside them, and so are ``head`` (the ``<title>`` is never body text)
+and heading permalinks (``class="headerlink"``).
 Block elements break lines; whitespace folds to one space except inside ``pre``, whose lines are
 kept as written. Lines are stripped (``pre`` lines only on the right), empty lines outside
 ``pre`` dropped, and the text ends with a newline.
@@ -15,6 +16,8 @@ import re
 from html.parser import HTMLParser
 
 SKIPPED = frozenset({"nav", "aside", "script", "style", "noscript", "template", "head", "title"})
+#: Classes of elements that are chrome inside the content: heading permalinks.
+SKIPPED_CLASSES = frozenset({"headerlink"})
 BLOCKS = frozenset(
     {
         "address", "article", "blockquote", "br", "dd", "details", "div", "dl", "dt",
@@ -37,7 +40,7 @@ class _Collector(HTMLParser):
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.stack: list[str] = []
+        self.stack: list[tuple[str, bool]] = []  # (tag, whether it started a skipped span)
         self.skip = 0
         self.pre = 0
         #: container → list of (is_pre, text) pieces, with "\n" pieces as line breaks
@@ -56,12 +59,14 @@ class _Collector(HTMLParser):
             if tag == "br" and not self.skip:
                 self._emit((False, "\n"))
             return
-        self.stack.append(tag)
+        classes = " ".join(v or "" for k, v in attrs if k == "class").split()
+        skipped = tag in SKIPPED or any(c in SKIPPED_CLASSES for c in classes)
+        self.stack.append((tag, skipped))
         if tag == "body":
             self.seen_body = True
             self.inside["body"] += 1
             return
-        if tag in SKIPPED:
+        if skipped:
             self.skip += 1
             return
         if self.skip:
@@ -79,19 +84,19 @@ class _Collector(HTMLParser):
             self._emit((False, "\n"))
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in VOID or tag not in self.stack:
+        if tag in VOID or all(open_tag != tag for open_tag, _ in self.stack):
             return
         while self.stack:
-            open_tag = self.stack.pop()
-            self._close(open_tag)
+            open_tag, skipped = self.stack.pop()
+            self._close(open_tag, skipped)
             if open_tag == tag:
                 break
 
-    def _close(self, tag: str) -> None:
+    def _close(self, tag: str, skipped: bool) -> None:
         if tag == "body":
             self.inside["body"] = max(0, self.inside["body"] - 1)
             return
-        if tag in SKIPPED:
+        if skipped:
             self.skip = max(0, self.skip - 1)
             return
         if self.skip:
