@@ -23,7 +23,7 @@ from tmsite.mounts import cursor as cursors
 from tmsite.mounts.errors import BadFacet, NotFound, Refusal
 from tmsite.mounts.facets import parse_facets
 from tmsite.mounts.links import Link
-from tmsite.mounts.nearest import MAX_CANDIDATES, rank
+from tmsite.mounts.nearest import MAX_CANDIDATES, MAX_NEAREST, rank
 from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri, parse
 
@@ -187,12 +187,7 @@ class Mount(ABC):
             except Refusal:
                 wanted, parent = parent.name, parent.parent()
                 continue
-            window = children[:MAX_CANDIDATES]
-            # A redacted entry does not resolve: it is never offered as a nearest URI.
-            candidates = [
-                (entry.name, _with(entry.uri, sticky)) for entry in window if not entry.redacted
-            ]
-            return rank(wanted, candidates, exclude=refused)
+            return _nearest_children(children, wanted, refused, sticky)
         return [str(self.root)] if str(self.root) != refused else []
 
     def fill_nearest(self, refusal: NotFound, uri: TmUri) -> None:
@@ -211,6 +206,31 @@ class Mount(ABC):
         """The refusal for a collection asked as a leaf: it points at the ``/`` form."""
         target = str(uri.as_collection().keeping(*self.sticky_params))
         return NotFound(str(uri), "that is a collection: its URI ends with /", nearest=[target])
+
+
+def _nearest_children(
+    children: Sequence[Entry], wanted: str, refused: str, sticky: Mapping[str, str | None]
+) -> list[str]:
+    """Rank children by name, then build only the best few (a huge directory stays cheap).
+
+    A redacted entry does not resolve, so it is never offered.
+    """
+    names_of = getattr(children, "names", None)
+    if callable(names_of):
+        names: Sequence[str] = names_of()
+    else:
+        names = [entry.name for entry in children[:MAX_CANDIDATES]]
+    order = rank(wanted, [(name, str(index)) for index, name in enumerate(names)], limit=20)
+    out: list[str] = []
+    for index in order:
+        entry = children[int(index)]
+        href = _with(entry.uri, sticky)
+        if entry.redacted or href == refused:
+            continue
+        out.append(href)
+        if len(out) == MAX_NEAREST:
+            break
+    return out
 
 
 def _with(uri_text: str, sticky: Mapping[str, str | None]) -> str:

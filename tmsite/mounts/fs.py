@@ -18,6 +18,8 @@ import builtins
 import fnmatch
 import os
 import stat as stat_module
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,9 +30,18 @@ from django.conf import settings
 
 from tmsite import mime
 from tmsite.mounts.base import Mount
-from tmsite.mounts.errors import BadArgument, BadFacet, Denied, NotFound, OutOfRoot, TooLarge
+from tmsite.mounts.errors import (
+    BadArgument,
+    BadFacet,
+    Denied,
+    NotFound,
+    OutOfRoot,
+    Refusal,
+    TooLarge,
+)
 from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
+from tmsite.mounts.nearest import MAX_CANDIDATES
 from tmsite.mounts.parts import READ_CAP, too_large
 from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
@@ -161,6 +172,16 @@ class FsMount(Mount):
         return Listing(_LazyEntries(self, uri, target.path, names))
 
     def _scan(self, directory: Path) -> builtins.list[tuple[bool, str]]:
+        """The directory's names, directories first, sorted by bytes; kept per mtime."""
+        info = os.stat(directory)
+        if not stat_module.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(str(directory))
+        key = (str(directory), info.st_ino, info.st_mtime_ns)
+        with _SCAN_LOCK:
+            cached = _SCANS.get(key)
+            if cached is not None:
+                _SCANS.move_to_end(key)
+                return cached
         out: builtins.list[tuple[bool, str]] = []
         with os.scandir(directory) as entries:
             for entry in entries:
@@ -170,6 +191,10 @@ class FsMount(Mount):
                     is_dir = False
                 out.append((not is_dir, entry.name))
         out.sort(key=lambda item: (item[0], item[1].encode("utf-8", "surrogateescape")))
+        with _SCAN_LOCK:
+            _SCANS[key] = out
+            while len(_SCANS) > _SCAN_CACHE_SIZE:
+                _SCANS.popitem(last=False)
         return out
 
     def entry_for(self, parent: TmUri, directory: Path, name: str, is_dir: bool) -> Entry:
@@ -228,16 +253,22 @@ class FsMount(Mount):
             return [f"{root}/" for root in self.roots if root.startswith(leaf)]
         uri = self.uri(*directory.split("/"), collection=True)
         try:
-            listing = self.list(Request(uri, _NO_FACETS))
-        except Exception:
+            children = self.list(Request(uri, _NO_FACETS)).children
+        except Refusal:
             return []
+        names_of = getattr(children, "names", None)
+        names = names_of() if callable(names_of) else [entry.name for entry in children]
+        # Matched by name first, so only matching files are touched; a redacted entry (a
+        # symlink out, a FIFO) is never offered. At most MAX_CANDIDATES are looked at.
         out = []
-        for entry in listing.children:
-            if entry.redacted or not entry.name.startswith(leaf):
+        for index, name in enumerate(names):
+            if not name.startswith(leaf) or denied_name(name.rstrip("/")):
                 continue
-            out.append(f"{directory}/{entry.name}")
-            if len(out) > 100:
-                break
+            entry = children[index]
+            if not entry.redacted:
+                out.append(f"{directory}/{entry.name}")
+                if len(out) >= MAX_CANDIDATES:
+                    break
         return out
 
     def templates(self) -> builtins.list[Template]:
@@ -399,10 +430,14 @@ class _LazyEntries(Sequence[Entry]):
         self.mount = mount
         self.uri = uri.identity
         self.directory = directory
-        self.names = names
+        self.scanned = names
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.scanned)
+
+    def names(self) -> list[str]:
+        """The children's shown names, without touching the files."""
+        return [display(name) + ("" if is_file else "/") for is_file, name in self.scanned]
 
     @overload
     def __getitem__(self, index: int) -> Entry: ...
@@ -412,8 +447,8 @@ class _LazyEntries(Sequence[Entry]):
 
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         if isinstance(index, slice):
-            return [self._entry(item) for item in self.names[index]]
-        return self._entry(self.names[index])
+            return [self._entry(item) for item in self.scanned[index]]
+        return self._entry(self.scanned[index])
 
     def _entry(self, item: tuple[bool, str]) -> Entry:
         is_file, name = item
@@ -421,3 +456,7 @@ class _LazyEntries(Sequence[Entry]):
 
 
 _NO_FACETS = Facets()
+#: Sorted names of recently listed directories, keyed by inode and mtime.
+_SCANS: OrderedDict[tuple[str, int, int], list[tuple[bool, str]]] = OrderedDict()
+_SCAN_LOCK = threading.Lock()
+_SCAN_CACHE_SIZE = 64

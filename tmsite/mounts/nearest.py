@@ -32,9 +32,12 @@ def distance(a: str, b: str, limit: int = 64) -> int:
 
 
 def rank(
-    wanted: str, candidates: Iterable[tuple[str, str]], exclude: str | None = None
+    wanted: str,
+    candidates: Iterable[tuple[str, str]],
+    exclude: str | None = None,
+    limit: int = MAX_NEAREST,
 ) -> list[str]:
-    """Up to five URIs whose names are nearest ``wanted``.
+    """Up to ``limit`` (five) URIs whose names are nearest ``wanted``.
 
     Args:
         wanted: The name that did not resolve.
@@ -56,4 +59,4 @@ def rank(
             (distance(key, candidate), 0 if candidate.startswith(key[:3]) else 1, name, uri)
         )
     scored.sort()
-    return [uri for *_, uri in scored[:MAX_NEAREST]]
+    return [uri for *_, uri in scored[:limit]]
