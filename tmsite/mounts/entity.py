@@ -71,6 +71,7 @@ from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadFacet, GitError, NoSuchRef, NotFound
 from tmsite.mounts.facets import parse_facets
 from tmsite.mounts.links import Link
+from tmsite.mounts.nearest import MAX_CANDIDATES
 from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
 
@@ -216,6 +217,13 @@ class _Entries(Sequence[Entry]):
     def __init__(self, keys: Sequence[str], make: Callable[[str], Entry]) -> None:
         self.keys = keys
         self.make = make
+        self._names: builtins.list[str] | None = None
+
+    def names(self) -> builtins.list[str]:
+        """The first names, for ranking the nearest (one query; entries built from them)."""
+        if self._names is None:
+            self._names = builtins.list(self.keys[:MAX_CANDIDATES])
+        return self._names
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -229,6 +237,8 @@ class _Entries(Sequence[Entry]):
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         if isinstance(index, slice):
             return [self.make(key) for key in self.keys[index]]
+        if self._names is not None and 0 <= index < len(self._names):
+            return self.make(self._names[index])
         return self.make(self.keys[index])
 
 

@@ -72,8 +72,8 @@ class Trail:
 
 
 def target_of(uri: TmUri) -> str:
-    """The identity a step is indexed under: the address without parameters but ``at``."""
-    return str(uri.keeping("at"))
+    """The identity a step is indexed under: the address and its part, at its revision."""
+    return str(uri.keeping("at", "pointer", "lines", "range"))
 
 
 def trails_dir(checkout: Path | None = None) -> Path:
