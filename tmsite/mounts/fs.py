@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import overload
 
@@ -70,6 +71,7 @@ FILE_FACETS = ("raw", "stat")
 _FILE_PARAMS = ("as", "lines", "range", "pointer")
 
 
+@lru_cache(maxsize=8192)
 def denied_name(name: str) -> bool:
     """Whether one path segment matches the deny-list."""
     if name in ALLOWED_DOTFILES:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from urllib.parse import quote, unquote_to_bytes
 
 from tmsite.mounts.errors import BadFacet, BadUri
@@ -141,8 +142,13 @@ class TmUri:
 
     # ---- text ---------------------------------------------------------------------------
 
-    def __str__(self) -> str:
+    @cached_property
+    def text(self) -> str:
+        """The canonical text, built once per instance (a read emits each URI several times)."""
         return build_text(self)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def parse(text: object) -> TmUri:
@@ -215,6 +221,7 @@ def _parse_query(query: str, text: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+@lru_cache(maxsize=8192)
 def quote_segment(segment: str) -> str:
     """Percent-encode one decoded segment (bytes kept through ``surrogateescape``)."""
     return quote(segment.encode("utf-8", "surrogateescape"), safe=_SEGMENT_SAFE)
