@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 from tmsite import rest
 from tmsite.mcp import endpoint
 from tmsite.mounts.errors import Refusal
+from tmsite.oplog import health
 
 api = NinjaAPI(
     title="tmsite",
@@ -18,6 +19,7 @@ api = NinjaAPI(
 )
 api.add_router("", endpoint.router)
 api.add_router("/v1", rest.router)
+api.add_router("/v1", health.router)  # GET /api/v1/health (tmsite.oplog)
 
 
 @api.exception_handler(Refusal)

@@ -14,10 +14,13 @@ from pydantic import Field
 
 from tmsite import operations
 from tmsite.mounts.errors import REASONS
+from tmsite.oplog import hooks
 from tmsite.pieces import Licensing
 from tmsite.schemas import Overview, PieceStatus, Resolved
 
 router = Router(tags=["tmsite"])
+# Every route: the caller's rate limit (429 + Retry-After) and a request log row.
+router.add_decorator(hooks.observe_rest, mode="view")
 
 HTTP_STATUS: dict[str, int] = {
     "not-found": 404,

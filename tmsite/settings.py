@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "ninja",
     "tmsite.apps.TmsiteConfig",
     "tmsite.entities.apps.EntitiesConfig",
+    "tmsite.kinds.apps.KindsConfig",
     "tmsite.servers.apps.ServersConfig",
     "tmsite.site.apps.SiteConfig",
     "tmsite.oplog.apps.OplogConfig",

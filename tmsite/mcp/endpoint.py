@@ -50,7 +50,6 @@ from tmsite.mcp.envelope import (
     error_response,
     loads_strict,
     modern_meta,
-    run_request,
     unsupported_version,
     valid_id,
 )
@@ -65,6 +64,7 @@ from tmsite.mcp.protocol import (
     SUPPORTED_VERSIONS,
     CallContext,
 )
+from tmsite.oplog import hooks
 
 logger = logging.getLogger("tmsite.mcp")
 
@@ -190,7 +190,12 @@ def _drain(request: HttpRequest) -> None:
 
 @router.api_operation(_ALL_METHODS, "/mcp", auth=None, include_in_schema=False)
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
-    """The MCP endpoint. Never raises: every failure is a JSON body with a 4xx or a 200."""
+    """The MCP endpoint: rate limit, request log and timing (``tmsite.oplog``) around it."""
+    return hooks.observe_mcp(request, _answer)
+
+
+def _answer(request: HttpRequest) -> HttpResponse:
+    """Never raises: every failure is a JSON body with a 4xx or a 200."""
     try:
         return _serve(request)
     except Exception:
@@ -296,7 +301,7 @@ def _single(
                 message.id,
             )
         ctx = CallContext(version=version, transport="http")
-    answer = run_request(message, ctx)
+    answer = hooks.run_request(message, ctx)  # the caller's bucket, a log row
     status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
     return _json(None, status, origin, text=answer.text)
 
@@ -320,7 +325,7 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
             continue
         if message.kind != "request":
             continue
-        answer: Answer = run_request(message, CallContext(version=version, transport="http"))
+        answer: Answer = hooks.run_request(message, CallContext(version=version, transport="http"))
         parts.append(answer.text)
     if not parts:
         return _accepted(origin)

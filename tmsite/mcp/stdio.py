@@ -35,7 +35,6 @@ from tmsite.mcp.envelope import (
     error_response,
     loads_strict,
     modern_meta,
-    run_request,
 )
 from tmsite.mcp.protocol import (
     BATCH_VERSIONS,
@@ -43,6 +42,7 @@ from tmsite.mcp.protocol import (
     LATEST_INITIALIZE_VERSION,
     CallContext,
 )
+from tmsite.oplog import hooks
 
 logger = logging.getLogger("tmsite.mcp.stdio")
 
@@ -89,7 +89,7 @@ class StdioSession:
                 ctx = CallContext(version=self.legacy_version, transport="stdio")
         except Refusal as refusal:
             return dumps(refusal.body())
-        answer = run_request(message, ctx)
+        answer = hooks.run_request(message, ctx)  # a request log row (stdio is not limited)
         if message.method == "initialize" and answer.result is not None:
             version = answer.result.get("protocolVersion")
             if isinstance(version, str):

@@ -1,0 +1,368 @@
+"""The per-caller token bucket and the stores that share it between processes and machines.
+
+A caller starts with ``burst`` tokens; a request spends its cost; tokens come back at
+``refill`` a second up to ``burst``. A request that costs more than is left is refused with
+the whole seconds after which it would pass (``retryAfter``), and nothing is spent.
+
+Where buckets live (``TM_RATE_STORE``):
+
+* ``redis`` — one hash per caller in Redis, updated by one Lua script, so every worker of every
+  machine spends from the same bucket atomically. Chosen by ``auto`` when the default cache is
+  Redis (``TM_REDIS_URL``).
+* ``file`` — a fixed table of slots in a memory-mapped file in ``var/``, read and written under
+  an exclusive ``flock``: every worker process of one machine shares it, and a request costs a
+  lock and a few bytes, not a database write. Chosen by ``auto`` otherwise.
+* ``memory`` — this process only (stdio, tests).
+
+**What is kept, and for how long.** A store never sees an address as such: it keys the bucket by
+HMAC-SHA256 of the address under a random secret that the store makes for the current UTC day
+(kept in the Redis cache for two days, or in the file's header) and truncates to 16 bytes. An
+entry lives only as long as it matters: a bucket that would be full again is the same as no
+bucket, so Redis expires it then and the file reuses its slot. When the day turns, a new secret
+is made and yesterday's keys cannot be linked to today's; the file is wiped. None of this is the
+request log (``tmsite.oplog.models``), which holds no address and no hash of one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import hmac
+import math
+import mmap
+import os
+import secrets
+import struct
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+
+from tmsite.oplog.clock import Clock, system_clock
+
+#: Slack for float arithmetic: ``retryAfter`` seconds of refill always cover the cost.
+EPSILON = 1e-6
+DAY = 86_400
+
+
+@dataclass(frozen=True)
+class Policy:
+    """``burst`` tokens at most; ``refill`` tokens come back each second."""
+
+    burst: float
+    refill: float
+
+    def __post_init__(self) -> None:
+        if self.burst <= 0 or self.refill <= 0:
+            raise ValueError("a rate policy needs a positive burst and refill")
+
+    @property
+    def full_after(self) -> float:
+        """Seconds an empty bucket takes to fill: after that a bucket is as good as absent."""
+        return self.burst / self.refill
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the bucket said about one request.
+
+    Attributes:
+        allowed: Whether the request may run.
+        cost: The tokens it cost (or would have).
+        remaining: Tokens left after it (or now, when refused).
+        retry_after: Whole seconds after which the same request would pass; 0 when allowed.
+        reset: Whole seconds until the bucket is full again.
+        policy: The policy it was measured against.
+    """
+
+    allowed: bool
+    cost: float
+    remaining: float
+    retry_after: int
+    reset: int
+    policy: Policy
+
+
+def step(
+    tokens: float | None, stamp: float | None, now: float, cost: float, policy: Policy
+) -> tuple[bool, float, float]:
+    """One bucket step: ``(allowed, tokens after, stamp after)``.
+
+    A missing bucket is a full one. Time never runs backwards for a bucket (a machine whose
+    clock is behind neither refills nor drains it).
+    """
+    if tokens is None or stamp is None:
+        tokens, stamp = policy.burst, now
+    elif now > stamp:
+        tokens = min(policy.burst, tokens + (now - stamp) * policy.refill)
+        stamp = now
+    if tokens >= cost - EPSILON:
+        return True, max(0.0, tokens - cost), stamp
+    return False, tokens, stamp
+
+
+def decision(allowed: bool, cost: float, tokens: float, policy: Policy) -> Decision:
+    """The decision for a bucket holding ``tokens`` after the step."""
+    retry_after = 0
+    if not allowed:
+        retry_after = max(1, math.ceil((cost - tokens) / policy.refill - EPSILON))
+    reset = max(0, math.ceil((policy.burst - tokens) / policy.refill - EPSILON))
+    return Decision(allowed, cost, tokens, retry_after, reset, policy)
+
+
+def digest(secret: bytes, address: str) -> bytes:
+    """The 16-byte key of a caller's bucket under one day's secret."""
+    return hmac.new(secret, address.encode("utf-8"), hashlib.sha256).digest()[:16]
+
+
+class Store(Protocol):
+    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        """Spend ``cost`` from the caller's bucket if it holds that much.
+
+        Returns:
+            Whether it was spent, and the tokens left.
+        """
+        ...
+
+
+# --- this process -----------------------------------------------------------------------------
+
+
+class MemoryStore:
+    """Buckets in this process's memory (stdio, tests): not shared with any other process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._day = -1
+        self._secret = b""
+        self._buckets: dict[bytes, tuple[float, float]] = {}
+
+    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        with self._lock:
+            day = int(now // DAY)
+            if day != self._day:
+                self._day, self._secret = day, secrets.token_bytes(32)
+                self._buckets.clear()
+            key = digest(self._secret, address)
+            tokens, stamp = self._buckets.get(key, (None, None))
+            allowed, tokens, stamp = step(tokens, stamp, now, cost, policy)
+            self._buckets[key] = (tokens, stamp)
+            if len(self._buckets) > 10_000:
+                self._buckets = {
+                    k: v for k, v in self._buckets.items() if now - v[1] < policy.full_after
+                }
+            return allowed, tokens
+
+
+# --- one machine: a locked, memory-mapped file ------------------------------------------------
+
+_MAGIC = b"TMRB"
+_HEADER = struct.Struct("<4sIq32s")  # magic, slot count, day, secret
+_HEADER_SIZE = 64
+_SLOT = struct.Struct("<16sdd")  # key, tokens, stamp
+_EMPTY_KEY = bytes(16)
+
+
+class FileStore:
+    """Buckets in a memory-mapped file shared by every process of one machine.
+
+    The file is a header and ``slots`` fixed slots; a caller's slot is found by open addressing
+    from its key over at most ``probes`` slots. A slot is free when it is empty or its bucket
+    would be full by now. When every probed slot holds a live bucket, the one idle longest is
+    given up (its caller starts again full): that takes more live callers than ``probes``
+    landing in one neighbourhood of a 65,536-slot table.
+    """
+
+    def __init__(self, path: Path, slots: int = 65_536, probes: int = 32) -> None:
+        self.path = Path(path)
+        self.slots = slots
+        self.probes = probes
+        self.size = _HEADER_SIZE + slots * _SLOT.size
+        self._pid = -1
+        self._fd = -1
+        self._map: mmap.mmap | None = None
+        self._thread_lock = threading.Lock()
+
+    def _open(self) -> tuple[int, mmap.mmap]:
+        if self._pid != os.getpid() or self._map is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if os.fstat(fd).st_size != self.size:
+                    os.ftruncate(fd, 0)
+                    os.ftruncate(fd, self.size)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            self._pid, self._fd = os.getpid(), fd
+            self._map = mmap.mmap(fd, self.size)
+        return self._fd, self._map
+
+    @contextmanager
+    def _locked(self) -> Iterator[mmap.mmap]:
+        with self._thread_lock:
+            fd, table = self._open()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield table
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        with self._locked() as table:
+            magic, slots, day, secret = _HEADER.unpack_from(table, 0)
+            today = int(now // DAY)
+            if magic != _MAGIC or slots != self.slots or day != today:
+                secret = secrets.token_bytes(32)
+                table[_HEADER_SIZE:] = bytes(self.size - _HEADER_SIZE)
+                _HEADER.pack_into(table, 0, _MAGIC, self.slots, today, secret)
+            key = digest(secret, address)
+            index = self._find(table, key, now, policy)
+            offset = _HEADER_SIZE + index * _SLOT.size
+            found, tokens, stamp = _SLOT.unpack_from(table, offset)
+            if found != key:
+                tokens, stamp = None, None
+            allowed, tokens, stamp = step(tokens, stamp, now, cost, policy)
+            _SLOT.pack_into(table, offset, key, tokens, stamp)
+            return allowed, tokens
+
+    def _find(self, table: mmap.mmap, key: bytes, now: float, policy: Policy) -> int:
+        start = int.from_bytes(key[:8], "little") % self.slots
+        free: int | None = None
+        oldest, oldest_stamp = start, math.inf
+        for step_ in range(self.probes):
+            index = (start + step_) % self.slots
+            found, _tokens, stamp = _SLOT.unpack_from(table, _HEADER_SIZE + index * _SLOT.size)
+            if found == key:
+                return index
+            if free is None and (found == _EMPTY_KEY or now - stamp >= policy.full_after):
+                free = index
+            if stamp < oldest_stamp:
+                oldest, oldest_stamp = index, stamp
+        return free if free is not None else oldest
+
+
+# --- many machines: Redis ---------------------------------------------------------------------
+
+#: KEYS[1] the bucket; ARGV now, cost, burst, refill, ttl in ms. Returns {allowed, tokens}.
+#: The same arithmetic as ``step``; floats travel as strings (Lua numbers returned to Redis
+#: become integers).
+_TAKE_SCRIPT = """
+local now = tonumber(ARGV[1])
+local cost = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local refill = tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 't', 's')
+local tokens = tonumber(state[1])
+local stamp = tonumber(state[2])
+if tokens == nil or stamp == nil then
+  tokens = burst
+  stamp = now
+elseif now > stamp then
+  tokens = math.min(burst, tokens + (now - stamp) * refill)
+  stamp = now
+end
+local allowed = 0
+if tokens >= cost - 1e-6 then
+  tokens = math.max(0, tokens - cost)
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.format('%.17g', stamp))
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return {allowed, string.format('%.17g', tokens)}
+"""
+
+
+class RedisStore:
+    """Buckets in the Redis behind Django's cache, shared by every machine of the box."""
+
+    def __init__(self, alias: str = "default") -> None:
+        self.alias = alias
+        self._secret: tuple[int, bytes] = (-1, b"")
+        self._script: Any = None
+
+    def _cache(self) -> Any:
+        from django.core.cache import caches
+
+        return caches[self.alias]
+
+    def _day_secret(self, now: float) -> bytes:
+        day = int(now // DAY)
+        if self._secret[0] != day:
+            cache = self._cache()
+            name = f"tm-rate:secret:{day}"
+            cache.add(name, secrets.token_hex(32), 2 * DAY)
+            value = cache.get(name)
+            self._secret = (day, bytes.fromhex(value))
+        return self._secret[1]
+
+    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        cache = self._cache()
+        key = cache.make_and_validate_key(
+            "tm-rate:b:" + digest(self._day_secret(now), address).hex()
+        )
+        client = cache._cache.get_client(key, write=True)
+        if self._script is None:
+            self._script = client.register_script(_TAKE_SCRIPT)
+        ttl_ms = math.ceil(policy.full_after * 1000) + 1000
+        allowed, tokens = self._script(
+            keys=[key],
+            args=[repr(now), repr(cost), repr(policy.burst), repr(policy.refill), ttl_ms],
+            client=client,
+        )
+        return bool(int(allowed)), float(tokens)
+
+
+# --- from settings ----------------------------------------------------------------------------
+
+_stores: dict[tuple[Any, ...], Store] = {}
+_stores_lock = threading.Lock()
+
+
+def store_kind() -> str:
+    """The store ``TM_RATE_STORE`` names (``auto`` resolved)."""
+    kind = str(getattr(settings, "TM_RATE_STORE", "auto"))
+    if kind == "auto":
+        backend = str(settings.CACHES.get("default", {}).get("BACKEND", ""))
+        return "redis" if backend.endswith("RedisCache") else "file"
+    if kind not in ("redis", "file", "memory"):
+        raise ValueError(f"TM_RATE_STORE must be auto, redis, file or memory, not {kind!r}")
+    return kind
+
+
+def store() -> Store:
+    """The store the settings name, one per process and configuration."""
+    kind = store_kind()
+    path = Path(settings.TM_RATE_FILE)
+    key = (kind, str(path), repr(settings.CACHES.get("default")))
+    with _stores_lock:
+        found = _stores.get(key)
+        if found is None:
+            if kind == "redis":
+                found = RedisStore()
+            elif kind == "file":
+                found = FileStore(path)
+            else:
+                found = MemoryStore()
+            _stores[key] = found
+        return found
+
+
+def policy() -> Policy:
+    return Policy(float(settings.TM_RATE_BURST), float(settings.TM_RATE_REFILL))
+
+
+#: The clock every bucket reads; tests replace it with a ``FakeClock``.
+clock: Clock = system_clock
+
+
+def take(address: str, cost: float) -> Decision:
+    """Spend ``cost`` (capped at the burst, so every read can pass after a full refill)."""
+    rule = policy()
+    cost = min(float(cost), rule.burst)
+    allowed, tokens = store().take(address, cost, clock(), rule)
+    return decision(allowed, cost, tokens, rule)

@@ -1,0 +1,48 @@
+"""Who is asking, for the rate limit only: the caller's address, held in memory.
+
+The address is the socket's peer (``REMOTE_ADDR``), unless that peer is a trusted proxy
+(``TM_RATE_TRUSTED_PROXIES``, loopback by default: nginx on the same machine), in which case it
+is the last address in ``X-Forwarded-For`` that is not itself a trusted proxy. A loopback peer
+with no forwarding header is the box itself (the http mount reading its own front door, a
+health check, the operator's tools) and is exempt (``TM_RATE_EXEMPT``).
+
+The address is never written anywhere: not to the request log, not to a log line.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from django.conf import settings
+from django.http import HttpRequest
+
+
+def _normal(text: str) -> str:
+    text = text.strip().strip('"')
+    if text.startswith("[") and "]" in text:
+        text = text[1 : text.index("]")]
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return text[:64]
+
+
+def address(request: HttpRequest) -> str:
+    """The caller's address as the rate limit keys it."""
+    trusted = {_normal(item) for item in settings.TM_RATE_TRUSTED_PROXIES}
+    peer = _normal(str(request.META.get("REMOTE_ADDR") or ""))
+    if peer not in trusted:
+        return peer
+    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR") or "")
+    hops = [_normal(hop) for hop in forwarded.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if hop not in trusted:
+            return hop
+    return peer if not hops else hops[0]
+
+
+def exempt(request: HttpRequest, caller: str) -> bool:
+    """The box's own calls: an exempt peer that no proxy forwarded."""
+    if "HTTP_X_FORWARDED_FOR" in request.META:
+        return False
+    return caller in {_normal(item) for item in settings.TM_RATE_EXEMPT}

@@ -1,0 +1,33 @@
+"""The clock the rate limit reads: wall-clock seconds, so processes and machines agree.
+
+Tests pass a ``FakeClock`` instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def __call__(self) -> float:
+        """Seconds since the epoch."""
+        ...
+
+
+def system_clock() -> float:
+    """Wall-clock time: comparable across the workers and machines that share one bucket."""
+    return time.time()
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

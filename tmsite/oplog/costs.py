@@ -1,0 +1,141 @@
+"""What a request costs from the caller's bucket, and what kind of read it is.
+
+The price follows what the server has to do, decided from the URI's mount and facet:
+
+=========  ====  ==========================================================================
+kind       cost  what
+=========  ====  ==========================================================================
+protocol   1     initialize, ping, discover, the lists, templates, completion
+(mount)    1     a file, a record, a listing: fs, git, entity, offbox, trail, kinds, …
+history    2     a git history walk (``?as=log``, ``?as=blame``)
+blocks     2     ``?as=blocks``: one address assembled from many
+mcp        2     another MCP server's record, its tool and resource descriptions, its map
+http       4     a page: fetched from the front door as a visitor gets it
+mcp-run    8     a path the server's map names: runs a tool on another MCP server
+tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
+=========  ====  ==========================================================================
+
+``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
+reprice any kind. The kind is also the request log's ``kind`` column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from tmsite.mounts.errors import Refusal
+from tmsite.mounts.uri import TmUri, parse
+
+COSTS: dict[str, int] = {
+    "protocol": 1,
+    "file": 1,
+    "history": 2,
+    "blocks": 2,
+    "mcp": 2,
+    "http": 4,
+    "mcp-run": 8,
+    "tool:licensing": 1,
+    "tool:piece": 2,
+    "tool:overview": 4,
+}
+#: Paths under ``mcp/<server>/`` that describe the server rather than run one of its tools.
+MCP_DESCRIBING = frozenset({"tools", "resources", "prompts", "map"})
+MAX_TARGET = 500
+
+
+@dataclass(frozen=True)
+class Priced:
+    """What one request asked for, as the log and the bucket see it.
+
+    Attributes:
+        kind: The category the log aggregates by and the cost table prices.
+        cost: Tokens it spends.
+        target: The URI (rebuilt from its parsed form) or tool name; ``""`` when none.
+        facet: The URI's ``as`` parameter, or ``""``.
+    """
+
+    kind: str
+    cost: int
+    target: str = ""
+    facet: str = ""
+
+
+def price(kind: str) -> int:
+    table = {**COSTS, **getattr(settings, "TM_RATE_COSTS", {})}
+    return int(table.get(kind, table["file"]))
+
+
+def _uri_kind(uri: TmUri) -> str:
+    facet = uri.param("as") or ""
+    if uri.mount is None:
+        return "protocol"
+    if uri.mount == "http":
+        return "http"
+    if uri.mount == "mcp":
+        if len(uri.path) <= 1 or (len(uri.path) >= 2 and uri.path[1] in MCP_DESCRIBING):
+            return "mcp"
+        return "mcp-run"
+    if facet in ("log", "blame"):
+        return "history"
+    if facet == "blocks":
+        return "blocks"
+    return uri.mount
+
+
+def of_uri(text: object) -> Priced:
+    """Price a read of ``text``; a URI that does not parse costs as a file and logs no target."""
+    try:
+        uri = parse(text)
+    except Refusal:
+        return Priced("bad-uri", price("file"))
+    kind = _uri_kind(uri)
+    return Priced(kind, price(kind), str(uri)[:MAX_TARGET], (uri.param("as") or "")[:32])
+
+
+def of_tool(name: object, arguments: object) -> Priced:
+    """Price a tool call; only the tool's name is kept, never its arguments."""
+    if not isinstance(name, str):
+        return Priced("tool", price("protocol"))
+    if name == "resolve":
+        uri = arguments.get("uri") if isinstance(arguments, dict) else None
+        read = of_uri(uri)
+        return Priced(read.kind, read.cost, "resolve")
+    kind = f"tool:{name}"
+    if kind in COSTS:
+        return Priced(kind, price(kind), name)
+    return Priced("tool", price("protocol"), name[:64])
+
+
+def of_message(method: str, params: Any) -> Priced:
+    """Price one JSON-RPC request."""
+    params = params if isinstance(params, dict) else {}
+    if method == "resources/read":
+        return of_uri(params.get("uri"))
+    if method == "tools/call":
+        return of_tool(params.get("name"), params.get("arguments"))
+    return Priced("protocol", price("protocol"))
+
+
+#: REST route (the path after ``/api/v1/``, first segment) → the kind it is.
+REST_KINDS: dict[str, str] = {
+    "overview": "tool:overview",
+    "pieces": "tool:overview",
+    "licensing": "tool:licensing",
+    "resources": "protocol",
+    "templates": "protocol",
+    "complete": "protocol",
+}
+
+
+def of_rest(route: str, query: Any) -> Priced:
+    """Price a REST call by its route (``pieces/c64`` → one piece) and query."""
+    head, _, rest = route.partition("/")
+    if head == "resolve":
+        return of_uri(query.get("uri"))
+    if head == "pieces" and rest:
+        return Priced("tool:piece", price("tool:piece"), "piece")
+    kind = REST_KINDS.get(head, "protocol")
+    return Priced(kind, price(kind), head[:64])

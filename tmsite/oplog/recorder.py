@@ -1,0 +1,190 @@
+"""Writes request log rows in batches, and deletes the rows past their retention.
+
+A request appends its row to this process's buffer; the buffer goes to the database in one
+``bulk_create`` when it holds ``TM_LOG_FLUSH_ROWS`` rows or its oldest row has waited
+``TM_LOG_FLUSH_SECONDS`` — checked on each request and by a small background thread, so an
+idle worker still writes its last rows — and when the process exits. A request therefore costs
+a list append, not a database write (``bench/load.py`` measures both).
+
+A row is written only to the database it was recorded against (the name is noted with the
+row), and a failed write is dropped with a warning: the log never fails a request.
+
+Retention: after a flush, at most once an hour per process, rows older than
+``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+if TYPE_CHECKING:
+    from tmsite.oplog.models import RequestLog
+
+logger = logging.getLogger("tmsite.oplog")
+
+#: Rows a process keeps at most while the database cannot take them.
+MAX_BUFFER = 10_000
+PURGE_EVERY_SECONDS = 3600.0
+
+
+@dataclass
+class Row:
+    """One request, as the log keeps it (the columns of ``RequestLog``; nothing else)."""
+
+    at: datetime
+    surface: str
+    method: str = ""
+    kind: str = ""
+    target: str = ""
+    facet: str = ""
+    protocol: str = ""
+    outcome: str = "ok"
+    status: int = 200
+    bytes: int = 0
+    duration_us: int = 0
+
+    def model(self) -> RequestLog:
+        from tmsite.oplog.models import RequestLog
+
+        return RequestLog(**asdict(self))
+
+
+@dataclass
+class _Pending:
+    row: Row
+    database: str
+    queued: float
+
+
+_lock = threading.Lock()
+_buffer: list[_Pending] = []
+_state = {"last_purge": 0.0, "last_warning": 0.0, "flusher_pid": -1.0}
+
+
+def _database_name() -> str:
+    return str(connections["default"].settings_dict.get("NAME"))
+
+
+def record(row: Row) -> None:
+    """Queue one row; flush when the batch is full or old enough."""
+    if not settings.TM_LOG_REQUESTS:
+        return
+    now = time.monotonic()
+    with _lock:
+        _buffer.append(_Pending(row, _database_name(), now))
+        if len(_buffer) > MAX_BUFFER:
+            del _buffer[: len(_buffer) - MAX_BUFFER]
+        due = _due(now)
+    _ensure_flusher()
+    if due:
+        flush()
+
+
+def _due(now: float) -> bool:
+    return bool(_buffer) and (
+        len(_buffer) >= settings.TM_LOG_FLUSH_ROWS
+        or now - _buffer[0].queued >= settings.TM_LOG_FLUSH_SECONDS
+    )
+
+
+def pending() -> int:
+    """Rows waiting in this process's buffer."""
+    with _lock:
+        return len(_buffer)
+
+
+def flush() -> int:
+    """Write every buffered row now; returns how many were written."""
+    with _lock:
+        batch = list(_buffer)
+        _buffer.clear()
+    if not batch:
+        return 0
+    here = _database_name()
+    rows = [item.row.model() for item in batch if item.database == here]
+    if not rows:
+        return 0
+    from tmsite.oplog.models import RequestLog
+
+    try:
+        RequestLog.objects.bulk_create(rows, batch_size=500)
+    except Exception as exc:  # the log never fails a request
+        _warn(f"request log: {len(rows)} rows dropped: {exc}")
+        return 0
+    maybe_purge()
+    return len(rows)
+
+
+def flush_quietly() -> None:
+    """``flush`` for exit hooks: never raises."""
+    try:
+        flush()
+    except Exception as exc:
+        _warn(f"request log: flush at exit failed: {exc}")
+
+
+def _warn(message: str) -> None:
+    now = time.monotonic()
+    if now - _state["last_warning"] >= 60:
+        _state["last_warning"] = now
+        logger.warning(message)
+
+
+def cutoff(now: datetime | None = None) -> datetime:
+    """Rows before this instant are past retention."""
+    return (now or timezone.now()) - timedelta(days=settings.TM_LOG_RETENTION_DAYS)
+
+
+def purge(now: datetime | None = None) -> int:
+    """Delete every row older than the retention period; returns how many."""
+    from tmsite.oplog.models import RequestLog
+
+    deleted, _ = RequestLog.objects.filter(at__lt=cutoff(now)).delete()
+    return deleted
+
+
+def maybe_purge() -> None:
+    """``purge``, at most once an hour per process (called after each flush)."""
+    now = time.monotonic()
+    if _state["last_purge"] and now - _state["last_purge"] < PURGE_EVERY_SECONDS:
+        return
+    _state["last_purge"] = now
+    try:
+        purge()
+    except Exception as exc:
+        _warn(f"request log: purge failed: {exc}")
+
+
+def _ensure_flusher() -> None:
+    """Start this process's background flusher once (again after a fork)."""
+    if settings.TM_LOG_FLUSH_SECONDS <= 0 or _state["flusher_pid"] == os.getpid():
+        return
+    with _lock:
+        if _state["flusher_pid"] == os.getpid():
+            return
+        _state["flusher_pid"] = os.getpid()
+    thread = threading.Thread(target=_flusher, name="tm-oplog-flusher", daemon=True)
+    thread.start()
+
+
+def _flusher() -> None:
+    pid = os.getpid()
+    while _state["flusher_pid"] == pid:
+        time.sleep(max(0.05, float(settings.TM_LOG_FLUSH_SECONDS) / 2))
+        with _lock:
+            due = _due(time.monotonic())
+        if due:
+            try:
+                flush()
+            finally:
+                connections.close_all()
