@@ -418,6 +418,14 @@ def _read_body(
             raise FetchFailed("timeout", "the body was still arriving at the deadline")
         chunk = response.read1(_CHUNK)
         if not chunk:
+            if time.monotonic() >= deadline:
+                raise FetchFailed("timeout", "the body was still arriving at the deadline")
+            missing = response.length
+            if missing:  # the connection ended before the length it announced
+                raise FetchFailed(
+                    "unreachable",
+                    f"the body ended {missing} bytes short of the length it announced",
+                )
             break
         if decoder is not None:
             room = cap - len(out) + 1
