@@ -136,9 +136,7 @@ def test_game_and_lesson_link_their_page_and_source(ns: Namespace, shipped: Reco
     assert lesson["tm:measures"].href == f"{E}/game/0de79768579a"
 
 
-def test_every_link_has_its_inverse_at_the_same_confidence(
-    ns: Namespace, shipped: Records
-) -> None:
+def test_every_link_has_its_inverse_at_the_same_confidence(ns: Namespace, shipped: Records) -> None:
     """The link walk over every entity: each paired link is answered from its target."""
     uris = [f"{E}/pattern/{p.key}" for p in shipped.patterns]
     uris += [f"{E}/game/{g.key}" for g in shipped.games]
@@ -187,7 +185,11 @@ def test_record_parts_link_back_only_where_they_hold_a_thing(ns: Namespace) -> N
 @pytest.mark.parametrize(
     ("path", "expected", "nearest"),
     [
-        ("pattern/pad-poll'%20OR%201=1--", "must match ^[a-z0-9][a-z0-9-]{0,63}$", "pattern/pad-poll"),
+        (
+            "pattern/pad-poll'%20OR%201=1--",
+            "must match ^[a-z0-9][a-z0-9-]{0,63}$",
+            "pattern/pad-poll",
+        ),
         ("pattern/pad-poll%00", "must match ^[a-z0-9][a-z0-9-]{0,63}$", "pattern/pad-poll"),
         ("pattern/PAD-POLL", "must match ^[a-z0-9][a-z0-9-]{0,63}$", "pattern/pad-poll"),
         ("game/72f469219b3%D9%A0", "must be 12 lowercase hex digits", "game/72f469219b30"),
@@ -274,8 +276,11 @@ def test_completion_fills_keys_routines_and_names(ns: Namespace, shipped: Record
         "sprite-0-split",
         "sprite-writer",
     ]
-    assert ns.complete(entity, "key", "1", {"kind": "game"}) == ["1766c27b7946", "19c75aa2dbec",
-                                                                  "1b2acb822c2e"]
+    assert ns.complete(entity, "key", "1", {"kind": "game"}) == [
+        "1766c27b7946",
+        "19c75aa2dbec",
+        "1b2acb822c2e",
+    ]
     assert ns.complete(entity, "key", "d", {"kind": "lesson"}) == ["dice"]
     assert ns.complete(entity, "key", "'; drop", {"kind": "lesson"}) == []
     assert ns.complete(entity, "rel", "tm:f", {"kind": "pattern"}) == ["tm:found-in"]
