@@ -241,22 +241,29 @@ class GitMount(Mount):
         except gitstore.BadRef as exc:
             raise translate(exc, uri, self, served, repo) from exc
 
-    def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:
-        label = uri.param("at")
+    def resolved(
+        self, served: Served, repo: gitstore.GitRepo, label: str | None
+    ) -> gitstore.Resolved:
+        """``label`` resolved in ``served``; an answer is trusted for ``REF_TTL`` seconds, so a
+        burst of reads reads the ref store once (raises gitstore's refusals)."""
         key = (served.name, label)
         now = time.monotonic()
         cached = self._resolved.get(key)
         if cached is not None and cached[0] > now:
-            found = cached[1]
-        else:
-            try:
-                found = gitstore.resolve(repo, label, served.default_ref)
-            except gitstore.GitStoreError as exc:
-                raise translate(exc, uri, self, served, repo) from exc
-            with self._resolved_lock:
-                if len(self._resolved) > 4096:
-                    self._resolved.clear()
-                self._resolved[key] = (now + REF_TTL, found)
+            return cached[1]
+        found = gitstore.resolve(repo, label, served.default_ref)
+        with self._resolved_lock:
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[key] = (now + REF_TTL, found)
+        return found
+
+    def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:
+        label = uri.param("at")
+        try:
+            found = self.resolved(served, repo, label)
+        except gitstore.GitStoreError as exc:
+            raise translate(exc, uri, self, served, repo) from exc
         return At(found.commit, label, found.is_default)
 
     def check_path(self, uri: TmUri, served: Served) -> tuple[str, ...]:
@@ -334,7 +341,7 @@ class GitMount(Mount):
             extra["depth"] = depth
         links = [self.here(t, "log", rel="version-history")]
         links.extend(self.latest(t, collection=True))
-        return Listing(_TreeEntries(self, t, visible), extra, links, kind="tree")
+        return Listing(_TreeEntries(self, t, visible, depth), extra, links, kind="tree")
 
     def read(self, req: Request) -> Content:
         uri = req.uri
@@ -396,7 +403,7 @@ class GitMount(Mount):
                 names = ["HEAD", *branches, *tags]
                 return [n for n in names if n.startswith(value)][:COMPLETION_LIMIT]
             label = context.get("at") or None
-            commit = gitstore.resolve(repo, label, served.default_ref).commit
+            commit = self.resolved(served, repo, label).commit
             directory, _, leaf = value.rpartition("/")
             parts = gitstore.normalise(directory) if directory else ()
             if any(denied_name(p) for p in parts):
@@ -463,7 +470,7 @@ class GitMount(Mount):
         if t.at.is_default:
             return []
         try:
-            default = gitstore.resolve(t.repo, None, t.served.default_ref).commit
+            default = self.resolved(t.served, t.repo, None).commit
             node = gitstore.lookup(t.repo, default, t.parts)
         except gitstore.GitStoreError:
             return []
@@ -556,7 +563,7 @@ class GitMount(Mount):
             if origin is None:
                 return []
             repo = origin.handle()
-            commit = gitstore.resolve(repo, None, origin.default_ref).commit
+            commit = self.resolved(origin, repo, None).commit
             if gitstore.lookup(repo, commit, entry.path).kind != "blob":
                 return []
             target = self.path_uri(entry.repo, entry.path.split("/"), collection=False, at=None)
@@ -566,7 +573,7 @@ class GitMount(Mount):
             ]
         served = self.repos[self.checkout_repo or ""]
         repo = served.handle()
-        commit = gitstore.resolve(repo, None, served.default_ref).commit
+        commit = self.resolved(served, repo, None).commit
         if gitstore.lookup(repo, commit, uri.path).kind != "blob":
             return []
         target = self.path_uri(served.name, uri.path, collection=False, at=None)
@@ -816,7 +823,7 @@ class GitMount(Mount):
         try:
             if label is not None:
                 gitstore.validate_ref(label)
-            found = gitstore.resolve(repo, label, served.default_ref)
+            found = self.resolved(served, repo, label)
             node = gitstore.lookup(repo, found.commit, fs_uri.path)
         except gitstore.GitStoreError as exc:
             raise translate(exc, fs_uri, self, served, repo, fs=True) from exc
@@ -941,8 +948,11 @@ def _visible(entries: list[gitstore.TreeEntry], base_depth: int) -> list[gitstor
 class _TreeEntries(Sequence[Entry]):
     """A tree's entries, typed (and blobs sniffed) only when a page asks for them."""
 
-    def __init__(self, mount: GitMount, t: Target, entries: list[gitstore.TreeEntry]) -> None:
+    def __init__(
+        self, mount: GitMount, t: Target, entries: list[gitstore.TreeEntry], depth: int
+    ) -> None:
         self.mount = mount
+        self.depth = depth
         self.t = t
         self.entries = entries
         self.prefix = t.path + "/" if t.path else ""
@@ -958,7 +968,16 @@ class _TreeEntries(Sequence[Entry]):
 
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         if isinstance(index, slice):
-            return [self._entry(item) for item in self.entries[index]]
+            # A page of a listing at a commit never changes: kept beside gitstore's answers.
+            t = self.t
+            start, stop, step = index.indices(len(self.entries))
+            where = (t.repo.path, t.at.commit, t.path, "mount-page", t.at.label, self.depth)
+            key = (*where, start, stop, step)
+            page = read_get(key)
+            if page is None:
+                page = [self._entry(item) for item in self.entries[index]]
+                read_put(key, page, 300 + 300 * len(page))
+            return list(page)
         return self._entry(self.entries[index])
 
     def _entry(self, entry: gitstore.TreeEntry) -> Entry:
