@@ -55,11 +55,11 @@ from tmsite.mounts.errors import (
 )
 from tmsite.mounts.http_extract import decode, page_text, page_title
 from tmsite.mounts.http_fetch import (
+    PROCESS_BUDGET,
     Fetched,
     Fetcher,
     FetchFailed,
     FrontDoor,
-    SelfFetchBudget,
     worker_threads,
 )
 from tmsite.mounts.http_static import (
@@ -236,8 +236,9 @@ class HttpMount(Mount):
         self.body_cap = body_cap
         self.aux_ttl = aux_ttl
         self.repo = repo
-        #: One budget for the process: the registry builds one mount per process.
-        self.budget = SelfFetchBudget(self_fetches)
+        #: The process's one budget (shared by every instance), sized by the latest mount.
+        self.budget = PROCESS_BUDGET
+        self.budget.limit = max(0, self_fetches)
         self._facts: dict[str, tuple[float, SiteFacts | Refusal]] = {}
         self._family: tuple[float, frozenset[str]] | None = None
         self._lock = threading.Lock()

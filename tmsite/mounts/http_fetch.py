@@ -241,6 +241,11 @@ class SelfFetchBudget:
         return self._held
 
 
+#: The one budget of this process. Every mount instance shares it: two namespaces built by two
+#: threads at start-up must not double the count of threads allowed to wait.
+PROCESS_BUDGET = SelfFetchBudget(4)
+
+
 # ---- the fetch -----------------------------------------------------------------------------
 
 
