@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection, connections
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
@@ -52,6 +52,7 @@ def database() -> dict[str, Any]:
 
 def shared_cache() -> dict[str, Any]:
     def check() -> dict[str, Any]:
+        cache = caches["default"]
         key, value = "tm-health:" + secrets.token_hex(8), secrets.token_hex(8)
         cache.set(key, value, 10)
         found = cache.get(key)

@@ -1,0 +1,36 @@
+"""gunicorn settings for tmsite (``gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py``).
+
+Every value can be changed with the environment (``GUNICORN_*`` below) or on the command line,
+which wins over this file. No access log: nginx keeps none either, so no address is written
+anywhere; each request's JSON line (``tmsite.requests``, on stderr) says what was asked, how it
+ended and how long it took.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("GUNICORN_WORKERS", "4"))
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+worker_class = "gthread" if threads > 1 else "sync"
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+graceful_timeout = 20
+keepalive = 5
+# Restart a worker now and then, spread out, so none grows without bound.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "20000"))
+max_requests_jitter = max_requests // 10
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
+# The app is loaded in each worker: database connections, the request-log buffer and its
+# flusher thread belong to one process.
+preload_app = False
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    """Write the worker's buffered request-log rows before it goes."""
+    from tmsite.oplog import recorder
+
+    recorder.flush_quietly()

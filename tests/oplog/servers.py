@@ -1,0 +1,162 @@
+"""Real servers for the operating tests: gunicorn on loopback, nginx in front of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def server_env(var_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server under test: its own var/, no inherited TM_ settings."""
+    var_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TM_")}
+    env.update({"TM_VAR_DIR": str(var_dir), "TM_SECRET_KEY": "operating-tests", **extra})
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return env
+
+
+def migrate(env: Mapping[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=dict(env),
+        check=True,
+        timeout=180,
+    )
+
+
+def wait_for(url: str, deadline: float = 40.0) -> None:
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > end:
+            raise TimeoutError(f"{url} did not answer within {deadline} s")
+        time.sleep(0.1)
+
+
+@contextmanager
+def gunicorn(
+    env: Mapping[str, str],
+    workers: int,
+    log: Path,
+    port: int | None = None,
+    threads: int = 1,
+) -> Iterator[str]:
+    """gunicorn serving ``tmsite.wsgi`` on loopback with the deploy config; yields its base URL."""
+    port = port or free_port()
+    command = [
+        str(BIN / "gunicorn"),
+        "tmsite.wsgi",
+        "--config",
+        str(ROOT / "deploy" / "gunicorn.conf.py"),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ]
+    with log.open("ab") as sink:
+        process = subprocess.Popen(command, cwd=ROOT, env=dict(env), stderr=sink, stdout=sink)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/v1/health")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+NGINX_SITE = """
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    access_log off;
+    upstream tmsite {{
+{servers}
+    }}
+    include {site};
+}}
+"""
+
+
+@contextmanager
+def nginx(upstreams: list[str], work: Path, port: int | None = None) -> Iterator[str]:
+    """nginx on loopback with ``deploy/nginx/tmsite.conf`` in front of ``upstreams``."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    port = port or free_port()
+    work.mkdir(parents=True, exist_ok=True)
+    site = (ROOT / "deploy" / "nginx" / "tmsite.conf").read_text()
+    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    site = site.replace("listen [::]:80;", "")
+    (work / "site.conf").write_text(site)
+    servers = "\n".join(f"        server {u.removeprefix('http://')};" for u in upstreams)
+    conf = NGINX_SITE.format(dir=work, servers=servers, site=work / "site.conf")
+    (work / "nginx.conf").write_text(conf)
+    process = subprocess.Popen(
+        [binary, "-c", str(work / "nginx.conf"), "-g", "daemon off;", "-p", str(work)],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/v1/health")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGQUIT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def json_lines(log: Path) -> list[dict[str, Any]]:
+    """The JSON request lines a server wrote to its log."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("{") and '"logger":"tmsite.requests"' in line:
+            out.append(json.loads(line))
+    return out
+
+
+def read(base: str, uri: str, rid: int = 1, headers: Mapping[str, str] | None = None) -> Any:
+    return httpx.post(
+        f"{base}/api/mcp",
+        json={"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}},
+        headers=dict(headers or {}),
+        timeout=30,
+    )
