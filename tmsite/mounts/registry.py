@@ -20,6 +20,7 @@ MOUNTS: dict[str, str] = {
     "fs": "tmsite.mounts.fs:FsMount",
     "git": "tmsite.mounts.git:GitMount",
     "http": "tmsite.mounts.http:HttpMount",
+    "mcp": "tmsite.mounts.mcp:McpMount",
     "offbox": "tmsite.mounts.offbox:OffboxMount",
     "trail": "tmsite.mounts.trails:TrailMount",
 }
