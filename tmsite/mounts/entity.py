@@ -143,11 +143,7 @@ class _Revision:
         owner = _owner_id(ref)
         if owner is None:
             return {}
-        out = {}
-        for rel in rels:
-            qs, make = R._relation(ref, rel, owner)
-            out[rel] = [make(row) for row in qs]
-        return out
+        return {rel: _light_members(ref, rel, owner) for rel in rels}
 
     def keys(self, kind: str, game: str | None = None) -> Sequence[str]:
         if self.snapshot is not None:
@@ -281,11 +277,9 @@ class EntityMount(Mount):
     def entity_uri(
         self, kind: str, key: str, game: str | None = None, at: str | None = None
     ) -> TmUri:
-        if kind == "routine":
-            uri = self.uri("game", str(game), "routine", key)
-        else:
-            uri = self.uri(kind, key)
-        return uri.with_params(at=at)
+        path = ("game", str(game), "routine", key) if kind == "routine" else (kind, key)
+        params = (("at", at),) if at is not None else ()
+        return TmUri(self.host, self.name, path, False, params)
 
     def member_uri(self, member: R.Member, at: str | None) -> TmUri:
         return self.entity_uri(member.kind, member.key, member.game, at)
@@ -997,3 +991,32 @@ def _whole(
     if isinstance(row, m.Game):
         return R._game_fields(row)
     raise AssertionError(f"no member shape for {type(row).__name__} in {rel}")
+
+
+def _light_members(ref: R.Ref, rel: str, owner: int) -> builtins.list[R.Member]:
+    """Every member of one relation as keys and counts only (one query, no model rows).
+
+    The same rows, in the same order, as :func:`tmsite.entities.records.related` pages; only
+    the columns a link needs are read, so a pattern in thousands of routines stays cheap.
+    """
+    qs, _ = R._relation(ref, rel, owner)
+    if qs.model is m.GamePattern:
+        if ref.kind == "pattern":
+            return [R.Member("game", k, count=c) for k, c in qs.values_list("game__key", "count")]
+        return [R.Member("pattern", k, count=c) for k, c in qs.values_list("pattern__key", "count")]
+    if qs.model is m.LessonPattern:
+        if ref.kind == "pattern":
+            rows = qs.values_list("lesson__key", "count")
+            return [R.Member("lesson", k, count=c) for k, c in rows]
+        return [R.Member("pattern", k, count=c) for k, c in qs.values_list("pattern__key", "count")]
+    if qs.model is m.RoutinePattern:
+        if ref.kind == "pattern":
+            rows = qs.values_list("routine__bank", "routine__addr", "routine__game__key")
+            return [R.Member("routine", R.routine_key(b, a), game=g) for b, a, g in rows]
+        return [R.Member("pattern", k) for k in qs.values_list("pattern__key", flat=True)]
+    if qs.model is m.Routine:
+        rows = qs.values_list("bank", "addr")
+        return [R.Member("routine", R.routine_key(b, a), game=ref.key) for b, a in rows]
+    if qs.model is m.Lesson:
+        return [R.Member("lesson", k) for k in qs.values_list("key", flat=True)]
+    return [R.Member("game", k) for k in qs.values_list("key", flat=True)]
