@@ -197,3 +197,21 @@ TM_LOG_RETENTION_DAYS = int(os.environ.get("TM_LOG_RETENTION_DAYS", "30"))
 #: Rows are written in batches: every this many rows, or when the oldest waited this long.
 TM_LOG_FLUSH_ROWS = int(os.environ.get("TM_LOG_FLUSH_ROWS", "50"))
 TM_LOG_FLUSH_SECONDS = float(os.environ.get("TM_LOG_FLUSH_SECONDS", "5"))
+
+# --- the git mount ---
+#: The name of the checkout's own repository under ``git/``.
+TM_CHECKOUT_REPO = os.environ.get("TM_CHECKOUT_REPO", "tmsite")
+
+
+def _env_pairs(name: str) -> dict[str, str]:
+    """``name=value,…`` from the environment."""
+    pairs = (item.partition("=") for item in _env_list(name, ""))
+    return {key.strip(): value.strip() for key, _, value in pairs if value}
+
+
+#: Neighbouring repositories served beside the checkout's own: ``name=/path,…``.
+TM_GIT_REPOS = {name: Path(path) for name, path in _env_pairs("TM_GIT_REPOS").items()}
+#: A pinned default ref per repository (the commit the site serves): ``name=ref,…``.
+TM_GIT_DEFAULT_REFS = _env_pairs("TM_GIT_DEFAULT_REFS")
+#: The import manifest: which neighbouring file each imported doc came from.
+TM_IMPORTS_FILE = Path(os.environ.get("TM_IMPORTS_FILE", TM_CHECKOUT / "data" / "imports.json"))

@@ -68,7 +68,7 @@ ALLOWED_DOTFILES = frozenset({".gitignore", ".gitmodules", ".gitattributes", ".e
 #: A file read whole for ``lines`` or text may be at most this large.
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
 FILE_FACETS = ("raw", "stat")
-_FILE_PARAMS = ("as", "lines", "range", "pointer")
+_FILE_PARAMS = ("as", "at", "lines", "range", "pointer")
 
 
 @lru_cache(maxsize=8192)
@@ -217,6 +217,11 @@ class FsMount(Mount):
         return Entry(str(uri), shown, False, self._mime(resolved, name), info.st_size)
 
     def read(self, req: Request) -> Content:
+        if req.facets.at is not None:
+            # The file as the checkout's repository had it then: the git mount reads it.
+            from tmsite.mounts.git import read_checkout_file_at
+
+            return read_checkout_file_at(req.uri, req.facets.at, getattr(self, "namespace", None))
         uri = req.uri
         if not uri.path and not uri.collection:
             raise self.leaf_as_collection(uri)
