@@ -1,0 +1,42 @@
+"""The many-machine setup against real services: PostgreSQL and Redis.
+
+These tests run when ``TM_TEST_DATABASE_URL`` (a role that may create databases) and
+``TM_TEST_REDIS_URL`` are set — ``.ci/services.sh`` installs, starts and exports both — and
+skip only when they are absent. Each test run makes its own database and drops it after.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = os.environ.get("TM_TEST_REDIS_URL")
+    if not url:
+        pytest.skip("TM_TEST_REDIS_URL is not set (.ci/services.sh sets it)")
+    return url
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this run, dropped afterwards."""
+    url = os.environ.get("TM_TEST_DATABASE_URL")
+    if not url:
+        pytest.skip("TM_TEST_DATABASE_URL is not set (.ci/services.sh sets it)")
+    import psycopg
+
+    name = f"tm_mm_{secrets.token_hex(4)}"
+    parts = urlsplit(url)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,102 @@
+"""The Redis bucket: every process of every machine spends from one budget, atomically."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.cache import caches
+
+from tests.oplog.servers import ROOT
+from tmsite.oplog.buckets import Policy, RedisStore, decision
+from tmsite.oplog.clock import FakeClock
+
+SPENDER = textwrap.dedent(
+    """
+    import os, sys, time
+    import django
+    django.setup()
+    from tmsite.oplog.buckets import Policy, RedisStore
+
+    start, attempts, caller = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    store = RedisStore()
+    rule = Policy(burst=300.0, refill=1.0)
+    while time.time() < start:
+        time.sleep(0.001)
+    print(sum(store.take(caller, 1, 7_000_000.0, rule)[0] for _ in range(attempts)))
+    """
+)
+
+
+@pytest.fixture
+def redis_cache(settings: Any, redis_url: str) -> Iterator[Any]:
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url}
+    }
+    cache = caches["default"]
+    yield cache
+    cache.clear()
+
+
+def test_processes_on_redis_grant_exactly_the_burst(redis_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "TM_REDIS_URL": redis_url, "DJANGO_SETTINGS_MODULE": "tmsite.settings"}
+    env["TM_VAR_DIR"] = str(tmp_path)
+    env["TM_SECRET_KEY"] = "many-machines"
+    caller = f"198.51.100.{int(time.time()) % 200}"
+    start = time.time() + 3.0
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", SPENDER, str(start), "200", caller],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    granted = [int(p.communicate(timeout=60)[0]) for p in processes]
+    assert sum(granted) == 300  # 800 attempts from four processes, one bucket of 300
+
+
+def test_refill_and_retry_after_on_redis(redis_cache: Any) -> None:
+    store, rule, clock = RedisStore(), Policy(burst=5, refill=0.5), FakeClock(2_000_000.0)
+    assert [store.take("a", 1, clock(), rule)[0] for _ in range(6)] == [True] * 5 + [False]
+    allowed, tokens = store.take("a", 3, clock(), rule)
+    refused = decision(allowed, 3, tokens, rule)
+    assert (refused.allowed, refused.retry_after) == (False, 6)
+    clock.advance(5)
+    assert store.take("a", 3, clock(), rule)[0] is False
+    clock.advance(1)
+    assert store.take("a", 3, clock(), rule) == (True, pytest.approx(0.0))
+
+
+def test_redis_keeps_no_address_and_forgets_a_full_bucket(redis_cache: Any) -> None:
+    store, rule = RedisStore(), Policy(burst=4, refill=2)
+    store.take("198.51.100.23", 1, time.time(), rule)
+    client = redis_cache._cache.get_client(None, write=False)
+    keys = [key.decode() for key in client.keys("*tm-rate:b:*")]
+    assert len(keys) == 1
+    assert "198.51.100.23" not in keys[0]
+    values = client.hgetall(keys[0])
+    assert set(values) == {b"t", b"s"}
+    assert not any(b"198.51.100" in v for v in values.values())
+    ttl_ms = client.pttl(keys[0])
+    assert 0 < ttl_ms <= 3000  # full again after 2 s (plus a second of slack): then gone
+
+
+def test_each_day_has_its_own_secret(redis_cache: Any) -> None:
+    day = 86_400
+    store, rule = RedisStore(), Policy(burst=2, refill=0.001)
+    t = 20_000 * day + 10.0
+    assert [store.take("a", 1, t, rule)[0] for _ in range(3)] == [True, True, False]
+    assert store.take("a", 1, t + day, rule)[0] is True
+    other = RedisStore()  # another process reads the same day's secret from the cache
+    assert other.take("a", 1, t + day, rule)[0] is True
+    assert other.take("a", 1, t + day, rule)[0] is False

@@ -1,0 +1,74 @@
+"""The documented setup, for real: nginx in front of two gunicorn "machines" (two workers
+each), PostgreSQL as the database, Redis as the shared cache. The caller's budget is one across
+all four workers; the request log lands in PostgreSQL without any caller in it; health says
+which database and cache it reached."""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from tests.oplog.servers import gunicorn, json_lines, migrate, nginx, read, server_env
+
+
+@pytest.mark.slow
+def test_nginx_two_machines_postgresql_redis(
+    database_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    env = server_env(
+        tmp_path / "var",
+        TM_DATABASE_URL=database_url,
+        TM_REDIS_URL=redis_url,
+        TM_RATE_BURST="24",
+        TM_RATE_REFILL="0.001",
+        TM_LOG_FLUSH_ROWS="1",
+    )
+    migrate(env)
+    logs = [tmp_path / "machine-a.log", tmp_path / "machine-b.log"]
+    with ExitStack() as stack:
+        machines = [stack.enter_context(gunicorn(env, workers=2, log=log)) for log in logs]
+        front = stack.enter_context(nginx(machines, tmp_path / "nginx"))
+
+        import httpx
+
+        health = httpx.get(f"{front}/api/v1/health", timeout=30).json()
+        assert health["status"] == "ok"
+        assert health["database"]["vendor"] == "postgresql"
+        assert health["cache"]["backend"] == "RedisCache"
+
+        file = "tm://tinymachines/fs/docs/index.md"
+        page = "tm://tinymachines/http/tinymachines/docs/"
+
+        def one(i: int) -> str:
+            uri = page if i % 10 == 0 else file  # 4 pages of 4 tokens among 36 files
+            reply = read(front, uri, i, {"User-Agent": "ManyMachines-Probe/1.0"})
+            assert reply.status_code == 200
+            body = reply.json()
+            return str(body["error"]["data"]["reason"]) if "error" in body else "ok"
+
+        with ThreadPoolExecutor(8) as pool:
+            outcomes = Counter(pool.map(one, range(40)))
+    # every worker of both machines spent from one Redis bucket of 24 tokens
+    assert outcomes["rate-limited"] > 0
+    lines = [line for log in logs for line in json_lines(log) if line["method"]]
+    spent = sum(line["cost"] for line in lines if line["outcome"] != "rate-limited")
+    assert spent <= 24 and spent > 24 - 4
+    assert len({line["pid"] for line in lines}) >= 3, "requests spread over the workers"
+    assert {log.name for log in logs if json_lines(log)} == {"machine-a.log", "machine-b.log"}
+
+    with psycopg.connect(database_url) as db:
+        rows = db.execute(
+            "SELECT surface, method, kind, target, facet, protocol, outcome, status, bytes "
+            "FROM tm_oplog_requestlog WHERE method = 'resources/read'"
+        ).fetchall()
+    assert len(rows) == 40
+    assert Counter(row[6] for row in rows)["rate-limited"] == outcomes["rate-limited"]
+    for row in rows:
+        text = " ".join(str(value) for value in row)
+        assert "127.0.0.1" not in text and "ManyMachines" not in text
