@@ -54,7 +54,7 @@ SECTIONS: dict[str, tuple[str, str, str]] = {
     "tools": ("tools", "name", "tool"),
 }
 _ITEM_PARAMS = ("as", "pointer", "lines", "range")
-_THING_PARAMS = ("pointer", "lines", "range")
+_THING_PARAMS = ("as", "pointer", "lines", "range")
 _MAX_DETAIL = 1000
 
 
