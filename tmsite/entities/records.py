@@ -229,7 +229,8 @@ def _window(offset: int, limit: int) -> tuple[int, int]:
 # --- the database side ------------------------------------------------------------------------
 
 
-def _game_fields(game: m.Game) -> dict[str, Any]:
+def game_fields(game: m.Game) -> dict[str, Any]:
+    """The fields of a game entity, from its row: the columns, then the record's extras."""
     return {
         "key": game.key,
         "name": game.name,
@@ -241,7 +242,12 @@ def _game_fields(game: m.Game) -> dict[str, Any]:
     }
 
 
-def _routine_fields(routine: m.Routine, instances: Sequence[m.RoutinePattern]) -> dict[str, Any]:
+def routine_fields(routine: m.Routine, instances: Sequence[m.RoutinePattern]) -> dict[str, Any]:
+    """The fields of a routine entity, from its row and its pattern instances.
+
+    ``instances`` are the routine's :class:`~tmsite.entities.models.RoutinePattern` rows with
+    their patterns loaded, in record order; they become the ``is`` list. No query is made.
+    """
     return {
         "name": routine.name,
         "bank": f"prg{routine.bank}",
@@ -252,7 +258,8 @@ def _routine_fields(routine: m.Routine, instances: Sequence[m.RoutinePattern]) -
     }
 
 
-def _lesson_fields(lesson: m.Lesson) -> dict[str, Any]:
+def lesson_fields(lesson: m.Lesson) -> dict[str, Any]:
+    """The fields of a lesson entity, from its row (with ``game`` loaded, else one more query)."""
     return {
         "key": lesson.key,
         "title": lesson.title,
@@ -271,8 +278,13 @@ def _page(qs: QuerySet[Any], make: Callable[[Any], Member], offset: int, limit: 
     return Page(items=items, total=total, offset=offset, limit=limit)
 
 
-def _relation(ref: Ref, rel: str, owner_id: int) -> tuple[QuerySet[Any], Callable[[Any], Member]]:
-    """The queryset of one relation, ordered as the record orders it, and its member maker."""
+def relation(ref: Ref, rel: str, owner_id: int) -> tuple[QuerySet[Any], Callable[[Any], Member]]:
+    """The queryset of one relation, ordered as the record orders it, and its member maker.
+
+    ``owner_id`` is the primary key of ``ref``'s row (see :func:`owner`); nothing is queried
+    until the queryset is evaluated. Raises :class:`ValueError` for a relation ``ref``'s kind
+    does not have.
+    """
     if ref.kind == "pattern":
         if rel == "found-in":
             return (
@@ -349,7 +361,7 @@ def _relation(ref: Ref, rel: str, owner_id: int) -> tuple[QuerySet[Any], Callabl
     )
 
 
-def _owner(ref: Ref) -> Any:
+def owner(ref: Ref) -> Any:
     """The entity's row (one query), or ``None``."""
     if ref.kind == "pattern":
         return m.Pattern.objects.filter(key=ref.key).first()
@@ -385,21 +397,21 @@ def get(ref: Ref) -> Entity | None:
 
     One for the row, two per relation (size and first page), one for its corrections.
     """
-    row = _owner(ref)
+    row = owner(ref)
     if row is None:
         return None
     related = {}
     for rel in RELATIONS[ref.kind]:
-        qs, make = _relation(ref, rel, row.id)
+        qs, make = relation(ref, rel, row.id)
         related[rel] = _page(qs, make, 0, INLINE_LIMIT)
     if ref.kind == "pattern":
         fields: dict[str, Any] = {"key": row.key, "description": row.description}
         file, where = AUTOPSY_FILE, pointer("patterns", row.key)
     elif ref.kind == "game":
-        fields = _game_fields(row)
+        fields = game_fields(row)
         file, where = AUTOPSY_FILE, pointer("games", row.position)
     elif ref.kind == "lesson":
-        fields = _lesson_fields(row)
+        fields = lesson_fields(row)
         file, where = LESSONS_FILE, pointer("lessons", row.position)
     else:
         instances = list(
@@ -407,7 +419,7 @@ def get(ref: Ref) -> Entity | None:
             .select_related("pattern")
             .order_by("position")
         )
-        fields = _routine_fields(row, instances)
+        fields = routine_fields(row, instances)
         file = AUTOPSY_FILE
         where = pointer("games", row.game.position, "routine_list", row.position)
     return Entity(
@@ -452,10 +464,10 @@ def related(ref: Ref, rel: str, *, offset: int = 0, limit: int = 100) -> Page | 
         raise ValueError(
             f"no relation {rel!r} on a {ref.kind}; one of {', '.join(RELATIONS[ref.kind])}"
         )
-    row = _owner(ref)
+    row = owner(ref)
     if row is None:
         return None
-    qs, make = _relation(ref, rel, row.id)
+    qs, make = relation(ref, rel, row.id)
     return _page(qs, make, offset, limit)
 
 
@@ -508,7 +520,12 @@ class Snapshot:
         }
         self.order = {p.key: p.position for p in records.patterns}
 
-    def _members(self, ref: Ref, rel: str) -> list[Member]:
+    def members(self, ref: Ref, rel: str) -> list[Member]:
+        """Every member of the relation ``rel`` of ``ref``, in record order, unpaged.
+
+        ``ref`` must exist in the snapshot (see :meth:`exists`); raises :class:`ValueError`
+        for a relation its kind does not have.
+        """
         recs = self.records
         if ref.kind == "pattern":
             if rel == "found-in":
@@ -578,7 +595,7 @@ class Snapshot:
             )
         if not self.exists(ref):
             return None
-        members = self._members(ref, rel)
+        members = self.members(ref, rel)
         return Page(tuple(members[offset : offset + limit]), len(members), offset, limit)
 
     def get(self, ref: Ref) -> Entity | None:

@@ -139,7 +139,7 @@ class _Revision:
     def members(self, ref: R.Ref, rels: Sequence[str]) -> dict[str, list[R.Member]]:
         """Every member of each relation: one query for the owner, one per relation."""
         if self.snapshot is not None:
-            return {rel: self.snapshot._members(ref, rel) for rel in rels}
+            return {rel: self.snapshot.members(ref, rel) for rel in rels}
         owner = _owner_id(ref)
         if owner is None:
             return {}
@@ -158,7 +158,7 @@ class _Revision:
 
 
 def _owner_id(ref: R.Ref) -> int | None:
-    row = R._owner(ref)
+    row = R.owner(ref)
     return None if row is None else int(row.id)
 
 
@@ -664,7 +664,7 @@ class EntityMount(Mount):
             snapshot = revision.snapshot
             if not snapshot.exists(ref):
                 raise self._missing(req, ref, revision)
-            all_members = snapshot._members(ref, rel)
+            all_members = snapshot.members(ref, rel)
             total = len(all_members)
             page = all_members[offset : offset + self.set_page_size]
             wholes = []
@@ -937,7 +937,7 @@ def _db_set_page(
     The size, the page of relation rows (with the members' rows joined), and for routine
     members their pattern instances in one batch.
     """
-    qs, make = R._relation(ref, rel, owner)
+    qs, make = R.relation(ref, rel, owner)
     total = qs.count()
     if offset >= total:
         return total, []
@@ -974,22 +974,22 @@ def _whole(
     """The fields of a member, from the relation row that named it."""
     if isinstance(row, m.GamePattern):
         if kind == "game":
-            return R._game_fields(row.game)
+            return R.game_fields(row.game)
         return {"key": row.pattern.key, "description": row.pattern.description}
     if isinstance(row, m.LessonPattern):
         if kind == "lesson":
-            return R._lesson_fields(row.lesson)
+            return R.lesson_fields(row.lesson)
         return {"key": row.pattern.key, "description": row.pattern.description}
     if isinstance(row, m.RoutinePattern):
         if kind == "routine":
-            return R._routine_fields(row.routine, instances.get(row.routine.id, ()))
+            return R.routine_fields(row.routine, instances.get(row.routine.id, ()))
         return {"key": row.pattern.key, "description": row.pattern.description}
     if isinstance(row, m.Routine):
-        return R._routine_fields(row, instances.get(row.id, ()))
+        return R.routine_fields(row, instances.get(row.id, ()))
     if isinstance(row, m.Lesson):
-        return R._lesson_fields(row)
+        return R.lesson_fields(row)
     if isinstance(row, m.Game):
-        return R._game_fields(row)
+        return R.game_fields(row)
     raise AssertionError(f"no member shape for {type(row).__name__} in {rel}")
 
 
@@ -999,7 +999,7 @@ def _light_members(ref: R.Ref, rel: str, owner: int) -> builtins.list[R.Member]:
     The same rows, in the same order, as :func:`tmsite.entities.records.related` pages; only
     the columns a link needs are read, so a pattern in thousands of routines stays cheap.
     """
-    qs, _ = R._relation(ref, rel, owner)
+    qs, _ = R.relation(ref, rel, owner)
     if qs.model is m.GamePattern:
         if ref.kind == "pattern":
             return [R.Member("game", k, count=c) for k, c in qs.values_list("game__key", "count")]
