@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from tmsite.blocks.assemble import assemble as assemble_blocks
+from tmsite.kinds import counter as kind_counter
 from tmsite.mounts import cursor as cursors
 from tmsite.mounts.base import PAGE_SIZE, Mount
 from tmsite.mounts.errors import BadArgument, NotFound, Refusal
@@ -60,6 +62,8 @@ class Namespace:
             Refusal: the one rejection tree; nothing else escapes.
         """
         uri = parse(text)
+        if uri.param("as") == "blocks":  # any address as blocks: its facets are its own
+            return self._finish(assemble_blocks(self, uri), Request(uri, Facets()))
         facets = parse_facets(uri)
         req = Request(uri, facets)
         if uri.is_hosts:
@@ -106,6 +110,7 @@ class Namespace:
         links = order(content.links)
         links_uri = req.uri.keeping("at", **{"as": "links"})
         content.links = cap(links, str(links_uri))
+        kind_counter.record(content)  # the kind served, counted in memory, flushed in batches
         return content
 
     def _hosts(self, req: Request) -> Content:

@@ -20,8 +20,11 @@ MOUNTS: dict[str, str] = {
     "fs": "tmsite.mounts.fs:FsMount",
     "git": "tmsite.mounts.git:GitMount",
     "http": "tmsite.mounts.http:HttpMount",
+    "kinds": "tmsite.mounts.kinds:KindsMount",
+    "manifest": "tmsite.mounts.manifest:ManifestMount",
     "mcp": "tmsite.mounts.mcp:McpMount",
     "offbox": "tmsite.mounts.offbox:OffboxMount",
+    "renderers": "tmsite.mounts.renderers:RenderersMount",
     "trail": "tmsite.mounts.trails:TrailMount",
 }
 assert list(MOUNTS) == sorted(MOUNTS), "keep the registry sorted"
