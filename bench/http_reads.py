@@ -140,9 +140,15 @@ def links(count: int) -> None:
             identity = http.page_uri(SITE, page)
             markdown = ns.mounts["fs"].uri("docs", "part3", "page3.md")
 
-            def compute() -> None:
-                http._page_links(site, page, identity, None)
-                ns.links_into(markdown)
+            def compute(
+                http: HttpMount = http,
+                site: Site = site,
+                identity: object = identity,
+                ns: Namespace = ns,
+                markdown: object = markdown,
+            ) -> None:
+                http._page_links(site, page, identity, None)  # type: ignore[arg-type]
+                ns.links_into(markdown)  # type: ignore[arg-type]
 
             compute()
             timed(f"{size:>5} docs pages", count, compute)
