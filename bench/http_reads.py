@@ -146,6 +146,7 @@ def links(count: int) -> None:
                 identity: object = identity,
                 ns: Namespace = ns,
                 markdown: object = markdown,
+                page: str = page,
             ) -> None:
                 http._page_links(site, page, identity, None)  # type: ignore[arg-type]
                 ns.links_into(markdown)  # type: ignore[arg-type]
