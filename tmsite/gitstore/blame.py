@@ -29,7 +29,7 @@ from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.repo import GitRepo
-from tmsite.gitstore.tree import entry_at, kind_of, lookup
+from tmsite.gitstore.tree import PathReader, kind_of, lookup
 from tmsite.gitstore.types import BlameLine
 
 #: A suspect: (index of the line in the final file, index in the current commit's version).
@@ -105,10 +105,11 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
     final_lines = _lines(repo, node.sha)
     owner: list[str] = [""] * len(final_lines)
     blobs: dict[str, str | None] = {commit: node.sha}
+    reader = PathReader(repo, parts)
 
     def blob_of(sha: str) -> str | None:
         if sha not in blobs:
-            found = entry_at(repo, repo.walk_info(sha)[0], parts)
+            found = reader.entry(repo.walk_info(sha)[0])
             ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
             blobs[sha] = found[1] if found is not None and ok else None
         return blobs[sha]

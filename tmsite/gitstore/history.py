@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from tmsite.gitstore.cache import read_get, read_put
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.repo import CommitInfo, GitRepo
-from tmsite.gitstore.tree import entry_at
+from tmsite.gitstore.tree import PathReader
 from tmsite.gitstore.types import LogEntry
 
 MAX_LOG = 100
@@ -59,10 +59,11 @@ def log_entry(sha: str, info: CommitInfo) -> LogEntry:
 def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable[str]:
     """Yield, newest first, the commits that changed ``parts`` (see the module docstring)."""
     entries: dict[str, tuple[int, str] | None] = {}
+    reader = PathReader(repo, parts)
 
     def entry(sha: str) -> tuple[int, str] | None:
         if sha not in entries:
-            entries[sha] = entry_at(repo, repo.walk_info(sha)[0], parts)
+            entries[sha] = reader.entry(repo.walk_info(sha)[0])
         return entries[sha]
 
     counter = 0

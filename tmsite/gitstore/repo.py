@@ -13,15 +13,28 @@ name and dates, and subject — and never the e-mail addresses.
 
 from __future__ import annotations
 
+import bisect
+import mmap
 import os
+import struct
 import threading
+import zlib
 from dataclasses import dataclass
 from types import TracebackType
 
-from dulwich.commit_graph import CommitGraph
+from dulwich.commit_graph import (
+    CHUNK_COMMIT_DATA,
+    CHUNK_EXTRA_EDGE_LIST,
+    CHUNK_OID_FANOUT,
+    CHUNK_OID_LOOKUP,
+    GRAPH_EXTRA_EDGES_NEEDED,
+    GRAPH_LAST_EDGE,
+    GRAPH_PARENT_MISSING,
+    CommitGraph,
+)
 from dulwich.errors import NotGitRepository
 from dulwich.objects import ObjectID, RawObjectID, parse_tree
-from dulwich.pack import Pack, PackFileDisappeared
+from dulwich.pack import Pack, PackFileDisappeared, apply_delta
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -31,9 +44,17 @@ from tmsite.gitstore.errors import GitError
 #: Object type numbers of the git object format.
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
 TYPE_NAMES = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}
+#: Pack entry types of deltas: against a base at an earlier offset, or named by its id.
+OFS_DELTA, REF_DELTA = 6, 7
+#: Longest delta chain followed (git writes at most 50 by default).
+MAX_DELTA_DEPTH = 4096
+#: Bytes of resolved delta bases kept per handle, by pack offset.
+BASE_CACHE_BYTES = 16 * 1024 * 1024
 
 #: Blobs up to this size are kept in the object cache.
 CACHED_BLOB_BYTES = 512 * 1024
+#: Commits whose walk facts a handle keeps before it starts over.
+WALKED_LIMIT = 500_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +168,211 @@ def parse_commit(raw: bytes) -> CommitInfo:
     )
 
 
+def parse_walk(raw: bytes) -> tuple[str, tuple[str, ...], int]:
+    """A commit's tree, parents and committer time from its header lines alone.
+
+    Commits as git writes them start ``tree``, ``parent``…, and carry one ``committer`` line
+    before the blank line; anything else is left to :func:`parse_commit`.
+    """
+    head_end = raw.find(b"\n\n")
+    if head_end < 0:
+        head_end = len(raw)
+    if raw[:5] == b"tree " and raw[45:46] == b"\n":
+        parents: list[str] = []
+        pos = 46
+        while raw[pos : pos + 7] == b"parent " and raw[pos + 47 : pos + 48] == b"\n":
+            parents.append(raw[pos + 7 : pos + 47].decode("ascii"))
+            pos += 48
+        start = raw.find(b"\ncommitter ", pos - 1, head_end)
+        if start >= 0 and raw.find(b"\nparent ", pos - 1, head_end) < 0:
+            end = raw.find(b"\n", start + 1, head_end + 1)
+            if end < 0:
+                end = head_end
+            _name, when, _tz = _split_ident(raw[start + 11 : end])
+            return raw[5:45].decode("ascii"), tuple(parents), when
+    info = parse_commit(raw)
+    return info.tree, info.parents, info.commit_time
+
+
+def find_in_tree(raw: bytes, name: bytes) -> tuple[int, str] | None:
+    """The ``(mode, id)`` of the first entry called ``name`` in a raw tree, or None.
+
+    Entries are ``<octal mode> <name>\\0<20-byte id>``; the scan stops at the name.
+    """
+    pos = 0
+    size = len(raw)
+    while pos < size:
+        space = raw.find(b" ", pos)
+        nul = raw.find(b"\0", space + 1)
+        if space < 0 or nul < 0 or nul + 21 > size:
+            raise GitError("a tree object is malformed")
+        if raw[space + 1 : nul] == name:
+            try:
+                mode = int(raw[pos:space], 8)
+            except ValueError:
+                raise GitError("a tree object is malformed") from None
+            return mode, raw[nul + 1 : nul + 21].hex()
+        pos = nul + 21
+    return None
+
+
+def entry_header(buf: bytes | mmap.mmap, offset: int) -> tuple[int, int, int]:
+    """Type number, size and the position after the header of the pack entry at ``offset``."""
+    byte = buf[offset]
+    type_num = (byte >> 4) & 7
+    size = byte & 0x0F
+    shift = 4
+    pos = offset + 1
+    while byte & 0x80:
+        byte = buf[pos]
+        pos += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+    return type_num, size, pos
+
+
+def _ofs_base(buf: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
+    """An offset delta's distance back to its base, and the position after it."""
+    byte = buf[pos]
+    pos += 1
+    back = byte & 0x7F
+    while byte & 0x80:
+        byte = buf[pos]
+        pos += 1
+        back = ((back + 1) << 7) | (byte & 0x7F)
+    return pos, back
+
+
+def inflate(buf: bytes | mmap.mmap, pos: int, size: int) -> bytes:
+    """The zlib stream at ``pos``, which must inflate to exactly ``size`` bytes.
+
+    The stream's compressed length is not stored; deflate never grows data by more than a few
+    bytes per 16 KiB, so a window of ``size`` plus a margin holds it (else it is fed on).
+    """
+    end = pos + size + (size >> 8) + 64
+    try:
+        data = zlib.decompress(buf[pos:end])
+    except zlib.error:
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(buf[pos:end])
+        while not inflater.eof:
+            if end >= len(buf):
+                raise ValueError("truncated pack entry") from None
+            data += inflater.decompress(buf[end : end + 65536])
+            end += 65536
+    if len(data) != size:
+        raise ValueError("pack entry size mismatch")
+    return data
+
+
+def delta_target_size(buf: bytes | mmap.mmap, pos: int, type_num: int) -> int:
+    """The size of the object a delta entry makes, from the head of its delta data.
+
+    ``pos`` is just after the entry header; the delta data starts after the base reference.
+    """
+    if type_num == OFS_DELTA:
+        pos, _back = _ofs_base(buf, pos)
+    else:
+        pos += 20
+    inflater = zlib.decompressobj()
+    head = b""
+    while len(head) < 20 and not inflater.eof:
+        piece = buf[pos : pos + 256]
+        if not piece:
+            break
+        head += inflater.decompress(piece, 20 - len(head))
+        pos += 256
+        while len(head) < 20 and inflater.unconsumed_tail and not inflater.eof:
+            head += inflater.decompress(inflater.unconsumed_tail, 20 - len(head))
+    at = 0
+    for _field in range(2):  # the base size, then the target size
+        value = 0
+        shift = 0
+        while True:
+            if at >= len(head):
+                raise ValueError("truncated delta header")
+            byte = head[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+    return value
+
+
+class _Names:
+    """The commit-graph's sorted id table as a sequence of 20-byte ids, for :mod:`bisect`."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data) // 20
+
+    def __getitem__(self, index: int) -> bytes:
+        return self._data[index * 20 : index * 20 + 20]
+
+
+class LazyCommitGraph(CommitGraph):
+    """dulwich's commit-graph reader, with its records looked up one at a time when asked.
+
+    dulwich reads the file and splits it into chunks; instead of building an entry object for
+    every commit up front (tens of milliseconds for a few thousand commits, paid by every
+    new handle), a commit's record is found by bisecting the id table within its fan-out
+    bucket and decoded alone.
+    """
+
+    def _parse_chunks(self) -> None:
+        for needed in (CHUNK_OID_FANOUT, CHUNK_OID_LOOKUP, CHUNK_COMMIT_DATA):
+            if needed not in self.chunks:
+                raise ValueError("the commit-graph lacks a required chunk")
+        if self.object_format.oid_length != 20:
+            raise ValueError("only SHA-1 commit-graphs are read")
+        self._fanout = struct.unpack(">256L", self.chunks[CHUNK_OID_FANOUT].data[:1024])
+        self._ids = self.chunks[CHUNK_OID_LOOKUP].data
+        self._data = self.chunks[CHUNK_COMMIT_DATA].data
+        edges = self.chunks.get(CHUNK_EXTRA_EDGE_LIST)
+        self._edges = edges.data if edges is not None else b""
+        self._count = len(self._ids) // 20
+        if self._fanout[255] != self._count or len(self._data) != self._count * 36:
+            raise ValueError("the commit-graph's tables disagree")
+        self._names = _Names(self._ids)
+
+    def _id_at(self, index: int) -> str:
+        if not 0 <= index < self._count:
+            raise ValueError("a commit-graph parent is out of range")
+        return self._ids[index * 20 : index * 20 + 20].hex()
+
+    def walk_record(self, binary: bytes) -> tuple[str, tuple[str, ...], int] | None:
+        """Root tree, parents and committer time of a commit, or None when not in the graph."""
+        first = binary[0]
+        low = self._fanout[first - 1] if first else 0
+        index = bisect.bisect_left(self._names, binary, low, self._fanout[first])
+        if index >= self._count or self._names[index] != binary:
+            return None
+        at = index * 36
+        tree = self._data[at : at + 20].hex()
+        one, two, high, low_time = struct.unpack_from(">LLLL", self._data, at + 20)
+        parents: list[str] = []
+        if one < GRAPH_PARENT_MISSING:
+            parents.append(self._id_at(one))
+        if two & GRAPH_EXTRA_EDGES_NEEDED:
+            edge = (two & ~GRAPH_EXTRA_EDGES_NEEDED) * 4
+            while True:
+                if edge + 4 > len(self._edges):
+                    raise ValueError("a commit-graph edge list is cut short")
+                (value,) = struct.unpack_from(">L", self._edges, edge)
+                parents.append(self._id_at(value & ~GRAPH_LAST_EDGE))
+                if value & GRAPH_LAST_EDGE:
+                    break
+                edge += 4
+        elif two < GRAPH_PARENT_MISSING:
+            parents.append(self._id_at(two))
+        return tree, tuple(parents), low_time | ((high & 0x3) << 32)
+
+
 class GitRepo:
     """A read-only handle on one git repository, safe to share between threads.
 
@@ -166,8 +392,11 @@ class GitRepo:
             self._packs: list[Pack] = list(repo.object_store.packs)
         except OSError as exc:
             raise GitError(f"the packs could not be read: {exc.__class__.__name__}") from exc
-        self._graph: CommitGraph | None = None
+        self._graph: LazyCommitGraph | None = None
         self._graph_read = False
+        self._bases: dict[tuple[int, int], tuple[int, bytes]] = {}
+        self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
+        self._base_bytes = 0
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -189,6 +418,80 @@ class GitRepo:
 
     # -- raw access (under the lock) -------------------------------------------------------
 
+    def _locate(self, binary: bytes) -> tuple[Pack, int] | None:
+        """The pack holding an object and its offset there, straight through the pack indexes.
+
+        The object store's own lookup also re-checks for a multi-pack index and pack limits on
+        every call, which a walk over thousands of objects pays thousands of times.
+        """
+        for pack in self._packs:
+            try:
+                return pack, pack.index.object_offset(RawObjectID(binary))
+            except (KeyError, PackFileDisappeared):
+                continue
+        return None
+
+    def _read_at(self, pack: Pack, offset: int, depth: int = 0) -> tuple[int, bytes]:
+        """The type number and content of the pack entry at ``offset``, deltas applied.
+
+        Whole objects are inflated straight from the pack's mapped bytes; a delta chain is
+        followed down to its base through the entry headers, the base (or the nearest resolved
+        link, kept in a small per-handle cache) inflated once and the deltas applied upwards.
+        """
+        buf = pack.data._buffer()
+        chain: list[tuple[int, int, int]] = []  # (offset, data position, inflated size)
+        at = offset
+        while True:
+            cached = self._bases.get((id(pack), at))
+            if cached is not None:
+                type_num, data = cached
+                break
+            type_num, size, pos = entry_header(buf, at)
+            if type_num <= TAG:
+                data = inflate(buf, pos, size)
+                if chain:
+                    self._keep_base(pack, at, type_num, data)
+                break
+            if len(chain) + depth >= MAX_DELTA_DEPTH:
+                raise ValueError("delta chain too deep")
+            if type_num == OFS_DELTA:
+                pos, back = _ofs_base(buf, pos)
+                chain.append((at, pos, size))
+                at -= back
+                if back <= 0 or at < 12:
+                    raise ValueError("bad delta base offset")
+            elif type_num == REF_DELTA:
+                base_id = bytes(buf[pos : pos + 20])
+                chain.append((at, pos + 20, size))
+                type_num, data = self._read_binary(base_id, depth + len(chain))
+                break
+            else:
+                raise ValueError(f"unknown pack entry type {type_num}")
+        for link, (link_at, pos, size) in enumerate(reversed(chain)):
+            data = b"".join(apply_delta(data, inflate(buf, pos, size)))
+            if link < len(chain) - 1:
+                self._keep_base(pack, link_at, type_num, data)
+        return type_num, data
+
+    def _keep_base(self, pack: Pack, offset: int, type_num: int, data: bytes) -> None:
+        if self._base_bytes + len(data) > BASE_CACHE_BYTES:
+            self._bases.clear()
+            self._base_bytes = 0
+        self._bases[(id(pack), offset)] = (type_num, data)
+        self._base_bytes += len(data)
+
+    def _read_binary(self, binary: bytes, depth: int = 0) -> tuple[int, bytes]:
+        """Type number and content of the object with the binary id (lock held)."""
+        found = self._locate(binary)
+        if found is not None:
+            pack, offset = found
+            try:
+                return self._read_at(pack, offset, depth)
+            except (ValueError, IndexError, zlib.error):
+                # Anything the direct reader does not understand goes through dulwich's own.
+                return pack.get_raw(RawObjectID(binary))
+        return self._repo.object_store.get_raw(ObjectID(binary.hex().encode("ascii")))
+
     def raw(self, sha: str) -> tuple[int, bytes]:
         """The type number and content of an object.
 
@@ -201,14 +504,65 @@ class GitRepo:
             raise GitError(f"not an object id: {sha!r}") from exc
         try:
             with self._lock:
-                # The packs first, straight through each pack's index: the object store's own
-                # lookup also re-checks for a multi-pack index and pack limits on every call.
-                for pack in self._packs:
-                    try:
-                        return pack.get_raw(RawObjectID(binary))
-                    except (KeyError, PackFileDisappeared):
-                        continue
-                return self._repo.object_store.get_raw(ObjectID(sha.encode("ascii")))
+                return self._read_binary(binary)
+        except KeyError as exc:
+            raise GitError(f"object {sha} is missing from the repository") from exc
+        except (OSError, ValueError, AssertionError) as exc:
+            raise GitError(f"object {sha} could not be read: {exc.__class__.__name__}") from exc
+
+    def _header_at(self, pack: Pack, offset: int, depth: int = 0) -> tuple[int, int]:
+        """Type number and size of the pack entry at ``offset``, without inflating it.
+
+        A whole object's header holds both; a delta's size is the target size at the head of
+        its (inflated) delta data, and its type is its base's, found through the base headers.
+        """
+        buf = pack.data._buffer()
+        type_num, size, pos = entry_header(buf, offset)
+        if type_num <= TAG:
+            return type_num, size
+        at = offset
+        target = -1
+        for _ in range(MAX_DELTA_DEPTH - depth):
+            if target < 0:
+                target = delta_target_size(buf, pos, type_num)
+            if type_num == OFS_DELTA:
+                pos, back = _ofs_base(buf, pos)
+                at -= back
+                if back <= 0 or at < 12:
+                    raise ValueError("bad delta base offset")
+                type_num, _size, pos = entry_header(buf, at)
+                if type_num <= TAG:
+                    return type_num, target
+            elif type_num == REF_DELTA:
+                base_id = bytes(buf[pos : pos + 20])
+                return self._header_binary(base_id, depth + 1)[0], target
+            else:
+                raise ValueError(f"unknown pack entry type {type_num}")
+        raise ValueError("delta chain too deep")
+
+    def _header_binary(self, binary: bytes, depth: int = 0) -> tuple[int, int]:
+        found = self._locate(binary)
+        if found is not None:
+            try:
+                return self._header_at(*found, depth)
+            except (ValueError, IndexError, zlib.error):
+                pass
+        type_num, data = self._read_binary(binary, depth)
+        return type_num, len(data)
+
+    def header(self, sha: str) -> tuple[int, int]:
+        """The type number and size of an object, read from its pack header when packed.
+
+        Raises:
+            GitError: the object is missing or unreadable.
+        """
+        try:
+            binary = bytes.fromhex(sha)
+        except ValueError as exc:
+            raise GitError(f"not an object id: {sha!r}") from exc
+        try:
+            with self._lock:
+                return self._header_binary(binary)
         except KeyError as exc:
             raise GitError(f"object {sha} is missing from the repository") from exc
         except (OSError, ValueError, AssertionError) as exc:
@@ -257,13 +611,13 @@ class GitRepo:
     # -- parsed, cached objects -----------------------------------------------------------
 
     def object_type(self, sha: str) -> int:
-        """The type number of an object (cached)."""
+        """The type number of an object (cached; read from its pack header when packed)."""
         key = (self.path, "type", sha)
         cached = OBJECTS.get(key)
         if cached is not None:
             return int(cached)
-        type_num, data = self.raw(sha)
-        OBJECTS.put((self.path, "size", sha), len(data), 64)
+        type_num, size = self.header(sha)
+        OBJECTS.put((self.path, "size", sha), size, 64)
         return int(OBJECTS.put(key, type_num, 64))
 
     def commit(self, sha: str) -> CommitInfo:
@@ -286,25 +640,71 @@ class GitRepo:
         """A commit's root tree, parents and committer time — what history walks need.
 
         Read from the repository's commit-graph file when it has one (no object is inflated),
-        else from the parsed commit.
+        else from the commit's own header lines, without parsing the rest of it. Kept per
+        handle: a walk asks for each commit several times.
         """
+        known = self._walked.get(sha)
+        if known is not None:
+            return known
         if not self._graph_read:
-            with self._lock:
-                try:
-                    self._graph = self._repo.object_store.get_commit_graph()
-                except (OSError, ValueError, KeyError):
-                    self._graph = None  # a missing or damaged commit-graph only costs speed
-                self._graph_read = True
+            self._read_graph()
+        found: tuple[str, tuple[str, ...], int] | None = None
         if self._graph is not None:
-            entry = self._graph.get_entry_by_oid(ObjectID(sha.encode("ascii")))
-            if entry is not None:
-                return (
-                    entry.tree_id.decode("ascii"),
-                    tuple(p.decode("ascii") for p in entry.parents),
-                    int(entry.commit_time),
-                )
-        info = self.commit(sha)
-        return info.tree, info.parents, info.commit_time
+            try:
+                found = self._graph.walk_record(bytes.fromhex(sha))
+            except (ValueError, struct.error):
+                found = None  # a damaged record: read the commit itself
+        if found is None:
+            cached = OBJECTS.get((self.path, "commit", sha))
+            if cached is not None:
+                found = (cached.tree, cached.parents, cached.commit_time)
+            else:
+                type_num, data = self.raw(sha)
+                if type_num != COMMIT:
+                    raise GitError(
+                        f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a commit"
+                    )
+                found = parse_walk(data)
+        if len(self._walked) >= WALKED_LIMIT:
+            self._walked.clear()
+        self._walked[sha] = found
+        return found
+
+    def _read_graph(self) -> None:
+        """Open the commit-graph file, as dulwich's object store would, but read it lazily."""
+        with self._lock:
+            if self._graph_read:
+                return
+            self._graph_read = True
+            store = self._repo.object_store
+            if not getattr(store, "_use_commit_graph", True):
+                return  # core.commitGraph = false
+            path = os.path.join(getattr(store, "path", ""), "info", "commit-graph")
+            try:
+                with open(path, "rb") as handle:
+                    graph = LazyCommitGraph.from_file(handle)
+            except (OSError, ValueError, KeyError, struct.error):
+                return  # a missing or damaged commit-graph only costs speed
+            if isinstance(graph, LazyCommitGraph):
+                self._graph = graph
+
+    def tree_entry(self, tree: str, name: bytes) -> tuple[int, str] | None:
+        """The ``(mode, id)`` of entry ``name`` in tree ``tree``, or None.
+
+        Parsed cached trees answer from the cache; otherwise the raw tree is scanned only up
+        to the name, without building the whole tree. Hostile names are never asked for
+        (:func:`~tmsite.gitstore.paths.normalise` refuses them), so none can be returned.
+
+        Raises:
+            GitError: ``tree`` is missing or is not a tree.
+        """
+        parsed = OBJECTS.get((self.path, "tree", tree))
+        if parsed is not None:
+            return parsed.get(name.decode("utf-8", "surrogateescape"))  # type: ignore[no-any-return]
+        type_num, raw = self.raw(tree)
+        if type_num != TREE:
+            raise GitError(f"object {tree} is a {TYPE_NAMES.get(type_num, '?')}, not a tree")
+        return find_in_tree(raw, name)
 
     def tree(self, sha: str) -> TreeData:
         """The parsed tree ``sha`` (hostile names left out).
@@ -322,8 +722,8 @@ class GitRepo:
         parsed: TreeData = {}
         for name_b, mode, entry_sha in parse_tree(raw, 20):
             name = name_b.decode("utf-8", "surrogateescape")
-            if is_hostile_name(name):
-                continue
+            if is_hostile_name(name) or name in parsed:
+                continue  # a repeated name (only a crafted tree has one): the first counts
             parsed[name] = (mode, entry_sha.decode("ascii"))
         return OBJECTS.put(key, parsed, 3 * len(raw) + 100)
 
@@ -346,16 +746,14 @@ class GitRepo:
         return raw
 
     def size(self, sha: str) -> int:
-        """The size in bytes of object ``sha`` (cached once known)."""
+        """The size in bytes of object ``sha`` (cached once known; from the pack header)."""
         key = (self.path, "size", sha)
         cached = OBJECTS.get(key)
         if cached is not None:
             return int(cached)
-        type_num, raw = self.raw(sha)
+        type_num, size = self.header(sha)
         OBJECTS.put((self.path, "type", sha), type_num, 64)
-        if type_num == BLOB and len(raw) <= CACHED_BLOB_BYTES:
-            OBJECTS.put((self.path, "blob", sha), raw, len(raw) + 64)
-        return int(OBJECTS.put(key, len(raw), 64))
+        return int(OBJECTS.put(key, size, 64))
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:

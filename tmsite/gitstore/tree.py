@@ -31,6 +31,11 @@ def kind_of(mode: int) -> Kind:
     return "blob"
 
 
+def is_tree_mode(mode: int) -> bool:
+    """Whether a mode is a directory's (not a submodule's)."""
+    return mode & 0o170000 == MODE_TREE
+
+
 def entry_at(repo: GitRepo, tree: str, parts: tuple[str, ...]) -> tuple[int, str] | None:
     """The ``(mode, id)`` at ``parts`` under tree ``tree``, or None when absent.
 
@@ -38,13 +43,43 @@ def entry_at(repo: GitRepo, tree: str, parts: tuple[str, ...]) -> tuple[int, str
     """
     mode, sha = MODE_TREE, tree
     for part in parts:
-        if kind_of(mode) != "tree":
+        if not is_tree_mode(mode):
             return None
-        found = repo.tree(sha).get(part)
+        found = repo.tree_entry(sha, part.encode("utf-8", "surrogateescape"))
         if found is None:
             return None
         mode, sha = found
     return mode, sha
+
+
+class PathReader:
+    """The entry at one path under many root trees, as a history walk asks for it.
+
+    Only the trees on the path are read, each scanned up to the name wanted, and the answer
+    is remembered per (depth, tree id): trees repeat from commit to commit, so a subtree the
+    walk has met before answers from a dictionary without reading anything.
+    """
+
+    def __init__(self, repo: GitRepo, parts: tuple[str, ...]) -> None:
+        self.repo = repo
+        self.names = tuple(part.encode("utf-8", "surrogateescape") for part in parts)
+        self._memo: list[dict[str, tuple[int, str] | None]] = [{} for _ in parts]
+
+    def entry(self, tree: str) -> tuple[int, str] | None:
+        """The ``(mode, id)`` at the path under root tree ``tree``, or None when absent."""
+        if not self.names:
+            return MODE_TREE, tree
+        return self._at(0, tree)
+
+    def _at(self, depth: int, tree: str) -> tuple[int, str] | None:
+        memo = self._memo[depth]
+        if tree in memo:
+            return memo[tree]
+        found = self.repo.tree_entry(tree, self.names[depth])
+        if found is not None and depth + 1 < len(self.names):
+            found = self._at(depth + 1, found[1]) if is_tree_mode(found[0]) else None
+        memo[tree] = found
+        return found
 
 
 def child_names(repo: GitRepo, tree: str) -> list[str]:
