@@ -72,41 +72,45 @@ def _file_at(source: str, sha: str) -> str | None:
 
 @assembles(kinds=("blame",), yields=("heading", "code"))
 def blame(ctx: Context, content: Content) -> list[Block]:
-    """The file's text, each run of lines annotated with the commit that last changed it."""
+    """The file's text, each run of lines annotated with the commit that last changed it.
+
+    Annotations carry the file's own line numbers, as ``firstLine`` does."""
     source = content.uri
     texts: list[str] = []
     notes: list[dict[str, Any]] = []
     previous = None
+    first = 1
     if content.is_json and isinstance(content.body, dict):
         rows = content.body.get("lines") or []
         for number, row in enumerate(rows, start=1):
+            line = int(row.get("line") or number)
+            if not texts:
+                first = line
             texts.append(str(row.get("text", "")))
             sha = str(row.get("commit", ""))
             if sha and sha != previous:
                 href = row.get("uri") if isinstance(row.get("uri"), str) else _file_at(source, sha)
-                label = " ".join(
-                    str(p) for p in (sha[:12], row.get("author"), row.get("date")) if p
-                )
-                notes.append({"line": number, "text": label, **({"href": href} if href else {})})
+                date = str(row.get("date") or "")[:10]
+                label = " ".join(str(p) for p in (sha[:10], date, row.get("author")) if p)
+                notes.append({"line": line, "text": label, **({"href": href} if href else {})})
             previous = sha
     else:
         for raw in to_text(content.body).split("\n"):
             match = _BLAME_LINE.match(raw)
             if match is None:
-                if raw:
-                    texts.append(raw)
                 continue
+            line = int(match["n"])
+            if not texts:
+                first = line
             texts.append(match["text"])
             sha = match["sha"]
             if sha != previous:
                 href = _file_at(source, sha)
-                label = f"{sha[:12]} {match['who'].strip()} {match['date']}"
-                notes.append(
-                    {"line": len(texts), "text": label, **({"href": href} if href else {})}
-                )
+                label = f"{sha[:10]} {match['date']} {match['who'].strip()}"
+                notes.append({"line": line, "text": label, **({"href": href} if href else {})})
             previous = sha
     name = parse(source).name if source.startswith("tm://") else source
     return [
         v.heading(source, f"Blame of {name}"),
-        v.code(source, "\n".join(texts), "text/plain", annotations=notes),
+        v.code(source, "\n".join(texts), "text/plain", first_line=first, annotations=notes),
     ]

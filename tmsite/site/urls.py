@@ -4,7 +4,7 @@ The documents routes take any slug and leave it to the page rule (:mod:`tmsite.s
 which answers only for files it found under ``docs/``.
 """
 
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from . import entity_views, views
 
@@ -19,6 +19,7 @@ urlpatterns = [
     path("sitemap.xml", views.sitemap, name="sitemap"),
     path("robots.txt", views.robots, name="robots"),
     path("static/site.css", views.stylesheet, name="stylesheet"),
+    path("", include("tmsite.site.explorer")),  # /explore and its modules
     # The entity pages (another issue) add their routes here, and list themselves for the
     # sitemap with tmsite.site.pages.register_pages("entity", ...).
     re_path(r"^autopsy/games/(?P<key>[0-9a-f]{12})\Z", entity_views.game, name="game"),

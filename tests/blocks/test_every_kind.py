@@ -1,0 +1,168 @@
+"""Every kind the namespace serves assembles into blocks that validate against the schema, and
+every entry of the vocabulary is produced by at least one kind."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from tests.blocks.conftest import HOST, blocks_of
+from tmsite.blocks.assemble import blocks_uri
+from tmsite.blocks.registry import ASSEMBLERS
+from tmsite.blocks.vocabulary import BLOCK_KINDS
+from tmsite.mounts.errors import NotFound
+from tmsite.mounts.fs import FsMount
+from tmsite.mounts.memory import MemoryMount
+from tmsite.mounts.namespace import Namespace
+from tmsite.mounts.types import Content, Request
+from tmsite.mounts.uri import parse
+
+T = f"tm://{HOST}"
+#: Addresses each mount is read at, past what the walk finds (a mount's own first things).
+SEEDS = [
+    "tm://",
+    f"{T}/",
+    f"{T}/fs/docs/mcp.md",
+    f"{T}/fs/data/pieces.json",
+    f"{T}/fs/docs/nosuch.md",
+    f"{T}/manifest",
+    f"{T}/renderers/text/markdown",
+    f"{T}/kinds/",
+    f"{T}/git/tmsite/docs/mcp.md",
+    f"{T}/trail/page-to-history",
+    f"{T}/offbox/",
+    f"{T}/entity/pattern/",
+    f"{T}/entity/game/",
+    f"{T}/entity/pattern/pad-poll?as=set&rel=tm:found-in",
+    f"{T}/mcp/",
+]
+PER_MOUNT = 30
+#: Hosts the http mount would fetch from are not running here: its refusals are findings.
+SKIP_MOUNTS = {"http"}
+
+
+def _hrefs(body: dict[str, Any]) -> list[str]:
+    out = []
+    for block in body["blocks"]:
+        if block["kind"] == "table":
+            out += [c["href"] for row in block["rows"] for c in row if isinstance(c, dict)]
+        elif block["kind"] == "link":
+            out.append(block["href"])
+    return out
+
+
+def test_every_kind_served_validates(space: Namespace) -> None:
+    seen_kinds: dict[str, str] = {}
+    per_mount: dict[str, int] = {}
+    queue = deque(SEEDS)
+    done: set[str] = set()
+    while queue:
+        uri = queue.popleft()
+        if uri in done:
+            continue
+        done.add(uri)
+        parsed = parse(uri)
+        mount = parsed.mount or ""
+        if mount in SKIP_MOUNTS or (mount and mount not in space.mounts):
+            continue
+        if per_mount.get(mount, 0) >= PER_MOUNT:
+            continue
+        per_mount[mount] = per_mount.get(mount, 0) + 1
+        body = blocks_of(space, str(blocks_uri(parsed)))
+        seen_kinds.setdefault(body["kind"], uri)
+        for facet in body["facets"]:
+            if facet not in {"raw"}:
+                facet_body = blocks_of(
+                    space, str(parsed.with_params({"as": "blocks", "of": facet}))
+                )
+                seen_kinds.setdefault(facet_body["kind"], f"{uri} as {facet}")
+        queue.extend(h for h in _hrefs(body) if h not in done)
+    expected = {
+        "hosts",
+        "mounts",
+        "listing",
+        "file",
+        "stat",
+        "links",
+        "manifest",
+        "renderer",
+        "refusal",
+        "kind",
+    }
+    for name, kinds in (
+        ("git", {"log", "blame"}),
+        ("trail", {"trail"}),
+        ("offbox", {"offbox"}),
+        ("entity", {"pattern", "game", "set"}),
+    ):
+        if name in space.mounts:
+            expected |= kinds
+    missing = expected - set(seen_kinds)
+    assert not missing, f"kinds never reached: {sorted(missing)} (seen {sorted(seen_kinds)})"
+
+
+class VersionedMount(MemoryMount):
+    """A memory tree with revisions: ``?at=<name>`` reads a file as it was."""
+
+    name = "versions"
+
+    def __init__(self, host: str, versions: dict[str, dict[str, str]], now: dict[str, str]):
+        super().__init__(host, now)
+        self.versions = versions
+
+    def read(self, req: Request) -> Content:
+        at = req.facets.at
+        if at is None:
+            return super().read(req)
+        if at not in self.versions:
+            raise NotFound(req.text, f"no revision {at!r}")
+        old = MemoryMount(self.host, self.versions[at])
+        old.name = self.name
+        plain = req.uri.with_params(at=None)
+        from tmsite.mounts.facets import parse_facets
+
+        content = old.read(Request(plain, parse_facets(plain)))
+        content.uri = req.text
+        return content
+
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_every_vocabulary_entry_is_produced_by_some_kind(space: Namespace, tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / "docs").mkdir(parents=True)
+    (checkout / "docs" / "dot.png").write_bytes(PNG)
+    (checkout / "docs" / "record.json").write_text(json.dumps({"name": "r", "tags": ["a", "b"]}))
+    extra = {
+        "files": FsMount(HOST, checkout, ["docs"]),
+        "versions": VersionedMount(HOST, {"v1": {"a.md": "one\ntwo\n"}}, {"a.md": "one\nthree\n"}),
+    }
+    extra["files"].name = "files"  # type: ignore[misc]
+    world = Namespace(HOST, {**space.mounts, **extra})
+    produced: dict[str, str] = {}
+    addresses = [
+        f"{T}/files/docs/dot.png?as=blocks",  # media
+        f"{T}/files/docs/record.json?as=blocks",  # heading, kv, list
+        f"{T}/versions/a.md?at=v1&as=blocks",  # diff
+        f"{T}/fs/docs/mcp.md?as=blocks",  # code, link
+        f"{T}/fs/docs/?as=blocks",  # table
+        f"{T}/fs/docs/mcpp.md?as=blocks",  # finding, question
+        f"{T}/offbox/models?as=blocks",  # note
+    ]
+    if "git" in world.mounts:
+        addresses.append(f"{T}/git/tmsite/docs/mcp.md?as=blocks&of=log")  # timeline
+    if "trail" in world.mounts:
+        addresses.append(f"{T}/trail/page-to-history?as=blocks")  # trail
+    for uri in addresses:
+        body = blocks_of(world, uri)
+        for block in body["blocks"]:
+            produced.setdefault(block["kind"], uri)
+    assert set(produced) == set(BLOCK_KINDS), sorted(set(BLOCK_KINDS) - set(produced))
+    declared = {kind for assembler in ASSEMBLERS.values() for kind in assembler.yields}
+    assert declared | {"diff", "finding", "question", "link"} == set(BLOCK_KINDS)

@@ -1,0 +1,73 @@
+"""The explorer: one page that draws any ``tm://`` address from its blocks.
+
+``/explore?uri=tm://…`` serves a small HTML shell; plain ES modules (no build step) read the
+address through the REST route ``/api/v1/resolve`` as ``?as=blocks``, the manifest for shapes,
+colours and handles, and the renderers for media types — nothing else. The modules are served
+here, from ``static/explorer/``, by the project itself (with or without DEBUG), each with an
+ETag; the renderers mount publishes their SHA-256 so the page checks what it imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import render
+from django.urls import path, re_path
+from django.utils.cache import get_conditional_response
+from django.views.decorators.http import require_safe
+
+from tmsite.mounts.renderers import MODULE_PREFIX, STATIC_DIR
+from tmsite.mounts.uri import TmUri
+
+_ASSET = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\.(?:js|css)", re.ASCII)
+_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+
+
+def _host() -> str:
+    return str(settings.TM_HOST)
+
+
+@require_safe
+def explore(request: HttpRequest) -> HttpResponse:
+    """The explorer page; ``uri`` is the address to draw first (default: the host's root)."""
+    root = str(TmUri(_host(), collection=True))
+    context = {
+        "lang": "en",
+        "start": request.GET.get("uri") or root,
+        "root": root,
+        "manifest": str(TmUri(_host(), "manifest")),
+        "api": "/api/v1/resolve",
+        "module": MODULE_PREFIX + "explorer.js",
+        "stylesheet": MODULE_PREFIX + "explorer.css",
+    }
+    response = render(request, "tm_site/explorer.html", context)
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+@require_safe
+def asset(request: HttpRequest, name: str) -> HttpResponseBase:
+    """One module or stylesheet of the explorer, exactly the bytes the renderers mount hashes."""
+    if not _ASSET.fullmatch(name):
+        raise Http404("no such module")
+    file = STATIC_DIR / name
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise Http404("no such module") from exc
+    response = HttpResponse(data, content_type=_TYPES[name.rsplit(".", 1)[1]])
+    etag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+    response["ETag"] = etag
+    response["Cache-Control"] = "no-cache"
+    response["X-Content-Type-Options"] = "nosniff"
+    conditional = get_conditional_response(request, etag=etag, response=response)
+    return conditional if conditional is not None else response
+
+
+urlpatterns = [
+    path("explore", explore, name="explore"),
+    re_path(r"^static/explorer/(?P<name>[^/]+)\Z", asset, name="explorer-asset"),
+]
