@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
+DEMO_PORT ?= 8001
 HOST   ?= 127.0.0.1
 WORKERS ?= 2
 THREADS ?= 8
@@ -21,12 +22,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
 setup: $(VENV)/.installed
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py tm_load_records
+	$(BIN)/python manage.py tm_servers ensure-demo
 
 # Serves the whole box on the embedded default: SQLite, this checkout, its repository.
+# The demo static site runs beside it, for the http mount to read.
 run: setup
 	@echo "tmsite: http://$(HOST):$(PORT)/api/mcp"
+	$(BIN)/python -m tmsite.mounts.http_static demo_sites/demo.tinymachines.ai \
+		--port $(DEMO_PORT) & demo=$$!; trap "kill $$demo" EXIT INT TERM; \
+	TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT) \
 	$(BIN)/gunicorn tmsite.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) \
-		--worker-class gthread --threads $(THREADS) --timeout 60 --access-logfile -
+		--worker-class gthread --threads $(THREADS) --timeout 60
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)

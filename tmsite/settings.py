@@ -48,7 +48,10 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = os.environ.get("TM_DEBUG", "") == "1"
-ALLOWED_HOSTS = _env_list("TM_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+#: The site's own name is served too: the http mount fetches its pages with that Host.
+ALLOWED_HOSTS = _env_list(
+    "TM_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver,tinymachines.ai"
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -215,3 +218,20 @@ TM_GIT_REPOS = {name: Path(path) for name, path in _env_pairs("TM_GIT_REPOS").it
 TM_GIT_DEFAULT_REFS = _env_pairs("TM_GIT_DEFAULT_REFS")
 #: The import manifest: which neighbouring file each imported doc came from.
 TM_IMPORTS_FILE = Path(os.environ.get("TM_IMPORTS_FILE", TM_CHECKOUT / "data" / "imports.json"))
+
+# --- the site and the http mount ---
+#: The name the site answers to (the Host of its pages).
+TM_SITE_HOST = os.environ.get("TM_SITE_HOST", "tinymachines.ai")
+#: Where pages are fetched from, as a visitor would: a loopback address (nginx, or this server).
+TM_FRONT_DOOR = os.environ.get("TM_FRONT_DOOR", "http://127.0.0.1:8000")
+#: The sites the http mount reads: this project's own, and a static site it serves as built.
+TM_SITES: dict[str, dict[str, str]] = {
+    TM_SITE_HOST: {"kind": "self"},
+    "demo.tinymachines.ai": {
+        "kind": "static",
+        "front_door": os.environ.get("TM_DEMO_FRONT_DOOR", "http://127.0.0.1:8001"),
+    },
+}
+#: Seconds a page fetch may take in all, and the most bytes it may bring.
+TM_HTTP_DEADLINE = float(os.environ.get("TM_HTTP_DEADLINE", "10"))
+TM_HTTP_BODY_CAP = int(os.environ.get("TM_HTTP_BODY_CAP", str(4 * 1024 * 1024)))

@@ -6,7 +6,7 @@ A clash (two kinds under one name) or an unknown setting fails loudly at start-u
 
 from __future__ import annotations
 
-from functools import cache
+import threading
 from importlib import import_module
 
 from django.conf import settings
@@ -50,13 +50,25 @@ def build_mount(name: str, host: str) -> Mount:
     return mount
 
 
-@cache
+_built: Namespace | None = None
+_lock = threading.Lock()
+
+
 def namespace() -> Namespace:
-    """The process's namespace, built once from settings."""
-    host = settings.TM_HOST
-    return Namespace(host, {name: build_mount(name, host) for name in enabled_names()})
+    """The process's namespace, built once from settings (once, even under threads)."""
+    global _built
+    built = _built
+    if built is not None:
+        return built
+    with _lock:
+        if _built is None:
+            host = settings.TM_HOST
+            _built = Namespace(host, {name: build_mount(name, host) for name in enabled_names()})
+        return _built
 
 
 def reset() -> None:
     """Forget the built namespace (settings changed; tests)."""
-    namespace.cache_clear()
+    global _built
+    with _lock:
+        _built = None
