@@ -56,25 +56,87 @@ def _lines(repo: GitRepo, sha: str) -> list[bytes]:
     return OBJECTS.put(key, lines, len(data) + 40 * len(lines) + 64)
 
 
+#: Diagonal runs past which :func:`unique_blocks` leaves the diff to ``SequenceMatcher``.
+MAX_RUNS = 64
+
+
+def unique_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]] | None:
+    """``SequenceMatcher(None, a, b, autojunk=False)``'s matching blocks when ``b`` has no
+    repeated line, found without its dynamic programme; None when ``b`` repeats a line or the
+    sequences share too many separate runs.
+
+    With no junk and no repeats in ``b``, every line of ``a`` matches at most one line of
+    ``b``, so the common blocks are the diagonal runs ``a[i + t] == b[j + t]``. The matcher
+    takes the longest block inside a window (the earliest in ``a`` among equals), then works
+    on the windows before and after it; a run clipped to a window is exactly the block its
+    dynamic programme finds there, so the same windows are split at the same blocks.
+    The blocks come back unordered and unmerged (the caller only reads the pairs).
+    """
+    where = {line: index for index, line in enumerate(b)}
+    if len(where) != len(b):
+        return None
+    runs: list[tuple[int, int, int]] = []  # (start in a, start in b, length)
+    get = where.get
+    start = -1
+    start_j = 0
+    prev_j = -2
+    for i, line in enumerate(a):
+        j = get(line, -1)
+        if j >= 0 and j == prev_j + 1 and start >= 0:
+            prev_j = j
+            continue
+        if start >= 0:
+            runs.append((start, start_j, i - start))
+            if len(runs) > MAX_RUNS:
+                return None
+        if j >= 0:
+            start, start_j, prev_j = i, j, j
+        else:
+            start, prev_j = -1, -2
+    if start >= 0:
+        runs.append((start, start_j, len(a) - start))
+    blocks: list[tuple[int, int, int]] = []
+    queue = [(0, len(a), 0, len(b))]
+    while queue:
+        alo, ahi, blo, bhi = queue.pop()
+        best_i, best_j, best_k = alo, blo, 0
+        for i0, j0, length in runs:
+            shift = j0 - i0
+            lo = max(i0, alo, blo - shift)
+            hi = min(i0 + length, ahi, bhi - shift)
+            if hi - lo > best_k or (hi - lo == best_k and best_k and lo < best_i):
+                best_i, best_j, best_k = lo, lo + shift, hi - lo
+        if best_k:
+            blocks.append((best_i, best_j, best_k))
+            if alo < best_i and blo < best_j:
+                queue.append((alo, best_i, blo, best_j))
+            if best_i + best_k < ahi and best_j + best_k < bhi:
+                queue.append((best_i + best_k, ahi, best_j + best_k, bhi))
+    return blocks
+
+
 def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
     """For each line of ``new``, its index in ``old`` when unchanged, else -1."""
     mapping = [-1] * len(new)
     head = 0
     limit = min(len(old), len(new))
     while head < limit and old[head] == new[head]:
-        mapping[head] = head
         head += 1
+    mapping[:head] = range(head)
     tail = 0
     while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
-        mapping[len(new) - 1 - tail] = len(old) - 1 - tail
         tail += 1
+    if tail:
+        mapping[len(new) - tail :] = range(len(old) - tail, len(old))
     old_mid = old[head : len(old) - tail]
     new_mid = new[head : len(new) - tail]
     if old_mid and new_mid:
-        matcher = SequenceMatcher(None, old_mid, new_mid, autojunk=False)
-        for a, b, size in matcher.get_matching_blocks():
-            for k in range(size):
-                mapping[head + b + k] = head + a + k
+        blocks = unique_blocks(old_mid, new_mid)
+        if blocks is None:
+            matcher = SequenceMatcher(None, old_mid, new_mid, autojunk=False)
+            blocks = [(a, b, size) for a, b, size in matcher.get_matching_blocks()]
+        for a, b, size in blocks:
+            mapping[head + b : head + b + size] = range(head + a, head + a + size)
     return mapping
 
 
