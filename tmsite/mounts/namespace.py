@@ -176,7 +176,9 @@ class Namespace:
             body["nextCursor"] = token
             body["next"] = str(scope_uri.with_params(cursor=token))
         own = [Link("alternate", str(target), title="the thing these links belong to")]
-        return Content(scope, vnd("links"), body, own, kind="links")
+        # A part in the URI names the target (a record part has links of its own); the
+        # links body is not cut again.
+        return Content(scope, vnd("links"), body, own, kind="links", part_applied=True)
 
     # ---- the map, templates, completion ------------------------------------------------------
 
