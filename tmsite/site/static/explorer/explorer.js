@@ -199,6 +199,7 @@ async function main() {
   } catch (error) {
     status(`Refused: ${error.reason}`);
     drawAlert(`Refused: ${error.reason}`, error.message, []);
+    root.dataset.ready = "true";
     return;
   }
   const body = JSON.parse(read.text);

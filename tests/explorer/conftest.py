@@ -1,0 +1,84 @@
+"""A real headless Chromium (Debian's ``chromium``) driven by Playwright, against a live server.
+
+The browser is the system one (``/usr/bin/chromium``): nothing is downloaded. Each test gets a
+fresh profile directory. Screenshots go to ``test-artifacts/explorer/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmsite.entities.loaders import fill, parse_records
+from tmsite.mounts import registry
+from tmsite.mounts.namespace import Namespace
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("TM_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts" / "explorer"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def box(transactional_db: None, settings: Any, live_server: Any) -> Iterator[Namespace]:
+    """The whole box over this checkout, records loaded, served by ``live_server``."""
+    settings.TM_HOST = "tinymachines"
+    settings.TM_CHECKOUT = ROOT
+    if hasattr(settings, "TM_MOUNTS"):
+        del settings.TM_MOUNTS
+    fill(
+        parse_records(
+            (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
+        )
+    )
+    registry.reset()
+    yield registry.namespace()
+    registry.reset()
+
+
+@pytest.fixture
+def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A page of a fresh headless Chromium profile."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
+    # test itself (fixtures, settings) are synchronous and safe here.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=CHROMIUM,
+            args=ARGS,
+            headless=True,
+            viewport={"width": 1200, "height": 900},
+        )
+        errors: list[str] = []
+        browser_page = context.new_page()
+        browser_page.on("pageerror", lambda error: errors.append(str(error)))
+        browser_page.errors = errors
+        try:
+            yield browser_page
+        finally:
+            context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
