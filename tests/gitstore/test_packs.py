@@ -71,6 +71,17 @@ def test_every_object_reads_as_git_and_dulwich_read_it(packed: Path) -> None:
             assert (type_num, data) == plain.object_store.get_raw(sha.encode("ascii"))
             assert repo.header(sha) == (type_num, size)
             assert repo.size(sha) == size
+        assert repo._indexes is not None and all(r is not None for r in repo._indexes)
+        pack = repo._packs[0]
+        reader = repo._indexes[0]
+        assert reader is not None
+        every = {sha for sha, _kind, _size in _all_objects(packed)}
+        for sha in every:
+            binary = bytes.fromhex(sha)
+            assert reader.offset(binary) == pack.index.object_offset(binary)
+            for missing in (binary[:-1] + bytes([binary[-1] ^ 1]), b"\0" * 20, b"\xff" * 20):
+                if missing.hex() not in every:
+                    assert reader.offset(missing) is None
 
 
 @needs_git

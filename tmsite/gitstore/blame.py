@@ -209,28 +209,26 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
             if theirs is None or not remaining:
                 continue
             mapping = line_map(_lines(repo, theirs), _lines(repo, mine))
-            passed: list[Suspect] = []
-            kept: list[Suspect] = []
-            for final, here in remaining:
-                there = mapping[here]
-                if there >= 0:
-                    passed.append((final, there))
-                else:
-                    kept.append((final, here))
-            give(parent, passed)
-            remaining = kept
+            give(
+                parent, [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0]
+            )
+            remaining = [(final, here) for final, here in remaining if mapping[here] < 0]
         for final, _here in remaining:
             owner[final] = sha
 
+    who: dict[str, tuple[str, str]] = {}
+    for sha in set(owner):
+        info = repo.commit(sha)
+        who[sha] = (scrub(info.author_name), iso_utc(info.author_time))
     out: list[BlameLine] = []
     for index, text in enumerate(final_lines):
-        info = repo.commit(owner[index])
+        name, date = who[owner[index]]
         out.append(
             BlameLine(
                 line_no=index + 1,
                 commit=owner[index],
-                author_name=scrub(info.author_name),
-                date=iso_utc(info.author_time),
+                author_name=name,
+                date=date,
                 text=text.decode("utf-8", "replace"),
             )
         )
