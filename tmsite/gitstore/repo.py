@@ -804,6 +804,33 @@ class GitRepo:
             OBJECTS.put(key, raw, len(raw) + 64)
         return raw
 
+    def sizes(self, shas: list[str]) -> list[int]:
+        """The sizes of many objects at once: cached ones from the cache, the rest from their
+        pack headers under one hold of the lock (a listing asks for thousands).
+
+        Raises:
+            GitError: an object is missing or unreadable.
+        """
+        out = [-1] * len(shas)
+        wanted: list[int] = []
+        for at, sha in enumerate(shas):
+            cached = OBJECTS.get((self.path, "size", sha))
+            if cached is not None:
+                out[at] = int(cached)
+            else:
+                wanted.append(at)
+        if not wanted:
+            return out
+        try:
+            with self._lock:
+                for at in wanted:
+                    out[at] = self._header_binary(bytes.fromhex(shas[at]))[1]
+        except KeyError as exc:
+            raise GitError("an object is missing from the repository") from exc
+        except (OSError, ValueError, AssertionError) as exc:
+            raise GitError(f"an object could not be read: {exc.__class__.__name__}") from exc
+        return out
+
     def size(self, sha: str) -> int:
         """The size in bytes of object ``sha`` (cached once known; from the pack header)."""
         key = (self.path, "size", sha)

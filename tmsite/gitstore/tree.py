@@ -18,6 +18,8 @@ MODE_TREE = 0o040000
 MODE_SUBMODULE = 0o160000
 MODE_SYMLINK = 0o120000
 MAX_DEPTH = 8
+#: Kinds whose listing entries carry a size.
+SIZED = ("blob", "symlink")
 
 
 def kind_of(mode: int) -> Kind:
@@ -167,18 +169,19 @@ def _walk(
     repo: GitRepo, tree: str, prefix: str, depth: int, max_depth: int, out: list[TreeEntry]
 ) -> None:
     items = repo.tree(tree).items()
-    dirs = sorted((n, m, s) for n, (m, s) in items if kind_of(m) == "tree")
-    rest = sorted((n, m, s) for n, (m, s) in items if kind_of(m) != "tree")
+    dirs = sorted((n, m, s) for n, (m, s) in items if is_tree_mode(m))
+    rest = sorted((n, m, s) for n, (m, s) in items if not is_tree_mode(m))
     for name, mode, sha in dirs:
         path = f"{prefix}{name}"
         out.append(TreeEntry(name, path, "tree", mode, sha, None, depth))
         if depth < max_depth:
             _walk(repo, sha, path + "/", depth + 1, max_depth, out)
-    for name, mode, sha in rest:
-        kind = kind_of(mode)
-        out.append(
-            TreeEntry(name, f"{prefix}{name}", kind, mode, sha, _sized(repo, kind, sha), depth)
-        )
+    kinds = [kind_of(mode) for _name, mode, _sha in rest]
+    sized = [sha for (_name, _mode, sha), kind in zip(rest, kinds, strict=True) if kind in SIZED]
+    sizes = iter(repo.sizes(sized))
+    for (name, mode, sha), kind in zip(rest, kinds, strict=True):
+        size = next(sizes) if kind in SIZED else None
+        out.append(TreeEntry(name, f"{prefix}{name}", kind, mode, sha, size, depth))
 
 
 def list_tree(
