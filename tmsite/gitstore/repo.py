@@ -13,7 +13,6 @@ name and dates, and subject — and never the e-mail addresses.
 
 from __future__ import annotations
 
-import bisect
 import mmap
 import os
 import struct
@@ -340,21 +339,6 @@ class PackIndexReader:
         return int(value)
 
 
-class _Names:
-    """The commit-graph's sorted id table as a sequence of 20-byte ids, for :mod:`bisect`."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def __len__(self) -> int:
-        return len(self._data) // 20
-
-    def __getitem__(self, index: int) -> bytes:
-        return self._data[index * 20 : index * 20 + 20]
-
-
 class LazyCommitGraph(CommitGraph):
     """dulwich's commit-graph reader, with its records looked up one at a time when asked.
 
@@ -378,7 +362,6 @@ class LazyCommitGraph(CommitGraph):
         self._count = len(self._ids) // 20
         if self._fanout[255] != self._count or len(self._data) != self._count * 36:
             raise ValueError("the commit-graph's tables disagree")
-        self._names = _Names(self._ids)
 
     def _id_at(self, index: int) -> str:
         if not 0 <= index < self._count:
@@ -388,11 +371,13 @@ class LazyCommitGraph(CommitGraph):
     def walk_record(self, binary: bytes) -> tuple[str, tuple[str, ...], int] | None:
         """Root tree, parents and committer time of a commit, or None when not in the graph."""
         first = binary[0]
-        low = self._fanout[first - 1] if first else 0
-        index = bisect.bisect_left(self._names, binary, low, self._fanout[first])
-        if index >= self._count or self._names[index] != binary:
+        end = 20 * self._fanout[first]
+        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
+        while found >= 0 and found % 20:
+            found = self._ids.find(binary, found + 1, end)
+        if found < 0:
             return None
-        at = index * 36
+        at = found // 20 * 36
         tree = self._data[at : at + 20].hex()
         one, two, high, low_time = struct.unpack_from(">LLLL", self._data, at + 20)
         parents: list[str] = []
