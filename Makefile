@@ -31,8 +31,8 @@ run: setup
 	$(BIN)/python -m tmsite.mounts.http_static demo_sites/demo.tinymachines.ai \
 		--port $(DEMO_PORT) & demo=$$!; trap "kill $$demo" EXIT INT TERM; \
 	TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT) \
-	$(BIN)/gunicorn tmsite.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) \
-		--worker-class gthread --threads $(THREADS) --timeout 60
+	$(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py --bind $(HOST):$(PORT) \
+		--workers $(WORKERS) --threads $(THREADS)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)

@@ -201,8 +201,9 @@ def run(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         output = RUNNERS[name](parsed)
     except Refusal as refusal:
         return _text_result({"error": refusal.message, **refusal.data}, is_error=True)
-    # Nulls stay: a nullable field the output schema requires must be present.
-    return _text_result(output.model_dump(mode="json"), is_error=False)
+    # What the operation set stays, nulls included: a nullable field the output schema
+    # requires must be present; what it left unset (an optional field) is left out.
+    return _text_result(output.model_dump(mode="json", exclude_unset=True), is_error=False)
 
 
 def _argument_error(tool: Tool, exc: ValidationError) -> dict[str, Any]:
