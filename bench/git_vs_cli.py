@@ -9,6 +9,8 @@ dulwich into one pack — 2,000 files in 40 directories, at least 5,000 commits 
 250, a tag every 500 (every other one annotated), a 1,000-line file seven directories deep that
 changes in 200 commits, and a rarely changed file beside it; like ``git gc``, it writes a
 commit-graph file (``--no-commit-graph`` removes it, to time walks that inflate every commit).
+git 2.39 refuses the file dulwich writes ("improper chunk offset(s)") and walks without it;
+``--graph-writer git`` has the git CLI write the file instead, so that both sides read one.
 
 Each operation is timed *cold* (in-process caches cleared and a new repository handle opened,
 so pack indexes are read again; the OS page cache is warm, as it is for git) and *warm* (the
@@ -184,6 +186,12 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-commit-graph", action="store_true")
+    parser.add_argument(
+        "--graph-writer",
+        choices=["dulwich", "git"],
+        default="dulwich",
+        help="who writes the commit-graph (git cannot read dulwich's)",
+    )
     args = parser.parse_args()
     git = shutil.which("git")
     if git is None:
@@ -194,12 +202,32 @@ def main() -> None:
         print(f"built {REPO.relative_to(HERE.parent)} in {time.perf_counter() - t0:.1f} s")
 
     graph = REPO / ".git" / "objects" / "info" / "commit-graph"
+
+    def git_reads_graph() -> bool:
+        done = subprocess.run(
+            [git, "-C", str(REPO), "commit-graph", "verify"], capture_output=True, text=True
+        )
+        return done.returncode == 0 and "improper" not in done.stderr
+
     if args.no_commit_graph:
         graph.unlink(missing_ok=True)
-    elif not graph.exists():
+    elif args.graph_writer == "git":
+        if not graph.exists() or not git_reads_graph():
+            graph.unlink(missing_ok=True)
+            subprocess.run(
+                [git, "-C", str(REPO), "commit-graph", "write", "--reachable"],
+                capture_output=True,
+                check=True,
+            )
+    elif not graph.exists() or git_reads_graph():
+        graph.unlink(missing_ok=True)
         with Repo(str(REPO)) as writer:
             write_commit_graph(writer)
-    print(f"commit-graph: {'yes' if graph.exists() else 'no'}")
+    if graph.exists():
+        readable = "yes" if git_reads_graph() else "no, git walks without it"
+        print(f"commit-graph: written by {args.graph_writer}; git reads it: {readable}")
+    else:
+        print("commit-graph: no")
 
     def cli(*argv: str) -> Callable[[], object]:
         return lambda: subprocess.run(
