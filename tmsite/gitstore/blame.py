@@ -170,11 +170,12 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
     reader = PathReader(repo, parts)
 
     def blob_of(sha: str) -> str | None:
-        if sha not in blobs:
-            found = reader.entry(repo.walk_info(sha)[0])
-            ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
-            blobs[sha] = found[1] if found is not None and ok else None
-        return blobs[sha]
+        if sha in blobs:
+            return blobs[sha]
+        found = reader.entry(repo.walk_info(sha)[0])
+        ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
+        blob = blobs[sha] = found[1] if found is not None and ok else None
+        return blob
 
     pending: dict[str, list[Suspect]] = {commit: [(i, i) for i in range(len(final_lines))]}
     counter = 0
@@ -199,7 +200,10 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
         mine = blob_of(sha)
         assert mine is not None
         parents = repo.walk_info(sha)[1]
-        same = next((p for p in parents if blob_of(p) == mine), None)
+        if len(parents) == 1:
+            same: str | None = parents[0] if blob_of(parents[0]) == mine else None
+        else:
+            same = next((p for p in parents if blob_of(p) == mine), None)
         if same is not None:
             give(same, suspects)
             continue
