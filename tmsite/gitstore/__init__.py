@@ -2,7 +2,8 @@
 
 It knows nothing of ``tm://`` addresses: the ``git`` mount calls it and translates its
 exceptions (:mod:`tmsite.gitstore.errors`) into rejections. No shell and no subprocess: objects
-are read through dulwich's ``Repo`` and object store only, never its porcelain, and client text
+are read through dulwich's ``Repo``, object store and pack classes only (see
+:mod:`tmsite.gitstore.repo`), never its porcelain, and client text
 is never handed to a revision parser — refs are checked by shape (:func:`validate_ref`) and then
 matched against names read from the ref store.
 

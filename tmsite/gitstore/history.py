@@ -14,8 +14,10 @@ The walk is git's own default for ``git log -- <path>`` (history simplification 
 * a root commit is shown when the path exists in it;
 * the repository root (``""``) shows every commit, merges included, with no simplification.
 
-Entries are compared top-down through the cached trees, so an unchanged subtree costs one
-dictionary lookup; each commit's entry is computed once per walk.
+A commit's root tree, parents and date come from the commit-graph when there is one; its entry
+is found by :class:`~tmsite.gitstore.tree.PathReader`, which reads only the trees on the path
+and remembers each subtree's answer, so a subtree the walk has met costs one dictionary lookup;
+each commit's entry is computed once per walk.
 """
 
 from __future__ import annotations
@@ -62,9 +64,10 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
     reader = PathReader(repo, parts)
 
     def entry(sha: str) -> tuple[int, str] | None:
-        if sha not in entries:
-            entries[sha] = reader.entry(repo.walk_info(sha)[0])
-        return entries[sha]
+        if sha in entries:
+            return entries[sha]
+        found = entries[sha] = reader.entry(repo.walk_info(sha)[0])
+        return found
 
     counter = 0
     queue: list[tuple[int, int, str]] = [(-repo.walk_info(commit)[2], counter, commit)]
@@ -76,6 +79,8 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
             show = True
         elif not parents:
             show = entry(sha) is not None
+        elif len(parents) == 1:
+            show = entry(parents[0]) != entry(sha)
         else:
             mine = entry(sha)
             same = next((p for p in parents if entry(p) == mine), None)

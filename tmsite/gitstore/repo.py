@@ -6,6 +6,14 @@ positions and were not safe for concurrent reads; what is read is parsed once an
 process-wide :data:`~tmsite.gitstore.cache.OBJECTS` cache, keyed by the repository's path and
 the object id, so threads and later handles on the same repository share it.
 
+Packed objects are read from the bytes dulwich's ``PackData`` has mapped, at the offset its
+pack index gives (searched directly in the index bytes dulwich has mapped): whole objects are
+inflated in one call, deltas are resolved through their entry headers with dulwich's
+``apply_delta``, and sizes and types come from the entry headers without inflating anything;
+whatever this reader does not understand is handed to dulwich's own ``Pack.get_raw``. Loose
+objects are read through the object store. The commit-graph file is split into chunks by
+dulwich's reader and its records decoded one at a time when asked for.
+
 Commits and trees are parsed here from the raw object text (never ``parse_object`` on client
 text, never porcelain): a commit keeps only what the library uses — its tree, parents, author
 name and dates, and subject — and never the e-mail addresses.
