@@ -798,29 +798,52 @@ class GitRepo:
         return raw
 
     def sizes(self, shas: list[str]) -> list[int]:
-        """The sizes of many objects at once: cached ones from the cache, the rest from their
-        pack headers under one hold of the lock (a listing asks for thousands).
+        """The sizes of many objects at once, under one hold of the lock (a listing asks for
+        thousands): a whole object's from its pack entry header, read in place; the others
+        from the cache, else as :meth:`header` finds them.
 
         Raises:
             GitError: an object is missing or unreadable.
         """
         out = [-1] * len(shas)
-        wanted: list[int] = []
-        for at, sha in enumerate(shas):
-            cached = OBJECTS.get((self.path, "size", sha))
-            if cached is not None:
-                out[at] = int(cached)
-            else:
-                wanted.append(at)
-        if not wanted:
-            return out
         try:
             with self._lock:
-                for at in wanted:
-                    out[at] = self._header_binary(bytes.fromhex(shas[at]))[1]
+                if self._indexes is None:
+                    self._indexes = [self._index_reader(pack) for pack in self._packs]
+                direct = [
+                    (reader, pack.data._buffer())
+                    for pack, reader in zip(self._packs, self._indexes, strict=True)
+                    if reader is not None
+                ]
+                if len(direct) != len(self._packs):
+                    direct = []  # an index this reader cannot search: every object the long way
+                for at, sha in enumerate(shas):
+                    binary = bytes.fromhex(sha)
+                    for reader, buf in direct:
+                        offset = reader.offset(binary)
+                        if offset is None:
+                            continue
+                        byte = buf[offset]
+                        if (byte >> 4) & 7 <= TAG:
+                            size = byte & 0x0F
+                            shift = 4
+                            pos = offset + 1
+                            while byte & 0x80:
+                                byte = buf[pos]
+                                pos += 1
+                                size |= (byte & 0x7F) << shift
+                                shift += 7
+                            out[at] = size
+                        break
+                    if out[at] < 0:
+                        cached = OBJECTS.get((self.path, "size", sha))
+                        if cached is not None:
+                            out[at] = int(cached)
+                        else:
+                            out[at] = self._header_binary(binary)[1]
         except KeyError as exc:
             raise GitError("an object is missing from the repository") from exc
-        except (OSError, ValueError, AssertionError) as exc:
+        except (OSError, ValueError, AssertionError, IndexError) as exc:
             raise GitError(f"an object could not be read: {exc.__class__.__name__}") from exc
         return out
 
