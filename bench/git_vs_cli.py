@@ -15,7 +15,10 @@ git 2.39 refuses the file dulwich writes ("improper chunk offset(s)") and walks 
 Each operation is timed *cold* (in-process caches cleared and a new repository handle opened,
 so pack indexes are read again; the OS page cache is warm, as it is for git) and *warm* (the
 same call again on the same handle), and the same question is put to the git CLI as a process
-in the same run. The table shows medians in milliseconds and the ratios to the CLI.
+in the same run, each git run right after a cold one so that a loaded machine slows both
+alike. The table shows medians in milliseconds and the ratios to the CLI, in wall time and in
+CPU time (ours: this process's; git's: the child process's, without the cost of starting it
+from Python).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -180,6 +184,32 @@ def median_ms(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one call: this process's CPU and its children's (git's)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    fn()
+    cpu = time.process_time() - c0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall * 1000, cpu * 1000
+
+
+def interleaved(
+    ours: Callable[[], object], theirs: Callable[[], object], repeat: int
+) -> tuple[float, float, float, float]:
+    """Medians of wall and CPU ms for ours and theirs, run alternately so load hits both."""
+    runs: list[tuple[float, float, float, float]] = []
+    for _ in range(repeat):
+        mine = timed(ours)
+        other = timed(theirs)
+        runs.append((*mine, *other))
+    mine_wall, mine_cpu, git_wall, git_cpu = (statistics.median(r[k] for r in runs) for k in range(4))
+    return mine_wall, mine_cpu, git_wall, git_cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=5000)
@@ -309,24 +339,24 @@ def main() -> None:
             with gitstore.open_repo(REPO) as r:
                 ours(r)
 
-        cold_ms = median_ms(cold, args.repeat)
+        cold_ms, cold_cpu, cli_ms, cli_cpu = interleaved(cold, theirs, args.repeat)
         with gitstore.open_repo(REPO) as handle:
             ours(handle)
             warm_ms = median_ms(lambda ours=ours, handle=handle: ours(handle), args.repeat * 4)
-        cli_ms = median_ms(theirs, args.repeat)
-        rows.append((name, cold_ms, warm_ms, cli_ms))
+        rows.append((name, cold_ms, warm_ms, cli_ms, cold_cpu, cli_cpu))
 
     print()
     header = (
         f"{'operation':36} {'cold ms':>9} {'warm ms':>9} {'git ms':>8} "
-        f"{'cold/git':>9} {'warm/git':>9}"
+        f"{'cold/git':>9} {'warm/git':>9} {'cold cpu':>9} {'git cpu':>8} {'cpu/git':>8}"
     )
     print(header)
     print("-" * len(header))
-    for name, cold_ms, warm_ms, cli_ms in rows:
+    for name, cold_ms, warm_ms, cli_ms, cold_cpu, cli_cpu in rows:
         print(
             f"{name:36} {cold_ms:9.2f} {warm_ms:9.3f} {cli_ms:8.2f} "
-            f"{cold_ms / cli_ms:8.2f}× {warm_ms / cli_ms:8.3f}×"
+            f"{cold_ms / cli_ms:8.2f}× {warm_ms / cli_ms:8.3f}× "
+            f"{cold_cpu:9.1f} {cli_cpu:8.1f} {cold_cpu / max(cli_cpu, 0.1):7.2f}×"
         )
     print()
     print(
@@ -334,7 +364,8 @@ def main() -> None:
         f"dulwich {'.'.join(map(str, __import__('dulwich').__version__))}, "
         f"{subprocess.run([git, '--version'], capture_output=True, text=True).stdout.strip()}, "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
-        f"medians of {args.repeat} (warm: {args.repeat * 4}) runs"
+        f"medians of {args.repeat} (warm: {args.repeat * 4}) runs; cold and git alternate, "
+        f"cpu = this process's CPU time for ours, the git process's for git"
     )
 
 
