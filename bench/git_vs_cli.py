@@ -206,8 +206,8 @@ def interleaved(
         mine = timed(ours)
         other = timed(theirs)
         runs.append((*mine, *other))
-    mine_wall, mine_cpu, git_wall, git_cpu = (statistics.median(r[k] for r in runs) for k in range(4))
-    return mine_wall, mine_cpu, git_wall, git_cpu
+    medians = [statistics.median(run[k] for run in runs) for k in range(4)]
+    return medians[0], medians[1], medians[2], medians[3]
 
 
 def main() -> None:
