@@ -159,6 +159,7 @@ def test_no_docs_directory(tmp_path: Path, settings: Any) -> None:
     assert pages.source_for("en", "") == "docs/index.md"
 
 
+@pytest.mark.django_db  # the game pages are listed from the database
 def test_site_pages_and_registered_families(checkout: Path) -> None:
     paths = [p.path for p in pages.site_pages()]
     assert paths[:3] == ["/", "/ja/", "/pieces"]

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-pytestmark = pytest.mark.urls("tests.site.urls")
+# The sitemap lists the game pages, which come from the database.
+pytestmark = [pytest.mark.urls("tests.site.urls"), pytest.mark.django_db]
 
 
 class Outline(HTMLParser):
