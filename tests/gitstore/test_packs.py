@@ -147,3 +147,24 @@ def test_parse_walk_falls_back_on_unusual_headers() -> None:
         + b"\ncommitter C <c@x> 7 +0000\n\nm\n"
     )
     assert parse_walk(late) == (tree.decode(), ("b" * 40,), 7)
+
+
+@needs_git
+def test_what_the_direct_reader_refuses_dulwich_reads(
+    packed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    module = sys.modules["tmsite.gitstore.repo"]
+
+    def refuse(*_args: object) -> bytes:
+        raise ValueError("refused")
+
+    monkeypatch.setattr(module, "inflate", refuse)
+    monkeypatch.setattr(module, "delta_target_size", refuse)
+    gitstore.clear_caches()
+    with gitstore.open_repo(packed) as repo, Repo(str(packed)) as plain:
+        for sha, kind, size in _all_objects(packed)[:40]:
+            assert repo.raw(sha) == plain.object_store.get_raw(sha.encode("ascii"))
+            assert repo.header(sha) == (repo.raw(sha)[0], size)
+            assert TYPE_NAMES[repo.object_type(sha)] == kind

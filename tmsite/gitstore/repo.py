@@ -53,8 +53,9 @@ COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
 TYPE_NAMES = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}
 #: Pack entry types of deltas: against a base at an earlier offset, or named by its id.
 OFS_DELTA, REF_DELTA = 6, 7
-#: Longest delta chain followed (git writes at most 50 by default).
-MAX_DELTA_DEPTH = 4096
+#: Longest delta chain followed here (git writes at most 50 by default); a longer one, or a
+#: chain of deltas named by id deep enough to exhaust the stack, is left to dulwich's reader.
+MAX_DELTA_DEPTH = 256
 #: Bytes of resolved delta bases kept per handle, by pack offset.
 BASE_CACHE_BYTES = 16 * 1024 * 1024
 
@@ -539,7 +540,7 @@ class GitRepo:
             pack, offset = found
             try:
                 return self._read_at(pack, offset, depth)
-            except (ValueError, IndexError, zlib.error):
+            except (ValueError, IndexError, RecursionError, zlib.error):
                 # Anything the direct reader does not understand goes through dulwich's own.
                 return pack.get_raw(RawObjectID(binary))
         return self._repo.object_store.get_raw(ObjectID(binary.hex().encode("ascii")))
@@ -597,7 +598,7 @@ class GitRepo:
         if found is not None:
             try:
                 return self._header_at(*found, depth)
-            except (ValueError, IndexError, zlib.error):
+            except (ValueError, IndexError, RecursionError, zlib.error):
                 pass
         type_num, data = self._read_binary(binary, depth)
         return type_num, len(data)
