@@ -13,7 +13,9 @@ The algorithm is git's (``git blame`` without rename or copy detection):
 5. Suspects no parent took are blamed on the commit. A root commit keeps all it holds.
 
 The diff trims the common head and tail and runs :class:`difflib.SequenceMatcher` (no junk
-heuristic) on what is left. It agrees with git's xdiff wherever an edit has one placement; where
+heuristic) on what is left; when the newer side repeats no line, the matcher's blocks are taken
+from the diagonal runs directly (:func:`unique_blocks`, the same pairs without its dynamic
+programme). It agrees with git's xdiff wherever an edit has one placement; where
 identical lines (blank lines, a repeated brace) let an edit be placed in several ways, the two
 may pick different ones and so blame a neighbouring identical line differently.
 """
