@@ -62,7 +62,7 @@ BASE_CACHE_BYTES = 16 * 1024 * 1024
 #: Blobs up to this size are kept in the object cache.
 CACHED_BLOB_BYTES = 512 * 1024
 #: Commits whose walk facts a handle keeps before it starts over.
-WALKED_LIMIT = 500_000
+WALKED_LIMIT = 100_000
 
 
 @dataclass(frozen=True, slots=True)
