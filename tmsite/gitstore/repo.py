@@ -540,7 +540,7 @@ class GitRepo:
             pack, offset = found
             try:
                 return self._read_at(pack, offset, depth)
-            except (ValueError, IndexError, RecursionError, zlib.error):
+            except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
                 # Anything the direct reader does not understand goes through dulwich's own.
                 return pack.get_raw(RawObjectID(binary))
         return self._repo.object_store.get_raw(ObjectID(binary.hex().encode("ascii")))
@@ -598,7 +598,7 @@ class GitRepo:
         if found is not None:
             try:
                 return self._header_at(*found, depth)
-            except (ValueError, IndexError, RecursionError, zlib.error):
+            except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
                 pass
         type_num, data = self._read_binary(binary, depth)
         return type_num, len(data)
@@ -811,11 +811,14 @@ class GitRepo:
             with self._lock:
                 if self._indexes is None:
                     self._indexes = [self._index_reader(pack) for pack in self._packs]
-                direct = [
-                    (reader, pack.data._buffer())
-                    for pack, reader in zip(self._packs, self._indexes, strict=True)
-                    if reader is not None
-                ]
+                try:
+                    direct = [
+                        (reader, pack.data._buffer())
+                        for pack, reader in zip(self._packs, self._indexes, strict=True)
+                        if reader is not None
+                    ]
+                except (AttributeError, ValueError):
+                    direct = []
                 if len(direct) != len(self._packs):
                     direct = []  # an index this reader cannot search: every object the long way
                 for at, sha in enumerate(shas):
