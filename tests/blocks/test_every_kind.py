@@ -166,3 +166,70 @@ def test_every_vocabulary_entry_is_produced_by_some_kind(space: Namespace, tmp_p
     assert set(produced) == set(BLOCK_KINDS), sorted(set(BLOCK_KINDS) - set(produced))
     declared = {kind for assembler in ASSEMBLERS.values() for kind in assembler.yields}
     assert declared | {"diff", "finding", "question", "link"} == set(BLOCK_KINDS)
+
+
+#: One sample read per kind the walk above cannot reach here (pages need a front door, MCP
+#: servers a peer): the shapes their mounts serve, assembled and validated the same way.
+SAMPLES = [
+    Content(f"{T}/http/site/docs/x", "text/vnd.tm.page", "The title\n\nSome text.\n", kind="page"),
+    Content(f"{T}/http/site/docs/x?as=rendered", "text/html", "<h1>x</h1>", kind="rendered"),
+    Content(
+        f"{T}/mcp/demo/",
+        "application/vnd.tm.server+json",
+        {
+            "uri": f"{T}/mcp/demo/",
+            "server": {"name": "demo", "answered": True, "description": "A demo server."},
+            "children": [{"uri": f"{T}/mcp/demo/tools/", "name": "tools/", "isCollection": True}],
+        },
+        kind="server",
+    ),
+    Content(
+        f"{T}/mcp/demo/tools/echo",
+        "application/vnd.tm.tool+json",
+        {"name": "echo", "inputSchema": {"type": "object", "properties": {"x": {}}}},
+        kind="tool",
+    ),
+    Content(
+        f"{T}/git/tmsite/vendor/lib",
+        "application/vnd.tm.submodule+json",
+        {"path": "vendor/lib", "commit": "a" * 40, "pins": f"{T}/git/lib/?at={'a' * 40}"},
+        kind="submodule",
+    ),
+    Content(f"{T}/fs/docs/a.bin", "application/octet-stream", b"\x00\x01", kind="file", size=2),
+    Content(
+        f"{T}/git/tmsite/docs/a.md?as=blame",
+        "text/plain",
+        f"{'b' * 40} (Someone 2026-11-30 1) # Title\n{'b' * 40} (Someone 2026-11-30 2) text",
+        kind="blame",
+    ),
+]
+
+
+def test_every_assembler_yields_valid_blocks_for_its_kind(space: Namespace) -> None:
+    from tests.blocks.conftest import valid
+    from tmsite.blocks.assemble import Context
+    from tmsite.blocks.registry import find
+
+    ctx = Context(space, parse(f"{T}/?as=blocks"))
+    used = set()
+    for content in SAMPLES:
+        assembler = find(content)
+        used.add(assembler.key)
+        blocks = assembler.fn(ctx, content)
+        assert blocks, content.uri
+        assert {b["kind"] for b in blocks} <= set(assembler.yields), assembler.key
+        valid(
+            {
+                "uri": content.uri,
+                "source": content.uri,
+                "kind": content.kind,
+                "refused": False,
+                "facets": [],
+                "reads": [content.uri],
+                "blocks": blocks,
+            }
+        )
+    blame = find(SAMPLES[-1]).fn(ctx, SAMPLES[-1])
+    code = next(b for b in blame if b["kind"] == "code")
+    assert code["text"] == "# Title\ntext" and code["annotations"][0]["line"] == 1
+    assert {"kind:page", "kind:blame", "type:text/html", "type:application/octet-stream"} <= used

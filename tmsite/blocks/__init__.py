@@ -6,4 +6,4 @@
 import: the generic fallbacks, the core kinds, and one module per mount that needs its own.
 """
 
-from tmsite.blocks import core, generic, git, trail  # noqa: F401  (they register themselves)
+from tmsite.blocks import core, generic, git, http, trail  # noqa: F401  (they register themselves)
