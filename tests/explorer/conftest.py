@@ -32,8 +32,6 @@ ARGS = [
     "--disable-sync",
 ]
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
 
 @pytest.fixture
 def box(transactional_db: None, settings: Any, live_server: Any) -> Iterator[Namespace]:
@@ -55,6 +53,7 @@ def box(transactional_db: None, settings: Any, live_server: Any) -> Iterator[Nam
 @pytest.fixture
 def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A page of a fresh headless Chromium profile."""
+    sync_api = pytest.importorskip("playwright.sync_api")
     if not shutil.which(CHROMIUM):
         pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
     # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
