@@ -108,8 +108,14 @@ class KindCounter:
             return self._reads >= self.every or time.monotonic() - self._last_flush >= self.seconds
 
     def flush_if_due(self, **_: object) -> None:
-        """Flush when a batch is ready (a ``request_finished`` receiver: after the answer)."""
-        if self.due:
+        """Flush when a batch is ready (a ``request_finished`` receiver: after the answer).
+
+        Never inside a transaction someone else opened (it would roll back with theirs, and
+        it is not this request's work): the batch waits for the next request.
+        """
+        from django.db import connection
+
+        if self.due and not connection.in_atomic_block:
             self.flush()
 
     def pending(self) -> dict[str, Seen]:
