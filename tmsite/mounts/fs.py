@@ -38,12 +38,11 @@ from tmsite.mounts.errors import (
     NotFound,
     OutOfRoot,
     Refusal,
-    TooLarge,
 )
 from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES
-from tmsite.mounts.parts import READ_CAP, too_large
+from tmsite.mounts.parts import READ_CAP, check_range, too_large
 from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
 
@@ -359,19 +358,7 @@ class FsMount(Mount):
         links = self._file_links(uri)
         span = req.facets.byte_range
         if span is not None:
-            start, end = span
-            if start >= size and size > 0:
-                raise BadFacet(
-                    req.text,
-                    f"range={start}-{end} starts past the end ({size} bytes)",
-                    valid=[f"0-{size}"],
-                    size=size,
-                )
-            end = min(end, size)
-            if end - start > READ_CAP:
-                raise TooLarge(
-                    req.text, f"a range reads at most {READ_CAP} bytes", size=size, cap=READ_CAP
-                )
+            start, end = check_range(req.text, span, size)
             with open_regular(target.path) as handle:
                 handle.seek(start)
                 data = handle.read(end - start)

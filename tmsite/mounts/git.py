@@ -58,7 +58,7 @@ from tmsite.mounts.fs import denied_name, display
 from tmsite.mounts.git_imports import ManifestCache, ManifestError, read_manifest
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import rank
-from tmsite.mounts.parts import READ_CAP, too_large
+from tmsite.mounts.parts import READ_CAP, check_range, too_large
 from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
 
@@ -594,17 +594,7 @@ class GitMount(Mount):
         links = self.file_links(t, "raw")
         span = req.facets.byte_range
         if span is not None:
-            start, end = span
-            if start >= size and size > 0:
-                raise BadFacet(
-                    req.text,
-                    f"range={start}-{end} starts past the end ({size} bytes)",
-                    valid=[f"0-{size}"],
-                    size=size,
-                )
-            end = min(end, size)
-            if end - start > READ_CAP:
-                raise too_large(uri, size)
+            start, end = check_range(req.text, span, size)
             data = gitstore.read_blob(t.repo, t.node.sha, start, end)
             body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
             return Content(req.text, mime_type, body, links, "file", True, size)

@@ -127,10 +127,14 @@ def _pointer_nearest(uri: TmUri, node: Any, walked: str, key: str) -> list[str]:
     return rank(key, candidates, exclude=str(uri))
 
 
-def _range(content: Content, uri: str, span: tuple[int, int]) -> Content:
-    data = content.body if isinstance(content.body, bytes) else to_text(content.body).encode()
+def check_range(uri: str, span: tuple[int, int], size: int) -> tuple[int, int]:
+    """``span`` clipped to a thing of ``size`` bytes, or the refusal of a range that cannot be.
+
+    Raises:
+        BadFacet: the range starts past the end.
+        TooLarge: the range is wider than one read returns.
+    """
     start, end = span
-    size = len(data)
     if start >= size and size > 0:
         raise BadFacet(
             uri,
@@ -141,11 +145,17 @@ def _range(content: Content, uri: str, span: tuple[int, int]) -> Content:
     end = min(end, size)
     if end - start > READ_CAP:
         raise TooLarge(uri, f"a range reads at most {READ_CAP} bytes", size=size, cap=READ_CAP)
+    return start, end
+
+
+def _range(content: Content, uri: str, span: tuple[int, int]) -> Content:
+    data = content.body if isinstance(content.body, bytes) else to_text(content.body).encode()
+    start, end = check_range(uri, span, len(data))
     piece = data[start:end]
     body: str | bytes = (
         piece.decode("utf-8", "replace") if is_text_type(content.mime_type) else piece
     )
-    return Content(uri, content.mime_type, body, content.links, content.kind, True, size)
+    return Content(uri, content.mime_type, body, content.links, content.kind, True, len(data))
 
 
 def wire_size(content: Content) -> int:
