@@ -136,6 +136,20 @@ class Target:
     def path(self) -> str:
         return "/".join(self.parts)
 
+    def cache_key(self, host: str, facet: str, *more: object) -> tuple[object, ...]:
+        """The key of a body assembled for this target: the URIs in it name the host and the
+        repository as served, so both are part of it beside the commit and the path."""
+        return (
+            host,
+            self.served.name,
+            self.repo.path,
+            self.at.commit,
+            self.path,
+            facet,
+            self.at.label,
+            *more,
+        )
+
 
 def _is_repository(path: Path) -> bool:
     try:
@@ -606,7 +620,7 @@ class GitMount(Mount):
         return Content(req.text, mime_type, text, links, "file", size=size)
 
     def read_stat(self, req: Request, t: Target) -> Content:
-        key = (t.repo.path, t.at.commit, t.path, "mount-stat", t.at.label)
+        key = t.cache_key(self.host, "mount-stat")
         body = read_get(key)
         if body is None:
             node = t.node
@@ -632,7 +646,7 @@ class GitMount(Mount):
 
     def read_log(self, req: Request, t: Target) -> Content:
         n = req.facets.n or DEFAULT_LOG
-        key = (t.repo.path, t.at.commit, t.path, "mount-log", n, t.at.label, t.node.kind)
+        key = t.cache_key(self.host, "mount-log", n, t.node.kind)
         body = read_get(key)
         if body is None:
             try:
@@ -686,7 +700,7 @@ class GitMount(Mount):
             )
         if (t.node.size or 0) > WHOLE_READ_LIMIT:
             raise too_large(req.uri, t.node.size or 0)
-        key = (t.repo.path, t.at.commit, t.path, "mount-blame", t.at.label)
+        key = t.cache_key(self.host, "mount-blame")
         body = read_get(key)
         if body is None:
             try:
@@ -730,7 +744,7 @@ class GitMount(Mount):
 
     def read_submodule(self, req: Request, t: Target) -> Content:
         req.facets.require(req.text, ("as", "at", "pointer"), "a submodule")
-        key = (t.repo.path, t.at.commit, t.path, "mount-submodule", t.at.label)
+        key = t.cache_key(self.host, "mount-submodule")
         body = read_get(key)
         if body is None:
             try:
@@ -961,8 +975,7 @@ class _TreeEntries(Sequence[Entry]):
             # A page of a listing at a commit never changes: kept beside gitstore's answers.
             t = self.t
             start, stop, step = index.indices(len(self.entries))
-            where = (t.repo.path, t.at.commit, t.path, "mount-page", t.at.label, self.depth)
-            key = (*where, start, stop, step)
+            key = t.cache_key(self.mount.host, "mount-page", self.depth, start, stop, step)
             page = read_get(key)
             if page is None:
                 page = [self._entry(item) for item in self.entries[index]]
