@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,15 +212,42 @@ def ensure_index(checkout: Path | None = None) -> None:
             rebuild(checkout)
 
 
+#: The index as this process last read it, keyed by the trail files' signatures: every read
+#: asks for its trails, and the answer only changes when a trail file does.
+_memo: dict[str, tuple[dict[str, tuple[int, int]], dict[str, list[tuple[str, int, str]]]]] = {}
+_memo_lock = threading.Lock()
+
+
 def trails_of(uri: TmUri, checkout: Path | None = None) -> list[tuple[str, int, str]]:
     """``(trail, position, note)`` for every trail step whose target is ``uri``'s.
 
-    Two queries: the freshness check and the lookup. A database without the index tables
-    (not migrated yet) answers no trails rather than failing the read.
+    The trail files are checked (a stat each) on every call; while they are unchanged the
+    process answers from the index it read last, with no query. When they change, the
+    database index is brought up to date and read again, once. A database without the index
+    tables (not migrated yet) answers no trails rather than failing the read.
     """
     key = target_of(uri)
     if len(key) > MAX_STEP_URI:
         return []
+    where = str(trails_dir(checkout))
+    files = scan(checkout)
+    with _memo_lock:
+        known = _memo.get(where)
+    if known is None or known[0] != files:
+        try:
+            ensure_index(checkout)
+            by_target: dict[str, list[tuple[str, int, str]]] = {}
+            rows = m.TrailStep.objects.order_by("trail", "position")
+            for target, trail, position, note in rows.values_list(
+                "target", "trail", "position", "note"
+            ):
+                by_target.setdefault(target, []).append((trail, position, note))
+        except DatabaseError:
+            return []
+        known = (files, by_target)
+        with _memo_lock:
+            _memo[where] = known
+    return list(known[1].get(key, []))
     try:
         ensure_index(checkout)
         rows = m.TrailStep.objects.filter(target=key).order_by("trail", "position")
