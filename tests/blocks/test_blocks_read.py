@@ -126,16 +126,12 @@ def test_links_read_as_a_table_and_a_trail_as_a_trail(space: Namespace) -> None:
     assert links["kind"] == "links"
     table = next(b for b in links["blocks"] if b["kind"] == "table")
     assert table["columns"][0] == "rel" and table["total"] >= 3
-    if "trail" not in space.mounts:
-        pytest.skip("no trail mount registered")
     trail = blocks_of(space, f"{T}/trail/page-to-history?as=blocks")
     drawn = next(b for b in trail["blocks"] if b["kind"] == "trail")
     assert drawn["steps"][0]["n"] == 1 and drawn["steps"][0]["href"].startswith("tm://")
 
 
 def test_a_git_log_is_a_timeline_and_blame_is_annotated_code(space: Namespace) -> None:
-    if "git" not in space.mounts:
-        pytest.skip("no git mount registered")
     md = space.read(f"{T}/fs/docs/mcp.md")
     history = [link.href for link in md.links if link.rel == "version-history"]
     assert history, "an fs file links version-history to its log in git"
@@ -151,8 +147,6 @@ def test_a_git_log_is_a_timeline_and_blame_is_annotated_code(space: Namespace) -
 
 
 def test_a_read_at_a_revision_carries_a_diff_against_now(space: Namespace) -> None:
-    if "git" not in space.mounts:
-        pytest.skip("no git mount registered")
     log = space.read(f"{T}/git/tmsite/docs/mcp.md?as=log").body
     oldest = log["commits"][-1]["commit"]
     body = blocks_of(space, f"{T}/git/tmsite/docs/mcp.md?at={oldest}&as=blocks")
