@@ -14,9 +14,9 @@ whatever this reader does not understand is handed to dulwich's own ``Pack.get_r
 objects are read through the object store. The commit-graph file is split into chunks by
 dulwich's reader and its records decoded one at a time when asked for.
 
-Commits and trees are parsed here from the raw object text (never ``parse_object`` on client
-text, never porcelain): a commit keeps only what the library uses — its tree, parents, author
-name and dates, and subject — and never the e-mail addresses.
+Commits and trees are parsed here from the raw object text (client text never reaches a
+revision parser, and no porcelain is used): a commit keeps only what the library uses — its
+tree, parents, author name and dates, and subject — and never the e-mail addresses.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import os
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TypeVar
 
 from dulwich.commit_graph import (
     CHUNK_COMMIT_DATA,
@@ -47,6 +49,8 @@ from dulwich.repo import Repo
 
 from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import GitError
+
+_T = TypeVar("_T")
 
 #: Object type numbers of the git object format.
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
@@ -551,13 +555,17 @@ class GitRepo:
         Raises:
             GitError: the object is missing or unreadable.
         """
+        return self._locked(sha, self._read_binary)
+
+    def _locked(self, sha: str, read: Callable[[bytes], _T]) -> _T:
+        """``read`` of the object ``sha`` under the handle's lock, its failures as GitError."""
         try:
             binary = bytes.fromhex(sha)
         except ValueError as exc:
             raise GitError(f"not an object id: {sha!r}") from exc
         try:
             with self._lock:
-                return self._read_binary(binary)
+                return read(binary)
         except KeyError as exc:
             raise GitError(f"object {sha} is missing from the repository") from exc
         except (OSError, ValueError, AssertionError) as exc:
@@ -609,17 +617,7 @@ class GitRepo:
         Raises:
             GitError: the object is missing or unreadable.
         """
-        try:
-            binary = bytes.fromhex(sha)
-        except ValueError as exc:
-            raise GitError(f"not an object id: {sha!r}") from exc
-        try:
-            with self._lock:
-                return self._header_binary(binary)
-        except KeyError as exc:
-            raise GitError(f"object {sha} is missing from the repository") from exc
-        except (OSError, ValueError, AssertionError) as exc:
-            raise GitError(f"object {sha} could not be read: {exc.__class__.__name__}") from exc
+        return self._locked(sha, self._header_binary)
 
     def contains(self, sha: str) -> bool:
         """Whether the object store holds ``sha`` (a full 40-hex id)."""
