@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.mcpclient.conftest import HttpPeer
+from tests.peers.processes import HttpPeer
 from tmsite.mcpclient import (
     Client,
     Gated,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcpclient.conftest import PYTHON, ROOT, gone, peer
+from tests.peers.processes import PYTHON, ROOT, gone, peer
 from tmsite.mcpclient import (
     Client,
     Limits,

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcpclient.conftest import (
-    _SHARED_PEERS,
+from tests.peers.processes import (
+    PEERS,
+    ROOT,
     HttpPeer,
-    _children,
-    gone,
+    assert_none_left,
+    children,
     peer,
-    start_http_peer,
-    stop_http_peer,
+    sdk_sessions,
+    sdk_stateless,
+    sdk_token,
 )
 from tmsite.mounts.mcp import McpMount
 from tmsite.mounts.namespace import Namespace
@@ -28,22 +29,30 @@ from tmsite.servers import pool
 from tmsite.servers.models import McpServer
 
 HOST = "test"
-ROOT = Path(__file__).resolve().parents[2]
-PEERS = ROOT / "tests" / "peers"
 DEMO = [sys.executable, "-m", "tmsite.demo_server"]
 BASE = f"tm://{HOST}/mcp/"
 
-__all__ = ["BASE", "DEMO", "HOST", "PEERS", "ROOT", "HttpPeer", "peer"]
+__all__ = [
+    "BASE",
+    "DEMO",
+    "HOST",
+    "PEERS",
+    "ROOT",
+    "HttpPeer",
+    "peer",
+    "sdk_sessions",
+    "sdk_stateless",
+    "sdk_token",
+]
 
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind() -> Iterator[None]:
     """Warm clients are closed after each test; every child it started is gone."""
-    before = _children()
+    before = children()
     yield
     pool.close_all()
-    left = {pid for pid in _children() - before - _SHARED_PEERS if not gone(pid, timeout=5)}
-    assert not left, f"processes left behind: {sorted(left)}"
+    assert_none_left(before)
 
 
 @pytest.fixture
@@ -73,27 +82,3 @@ def fault(stdio_server: Callable[..., McpServer]) -> Callable[..., McpServer]:
         return stdio_server(f"fault-{mode}", peer("fault_peer.py", mode), **values)
 
     return make
-
-
-@pytest.fixture(scope="module")
-def sdk_stateless() -> Iterator[HttpPeer]:
-    p = start_http_peer(peer("sdk_http_peer.py", "--stateless"))
-    yield p
-    stop_http_peer(p)
-
-
-@pytest.fixture(scope="module")
-def sdk_sessions() -> Iterator[HttpPeer]:
-    p = start_http_peer(peer("sdk_http_peer.py"))
-    yield p
-    stop_http_peer(p)
-
-
-@pytest.fixture(scope="module")
-def sdk_token() -> Iterator[HttpPeer]:
-    p = start_http_peer(
-        peer("sdk_http_peer.py", "--stateless", "--json", "--token-env", "ELEMENTS_TOKEN"),
-        env={"ELEMENTS_TOKEN": "s3cret-token"},
-    )
-    yield p
-    stop_http_peer(p)
