@@ -112,9 +112,7 @@ class HttpTransport:
         """
         self._ids += 1
         sent_id = self._ids
-        message: jsonrpc.JSONObject = {"jsonrpc": "2.0", "id": sent_id, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = jsonrpc.request(sent_id, method, params)
         result: jsonrpc.JSONObject | None = None
         for reply, status in self._post(message, headers or {}, deadline, expect_reply=True):
             kind = jsonrpc.classify(reply)
@@ -136,9 +134,7 @@ class HttpTransport:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """POST one notification (202 expected)."""
-        message: jsonrpc.JSONObject = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
+        message = jsonrpc.notification(method, params)
         for _ in self._post(message, headers or {}, deadline, expect_reply=False):
             pass
 

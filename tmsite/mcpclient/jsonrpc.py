@@ -50,6 +50,22 @@ def encode(message: JSONObject) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
+def request(sent_id: RequestId, method: str, params: JSONObject | None) -> JSONObject:
+    """A request message (``params`` left out when ``None``)."""
+    message: JSONObject = {"jsonrpc": "2.0", "id": sent_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: JSONObject | None) -> JSONObject:
+    """A notification message: no id, no answer (``params`` left out when ``None``)."""
+    message: JSONObject = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
 def classify(message: Any) -> Kind:
     """Say what a decoded message is, refusing anything that is not a JSON-RPC 2.0 message.
 

@@ -209,9 +209,7 @@ class StdioTransport:
         del headers  # HTTP routing headers have no stdio form
         self._ids += 1
         sent_id = self._ids
-        message: jsonrpc.JSONObject = {"jsonrpc": "2.0", "id": sent_id, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = jsonrpc.request(sent_id, method, params)
         try:
             self._write(message, deadline)
             while True:
@@ -237,9 +235,7 @@ class StdioTransport:
     ) -> None:
         """Send one notification."""
         del headers
-        message: jsonrpc.JSONObject = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
+        message = jsonrpc.notification(method, params)
         try:
             self._write(message, deadline)
         except McpClientError as exc:
