@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from dulwich.commit_graph import (
     CHUNK_COMMIT_DATA,
@@ -663,13 +663,19 @@ class GitRepo:
 
     def object_type(self, sha: str) -> int:
         """The type number of an object (cached; read from its pack header when packed)."""
-        key = (self.path, "type", sha)
+        return self._header_field(sha, "type")
+
+    def _header_field(self, sha: str, field: Literal["type", "size"]) -> int:
+        """One field of an object's header, cached; a miss reads the header and caches both."""
+        key = (self.path, field, sha)
         cached = OBJECTS.get(key)
         if cached is not None:
             return int(cached)
         type_num, size = self.header(sha)
-        OBJECTS.put((self.path, "size", sha), size, 64)
-        return int(OBJECTS.put(key, type_num, 64))
+        fields = {"type": type_num, "size": size}
+        other = "size" if field == "type" else "type"
+        OBJECTS.put((self.path, other, sha), fields[other], 64)
+        return int(OBJECTS.put(key, fields[field], 64))
 
     def commit(self, sha: str) -> CommitInfo:
         """The parsed commit ``sha``.
@@ -851,13 +857,7 @@ class GitRepo:
 
     def size(self, sha: str) -> int:
         """The size in bytes of object ``sha`` (cached once known; from the pack header)."""
-        key = (self.path, "size", sha)
-        cached = OBJECTS.get(key)
-        if cached is not None:
-            return int(cached)
-        type_num, size = self.header(sha)
-        OBJECTS.put((self.path, "type", sha), type_num, 64)
-        return int(OBJECTS.put(key, size, 64))
+        return self._header_field(sha, "size")
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:
