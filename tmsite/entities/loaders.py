@@ -625,6 +625,25 @@ def _apply(
     return applied
 
 
+def _upsert(model: Any, rows: list[Any], unique_fields: list[str], fields: list[str]) -> None:
+    """Insert ``rows``, or update an existing row with the same ``unique_fields`` in place.
+
+    The update sets ``fields`` plus the recorded values and the load token; the row keeps its id.
+    One statement per batch.
+    """
+    model.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=unique_fields,
+        update_fields=[*fields, "recorded", "load_token"],
+    )
+
+
+def _ids_by_key(model: Any, token: str) -> dict[str, int]:
+    """Key → id of the rows this load (``token``) wrote. One query."""
+    return dict(model.objects.filter(load_token=token).values_list("key", "id"))
+
+
 @transaction.atomic
 def fill(records: Records) -> LoadReport:
     """Make the entity tables hold exactly ``records`` (plus corrections in force).
@@ -642,13 +661,8 @@ def fill(records: Records) -> LoadReport:
         obj = m.Pattern(key=p.key, description=p.description, position=p.position, load_token=token)
         applied += _apply(obj, "pattern", p.key, corrections)
         patterns.append(obj)
-    m.Pattern.objects.bulk_create(
-        patterns,
-        update_conflicts=True,
-        unique_fields=["key"],
-        update_fields=["description", "position", "recorded", "load_token"],
-    )
-    pattern_ids = dict(m.Pattern.objects.filter(load_token=token).values_list("key", "id"))
+    _upsert(m.Pattern, patterns, ["key"], ["description", "position"])
+    pattern_ids = _ids_by_key(m.Pattern, token)
 
     games = []
     for g in records.games:
@@ -665,23 +679,8 @@ def fill(records: Records) -> LoadReport:
         )
         applied += _apply(game_obj, "game", g.key, corrections)
         games.append(game_obj)
-    m.Game.objects.bulk_create(
-        games,
-        update_conflicts=True,
-        unique_fields=["key"],
-        update_fields=[
-            "name",
-            "sha256",
-            "mapper",
-            "prg",
-            "chr",
-            "extra",
-            "position",
-            "recorded",
-            "load_token",
-        ],
-    )
-    game_ids = dict(m.Game.objects.filter(load_token=token).values_list("key", "id"))
+    _upsert(m.Game, games, ["key"], ["name", "sha256", "mapper", "prg", "chr", "extra", "position"])
+    game_ids = _ids_by_key(m.Game, token)
 
     routines = []
     for g in records.games:
@@ -700,12 +699,7 @@ def fill(records: Records) -> LoadReport:
                 routine_obj, "routine", _routine_correction_key(g.key, r.key), corrections
             )
             routines.append(routine_obj)
-    m.Routine.objects.bulk_create(
-        routines,
-        update_conflicts=True,
-        unique_fields=["game", "bank", "addr"],
-        update_fields=["name", "kind", "extra", "position", "recorded", "load_token"],
-    )
+    _upsert(m.Routine, routines, ["game", "bank", "addr"], ["name", "kind", "extra", "position"])
     routine_ids = {
         (game, bank, addr): pk
         for pk, game, bank, addr in m.Routine.objects.filter(load_token=token).values_list(
@@ -728,23 +722,13 @@ def fill(records: Records) -> LoadReport:
         )
         applied += _apply(lesson_obj, "lesson", lesson.key, corrections)
         lessons.append(lesson_obj)
-    m.Lesson.objects.bulk_create(
+    _upsert(
+        m.Lesson,
         lessons,
-        update_conflicts=True,
-        unique_fields=["key"],
-        update_fields=[
-            "title",
-            "kind",
-            "description",
-            "game",
-            "tree",
-            "extra",
-            "position",
-            "recorded",
-            "load_token",
-        ],
+        ["key"],
+        ["title", "kind", "description", "game", "tree", "extra", "position"],
     )
-    lesson_ids = dict(m.Lesson.objects.filter(load_token=token).values_list("key", "id"))
+    lesson_ids = _ids_by_key(m.Lesson, token)
 
     # The relations carry no identity of their own: replace them wholesale.
     m.GamePattern.objects.all().delete()
