@@ -202,6 +202,22 @@ class Mount(ABC):
     def refuse_facets(self, req: Request, allowed: tuple[str, ...], what: str) -> None:
         req.facets.require(req.text, allowed, what)
 
+    def flat_leaf(self, req: Request, what: str) -> str:
+        """The name a read addresses on a mount that holds one level of leaves.
+
+        The root reads only as its listing (``links``); a leaf, ``what``, takes ``as`` and
+        ``pointer`` and the ``links`` and ``stat`` facets, and has nothing under it.
+        """
+        uri = req.uri
+        if uri.collection or not uri.path:
+            req.facets.require_facet(req.text, ("links",), "a collection")
+            raise BadFacet(req.text, "a collection reads as its listing", valid=["links"])
+        req.facets.require(req.text, ("as", "pointer"), what)
+        req.facets.require_facet(req.text, ("links", "stat"), what)
+        if len(uri.path) > 1:
+            raise NotFound(req.text, f"{what} has nothing under it")
+        return uri.path[0]
+
     def leaf_as_collection(self, uri: TmUri) -> NotFound:
         """The refusal for a collection asked as a leaf: it points at the ``/`` form."""
         target = str(uri.as_collection().keeping(*self.sticky_params))

@@ -105,16 +105,10 @@ class OffboxMount(Mount):
 
     def read(self, req: Request) -> Content:
         uri = req.uri
-        if uri.collection or not uri.path:
-            req.facets.require_facet(req.text, ("links",), "a collection")
-            raise BadFacet(req.text, "a collection reads as its listing", valid=["links"])
-        req.facets.require(req.text, ("as", "pointer"), "an offbox node")
-        req.facets.require_facet(req.text, ("links", "stat"), "an offbox node")
-        if len(uri.path) > 1:
-            raise NotFound(req.text, "an offbox node has nothing under it")
-        node = self._by_name(req).get(uri.path[0])
+        name = self.flat_leaf(req, "an offbox node")
+        node = self._by_name(req).get(name)
         if node is None:
-            raise NotFound(req.text, f"no offbox node named {uri.path[0]!r}")
+            raise NotFound(req.text, f"no offbox node named {name!r}")
         me = self.uri(node.name)
         links = [
             *self.up_links(uri),

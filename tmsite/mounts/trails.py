@@ -71,14 +71,7 @@ class TrailMount(Mount):
 
     def read(self, req: Request) -> Content:
         uri = req.uri
-        if uri.collection or not uri.path:
-            req.facets.require_facet(req.text, ("links",), "a collection")
-            raise BadFacet(req.text, "a collection reads as its listing", valid=["links"])
-        req.facets.require(req.text, ("as", "pointer"), "a trail")
-        req.facets.require_facet(req.text, ("links", "stat"), "a trail")
-        if len(uri.path) > 1:
-            raise NotFound(req.text, "a trail has nothing under it")
-        name = uri.path[0]
+        name = self.flat_leaf(req, "a trail")
         try:
             trail = index.read_trail(name, self.checkout)
         except index.TrailError as exc:
