@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tmsite.blocks.schema import SCHEMA
-from tmsite.entities.loaders import fill, parse_records
+from tmsite.entities.loaders import load_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
 
@@ -34,11 +34,7 @@ def space(db: None, settings: Any) -> Iterator[Namespace]:
     settings.TM_CHECKOUT = ROOT
     if hasattr(settings, "TM_MOUNTS"):
         del settings.TM_MOUNTS
-    fill(
-        parse_records(
-            (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
-        )
-    )
+    load_checkout(ROOT)
     registry.reset()
     yield registry.namespace()
     registry.reset()

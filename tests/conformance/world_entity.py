@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
-from tmsite.entities.loaders import fill, parse_records
+from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts.entity import EntityMount
 from tmsite.mounts.types import vnd
 
@@ -19,9 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def world(tmp: Path) -> World:
-    records = parse_records(
-        (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
-    )
+    records = read_checkout(ROOT)
     fill(records)
     game = records.games[0]
     routines = [r.key for r in game.routines]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.entities.conftest import dump, make_large
-from tmsite.entities.loaders import Records, fill, parse_records
+from tmsite.entities.loaders import Records, fill, parse_records, read_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.entity import EntityMount
 from tmsite.mounts.fs import FsMount
@@ -40,9 +40,7 @@ def make_space(checkout: Path, host: str = HOST) -> Namespace:
 @pytest.fixture
 def shipped(db: None) -> Records:
     """The shipped records, loaded into the tables."""
-    records = parse_records(
-        (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
-    )
+    records = read_checkout(ROOT)
     fill(records)
     return records
 

@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.entity.conftest import HOST, ROOT, make_space
-from tmsite.entities.loaders import Records, fill, parse_records
+from tmsite.entities.loaders import Records, fill, parse_records, read_checkout
 from tmsite.mounts.errors import BadCursor
 from tmsite.mounts.links import LINK_CAP
 from tmsite.mounts.namespace import Namespace
@@ -94,9 +94,7 @@ def _count(ns: Namespace, uri: str) -> int:
 def test_queries_do_not_grow_with_the_record(
     tmp_path: Path, large_json: tuple[Any, Any], settings: Any
 ) -> None:
-    shipped = parse_records(
-        (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
-    )
+    shipped = read_checkout(ROOT)
     small_ns = make_space(tmp_path)
     fill(shipped)
     small_game = shipped.games[0]

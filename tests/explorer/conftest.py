@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tmsite.entities.loaders import fill, parse_records
+from tmsite.entities.loaders import load_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
 
@@ -40,11 +40,7 @@ def box(transactional_db: None, settings: Any, live_server: Any) -> Iterator[Nam
     settings.TM_CHECKOUT = ROOT
     if hasattr(settings, "TM_MOUNTS"):
         del settings.TM_MOUNTS
-    fill(
-        parse_records(
-            (ROOT / "data/autopsy.json").read_bytes(), (ROOT / "data/lessons.json").read_bytes()
-        )
-    )
+    load_checkout(ROOT)
     registry.reset()
     yield registry.namespace()
     registry.reset()
