@@ -93,19 +93,9 @@ class Scenario:
 class RawNameBuilder(Builder):
     """A builder whose tree entry names may hold bytes that are not UTF-8."""
 
-    def write_tree(self, flat):  # type: ignore[no-untyped-def]
-        children: dict[str, dict[str, tuple[int, bytes]]] = {}
-        tree = Tree()
-        for path, (mode, sha) in flat.items():
-            head, sep, rest = path.partition("/")
-            if sep:
-                children.setdefault(head, {})[rest] = (mode, sha)
-            else:
-                tree.add(head.encode("utf-8", "surrogateescape"), mode, sha)
-        for name, sub in children.items():
-            tree.add(name.encode("utf-8", "surrogateescape"), DIR, self.write_tree(sub))
-        self.repo.object_store.add_object(tree)
-        return tree.id
+    def entry_name(self, name: str) -> bytes:
+        """Surrogate escapes in ``name`` stand for the raw bytes they were decoded from."""
+        return name.encode("utf-8", "surrogateescape")
 
 
 def _simple(path: Path, files: list[dict[str, bytes]]) -> dict[str, str]:

@@ -50,6 +50,10 @@ class Builder:
             return GITLINK, value.encode("ascii")
         raise ValueError(kind)
 
+    def entry_name(self, name: str) -> bytes:
+        """A tree entry's name as stored (UTF-8)."""
+        return name.encode()
+
     def write_tree(self, flat: Mapping[str, tuple[int, bytes]]) -> bytes:
         """Write nested trees for a flat ``{path: (mode, sha)}`` map; returns the root id."""
         children: dict[str, dict[str, tuple[int, bytes]]] = {}
@@ -59,9 +63,9 @@ class Builder:
             if sep:
                 children.setdefault(head, {})[rest] = (mode, sha)
             else:
-                tree.add(head.encode(), mode, sha)
+                tree.add(self.entry_name(head), mode, sha)
         for name, sub in children.items():
-            tree.add(name.encode(), DIR, self.write_tree(sub))
+            tree.add(self.entry_name(name), DIR, self.write_tree(sub))
         self.repo.object_store.add_object(tree)
         return tree.id
 
