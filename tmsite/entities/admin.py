@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Model
 from django.forms import ModelForm
 from django.http import HttpRequest
 
+from tmsite.admin_base import ReadOnlyAdmin
 from tmsite.entities import models as m
 
 
@@ -142,7 +142,7 @@ class LessonAdmin(EntityAdmin):
 
 
 @admin.register(m.Correction)
-class CorrectionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class CorrectionAdmin(ReadOnlyAdmin):
     """Every correction, who and when; kept whole, so nothing here can change."""
 
     list_display = (
@@ -157,12 +157,3 @@ class CorrectionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ("entity", "field", "corrected_by_name", "corrected_at")
     search_fields = ("key", "field", "corrected_by_name")
     date_hierarchy = "corrected_at"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False

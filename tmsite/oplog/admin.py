@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
+from tmsite.admin_base import ReadOnlyAdmin
 from tmsite.oplog.models import RequestLog
 
 
@@ -41,16 +42,7 @@ def aggregates(rows: QuerySet[RequestLog]) -> list[dict[str, Any]]:
 
 
 @admin.register(RequestLog)
-class RequestLogAdmin(admin.ModelAdmin[RequestLog]):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
+class RequestLogAdmin(ReadOnlyAdmin):
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
         view = self.admin_site.admin_view(self.changelist_view)

@@ -20,21 +20,11 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
 
+from tmsite.admin_base import ReadOnlyAdmin
 from tmsite.servers import changes
 from tmsite.servers import models as m
 from tmsite.servers.connect import probe_record
 from tmsite.servers.index import rederive
-
-
-class _ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(m.McpServer)
@@ -147,7 +137,7 @@ class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(m.MapEntryChange)
-class MapEntryChangeAdmin(_ReadOnly):
+class MapEntryChangeAdmin(ReadOnlyAdmin):
     list_display = (
         "changed_at",
         "server_name",
@@ -164,7 +154,7 @@ class MapEntryChangeAdmin(_ReadOnly):
 
 
 @admin.register(m.ServerChange)
-class ServerChangeAdmin(_ReadOnly):
+class ServerChangeAdmin(ReadOnlyAdmin):
     list_display = ("changed_at", "server_name", "field", "old", "new", "changed_by_name")
     list_filter = ("server_name", "field", "changed_by_name")
     search_fields = ("server_name", "field", "changed_by_name")
@@ -172,7 +162,7 @@ class ServerChangeAdmin(_ReadOnly):
 
 
 @admin.register(m.ServerDeclaration)
-class ServerDeclarationAdmin(_ReadOnly):
+class ServerDeclarationAdmin(ReadOnlyAdmin):
     list_display = ("server", "asked_at", "protocol_version", "era", "seconds")
     list_filter = ("server", "era")
     search_fields = ("server__name",)
