@@ -557,6 +557,19 @@ class GitRepo:
         """
         return self._locked(sha, self._read_binary)
 
+    def _raw_as(self, sha: str, want: int) -> bytes:
+        """The content of object ``sha``, which must be of type ``want``.
+
+        Raises:
+            GitError: the object is missing or unreadable, or is of another type.
+        """
+        type_num, data = self.raw(sha)
+        if type_num != want:
+            raise GitError(
+                f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a {TYPE_NAMES[want]}"
+            )
+        return data
+
     def _locked(self, sha: str, read: Callable[[bytes], _T]) -> _T:
         """``read`` of the object ``sha`` under the handle's lock, its failures as GitError."""
         try:
@@ -687,9 +700,7 @@ class GitRepo:
         info = OBJECTS.get(key)
         if info is not None:
             return info  # type: ignore[no-any-return]
-        type_num, data = self.raw(sha)
-        if type_num != COMMIT:
-            raise GitError(f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a commit")
+        data = self._raw_as(sha, COMMIT)
         parsed = parse_commit(data)
         return OBJECTS.put(key, parsed, 200 + len(parsed.subject) + 48 * len(parsed.parents))
 
@@ -716,11 +727,7 @@ class GitRepo:
             if cached is not None:
                 found = (cached.tree, cached.parents, cached.commit_time)
             else:
-                type_num, data = self.raw(sha)
-                if type_num != COMMIT:
-                    raise GitError(
-                        f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a commit"
-                    )
+                data = self._raw_as(sha, COMMIT)
                 found = parse_walk(data)
         if len(self._walked) >= WALKED_LIMIT:
             self._walked.clear()
@@ -758,9 +765,7 @@ class GitRepo:
         parsed = OBJECTS.get((self.path, "tree", tree))
         if parsed is not None:
             return parsed.get(name.decode("utf-8", "surrogateescape"))  # type: ignore[no-any-return]
-        type_num, raw = self.raw(tree)
-        if type_num != TREE:
-            raise GitError(f"object {tree} is a {TYPE_NAMES.get(type_num, '?')}, not a tree")
+        raw = self._raw_as(tree, TREE)
         return find_in_tree(raw, name)
 
     def tree(self, sha: str) -> TreeData:
@@ -773,9 +778,7 @@ class GitRepo:
         data = OBJECTS.get(key)
         if data is not None:
             return data  # type: ignore[no-any-return]
-        type_num, raw = self.raw(sha)
-        if type_num != TREE:
-            raise GitError(f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a tree")
+        raw = self._raw_as(sha, TREE)
         parsed: TreeData = {}
         for name_b, mode, entry_sha in parse_tree(raw, 20):
             name = name_b.decode("utf-8", "surrogateescape")
@@ -794,9 +797,7 @@ class GitRepo:
         data = OBJECTS.get(key)
         if data is not None:
             return data  # type: ignore[no-any-return]
-        type_num, raw = self.raw(sha)
-        if type_num != BLOB:
-            raise GitError(f"object {sha} is a {TYPE_NAMES.get(type_num, '?')}, not a blob")
+        raw = self._raw_as(sha, BLOB)
         OBJECTS.put((self.path, "size", sha), len(raw), 64)
         if len(raw) <= CACHED_BLOB_BYTES:
             OBJECTS.put(key, raw, len(raw) + 64)
