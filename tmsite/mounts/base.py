@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from tmsite.mounts import cursor as cursors
-from tmsite.mounts.errors import BadFacet, NotFound, Refusal
+from tmsite.mounts.errors import BadArgument, BadFacet, NotFound, Refusal
 from tmsite.mounts.facets import parse_facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES, MAX_NEAREST, rank
@@ -217,6 +217,21 @@ class Mount(ABC):
         if len(uri.path) > 1:
             raise NotFound(req.text, f"{what} has nothing under it")
         return uri.path[0]
+
+    def complete_flat_leaf(
+        self, argument: str, value: str, names: Callable[[], Iterable[str]]
+    ) -> builtins.list[str]:
+        """Completion on a mount that holds one level of leaves: ``as``, or a leaf's ``name``.
+
+        ``names`` is called only when a name is asked for; the first 100 that fit are offered.
+        """
+        if argument == "as":
+            return [f for f in ("links", "stat") if f.startswith(value)]
+        if argument != "name":
+            raise BadArgument(
+                None, f"no template argument named {argument!r}", valid=["name", "as"]
+            )
+        return [name for name in names() if name.startswith(value)][:100]
 
     def leaf_as_collection(self, uri: TmUri) -> NotFound:
         """The refusal for a collection asked as a leaf: it points at the ``/`` form."""

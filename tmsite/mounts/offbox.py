@@ -25,7 +25,7 @@ from django.conf import settings
 
 from tmsite.entities.loaders import LINEAGE_FILE, OffboxRecord, RecordError, parse_lineage
 from tmsite.mounts.base import Mount
-from tmsite.mounts.errors import BadArgument, BadFacet, NotFound
+from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
 from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
@@ -168,16 +168,13 @@ class OffboxMount(Mount):
         return links
 
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
-        if argument == "as":
-            return [f for f in ("links", "stat") if f.startswith(value)]
-        if argument != "name":
-            raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=["name", "as"]
-            )
+        return self.complete_flat_leaf(argument, value, self._names)
+
+    def _names(self) -> builtins.list[str]:
         nodes = self.nodes()
         if isinstance(nodes, RecordError):
             return []
-        return [n.name for n in nodes if n.name.startswith(value)][:100]
+        return [n.name for n in nodes]
 
     def templates(self) -> builtins.list[Template]:
         return [

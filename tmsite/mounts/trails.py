@@ -22,7 +22,7 @@ from pathlib import Path
 from django.conf import settings
 
 from tmsite.mounts.base import Mount
-from tmsite.mounts.errors import BadArgument, BadFacet, NotFound
+from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
 from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
@@ -141,13 +141,7 @@ class TrailMount(Mount):
         return links
 
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
-        if argument == "as":
-            return [f for f in ("links", "stat") if f.startswith(value)]
-        if argument != "name":
-            raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=["name", "as"]
-            )
-        return [name for name in index.scan(self.checkout) if name.startswith(value)][:100]
+        return self.complete_flat_leaf(argument, value, lambda: index.scan(self.checkout))
 
     def templates(self) -> builtins.list[Template]:
         return [
