@@ -102,6 +102,9 @@ class FsMount(Mount):
         super().__init__(host)
         self.checkout = checkout.resolve()
         self.roots = tuple(roots)
+        # Resolved once: were a root later swapped for a symlink elsewhere, paths under it
+        # would resolve outside this and be refused, so the cache can only fail closed.
+        self.root_paths = {root: (self.checkout / root).resolve() for root in self.roots}
 
     @classmethod
     def from_settings(cls, host: str) -> FsMount:
@@ -138,7 +141,7 @@ class FsMount(Mount):
             )
         if any(denied_name(segment) for segment in uri.path):
             raise Denied(text, "it exists or not; either way it is not offered")
-        root_path = (self.checkout / root).resolve()
+        root_path = self.root_paths[root]
         candidate = root_path.joinpath(*uri.path[1:])
         resolved = Path(os.path.realpath(candidate))
         if not resolved.is_relative_to(root_path):
