@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # PostgreSQL and Redis for the tests of the many-machine setup (tests/manymachines/) and nginx
 # in front of gunicorn. Sourced by .ci/run: installs them with apt-get when run as root, starts
-# them on loopback, creates a role that may create databases, installs the Python clients into
-# .venv, and exports TM_TEST_DATABASE_URL and TM_TEST_REDIS_URL. Those tests skip only when the
+# them on loopback, creates a role that may create databases, and exports TM_TEST_DATABASE_URL and TM_TEST_REDIS_URL. Those tests skip only when the
 # variables are absent, so CI always runs them.
 
 TM_PG_PORT="${TM_PG_PORT:-5432}"
@@ -18,9 +17,8 @@ tm_services() {
     fi
   fi
 
-  # The Python clients (pinned): psycopg for PostgreSQL, redis for Django's Redis cache.
+  # The Python clients (psycopg, redis) are among the pinned dependencies.
   make -s .venv/.installed
-  .venv/bin/pip install -q "psycopg[binary]==3.3.9" "redis==8.1.0"
 
   # PostgreSQL: the newest installed version's "main" cluster, on loopback.
   version="$(ls /usr/lib/postgresql | sort -V | tail -n 1)"
