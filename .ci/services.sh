@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PostgreSQL and Redis for the tests of the many-machine setup (tests/manymachines/) and nginx
 # in front of gunicorn. Sourced by .ci/run: installs them with apt-get when run as root, starts
-# them on loopback, creates a role that may create databases, and exports TM_TEST_DATABASE_URL and TM_TEST_REDIS_URL. Those tests skip only when the
-# variables are absent, so CI always runs them.
+# them on loopback, creates a role that may create databases, and exports TM_TEST_DATABASE_URL
+# and TM_TEST_REDIS_URL. Those tests skip only when the variables are absent, so CI always
+# runs them.
 
 TM_PG_PORT="${TM_PG_PORT:-5432}"
 TM_REDIS_PORT="${TM_REDIS_PORT:-6390}"
