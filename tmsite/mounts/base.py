@@ -199,9 +199,6 @@ class Mount(ABC):
 
     # ---- helpers for mounts -------------------------------------------------------------
 
-    def refuse_facets(self, req: Request, allowed: tuple[str, ...], what: str) -> None:
-        req.facets.require(req.text, allowed, what)
-
     def flat_leaf(self, req: Request, what: str) -> str:
         """The name a read addresses on a mount that holds one level of leaves.
 
@@ -268,12 +265,6 @@ def _with(uri_text: str, sticky: Mapping[str, str | None]) -> str:
     if not any(sticky.values()):
         return uri_text
     return str(parse(uri_text).with_params(sticky))
-
-
-def without_facet(req: Request, *names: str) -> Request:
-    """The same request without the given parameters (re-parsed)."""
-    uri = req.uri.with_params({name: None for name in names})
-    return Request(uri, parse_facets(uri))
 
 
 def require_no_part(req: Request, what: str) -> None:
