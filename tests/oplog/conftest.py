@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tmsite.oplog import buckets, recorder
+from tmsite.oplog import buckets
 from tmsite.oplog.clock import FakeClock
 
 #: A caller as a proxy forwards it (documentation range, RFC 5737).
@@ -31,13 +31,3 @@ def small_limit(settings: Any, tmp_path: Any, clock: FakeClock) -> Iterator[Fake
     buckets._stores.clear()
     yield clock
     buckets._stores.clear()
-
-
-@pytest.fixture
-def empty_buffer() -> Iterator[None]:
-    """No rows left over from other tests in this process's buffer, before or after."""
-    with recorder._lock:
-        recorder._buffer.clear()
-    yield
-    with recorder._lock:
-        recorder._buffer.clear()

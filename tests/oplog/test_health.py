@@ -59,7 +59,7 @@ def test_a_cache_that_does_not_answer_is_a_503(settings: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_health_is_not_limited_nor_logged(settings: Any, empty_buffer: None) -> None:
+def test_health_is_not_limited_nor_logged(settings: Any) -> None:
     from tmsite.oplog import recorder
 
     settings.TM_RATE_BURST = 1

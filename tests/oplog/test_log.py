@@ -56,7 +56,7 @@ def test_the_log_has_no_column_for_who_asked() -> None:
 
 
 @pytest.mark.django_db
-def test_a_read_is_one_row_with_what_was_asked_and_how_it_ended(empty_buffer: None) -> None:
+def test_a_read_is_one_row_with_what_was_asked_and_how_it_ended() -> None:
     reply = post(
         Client(),
         {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": FILE}},
@@ -77,7 +77,7 @@ def test_a_read_is_one_row_with_what_was_asked_and_how_it_ended(empty_buffer: No
 
 
 @pytest.mark.django_db
-def test_refusals_and_errors_are_recorded_by_reason_or_code(empty_buffer: None) -> None:
+def test_refusals_and_errors_are_recorded_by_reason_or_code() -> None:
     client = Client()
     missing = "tm://tinymachines/fs/docs/nothing-here.md?as=stat"
     post(
@@ -115,7 +115,7 @@ def test_refusals_and_errors_are_recorded_by_reason_or_code(empty_buffer: None) 
 
 
 @pytest.mark.django_db
-def test_a_tool_call_keeps_the_tool_and_not_its_arguments(empty_buffer: None) -> None:
+def test_a_tool_call_keeps_the_tool_and_not_its_arguments() -> None:
     post(
         Client(),
         {
@@ -137,7 +137,7 @@ def test_a_tool_call_keeps_the_tool_and_not_its_arguments(empty_buffer: None) ->
 
 
 @pytest.mark.django_db
-def test_a_batch_is_one_row_per_request(empty_buffer: None) -> None:
+def test_a_batch_is_one_row_per_request() -> None:
     batch = [
         {"jsonrpc": "2.0", "id": 1, "method": "ping"},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -151,7 +151,7 @@ def test_a_batch_is_one_row_per_request(empty_buffer: None) -> None:
 
 
 @pytest.mark.django_db
-def test_stdio_requests_are_recorded_too(empty_buffer: None) -> None:
+def test_stdio_requests_are_recorded_too() -> None:
     session = StdioSession()
     line = {
         "jsonrpc": "2.0",
@@ -172,9 +172,7 @@ def test_stdio_requests_are_recorded_too(empty_buffer: None) -> None:
 
 
 @pytest.mark.django_db
-def test_rows_are_written_in_batches(
-    empty_buffer: None, settings: Any, django_assert_num_queries: Any
-) -> None:
+def test_rows_are_written_in_batches(settings: Any, django_assert_num_queries: Any) -> None:
     """Forty-nine requests cost no database write; the fiftieth writes all fifty at once."""
     settings.TM_LOG_FLUSH_ROWS = 50
     settings.TM_LOG_FLUSH_SECONDS = 3600
@@ -194,9 +192,7 @@ def test_rows_are_written_in_batches(
 
 
 @pytest.mark.django_db
-def test_rows_that_waited_long_enough_are_written_on_the_next_request(
-    empty_buffer: None, settings: Any
-) -> None:
+def test_rows_that_waited_long_enough_are_written_on_the_next_request(settings: Any) -> None:
     settings.TM_LOG_FLUSH_ROWS = 1000
     settings.TM_LOG_FLUSH_SECONDS = 3600
     now = datetime.now(UTC)
@@ -250,9 +246,7 @@ def test_the_purge_command(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.django_db
-def test_writing_rows_purges_old_ones_at_most_hourly(
-    empty_buffer: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_writing_rows_purges_old_ones_at_most_hourly(monkeypatch: pytest.MonkeyPatch) -> None:
     RequestLog.objects.create(at=datetime.now(UTC) - timedelta(days=40), surface="rest")
     monkeypatch.setitem(recorder._state, "last_purge", 0.0)
     recorder.record(Row(at=datetime.now(UTC), surface="rest"))

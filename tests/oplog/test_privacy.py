@@ -111,7 +111,7 @@ def _session(base: str, client: httpx.Client) -> int:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("forwarded", [False, True], ids=["direct", "through-a-proxy"])
 def test_no_row_and_no_line_names_the_caller(
-    live_server: Any, json_lines: list[str], empty_buffer: None, forwarded: bool
+    live_server: Any, json_lines: list[str], forwarded: bool
 ) -> None:
     headers = {
         "User-Agent": AGENT,
