@@ -7,25 +7,28 @@ from typing import Any
 
 import pytest
 
+from tmsite.kinds.counter import COUNTER
 from tmsite.oplog import recorder
 
 
-def _discard_buffered_rows() -> None:
+def _forget_what_the_process_buffered() -> None:
     with recorder._lock:
         recorder._buffer.clear()
+    COUNTER.reset()
 
 
 @pytest.fixture(autouse=True)
-def request_log_stays_in_its_test(settings: Any) -> Iterator[None]:
-    """Each test's request-log rows reach the database only inside that test.
+def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
+    """What a test buffers for the database (request-log rows, kind counts) lands in that test.
 
-    The background flusher writes rows that waited ``TM_LOG_FLUSH_SECONDS``; in a test run it
-    would write one test's rows in the middle of a later test, after the first test's database
-    was rolled back or truncated. So rows are flushed only when a batch is full or a test
-    flushes, and whatever a test leaves in the buffer is dropped when it ends. A test that
-    tests the timing sets its own value.
+    Both are kept per process and written in batches, so without this one test's leftovers
+    would be written during a later test — after the first test's database was rolled back or
+    truncated, and from the request log's background thread, beside the later test's own
+    writes. So each test starts and ends with nothing buffered, and the request log's
+    age-based flush is off (rows go when a batch is full or a test flushes); a test of the
+    timing sets its own value.
     """
     settings.TM_LOG_FLUSH_SECONDS = 3600
-    _discard_buffered_rows()
+    _forget_what_the_process_buffered()
     yield
-    _discard_buffered_rows()
+    _forget_what_the_process_buffered()
