@@ -121,7 +121,7 @@ def test_checks_report_bad_files_and_steps_that_do_not_resolve(
     process_space(trail_checkout)
     messages = trail_checks()
     found = sorted((msg.id, msg.msg.split(":")[0]) for msg in messages)
-    assert [i for i, _ in found] == ["tm.W010", "tm.W011", "tm.W011", "tm.W011"]
+    assert [i for i, _ in found] == ["tm.W020", "tm.W021", "tm.W021", "tm.W021"]
     texts = " | ".join(msg.msg for msg in messages)
     assert "broken.json does not parse" in texts
     assert "step 1 (tm://tinymachines/entity/pattern/pad-pole) does not resolve: not-found" in texts

@@ -37,8 +37,10 @@ from typing import Any
 from urllib.parse import quote, urljoin
 
 from django.conf import settings
+from django.core import checks
 
 from tmsite import mime
+from tmsite.check_registry import check
 from tmsite.mounts import http_sitegraph as graph
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
@@ -129,8 +131,8 @@ def sites_from_settings() -> list[Site]:
     """The sites of ``TM_SITES`` (or the default: this project's site and the demo site).
 
     Raises:
-        ValueError: a site name that is not a lower-case host name, an unknown kind, or a front
-            door that is not a loopback http(s) URL.
+        ValueError: a site name that is not a lower-case host name, an unknown kind or scheme,
+            or a front door that is not a loopback http(s) URL.
     """
     door = str(getattr(settings, "TM_FRONT_DOOR", DEFAULT_FRONT_DOOR))
     configured = getattr(settings, "TM_SITES", None)
@@ -139,24 +141,40 @@ def sites_from_settings() -> list[Site]:
             str(getattr(settings, "TM_SITE_HOST", DEFAULT_SITE)): {"kind": "self"},
             DEMO_SITE: {"kind": "static", "front_door": DEMO_FRONT_DOOR},
         }
+    if not isinstance(configured, Mapping):
+        raise ValueError("TM_SITES must map site names to {kind, front_door, …}")
     sites: list[Site] = []
-    for name, about in dict(configured).items():
+    for name, about in configured.items():
         if not isinstance(name, str) or not _SITE_NAME.fullmatch(name):
             raise ValueError(f"TM_SITES: {name!r} is not a lower-case host name")
+        if not isinstance(about, Mapping):
+            raise ValueError(f"TM_SITES[{name!r}] must be a mapping such as {{'kind': 'self'}}")
         kind = str(about.get("kind", "self"))
         if kind not in {"self", "static"}:
             raise ValueError(f"TM_SITES[{name!r}]: kind is self or static, not {kind!r}")
+        scheme = str(about.get("scheme", "https"))
+        if scheme not in {"http", "https"}:
+            raise ValueError(f"TM_SITES[{name!r}]: scheme is http or https, not {scheme!r}")
         site_door = FrontDoor.parse(str(about.get("front_door", door)))
-        sites.append(
-            Site(
-                name,
-                kind,
-                site_door,
-                str(about.get("scheme", "https")),
-                bool(about.get("verify", True)),
-            )
-        )
+        sites.append(Site(name, kind, site_door, scheme, bool(about.get("verify", True))))
     return sites
+
+
+@check
+def check_sites() -> builtins.list[checks.CheckMessage]:
+    """``tm.E020``: ``TM_SITES`` and ``TM_FRONT_DOOR`` describe sites the mount can read."""
+    try:
+        sites_from_settings()
+    except ValueError as exc:
+        return [
+            checks.Error(
+                str(exc),
+                hint="a site is a lower-case host name with kind self or static and a "
+                "front door on loopback, such as http://127.0.0.1:8000",
+                id="tm.E020",
+            )
+        ]
+    return []
 
 
 def self_fetch_limit() -> int:

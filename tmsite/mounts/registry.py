@@ -1,7 +1,8 @@
 """The mounts this box serves: one sorted line per kind, instances from settings.
 
-A clash (two kinds under one name) or an unknown setting fails loudly at start-up
-(system checks ``tm.E001``/``tm.E002``). ``TM_MOUNTS`` may narrow the list (tests do).
+``TM_MOUNTS`` may narrow the list (tests do); a name in it that is not a mount fails loudly at
+start-up (system check ``tm.E001``), as does a registry line whose class is not the mount it
+names (``mount_class`` asserts it when the checks import every mount).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import threading
 from importlib import import_module
 
 from django.conf import settings
+from django.core import checks
 
+from tmsite.check_registry import check
 from tmsite.mounts.base import Mount
 from tmsite.mounts.namespace import Namespace
 
@@ -48,6 +51,25 @@ def build_mount(name: str, host: str) -> Mount:
     factory = getattr(cls, "from_settings", None)
     mount: Mount = factory(host) if factory is not None else cls(host)
     return mount
+
+
+@check
+def check_enabled_mounts() -> list[checks.CheckMessage]:
+    """``tm.E001``: ``TM_MOUNTS`` names only registered mounts."""
+    wanted = getattr(settings, "TM_MOUNTS", None)
+    if wanted is None:
+        return []
+    if isinstance(wanted, str) or not all(isinstance(name, str) for name in wanted):
+        return [checks.Error("TM_MOUNTS must be a list of mount names", id="tm.E001")]
+    return [
+        checks.Error(
+            f"TM_MOUNTS names {name!r}, which is not a mount",
+            hint=f"the mounts are {', '.join(MOUNTS)}",
+            id="tm.E001",
+        )
+        for name in wanted
+        if name not in MOUNTS
+    ]
 
 
 _built: Namespace | None = None

@@ -9,8 +9,8 @@ address and a note). It reads two ways: as the file it is, through ``fs/notes/tr
 A trail links ``tm:step`` to each step (``exact``: the file states it; the link's title says its
 place). The read of any step carries ``tm:step-of`` to every trail it is on, from the index in
 the database (:mod:`tmsite.trails.index`), matched on the step's address without parameters
-but ``at``. Steps that do not resolve are reported by the system check ``tm.W011`` and by the
-link walk; a trail file that does not parse by ``tm.W010``.
+but ``at``. Steps that do not resolve are reported by the system check ``tm.W021`` and by the
+link walk; a trail file that does not parse by ``tm.W020``.
 """
 
 from __future__ import annotations

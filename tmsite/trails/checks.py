@@ -1,7 +1,7 @@
 """System checks for the trails: files that do not parse, steps that do not resolve.
 
-* ``tm.W010`` — a trail file under ``notes/trails/`` does not parse.
-* ``tm.W011`` — a step does not resolve: its host is not this box's, its mount is not served,
+* ``tm.W020`` — a trail file under ``notes/trails/`` does not parse.
+* ``tm.W021`` — a step does not resolve: its host is not this box's, its mount is not served,
   or reading it is refused (``not-found``, ``bad-facet`` …). Steps on the mounts that read
   other servers (``http``, ``mcp``) are not read at start-up, when the front door may not be
   up yet; the link walk reads them.
@@ -36,7 +36,7 @@ def trail_checks() -> list[Any]:
             Warning(
                 f"notes/trails/{name}.json does not parse: {problem}",
                 hint="A trail is {title, description, steps: [{uri, note}, …]}.",
-                id="tm.W010",
+                id="tm.W020",
             )
         )
     if not trails:
@@ -51,7 +51,7 @@ def trail_checks() -> list[Any]:
                         f"trail {trail.name}, step {step.position} ({step.uri}) does not "
                         f"resolve: {why}",
                         hint="Fix the address in the trail file, or the thing it names.",
-                        id="tm.W011",
+                        id="tm.W021",
                     )
                 )
     return messages
