@@ -17,12 +17,21 @@ from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
 
 
-@pytest.fixture(params=sorted(WORLDS))
+def _world_params() -> list[object]:
+    """One parameter per world; a world of a mount backed by Django models is marked for the
+    database, so the test database is set up even when no other test in the run asks for it
+    (a fixture that asks for ``db`` on the fly is not seen when pytest-django decides)."""
+    return [
+        pytest.param(name, marks=pytest.mark.django_db)
+        if getattr(build, "needs_db", False)
+        else name
+        for name, build in sorted(WORLDS.items())
+    ]
+
+
+@pytest.fixture(params=_world_params())
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
-    build = WORLDS[request.param]
-    if getattr(build, "needs_db", False):  # a mount backed by Django models
-        request.getfixturevalue("db")
-    return build(tmp_path)
+    return WORLDS[request.param](tmp_path)
 
 
 def space(world: World) -> Namespace:
