@@ -28,6 +28,7 @@ status of 400 or more, or a failed fetch, ``unreachable``, the deadline ``timeou
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import threading
 import time
@@ -118,6 +119,8 @@ class Site:
         door: Where its pages are fetched from.
         scheme: How visitors reach it (redirect targets are resolved against it).
         verify: Verify the front door's certificate against the name (https).
+        ca_file: A PEM file of the authorities to trust for that certificate instead of the
+            system's (a box's own authority in front of its loopback door).
     """
 
     name: str
@@ -125,6 +128,7 @@ class Site:
     door: FrontDoor
     scheme: str = "https"
     verify: bool = True
+    ca_file: str | None = None
 
 
 def sites_from_settings() -> list[Site]:
@@ -132,7 +136,7 @@ def sites_from_settings() -> list[Site]:
 
     Raises:
         ValueError: a site name that is not a lower-case host name, an unknown kind or scheme,
-            or a front door that is not a loopback http(s) URL.
+            a front door that is not a loopback http(s) URL, or a ``ca_file`` that is no file.
     """
     door = str(getattr(settings, "TM_FRONT_DOOR", DEFAULT_FRONT_DOOR))
     configured = getattr(settings, "TM_SITES", None)
@@ -156,7 +160,11 @@ def sites_from_settings() -> list[Site]:
         if scheme not in {"http", "https"}:
             raise ValueError(f"TM_SITES[{name!r}]: scheme is http or https, not {scheme!r}")
         site_door = FrontDoor.parse(str(about.get("front_door", door)))
-        sites.append(Site(name, kind, site_door, scheme, bool(about.get("verify", True))))
+        ca_file = about.get("ca_file")
+        if ca_file is not None and not os.path.isfile(ca_file):
+            raise ValueError(f"TM_SITES[{name!r}]: ca_file {ca_file!r} is not a file")
+        verify = bool(about.get("verify", True))
+        sites.append(Site(name, kind, site_door, scheme, verify, ca_file))
     return sites
 
 
@@ -437,7 +445,7 @@ class HttpMount(Mount):
 
     def _fetcher(self, site: Site) -> Fetcher:
         budget = self.budget if site.kind == "self" else None
-        return Fetcher(site.name, site.door, self.deadline, budget, site.verify)
+        return Fetcher(site.name, site.door, self.deadline, budget, site.verify, site.ca_file)
 
     def _fetch(self, uri: TmUri, site: Site, path: str, *, cap: int, truncate: bool) -> Fetched:
         text = str(uri)

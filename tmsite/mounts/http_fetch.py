@@ -274,6 +274,7 @@ class Fetcher:
         deadline: Seconds a whole fetch may take, headers and body.
         budget: The self-fetch budget when the site is this project's own, else None.
         verify: Verify the front door's certificate (https) against the site's name.
+        ca_file: The authorities to verify it with, instead of the system's.
     """
 
     site: str
@@ -281,6 +282,7 @@ class Fetcher:
     deadline: float
     budget: SelfFetchBudget | None = None
     verify: bool = True
+    ca_file: str | None = None
 
     def fetch(self, path: str, *, cap: int, truncate: bool = False, method: str = "GET") -> Fetched:
         """GET ``path`` (an origin-form target built from checked segments).
@@ -310,7 +312,7 @@ class Fetcher:
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         if self.door.scheme == "https":
-            context = ssl.create_default_context()
+            context = ssl.create_default_context(cafile=self.ca_file)
             if not self.verify:
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE
@@ -381,6 +383,8 @@ def _describe(exc: BaseException) -> str:
         return "the front door refused the connection (nothing listens there)"
     if isinstance(exc, http.client.IncompleteRead):
         return f"the body ended after {len(exc.partial)} bytes, short of the length it announced"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS failed: the front door's certificate is not trusted ({exc.verify_message})"
     if isinstance(exc, ssl.SSLError):
         return f"TLS failed: {exc.reason or exc}"
     if isinstance(exc, http.client.HTTPException):
