@@ -306,6 +306,16 @@ def test_parts_work_at_any_revision(ns: Namespace) -> None:
     assert refused.value.data["nearest"][0] == REPO + "docs/record.json?at=v1&pointer=/a/0"
 
 
+def test_a_stat_at_a_revision_names_itself_at_that_revision(ns: Namespace) -> None:
+    for uri in [
+        REPO + "docs/guide.md?at=v1",
+        REPO + "docs/guide.md?at=v2",
+        REPO + "docs/guide.md",
+    ]:
+        stat = ns.read(uri + ("&" if "?" in uri else "?") + "as=stat").body
+        assert stat["uri"] == uri
+
+
 def test_submodule_reads_as_its_pin(ns: Namespace, scenario: Scenario) -> None:
     content = ns.read(REPO + "vendor/lib")
     assert content.mime_type == "application/vnd.tm.submodule+json"
@@ -328,6 +338,7 @@ def test_submodule_reads_as_its_pin(ns: Namespace, scenario: Scenario) -> None:
     assert ns.read(REPO + "vendor/lib?as=stat").body == content.body
     older = ns.read(REPO + "vendor/lib?at=v2").body
     assert older["pinned"] == scenario.lib["c1"] and older["at"] == "v2"
+    assert older["uri"] == REPO + "vendor/lib?at=v2"  # the pin as it was: keeps its revision
     moves = ns.read(REPO + "vendor/lib?as=log").body["commits"]
     assert [e["subject"] for e in moves] == ["c4", "c3"]
     listed = next(c for c in ns.read(REPO + "vendor/").body["children"])

@@ -18,6 +18,8 @@ REFS = ["HEAD", "feature", "hostile", "main", "v1", "v2"]
     [
         ("--output=/tmp/x", "a ref may not start with '-'"),
         ("-n", "a ref may not start with '-'"),
+        ("refs/heads/-n", "no segment of a ref may start with '-'"),  # the -n branch exists
+        ("release/--force", "no segment of a ref may start with '-'"),
         ("a..b", "'..' is revision-range syntax"),
         ("v1%20main", "spaces are not allowed"),
         ("HEAD:x", "':' is path syntax"),

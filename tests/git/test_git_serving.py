@@ -177,6 +177,7 @@ def test_fs_file_at_a_revision(ns: Namespace, scenario: Scenario) -> None:
     assert to_text(first.body) == "# Guide\nfirst\n"  # parts are cut by the namespace
     stat = fs_at(ns, FS + "docs/guide.md?at=v1&as=stat").body
     assert stat["commit"] == scenario.c["c2"] and stat["size"] == 26 and stat["at"] == "v1"
+    assert stat["uri"] == FS + "docs/guide.md?at=v1"
     ranged = fs_at(ns, FS + "docs/blob.bin?at=v1&range=0-4")
     assert ranged.body == bytes(range(4)) and ranged.part_applied
 

@@ -99,7 +99,8 @@ def validate_ref(text: str) -> RefText:
     datetimes (``2026-01-02``, ``2026-01-02T03:04:05Z``, ``2026-01-02T03:04+09:00``).
     Date-shaped text always means a date, and must be a real one.
 
-    Refused: empty or longer than 255 characters, a leading ``-`` (an option), spaces and
+    Refused: empty or longer than 255 characters, a leading ``-`` (an option; nor may any
+    ``/`` segment start with one, so ``refs/heads/-n`` is refused too), spaces and
     control characters, ``..``, ``@{``, ``:``, ``~``, ``^``, backslashes, characters outside
     ``A–Z a–z 0–9 . _ / + @ -``, segments that are empty or start with a dot, names ending in
     ``.lock`` or ``/``.
@@ -133,6 +134,8 @@ def validate_ref(text: str) -> RefText:
     segments = text.split("/")
     if any(not seg or seg.startswith(".") for seg in segments):
         raise BadRef(text, "empty segments and segments starting with '.' are not allowed")
+    if any(seg.startswith("-") for seg in segments):
+        raise BadRef(text, "no segment of a ref may start with '-'")
     if text.endswith(".lock") or text.endswith("."):
         raise BadRef(text, "a ref may not end with '.lock' or '.'")
     return RefText(text, "name")

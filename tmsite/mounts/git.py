@@ -625,7 +625,7 @@ class GitMount(Mount):
         if body is None:
             node = t.node
             body = {
-                "uri": str(req.uri.identity),
+                "uri": str(req.uri.keeping("at")),
                 "repository": t.served.name,
                 "path": display(t.path),
                 "name": display(t.parts[-1]),
@@ -753,7 +753,7 @@ class GitMount(Mount):
                 url = None
             pins = self.pinned_repository(url, t.node.sha)
             body = {
-                "uri": str(req.uri.identity.as_leaf()),
+                "uri": str(req.uri.keeping("at").as_leaf()),
                 "repository": t.served.name,
                 "path": display(t.path),
                 "at": t.at.shown,
@@ -851,7 +851,7 @@ class GitMount(Mount):
             if fs_uri.param("lines") or fs_uri.param("range"):
                 raise BadFacet(text, "a stat has no lines or range", valid=["pointer"])
             body = {
-                "uri": str(fs_uri.identity),
+                "uri": str(fs_uri.keeping("at")),
                 "name": display(fs_uri.path[-1]),
                 "path": "/".join(display(s) for s in fs_uri.path),
                 "at": at,
