@@ -29,6 +29,11 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
 preload_app = False
 
 
+def post_fork(server: Any, worker: Any) -> None:
+    """Tell the worker how many threads it has (the http mount keeps one free of self-fetches)."""
+    os.environ["TM_WORKER_THREADS"] = str(worker.cfg.threads)
+
+
 def worker_exit(server: Any, worker: Any) -> None:
     """Write the worker's buffered request-log rows before it goes."""
     from tmsite.oplog import recorder

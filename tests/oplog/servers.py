@@ -65,9 +65,12 @@ def gunicorn(
     workers: int,
     log: Path,
     port: int | None = None,
-    threads: int = 1,
+    threads: int | None = 1,
 ) -> Iterator[str]:
-    """gunicorn serving ``tmsite.wsgi`` on loopback with the deploy config; yields its base URL."""
+    """gunicorn serving ``tmsite.wsgi`` on loopback with the deploy config; yields its base URL.
+
+    ``threads=None`` leaves the thread count to the config (``GUNICORN_THREADS``, default 4).
+    """
     port = port or free_port()
     command = [
         str(BIN / "gunicorn"),
@@ -78,8 +81,7 @@ def gunicorn(
         f"127.0.0.1:{port}",
         "--workers",
         str(workers),
-        "--threads",
-        str(threads),
+        *(["--threads", str(threads)] if threads is not None else []),
     ]
     with log.open("ab") as sink:
         process = subprocess.Popen(command, cwd=ROOT, env=dict(env), stderr=sink, stdout=sink)

@@ -191,7 +191,15 @@ _WATCHDOG = _Watchdog()
 
 
 def worker_threads() -> int | None:
-    """The thread count gunicorn was started with in this process, when it can be told."""
+    """The thread count of this server process, when it can be told.
+
+    ``TM_WORKER_THREADS`` when set (``deploy/gunicorn.conf.py`` sets it in each worker from the
+    value gunicorn settled on, whether it came from the file, the environment or the command
+    line), else ``--threads`` on gunicorn's command line; a gunicorn that says neither has 1.
+    """
+    declared = os.environ.get("TM_WORKER_THREADS", "")
+    if declared.isdigit():
+        return int(declared)
     argv = [*sys.argv, *shlex.split(os.environ.get("GUNICORN_CMD_ARGS", ""))]
     if not any("gunicorn" in part for part in argv[:2]) and "GUNICORN_CMD_ARGS" not in os.environ:
         return None
