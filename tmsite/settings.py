@@ -125,10 +125,18 @@ DATABASES = {"default": _database()}
 
 
 def _cache() -> dict[str, object]:
-    """``TM_REDIS_URL`` for the many-machine setup, else this process's memory."""
+    """``TM_REDIS_URL`` for the many-machine setup, else this process's memory.
+
+    ``TM_CACHE_PREFIX`` starts every key the box writes in Redis, so boxes (or test runs) can
+    share one Redis without sharing buckets or cached reads.
+    """
     url = os.environ.get("TM_REDIS_URL", "")
     if url:
-        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "KEY_PREFIX": os.environ.get("TM_CACHE_PREFIX", ""),
+        }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tmsite"}
 
 

@@ -40,3 +40,10 @@ def database_url() -> Iterator[str]:
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def cache_prefix() -> str:
+    """A key prefix of this test's own: buckets and day secrets another test (or an earlier run
+    against the same Redis) left are not this test's."""
+    return f"tm-test-{secrets.token_hex(4)}"

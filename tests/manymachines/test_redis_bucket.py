@@ -36,17 +36,26 @@ SPENDER = textwrap.dedent(
 
 
 @pytest.fixture
-def redis_cache(settings: Any, redis_url: str) -> Iterator[Any]:
+def redis_cache(settings: Any, redis_url: str, cache_prefix: str) -> Iterator[Any]:
     settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis_url,
+            "KEY_PREFIX": cache_prefix,
+        }
     }
     cache = caches["default"]
     yield cache
-    cache.clear()
+    client = cache._cache.get_client(None, write=True)
+    for key in client.scan_iter(f"{cache_prefix}:*"):
+        client.delete(key)  # this test's keys only: another may be using the same Redis
 
 
-def test_processes_on_redis_grant_exactly_the_burst(redis_url: str, tmp_path: Path) -> None:
+def test_processes_on_redis_grant_exactly_the_burst(
+    redis_url: str, cache_prefix: str, tmp_path: Path
+) -> None:
     env = {**os.environ, "TM_REDIS_URL": redis_url, "DJANGO_SETTINGS_MODULE": "tmsite.settings"}
+    env["TM_CACHE_PREFIX"] = cache_prefix
     env["TM_VAR_DIR"] = str(tmp_path)
     env["TM_SECRET_KEY"] = "many-machines"
     caller = f"198.51.100.{int(time.time()) % 200}"
@@ -81,7 +90,7 @@ def test_redis_keeps_no_address_and_forgets_a_full_bucket(redis_cache: Any) -> N
     store, rule = RedisStore(), Policy(burst=4, refill=2)
     store.take("198.51.100.23", 1, time.time(), rule)
     client = redis_cache._cache.get_client(None, write=False)
-    keys = [key.decode() for key in client.keys("*tm-rate:b:*")]
+    keys = [key.decode() for key in client.keys(f"{redis_cache.key_prefix}:*tm-rate:b:*")]
     assert len(keys) == 1
     assert "198.51.100.23" not in keys[0]
     values = client.hgetall(keys[0])
