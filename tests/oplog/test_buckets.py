@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 from tmsite.oplog import buckets, costs
-from tmsite.oplog.buckets import FileStore, MemoryStore, Policy, Store, decision, step
+from tmsite.oplog.buckets import (
+    SWEEP_EVERY,
+    FileStore,
+    MemoryStore,
+    Policy,
+    Store,
+    decision,
+    digest,
+    step,
+)
 from tmsite.oplog.clock import FakeClock
 
 POLICY = Policy(burst=10, refill=2)
@@ -102,6 +111,34 @@ def test_the_file_keeps_no_address(tmp_path: Path) -> None:
     raw = path.read_bytes()
     assert b"198.51.100.23" not in raw
     assert "198.51.100.23".encode("utf-16-le") not in raw
+
+
+def test_a_bucket_full_again_is_erased_from_the_file(tmp_path: Path) -> None:
+    """The key standing for a caller stays only while its bucket is below full: erased when a
+    take probes its slot, and by the sweep of the whole table (at most every minute)."""
+    path = tmp_path / "buckets"
+    store = FileStore(path, slots=64, probes=4)
+    store.take("198.51.100.23", 1, 100.0, POLICY)
+    secret = path.read_bytes()[16:48]  # the day's secret, in the header
+    key = digest(secret, "198.51.100.23")
+    assert key in path.read_bytes()
+    store.take("198.51.100.24", 1, 100.0 + POLICY.full_after - 1, POLICY)  # not full yet
+    assert key in path.read_bytes()
+    store.take("198.51.100.24", 1, 100.0 + SWEEP_EVERY + 1, POLICY)  # full again: swept
+    assert key not in path.read_bytes()
+    assert digest(secret, "198.51.100.24") in path.read_bytes()  # its own take wrote it again
+
+
+def test_a_probe_erases_the_full_buckets_it_passes(tmp_path: Path) -> None:
+    path = tmp_path / "buckets"
+    store = FileStore(path, slots=4, probes=4)
+    store.take("a", 1, 100.0, POLICY)
+    store.take("b", 1, 100.0, POLICY)
+    secret = path.read_bytes()[16:48]
+    later = 100.0 + POLICY.full_after  # both full again, no sweep due yet
+    store.take("c", 1, later, POLICY)
+    raw = path.read_bytes()
+    assert digest(secret, "a") not in raw and digest(secret, "b") not in raw
 
 
 def test_the_file_reuses_the_slot_of_a_full_bucket(tmp_path: Path) -> None:

@@ -162,9 +162,13 @@ class MemoryStore:
 
 _MAGIC = b"TMRB"
 _HEADER = struct.Struct("<4sIq32s")  # magic, slot count, day, secret
+_SWEPT = struct.Struct("<d")  # when the table was last swept, in the header's spare bytes
+_SWEPT_AT = _HEADER.size
 _HEADER_SIZE = 64
 _SLOT = struct.Struct("<16sdd")  # key, tokens, stamp
 _EMPTY_KEY = bytes(16)
+#: Seconds between sweeps of the whole table for buckets that are full again.
+SWEEP_EVERY = 60.0
 
 
 class FileStore:
@@ -175,6 +179,11 @@ class FileStore:
     would be full by now. When every probed slot holds a live bucket, the one idle longest is
     given up (its caller starts again full): that takes more live callers than ``probes``
     landing in one neighbourhood of a 65,536-slot table.
+
+    A bucket that is full again is erased, not just reused: the probed slots on every take, and
+    the whole table at most every ``SWEEP_EVERY`` seconds (a pass over 2 MiB) — so a caller's
+    key stays in the file only while its bucket is below full, plus at most that long while
+    requests come.
     """
 
     def __init__(self, path: Path, slots: int = 65_536, probes: int = 32) -> None:
@@ -220,6 +229,7 @@ class FileStore:
                 secret = secrets.token_bytes(32)
                 table[_HEADER_SIZE:] = bytes(self.size - _HEADER_SIZE)
                 _HEADER.pack_into(table, 0, _MAGIC, self.slots, today, secret)
+            self._sweep(table, now, policy)
             key = digest(secret, address)
             index = self._find(table, key, now, policy)
             offset = _HEADER_SIZE + index * _SLOT.size
@@ -239,11 +249,28 @@ class FileStore:
             found, _tokens, stamp = _SLOT.unpack_from(table, _HEADER_SIZE + index * _SLOT.size)
             if found == key:
                 return index
-            if free is None and (found == _EMPTY_KEY or now - stamp >= policy.full_after):
+            if found != _EMPTY_KEY and now - stamp >= policy.full_after:
+                _SLOT.pack_into(table, _HEADER_SIZE + index * _SLOT.size, _EMPTY_KEY, 0, 0)
+                found = _EMPTY_KEY
+            if free is None and found == _EMPTY_KEY:
                 free = index
             if stamp < oldest_stamp:
                 oldest, oldest_stamp = index, stamp
         return free if free is not None else oldest
+
+    def _sweep(self, table: mmap.mmap, now: float, policy: Policy) -> None:
+        """Erase every bucket that is full again, at most every ``SWEEP_EVERY`` seconds."""
+        (swept,) = _SWEPT.unpack_from(table, _SWEPT_AT)
+        if 0 <= now - swept < SWEEP_EVERY:
+            return
+        _SWEPT.pack_into(table, _SWEPT_AT, now)
+        slots = memoryview(table)[_HEADER_SIZE:]
+        try:
+            for index, (found, _tokens, stamp) in enumerate(_SLOT.iter_unpack(slots)):
+                if found != _EMPTY_KEY and now - stamp >= policy.full_after:
+                    _SLOT.pack_into(table, _HEADER_SIZE + index * _SLOT.size, _EMPTY_KEY, 0, 0)
+        finally:
+            slots.release()
 
 
 # --- many machines: Redis ---------------------------------------------------------------------
