@@ -173,3 +173,20 @@ def test_a_commit_graph_gives_the_same_answers(fresh_world: World) -> None:
             gitstore.resolve(graphed, "2023-11-17T00:00:00Z"),
         )
     assert after == before
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("thanks to ada@example.org", "thanks to [e-mail]"),
+        ("Ada <ada@example.org>", "Ada [e-mail]"),
+        ("root@localhost did it", "[e-mail] did it"),
+        ("dev@buildbox fix", "[e-mail] fix"),
+        ("first.last+tag@mail.example.co.jp", "[e-mail]"),
+        ("HEAD@{1} and @mention and a@ b", "HEAD@{1} and @mention and a@ b"),
+    ],
+)
+def test_anything_shaped_like_an_address_is_scrubbed(text: str, scrubbed: str) -> None:
+    from tmsite.gitstore.history import scrub
+
+    assert scrub(text) == scrubbed

@@ -34,7 +34,7 @@ from tmsite.gitstore.tree import PathReader
 from tmsite.gitstore.types import LogEntry
 
 MAX_LOG = 100
-_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)*>?")
 
 
 def scrub(text: str) -> str:
