@@ -53,6 +53,11 @@ def title_of(body: dict[str, Any], uri: str) -> str:
     return parsed.name or parsed.host or "tm://"
 
 
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _href(value: Any) -> str | None:
     return value if isinstance(value, str) and value.startswith("tm://") else None
 

@@ -1,10 +1,12 @@
 """The assembler registry: one assembler per kind of thing, a loud error on a clash.
 
 An assembler turns one read (a ``Content``) into blocks. It is registered under the kind of
-thing it assembles (``Content.kind``, e.g. ``log``) or under a media type (``text/markdown``,
-or a family ``image/*``), and says which block kinds it yields (the manifest publishes that).
-Lookup, for a read: its kind, then its exact media type, then its family, then the generic
-fallback (kv of a JSON object, code for text, media for bytes).
+thing it assembles (``Content.kind``, e.g. ``log``), under a media type (``text/markdown``,
+or a family ``image/*``), or under a mount whose kinds are data rather than code (the things an
+MCP server's index map names take whatever kind the map declares), and says which block kinds
+it yields (the manifest publishes that). Lookup, for a read: its kind, then the mount that
+served it, then its exact media type, then its family, then the generic fallback (kv of a JSON
+object, code for text, media for bytes).
 """
 
 from __future__ import annotations
@@ -34,22 +36,32 @@ class Assembler:
     module: str
 
 
-#: "kind:<kind>" or "type:<media type>" → its assembler.
+#: "kind:<kind>", "mount:<mount>" or "type:<media type>" → its assembler.
 ASSEMBLERS: dict[str, Assembler] = {}
 GENERIC = "generic"
 
 
 def assembles(
-    *, kinds: tuple[str, ...] = (), types: tuple[str, ...] = (), yields: tuple[str, ...]
+    *,
+    kinds: tuple[str, ...] = (),
+    types: tuple[str, ...] = (),
+    mounts: tuple[str, ...] = (),
+    yields: tuple[str, ...],
 ) -> Callable[[AssembleFn], AssembleFn]:
-    """Register the decorated function for ``kinds`` and/or media ``types``.
+    """Register the decorated function for ``kinds``, media ``types`` and/or ``mounts``.
+
+    A mount key catches what that mount serves under a kind no assembler holds.
 
     Raises:
         AssemblerClash: a kind or type another assembler already holds (at import).
     """
     unknown = sorted(set(yields) - set(BLOCK_KINDS))
     assert not unknown, f"not in the block vocabulary: {unknown}"
-    keys = [f"kind:{kind}" for kind in kinds] + [f"type:{media}" for media in types]
+    keys = (
+        [f"kind:{kind}" for kind in kinds]
+        + [f"type:{media}" for media in types]
+        + [f"mount:{mount}" for mount in mounts]
+    )
 
     def register(fn: AssembleFn) -> AssembleFn:
         for key in keys:
@@ -69,11 +81,20 @@ def base_type(media_type: str) -> str:
     return media_type.split(";")[0].strip().lower()
 
 
+def mount_of(uri: str) -> str:
+    """The mount segment of a ``tm://`` address (``""`` for a host root or anything else)."""
+    if not uri.startswith("tm://"):
+        return ""
+    segments = uri[len("tm://") :].split("?", 1)[0].split("/")
+    return segments[1] if len(segments) > 1 else ""
+
+
 def find(content: Content) -> Assembler:
-    """The assembler for one read: by kind, exact type, type family, then the fallback."""
+    """The assembler for one read: by kind, mount, exact type, type family, then the fallback."""
     media = base_type(content.mime_type)
     for key in (
         f"kind:{content.kind}",
+        f"mount:{mount_of(content.uri)}",
         f"type:{media}",
         f"type:{media.split('/')[0]}/*",
         f"kind:{GENERIC}",

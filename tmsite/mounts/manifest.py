@@ -125,7 +125,10 @@ KIND_FACETS: dict[str, tuple[str, ...]] = {
     "offbox": ("stat", "links", "blocks"),
     "page": ("text", "rendered", "stat", "links", "blocks"),
     "pattern": ("stat", "set", "links", "blocks"),
+    "prompt": ("stat", "links", "blocks"),
     "renderer": ("stat", "links", "blocks"),
+    "resource": ("stat", "links", "blocks"),
+    "resource-template": ("stat", "links", "blocks"),
     "routine": ("stat", "set", "links", "blocks"),
     "server": ("stat", "links", "blocks"),
     "set": ("blocks",),
@@ -155,7 +158,8 @@ def relations() -> dict[str, dict[str, Any]]:
 
 
 def kind_handles() -> dict[str, dict[str, Any]]:
-    """Per kind (and per media type), the facets it may offer and the blocks it yields."""
+    """Per kind (per media type, and ``mount:<name>`` for the kinds a mount takes from data),
+    the facets it may offer and the blocks it yields."""
     out: dict[str, dict[str, Any]] = {}
     generic = ASSEMBLERS["kind:generic"].yields
     for kind in sorted(set(KIND_FACETS) | {k[5:] for k in ASSEMBLERS if k.startswith("kind:")}):
@@ -166,6 +170,13 @@ def kind_handles() -> dict[str, dict[str, Any]]:
             "assembler": assembler.module if assembler is not None else "generic",
         }
     for key, assembler in sorted(ASSEMBLERS.items()):
+        if key.startswith("mount:"):
+            # What a mount serves under kinds it declares as data (an MCP map's kinds).
+            out[key] = {
+                "facets": ["links", "blocks"],
+                "blocks": list(assembler.yields),
+                "assembler": assembler.module,
+            }
         if key.startswith("type:"):
             out[key[5:]] = {
                 "facets": [],
