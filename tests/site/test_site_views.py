@@ -214,6 +214,7 @@ def test_sitemap_lists_every_page(client: Client, checkout: Path, settings: Any)
         "http://example.org/",
         "http://example.org/ja/",
         "http://example.org/pieces",
+        "http://example.org/explore",
         "http://example.org/docs",
         "http://example.org/docs/nes",
         "http://example.org/docs/nes/alone",

@@ -397,6 +397,7 @@ FIXED_PAGES: tuple[SitePage, ...] = (
     SitePage("/", "en"),
     SitePage("/ja/", "ja"),
     SitePage("/pieces", "en"),
+    SitePage("/explore", "en"),
 )
 
 
