@@ -19,6 +19,7 @@ from tmsite.mcpclient import (
     PeerError,
     ProtocolError,
     Timeout,
+    TooDeep,
     TooLarge,
     Unreachable,
     probe,
@@ -184,6 +185,22 @@ def test_http_responses_over_the_cap(http_faults: HttpPeer, tool: str) -> None:
         if tool == "huge-declared":
             assert huge.value.seen == 100 * MIB
         assert client.call_tool("plain", {}).text == "called plain"
+
+
+@pytest.mark.parametrize("form", ["deep", "sse-deep"])
+def test_http_responses_past_the_depth_cap(http_faults: HttpPeer, form: str) -> None:
+    with Client.http(http_faults.url("/legacy"), timeout=10) as client:
+        for levels in (65, 5000):
+            with pytest.raises(TooDeep) as deep:
+                client.call_tool(f"{form}-{levels}", {})
+            assert (deep.value.part, deep.value.limit) == ("message", 64)
+            assert deep.value.what == "message nested deeper than 64 levels"
+        answer = client.call_tool(f"{form}-64", {})
+        assert answer.structured is not None
+        nest, levels = answer.structured["nest"], 0
+        while isinstance(nest, list):
+            nest, levels = nest[0] if nest else None, levels + 1
+        assert levels == 61
 
 
 def test_wrong_content_type(http_faults: HttpPeer) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
+
 import pytest
 
-from tmsite.mcpclient import PeerError, ProtocolError, TooLarge
-from tmsite.mcpclient.jsonrpc import answer_to, classify, decode, result_of
+from tmsite.mcpclient import PeerError, ProtocolError, TooDeep, TooLarge
+from tmsite.mcpclient.jsonrpc import answer_to, check_depth, classify, decode, result_of
 
 
 @pytest.mark.parametrize(
@@ -14,13 +17,80 @@ from tmsite.mcpclient.jsonrpc import answer_to, classify, decode, result_of
         (b'{"jsonrpc":"2.0","id":1,"result":NaN}', "not a JSON message"),
         (b'{"jsonrpc":"2.0","id":1,"result":Infinity}', "not a JSON message"),
         (b"\xff\xfe{}", "not a JSON message"),
-        (b"[" * 100_000 + b"]" * 100_000, "not a JSON message"),
+        (b"[" * 100_000 + b"]" * 100_000, "message nested deeper than 64 levels"),
     ],
 )
 def test_decode_refuses(raw: bytes, what: str) -> None:
     with pytest.raises(ProtocolError) as bad:
         decode(raw, 1 << 30)
     assert bad.value.what == what
+
+
+def _nested(levels: int) -> bytes:
+    """Objects and arrays in turn, ``levels`` deep: ``{"a":[{"a":0}]}`` for 3."""
+    opens = [b'{"a":' if level % 2 == 0 else b"[" for level in range(levels)]
+    closes = [b"}" if level % 2 == 0 else b"]" for level in reversed(range(levels))]
+    return b"".join(opens) + b"0" + b"".join(closes)
+
+
+@pytest.mark.parametrize("levels", [1, 2, 63, 64])
+def test_decode_accepts_nesting_up_to_the_cap(levels: int) -> None:
+    assert decode(_nested(levels), 1 << 30) is not None
+
+
+@pytest.mark.parametrize("levels", [65, 66, 1000, 1_000_000])
+def test_decode_refuses_nesting_past_the_cap(levels: int) -> None:
+    with pytest.raises(TooDeep) as deep:
+        decode(_nested(levels), 1 << 30)
+    assert (deep.value.part, deep.value.limit) == ("message", 64)
+    assert deep.value.what == "message nested deeper than 64 levels"
+    assert str(deep.value) == "protocol error: message nested deeper than 64 levels"
+
+
+def test_decode_takes_its_depth_cap_from_the_caller() -> None:
+    assert decode(_nested(3), 100, max_depth=3) == {"a": [{"a": 0}]}
+    with pytest.raises(TooDeep) as deep:
+        decode(_nested(4), 100, max_depth=3, part="text")
+    assert (deep.value.part, deep.value.limit) == ("text", 3)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'["' + b"[" * 100 + b'"]',  # brackets inside a string are not nesting
+        b'["\\"' + b"{" * 100 + b'"]',  # an escaped quote does not end the string
+        b'{"' + b"[" * 100 + b'":1}',  # nor in a key
+        b"[" + b"[]," * 10_000 + b"[]]",  # wide, not deep
+    ],
+)
+def test_depth_counts_brackets_outside_strings_only(raw: bytes) -> None:
+    check_depth(raw, 2)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'["\\\\",' + b"[" * 3 + b"]" * 3 + b"]",  # the string ends after an escaped backslash
+        b'["x"' + b"[" * 3 + b'"y"' + b"]" * 3 + b"]",
+        b"[" * 10,  # unclosed
+    ],
+)
+def test_depth_is_refused_past_the_cap_around_strings(raw: bytes) -> None:
+    with pytest.raises(TooDeep):
+        check_depth(raw, 3)
+
+
+def test_depth_check_is_linear_in_hostile_strings() -> None:
+    # Runs of escaped quotes and unterminated strings cost one pass, not one pass per quote.
+    for raw in (
+        b'"' + b'\\"' * (1 << 20),
+        b'"' + b'\\"' * (1 << 20) + b"\\",
+        b'"' * (2 << 20) + b"[" * 100,
+    ):
+        started = time.monotonic()
+        with contextlib.suppress(TooDeep):
+            check_depth(raw, 64)
+        assert time.monotonic() - started < 2.0
 
 
 def test_decode_caps_bytes() -> None:

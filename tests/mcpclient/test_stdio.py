@@ -18,7 +18,9 @@ from tmsite.mcpclient import (
     PeerError,
     ProtocolError,
     Timeout,
+    TooDeep,
     TooLarge,
+    ToolResult,
     Unreachable,
     probe,
 )
@@ -373,6 +375,79 @@ def test_a_smaller_cap_is_honoured() -> None:
         with pytest.raises(TooLarge) as big:
             client.read_resource("elements://table")
         assert (big.value.what, big.value.limit) == ("message", 2048)
+
+
+def _nest(value: object) -> int:
+    levels = 0
+    while isinstance(value, list):
+        levels += 1
+        value = value[0] if value else None
+    return levels
+
+
+@pytest.mark.parametrize("levels", [65, 900, 5000])
+def test_a_message_nested_past_the_depth_cap_is_refused(levels: int) -> None:
+    client = Client.stdio(peer("fault_peer.py", f"deep-{levels}"))
+    with client:
+        with pytest.raises(TooDeep) as deep:
+            client.call_tool("t", {})
+        assert (deep.value.part, deep.value.limit) == ("message", 64)
+        assert deep.value.what == "message nested deeper than 64 levels"
+        assert isinstance(deep.value, ProtocolError)
+        assert client.pid is not None and gone(client.pid)
+
+
+@pytest.mark.parametrize("levels", [60, 64])
+def test_a_message_within_the_depth_cap_is_accepted(levels: int) -> None:
+    with Client.stdio(peer("fault_peer.py", f"deep-{levels}")) as client:
+        answer = client.call_tool("t", {})
+    assert answer.structured is not None
+    assert _nest(answer.structured["nest"]) == levels - 3
+    assert answer.data() is answer.structured
+
+
+@pytest.mark.parametrize("levels", [65, 5000])
+def test_json_text_nested_past_the_depth_cap_is_refused(levels: int) -> None:
+    # At 5000 levels this text used to fail to parse and come back as plain text.
+    with Client.stdio(peer("fault_peer.py", f"deep-text-{levels}")) as client:
+        with pytest.raises(TooDeep) as deep:
+            client.call_tool("t", {})
+        assert (deep.value.part, deep.value.limit) == ("text", 64)
+        assert deep.value.what == "text nested deeper than 64 levels"
+
+
+def test_json_text_within_the_depth_cap_is_data() -> None:
+    with Client.stdio(peer("fault_peer.py", "deep-text-60")) as client:
+        answer = client.call_tool("t", {})
+    assert _nest(answer.data()) == 60
+
+
+def test_a_smaller_depth_cap_is_honoured() -> None:
+    with Client.stdio(peer("fault_peer.py", "deep-12"), limits=Limits(max_depth=11)) as client:
+        with pytest.raises(TooDeep) as deep:
+            client.call_tool("t", {})
+        assert (deep.value.part, deep.value.limit) == ("message", 11)
+    with Client.stdio(peer("fault_peer.py", "deep-12"), limits=Limits(max_depth=12)) as client:
+        assert _nest(client.call_tool("t", {}).data()["nest"]) == 9
+
+
+def test_tool_result_data_holds_its_text_to_the_depth_cap() -> None:
+    def text(body: str) -> ToolResult:
+        return ToolResult([{"type": "text", "text": body}], None, False)
+
+    with pytest.raises(TooDeep) as deep:
+        text("[" * 65 + "]" * 65).data()
+    assert (deep.value.part, deep.value.limit) == ("text", 64)
+    assert _nest(text("[" * 64 + "]" * 64).data()) == 64
+    assert text('["' + "[" * 100 + '"]').data() == ["[" * 100]  # brackets in a string: data
+    assert text("not [json]").data() is None
+
+
+def test_a_tool_failure_is_not_held_to_the_depth_cap() -> None:
+    # Its words are read as text (the mount's toolError), never parsed as data.
+    with Client.stdio(peer("fault_peer.py", "deep-failure-5000")) as client:
+        answer = client.call_tool("t", {})
+    assert answer.is_error and answer.text == "[" * 5000 + "]" * 5000
 
 
 def test_cursor_cycle_is_detected() -> None:

@@ -1,7 +1,8 @@
 """The mcp mount against every kind of peer: koyu-mcp's protocol, the official SDK over
 Streamable HTTP (stateless and with sessions), a token-gated server, and stdio peers that hang,
-flood, send 100 MB, cycle cursors, ask for sampling or exit early. Each ends with the right
-record state or refusal, within its deadline, with no process left behind (see conftest)."""
+flood, send 100 MB or JSON nested too deep, cycle cursors, ask for sampling or exit early. Each
+ends with the right record state or refusal, within its deadline, with no process left behind
+(see conftest)."""
 
 from __future__ import annotations
 
@@ -236,6 +237,57 @@ def test_a_100_mb_answer_is_cut_at_the_cap(fault: Callable[..., McpServer], ns: 
         "what": "message",
     }
     assert pool.pids() == {}
+
+
+@pytest.mark.parametrize(
+    ("levels", "what"),
+    [(65, "message"), (900, "message"), (5000, "message"), (65, "text"), (5000, "text")],
+)
+def test_an_answer_nested_past_the_depth_cap_is_refused(
+    fault: Callable[..., McpServer], ns: Namespace, levels: int, what: str
+) -> None:
+    # 900 levels used to be served whole; at 5000 the message was "not JSON" and the text was
+    # served as a raw string. Both are now refused, by name, before anything is parsed.
+    mode = f"deep-{levels}" if what == "message" else f"deep-text-{levels}"
+    _faulty(fault, mode)
+    with pytest.raises(Unreachable) as refused:
+        ns.read(BASE + f"fault-{mode}/thing")
+    assert refused.value.data == {
+        "reason": "unreachable",
+        "uri": BASE + f"fault-{mode}/thing",
+        "server": f"fault-{mode}",
+        "failed": "too-deep",
+        "limit": 64,
+        "what": what,
+    }
+    assert refused.value.message == (
+        f"the MCP server fault-{mode} did not answer well "
+        f"(too-deep: its {what} nests deeper than 64 levels)"
+    )
+    assert pool.pids() == {}, "dropped on fault"
+
+
+def _nest(value: object) -> int:
+    """How many arrays ``value`` holds, one inside the other."""
+    levels = 0
+    while isinstance(value, list):
+        levels += 1
+        value = value[0] if value else None
+    return levels
+
+
+@pytest.mark.parametrize(("levels", "what"), [(60, "message"), (64, "message"), (60, "text")])
+def test_an_answer_within_the_depth_cap_is_served(
+    fault: Callable[..., McpServer], ns: Namespace, levels: int, what: str
+) -> None:
+    mode = f"deep-{levels}" if what == "message" else f"deep-text-{levels}"
+    _faulty(fault, mode)
+    content = ns.read(BASE + f"fault-{mode}/thing")
+    if what == "message":
+        assert _nest(content.body["nest"]) == levels - 3  # inside message, result, structured
+    else:
+        assert _nest(content.body["value"]) == levels  # the text's JSON, parsed
+    assert content.body["_meta"]["tinymachines.ai/provenance"]["tool"] == "t-first"
 
 
 def test_requests_for_sampling_are_refused_and_said(

@@ -20,6 +20,10 @@ exit-early    writes a complaint to stderr and exits 3 before answering anything
 stderr-flood  writes 2 MB to stderr while answering tools/call normally
 refuse-init   answers initialize with a JSON-RPC error (-32602)
 echo-env      answers tools/call with its environment and working directory as JSON
+deep-N        answers tools/call with a message nested N levels deep in all (its
+              structuredContent holds arrays nested N - 3 levels)
+deep-text-N   answers tools/call with one text item holding JSON arrays nested N levels deep
+deep-failure-N  the same text, as a tool failure (isError)
 """
 
 from __future__ import annotations
@@ -54,6 +58,25 @@ def read() -> dict[str, Any] | None:
         if line.strip():
             message: dict[str, Any] = json.loads(line)
             return message
+
+
+def nested(levels: int) -> bytes:
+    """JSON arrays nested ``levels`` deep, written by hand (``json.dumps`` recurses)."""
+    return b"[" * levels + b"]" * levels
+
+
+def deep(rid: Any) -> None:
+    """The ``deep-N``, ``deep-text-N`` and ``deep-failure-N`` answers, as raw bytes."""
+    levels = int(MODE.rsplit("-", 1)[1])
+    head = b'{"jsonrpc":"2.0","id":%s,"result":' % json.dumps(rid).encode()
+    if MODE.startswith(("deep-text-", "deep-failure-")):
+        text = json.dumps(nested(levels).decode()).encode()
+        failed = b"true" if MODE.startswith("deep-failure-") else b"false"
+        body = b'{"content":[{"type":"text","text":%s}],"isError":%s}' % (text, failed)
+    else:  # message, result, structuredContent: three levels before the arrays
+        body = b'{"content":[],"structuredContent":{"nest":%s}}' % nested(levels - 3)
+    OUT.write(head + body + b"}\n")
+    OUT.flush()
 
 
 def hang() -> None:
@@ -109,6 +132,9 @@ def call_tool(rid: Any) -> None:
     if MODE == "echo-env":
         seen = {"env": dict(os.environ), "cwd": os.getcwd()}
         reply(rid, {"content": [{"type": "text", "text": json.dumps(seen)}]})
+        return
+    if MODE.startswith("deep-"):
+        deep(rid)
         return
     if MODE == "stderr-flood":
         for _ in range(2048):

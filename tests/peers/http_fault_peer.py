@@ -5,7 +5,9 @@
                 → 400; ``tools/list`` answers as an event stream that first asks the client for
                 sampling and waits for the client's answer; ``tools/call`` by name: ``huge``
                 (100 MB chunked JSON), ``huge-declared`` (Content-Length of 100 MB),
-                ``sse-huge`` (one 100 MB event), ``html`` (text/html), anything else → text.
+                ``sse-huge`` (one 100 MB event), ``html`` (text/html), ``deep-N`` (a JSON
+                body nested N levels deep in all), ``sse-deep-N`` (the same as one event),
+                anything else → text.
                 DELETE ends the session.
 /redirect-same  307 to /legacy (same origin: followed)
 /redirect-away  307 to another origin (refused)
@@ -168,6 +170,16 @@ class Handler(BaseHTTPRequestHandler):
                     self._chunk(b"x" * MIB)
                 self._chunk(b'"}]}}\n\n')
                 self._chunk(b"")
+            elif name.startswith(("deep-", "sse-deep-")):
+                levels = int(name.rsplit("-", 1)[1]) - 3  # message, result, structuredContent
+                message = (
+                    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"structuredContent":'
+                    b'{"nest":%s}}}' % (rid, b"[" * levels + b"]" * levels)
+                )
+                if name.startswith("sse-"):
+                    self._send(200, b"data: " + message + b"\n\n", "text/event-stream")
+                else:
+                    self._send(200, message)
             elif name == "html":
                 self._send(200, b"<html><body>hello</body></html>", "text/html")
             else:

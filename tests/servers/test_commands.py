@@ -16,6 +16,7 @@ from tests.mcpmount.conftest import PEERS
 from tmsite.servers import grammar
 from tmsite.servers.changes import correct_entry
 from tmsite.servers.index import derive_tool, rederive
+from tmsite.servers.management.commands.tm_servers import Command
 from tmsite.servers.models import (
     MapEntry,
     MapEntryChange,
@@ -79,6 +80,51 @@ def test_add_list_probe_remove() -> None:
         run("probe", "web")
     with pytest.raises(CommandError, match="url"):
         run("add", "bad", "--http", "ftp://example.org/")
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        (["uv", "run", "--", "server"], ["uv", "run", "--", "server"]),
+        (["uv", "run", "--", "server", "--", "-x"], ["uv", "run", "--", "server", "--", "-x"]),
+        (
+            ["prog", "--flag", "-v", "--description", "d"],
+            ["prog", "--flag", "-v", "--description", "d"],
+        ),
+        (["prog", "--stdio", "inner"], ["prog", "--stdio", "inner"]),
+        (["--", "prog", "--", "a"], ["prog", "--", "a"]),  # only a leading -- separates
+        (["prog"], ["prog"]),
+    ],
+)
+def test_stdio_takes_the_rest_of_the_command_line_verbatim(
+    given: list[str], stored: list[str]
+) -> None:
+    assert run("add", "srv", "--description", "one", "--stdio", *given) == "srv: saved (stdio)\n"
+    server = McpServer.objects.get(name="srv")
+    assert [server.command, *server.args] == stored
+    assert server.argv() == stored
+    assert server.description == "one"
+    # The command line as manage.py parses it (run_from_argv) reads the same.
+    parsed = (
+        Command()
+        .create_parser("manage.py", "tm_servers")
+        .parse_args(["add", "srv", "--stdio", *given])
+    )
+    assert (parsed.action, parsed.name, parsed.stdio, parsed.http) == ("add", "srv", given, None)
+
+
+def test_stdio_equals_form_and_its_errors() -> None:
+    run("add", "srv", "--stdio=uv", "run", "--", "server")
+    assert McpServer.objects.get(name="srv").argv() == ["uv", "run", "--", "server"]
+    with pytest.raises(CommandError, match="--stdio needs a program"):
+        run("add", "empty", "--stdio")
+    with pytest.raises(CommandError, match="--stdio needs a program"):
+        run("add", "empty", "--stdio", "--")
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        run("add", "both", "--http", "http://127.0.0.1:9/mcp", "--stdio", "prog")
+    with pytest.raises(CommandError, match="unrecognized arguments: --stdio"):
+        run("probe", "srv", "--stdio", "prog")
+    assert not McpServer.objects.filter(name__in=["empty", "both"]).exists()
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from tmsite.mcpclient.errors import (
     PeerError,
     ProtocolError,
     Timeout,
+    TooDeep,
     TooLarge,
     Unreachable,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "ProbeResult",
     "ProtocolError",
     "Timeout",
+    "TooDeep",
     "TooLarge",
     "ToolResult",
     "Unreachable",

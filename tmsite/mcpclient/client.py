@@ -12,8 +12,8 @@ any JSON-RPC error or HTTP 4xx, falls back to ``initialize`` at 2025-11-25 (acce
 handshake-era version the server answers with). It is tolerant of what real servers do — an
 echoed protocol version, capabilities declaring tools only, text-only tool results carrying JSON,
 ``resources/list`` answered without the capability (or refused with -32601 when undeclared,
-read as empty), tool failures as ``isError`` — and strict where it matters: byte, item and page
-caps, cursor cycles, responses to ids never sent, and server→client requests (sampling,
+read as empty), tool failures as ``isError`` — and strict where it matters: byte, item, page and
+depth caps, cursor cycles, responses to ids never sent, and server→client requests (sampling,
 elicitation, roots…) answered with -32601 and never acted on.
 
 One call is in flight at a time; a lock makes a client safe to share between threads.
@@ -36,11 +36,12 @@ from tmsite.mcpclient.errors import (
     McpClientError,
     PeerError,
     ProtocolError,
+    TooDeep,
     TooLarge,
     Unreachable,
 )
 from tmsite.mcpclient.http import HttpTransport
-from tmsite.mcpclient.limits import Deadline, Limits
+from tmsite.mcpclient.limits import MAX_DEPTH, Deadline, Limits
 from tmsite.mcpclient.stdio import DEFAULT_ENV_ALLOW, StdioTransport, build_env
 
 JSONObject = jsonrpc.JSONObject
@@ -91,30 +92,48 @@ class ToolResult:
         structured: ``structuredContent`` when the server sent it.
         is_error: the tool failed (``isError``): the text says why, for the model.
         meta: the result's ``_meta``, if any.
+        max_depth: the depth cap :meth:`data` holds the JSON in a lone text item to.
     """
 
     content: list[JSONObject]
     structured: JSONObject | None
     is_error: bool
     meta: JSONObject | None = None
+    max_depth: int = MAX_DEPTH
 
     @property
     def text(self) -> str:
         """The text items joined by newlines."""
         return "\n".join(str(c.get("text", "")) for c in self.content if c.get("type") == "text")
 
+    def carried(self) -> bytes | None:
+        """The bytes of the lone text item :meth:`data` reads as JSON: None when the result has
+        ``structuredContent`` or not exactly one text item."""
+        if self.structured is not None:
+            return None
+        texts = [c for c in self.content if c.get("type") == "text"]
+        return str(texts[0].get("text", "")).encode() if len(texts) == 1 else None
+
     def data(self) -> Any:
         """The result as data: ``structuredContent`` if sent, else the JSON a lone text item
-        carries (as koyu-mcp's tools return), else None."""
+        carries (as koyu-mcp's tools return), else None (the text is not JSON).
+
+        Raises:
+            TooDeep: the lone text item nests arrays and objects deeper than ``max_depth``. The
+                depth is counted before parsing, so such a text is refused, never taken for
+                plain text and never built.
+        """
         if self.structured is not None:
             return self.structured
-        texts = [c for c in self.content if c.get("type") == "text"]
-        if len(texts) == 1:
-            try:
-                return jsonrpc.decode(str(texts[0].get("text", "")).encode(), 1 << 62)
-            except ProtocolError:
-                return None
-        return None
+        raw = self.carried()
+        if raw is None:
+            return None
+        try:
+            return jsonrpc.decode(raw, 1 << 62, max_depth=self.max_depth, part="text")
+        except TooDeep:
+            raise
+        except ProtocolError:
+            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,6 +554,8 @@ class Client:
 
         Raises:
             PeerError: the server refused the call itself (e.g. an unknown tool, -32602).
+            TooDeep: the answer, or the JSON its lone text item carries when it is not a tool
+                failure, nests deeper than the depth cap.
         """
         result = self.request("tools/call", {"name": name, "arguments": dict(arguments or {})})
         content = result.get("content", [])
@@ -549,7 +570,16 @@ class Client:
         if not isinstance(is_error, bool):
             raise ProtocolError("tools/call: isError must be a boolean")
         meta = result.get("_meta")
-        return ToolResult(content, structured, is_error, meta if isinstance(meta, dict) else None)
+        answer = ToolResult(
+            content,
+            structured,
+            is_error,
+            meta if isinstance(meta, dict) else None,
+            self.limits.max_depth,
+        )
+        if not is_error and (carried := answer.carried()) is not None:
+            jsonrpc.check_depth(carried, self.limits.max_depth, "text")
+        return answer
 
     def read_resource(self, uri: str) -> list[JSONObject]:
         """The contents of one resource (each with ``uri`` and ``text`` or ``blob``)."""

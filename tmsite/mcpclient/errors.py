@@ -95,6 +95,23 @@ class ProtocolError(McpClientError):
         self.excerpt = excerpt
 
 
+class TooDeep(ProtocolError):
+    """The server sent JSON nested deeper than the client's depth cap.
+
+    Refused before the JSON is built, as a protocol failure of that server.
+
+    Attributes:
+        part: what was too deep — ``"message"`` (a JSON-RPC message) or ``"text"`` (the JSON a
+            tool answer's lone text item carries).
+        limit: the cap (arrays and objects, one inside the other).
+    """
+
+    def __init__(self, part: str, limit: int) -> None:
+        super().__init__(f"{part} nested deeper than {limit} levels")
+        self.part = part
+        self.limit = limit
+
+
 class TooLarge(McpClientError):
     """A cap was reached.
 

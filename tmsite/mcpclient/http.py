@@ -234,12 +234,16 @@ class HttpTransport:
                 jsonrpc.decode(
                     self._body(response, deadline, self.limits.max_message_bytes),
                     self.limits.max_message_bytes,
+                    max_depth=self.limits.max_depth,
                 ),
                 status,
             )
         elif ctype == "text/event-stream":
             for data in self._events(response, deadline):
-                yield jsonrpc.decode(data, self.limits.max_message_bytes), status
+                message = jsonrpc.decode(
+                    data, self.limits.max_message_bytes, max_depth=self.limits.max_depth
+                )
+                yield message, status
         else:
             raise ProtocolError(f"unexpected content type {ctype or '(none)'!r} for {method}")
 
@@ -249,7 +253,7 @@ class HttpTransport:
         with contextlib.suppress(TooLarge):
             raw = self._body(response, Deadline("call", 2.0), _ERROR_BODY_CAP)
         try:
-            message = jsonrpc.decode(raw, _ERROR_BODY_CAP)
+            message = jsonrpc.decode(raw, _ERROR_BODY_CAP, max_depth=self.limits.max_depth)
             if jsonrpc.classify(message) == "response" and "error" in message:
                 yield message, status
                 return

@@ -9,15 +9,23 @@ specification asks of every party).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
-from tmsite.mcpclient.errors import PeerError, ProtocolError, TooLarge
+from tmsite.mcpclient.errors import PeerError, ProtocolError, TooDeep, TooLarge
+from tmsite.mcpclient.limits import MAX_DEPTH
 
 JSONObject = dict[str, Any]
 RequestId = int | str
 Kind = Literal["response", "request", "notification"]
 
 METHOD_NOT_FOUND = -32601
+
+#: A JSON string, or an unterminated one running to the end. Possessive, so a run of escaped
+#: quotes costs one pass, not one pass per quote.
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_OPEN = frozenset(b"[{")
 
 
 def _no_constant(name: str) -> Any:
@@ -30,19 +38,48 @@ def excerpt(raw: bytes | str, size: int = 200) -> str:
     return text[:size]
 
 
-def decode(raw: bytes, limit: int) -> Any:
-    """Parse one message's bytes as JSON, refusing more than ``limit`` bytes.
+def check_depth(raw: bytes, max_depth: int, part: str = "message") -> None:
+    """Refuse JSON nested deeper than ``max_depth`` arrays and objects, without parsing it.
+
+    Strings are skipped and the brackets outside them counted, in one pass and without
+    recursion, so an answer a thousand levels deep is refused before any of it is built. Bytes
+    that are not JSON are refused the same way when their brackets nest too deep; otherwise
+    they are left for the parser to refuse.
 
     Raises:
-        TooLarge: the message is over the cap.
+        TooDeep: the nesting goes past ``max_depth``.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return
+    depth = 0
+    for byte in _STRING.sub(b"", raw).translate(None, _NOT_BRACKET):
+        if byte in _OPEN:
+            depth += 1
+            if depth > max_depth:
+                raise TooDeep(part, max_depth)
+        else:
+            depth -= 1
+
+
+def decode(raw: bytes, limit: int, *, max_depth: int = MAX_DEPTH, part: str = "message") -> Any:
+    """Parse one message's bytes as JSON, refusing more than ``limit`` bytes and nesting deeper
+    than ``max_depth``.
+
+    Raises:
+        TooLarge: the message is over the byte cap.
+        TooDeep: the message is nested deeper than the depth cap (checked before parsing).
         ProtocolError: the bytes are not UTF-8 JSON.
     """
     if len(raw) > limit:
-        raise TooLarge("message", limit, len(raw))
+        raise TooLarge(part, limit, len(raw))
+    check_depth(raw, max_depth, part)
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise ProtocolError("not a JSON message", excerpt(raw)) from None
+    except RecursionError:
+        # Only when max_depth is set past what the parser can nest.
+        raise TooDeep(part, max_depth) from None
+    except (UnicodeDecodeError, ValueError):
+        raise ProtocolError(f"not a JSON {part}", excerpt(raw)) from None
 
 
 def encode(message: JSONObject) -> bytes:

@@ -9,6 +9,8 @@ from tmsite.mcpclient.errors import Deadline as DeadlineKind
 from tmsite.mcpclient.errors import Timeout
 
 MIB = 1024 * 1024
+#: The default depth cap: as deep as this site's own server accepts (``tmsite.mcp.envelope``).
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +25,9 @@ class Limits:
         max_stderr_log_bytes: bytes of a stdio server's stderr written to the log; the rest is
             drained and dropped.
         stderr_tail_bytes: bytes of stderr kept to explain a failure.
+        max_depth: arrays and objects nested one inside the other in one message, and in the
+            JSON a tool answer's lone text item carries; checked on the bytes, before anything
+            is parsed.
     """
 
     max_message_bytes: int = 4 * MIB
@@ -30,6 +35,7 @@ class Limits:
     max_pages: int = 100
     max_stderr_log_bytes: int = 64 * 1024
     stderr_tail_bytes: int = 2048
+    max_depth: int = MAX_DEPTH
 
 
 @dataclass(slots=True)

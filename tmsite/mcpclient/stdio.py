@@ -29,6 +29,7 @@ from tmsite.mcpclient.errors import (
     McpClientError,
     PeerError,
     ProtocolError,
+    TooDeep,
     TooLarge,
     Unreachable,
 )
@@ -324,8 +325,10 @@ class StdioTransport:
         if not line:
             return True
         try:
-            self._queue.put(jsonrpc.decode(line, self.limits.max_message_bytes))
-        except TooLarge as exc:
+            self._queue.put(
+                jsonrpc.decode(line, self.limits.max_message_bytes, max_depth=self.limits.max_depth)
+            )
+        except (TooLarge, TooDeep) as exc:
             self._queue.put(exc)
             return False
         except ProtocolError as exc:

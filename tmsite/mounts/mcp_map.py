@@ -26,7 +26,9 @@ Decisions, in one place:
 * **Faults** (the client's errors) translate by :data:`FAULTS`: ``Gated`` → ``gated``,
   ``Timeout`` → ``timeout``, everything else that stops an answer (``Unreachable``, a protocol
   break, an answer over the client's byte cap, a JSON-RPC error) → ``unreachable`` with
-  ``failed`` naming which.
+  ``failed`` naming which. An answer nested deeper than the client's depth cap — the message
+  itself, or the JSON a lone text item carries — is ``failed: too-deep`` with ``limit`` and
+  ``what`` (``message`` or ``text``): refused before it is parsed, never served as text.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from tmsite.mcpclient import (
     PeerError,
     ProtocolError,
     Timeout,
+    TooDeep,
     TooLarge,
     ToolResult,
     Unreachable,
@@ -197,6 +200,7 @@ FAULTS: tuple[tuple[type[McpClientError], type[errors.Refusal], str], ...] = (
     (Timeout, errors.Timeout, ""),
     (Unreachable, errors.Unreachable, ""),
     (TooLarge, errors.Unreachable, "too-large"),
+    (TooDeep, errors.Unreachable, "too-deep"),
     (ProtocolError, errors.Unreachable, "protocol"),
     (PeerError, errors.Unreachable, "refused"),
     (McpClientError, errors.Unreachable, "error"),
@@ -224,16 +228,20 @@ def refusal_for(exc: McpClientError, uri: str, record: McpServer) -> errors.Refu
             deadline=exc.deadline,
         )
     helpers: dict[str, Any] = {"server": name}
+    why = ""
     if isinstance(exc, Unreachable):
         helpers.update(failed=exc.what, status=exc.status, exitCode=exc.exit_code)
     elif isinstance(exc, TooLarge):
         helpers.update(failed=failed, limit=exc.limit, what=exc.what)
+    elif isinstance(exc, TooDeep):
+        helpers.update(failed=failed, limit=exc.limit, what=exc.part)
+        why = f": its {exc.part} nests deeper than {exc.limit} levels"
     elif isinstance(exc, PeerError):
         helpers.update(failed=failed, code=exc.code)
     else:
         helpers.update(failed=failed)
     return refusal(
-        uri, f"the MCP server {name} did not answer well ({helpers['failed']})", **helpers
+        uri, f"the MCP server {name} did not answer well ({helpers['failed']}{why})", **helpers
     )
 
 

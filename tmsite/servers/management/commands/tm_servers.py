@@ -10,14 +10,18 @@
     tm_servers remove NAME …
     tm_servers ensure-demo                             the demo server, probed, its map confirmed
 
-``--stdio`` takes the rest of the command line, so put it last. Changes made here are kept as
-changes by ``manage.py tm_servers``, like the admin's.
+``--stdio`` takes the rest of the command line verbatim, so put it last: every argument after
+it, ``--`` and options included, is the server's (``--stdio uv run -- server`` stores
+``uv`` with ``["run", "--", "server"]``). One ``--`` straight after ``--stdio`` only separates
+and is dropped. Changes made here are kept as changes by ``manage.py tm_servers``, like the
+admin's.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -34,12 +38,43 @@ DEMO_NAME = "elements"
 DEMO_PATH = "element/{symbol}"
 
 
+class _Parser(CommandParser):
+    """A parser on which one option, when given, takes the rest of the command line verbatim.
+
+    ``argparse.REMAINDER`` on an option stops at ``--`` and leaves the rest unrecognized, so the
+    arguments after ``rest_option`` are cut off before parsing and put back as its value.
+    """
+
+    def __init__(self, *args: Any, rest_option: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rest_option = rest_option
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        option, rest = self.rest_option, None
+        if option is not None:
+            for at, arg in enumerate(given):
+                if arg == option:
+                    given, rest = given[: at + 1], given[at + 1 :]
+                    break
+                if arg.startswith(option + "="):
+                    given, rest = [*given[:at], option], [arg[len(option) + 1 :], *given[at + 1 :]]
+                    break
+        parsed, extras = super().parse_known_args(given, namespace)
+        if rest is not None:
+            assert option is not None
+            setattr(parsed, option.lstrip("-").replace("-", "_"), rest)
+        return parsed, extras
+
+
 class Command(BaseCommand):
     help = "Add, list, probe, re-derive and remove the MCP servers the box reads."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        sub = parser.add_subparsers(dest="action", required=True)
-        add = sub.add_parser("add", help="add or replace a server record")
+        sub = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
+        add = sub.add_parser("add", help="add or replace a server record", rest_option="--stdio")
         add.add_argument("name")
         add.add_argument("--description", default="")
         add.add_argument("--cwd", default="")
@@ -111,7 +146,9 @@ class Command(BaseCommand):
         if options["http"]:
             values.update(transport="http", url=options["http"], command="", args=[])
         else:
-            argv = [a for a in options["stdio"] if a != "--"] if options["stdio"] else []
+            argv = list(options["stdio"] or [])
+            if argv[:1] == ["--"]:  # a separator before the program, not one of its arguments
+                argv = argv[1:]
             if not argv:
                 raise CommandError("--stdio needs a program")
             values.update(transport="stdio", command=argv[0], args=argv[1:], url="")
