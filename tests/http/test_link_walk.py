@@ -9,19 +9,32 @@ the demo static site. It proves, for everything it reads:
   confidence (the target's links are read whole through ``?as=links&rel=``);
 * no ``up`` names the URI it is on;
 * a listed child's type equals its stat type;
-* a cross-version ``alternate`` (another language, another site) is answered by one back.
+* a cross-version ``alternate`` (another language, another site) is answered by one back;
+* every trail's every step, read exactly as the trail names it, resolves (``http`` and ``mcp``
+  steps too: the start-up check ``tm.W021`` leaves those to this walk).
+
+The entity tables hold the shipped records (``data/autopsy.json``, ``data/lessons.json``), so
+the walk reaches patterns, games, routines and lessons, their ``tm:data`` parts of the records
+and the games' pages. The box is the shipped one, ``tinymachines``, the host the shipped trails
+name. A game's routines past ``ROUTINES_PER_GAME`` are not walked themselves (the records name
+hundreds, each some five reads), though every link to one is still checked from the other end.
+A part of a thing (``pointer``, ``lines``, ``range``) is a thing of its own, with links of its
+own (a record part's ``tm:read-by``, a trail step's ``tm:step-of``); the links it shares with
+its whole may be answered on the whole.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.http.conftest import HOST, configure
+from tests.http.conftest import SITE, configure
+from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.errors import Refusal
 from tmsite.mounts.links import INVERSE
@@ -29,21 +42,46 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.types import Content
 from tmsite.mounts.uri import TmUri, parse
 from tmsite.site import pages
+from tmsite.trails import index
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-BUDGET = 1500
+BUDGET = 3000
 TOLERATED = {"too-large", "denied"}
+#: The box the shipped trails name.
+HOST = "tinymachines"
+#: Routines walked per game (``entity/game/<key>/routine/<key>``).
+ROUTINES_PER_GAME = 8
+#: Mounts whose leaves are read whole, not as a stat (a trail's is read both ways).
+WHOLE = {"entity", "mcp"}
+#: Parameters that name a thing: its revision and its part.
+IDENTITY = ("at", "pointer", "lines", "range")
+_ENTITY = rf"tm://{HOST}/entity/"
+#: A thing of each entity kind, and the record part each reads from.
+ENTITY = {
+    "pattern": _ENTITY + r"pattern/[a-z0-9-]+",
+    "game": _ENTITY + r"game/[0-9a-f]{12}",
+    "routine": _ENTITY + r"game/[0-9a-f]{12}/routine/b[0-9]+-[0-9A-F]{4}",
+    "lesson": _ENTITY + r"lesson/[a-z0-9-]+",
+}
+_DATA = rf"tm://{HOST}/fs/data/"
+ENTITY_DATA = {
+    "pattern": _DATA + r"autopsy\.json\?pointer=/patterns/[a-z0-9-]+",
+    "game": _DATA + r"autopsy\.json\?pointer=/games/[0-9]+",
+    "routine": _DATA + r"autopsy\.json\?pointer=/games/[0-9]+/routine_list/[0-9]+",
+    "lesson": _DATA + r"lessons\.json\?pointer=/lessons/[0-9]+",
+}
 
 
 def identity(href: str) -> str:
     uri = parse(href)
-    return str(uri.keeping("at"))
+    return str(uri.keeping(*IDENTITY))
 
 
 @pytest.fixture
 def walked_ns(live_server: Any, settings: Any, demo_door: str) -> Iterator[Namespace]:
-    configure(settings, live_server.url, demo_door, pages.checkout(), mounts=None)
+    configure(settings, live_server.url, demo_door, pages.checkout(), mounts=None, TM_HOST=HOST)
     del settings.TM_MOUNTS  # every registered mount
+    fill(read_checkout(pages.checkout()))
     registry.reset()
     yield registry.namespace()
     registry.reset()
@@ -55,6 +93,7 @@ class Walk:
         self.reads = 0
         self.failures: list[str] = []
         self.links_cache: dict[tuple[str, str], set[tuple[str, str | None]]] = {}
+        self.steps: set[str] = set()
 
     def read(self, uri: str) -> Content | Refusal:
         self.reads += 1
@@ -84,25 +123,40 @@ class Walk:
     def check(self, source: str, content: Content) -> list[str]:
         """Check one read's links; the hrefs to visit next."""
         hrefs = []
+        # A part (``?pointer=`` …) is in its whole: a link back to the whole is back to it.
+        whole_of_part = str(parse(source).keeping("at"))
         for link in content.links:
             if link.rel == "up" and identity(link.href) == source:
                 self.failures.append(f"{source}: up names itself")
             if link.rel == "tm:links":
                 continue
             hrefs.append(link.href)
+            if link.rel == "tm:step":
+                self.step(source, link.href)
             inverse = INVERSE.get(link.rel)
             if inverse is not None:
                 back = self.links_of(identity(link.href), inverse)
-                if (source, link.confidence) not in back:
+                if not {(source, link.confidence), (whole_of_part, link.confidence)} & back:
                     self.failures.append(
                         f"{source} {link.rel} {link.href} ({link.confidence}): "
                         f"no {inverse} back at that confidence"
                     )
             if link.rel == "alternate" and (link.title or "").startswith("the same page"):
                 back_alt = self.links_of(identity(link.href), "alternate")
-                if (source, None) not in back_alt:
+                if not {(source, None), (whole_of_part, None)} & back_alt:
                     self.failures.append(f"{source} alternate {link.href}: none back")
         return hrefs
+
+    def step(self, trail: str, href: str) -> None:
+        """A trail's step, read exactly as the trail names it (facets and all), resolves."""
+        if href in self.steps:
+            return
+        self.steps.add(href)
+        answer = self.read(href)
+        if isinstance(answer, Refusal) and answer.reason not in TOLERATED:
+            self.failures.append(
+                f"{trail} tm:step {href}: refused {answer.reason} {answer.message}"
+            )
 
 
 def test_every_link_resolves_and_every_pair_has_its_inverse(walked_ns: Namespace) -> None:
@@ -111,12 +165,18 @@ def test_every_link_resolves_and_every_pair_has_its_inverse(walked_ns: Namespace
     queues: dict[str, deque[str]] = {}
     seen: set[str] = set()
     listed_types: dict[str, str] = {}
+    trails_read: set[str] = set()
+    routines: Counter[str] = Counter()
 
     def enqueue(href: str) -> None:
         uri = parse(href)
-        key = identity(href) if uri.collection else str(uri.keeping("at"))
+        key = identity(href)
         if key in seen or uri.is_hosts:
             return
+        if uri.mount == "entity" and len(uri.path) == 4 and not uri.collection:
+            if routines[uri.path[1]] >= ROUTINES_PER_GAME:
+                return
+            routines[uri.path[1]] += 1
         seen.add(key)
         queues.setdefault(uri.mount or "", deque()).append(key)
 
@@ -127,9 +187,11 @@ def test_every_link_resolves_and_every_pair_has_its_inverse(walked_ns: Namespace
                 continue
             uri = queues[mount].popleft()
             parsed: TmUri = parse(uri)
-            target = uri if parsed.collection or parsed.is_root else uri + "?as=stat"
-            if parsed.mount == "entity" or parsed.mount == "mcp":
-                target = uri
+            part = any(parsed.param(name) is not None for name in IDENTITY[1:])
+            if parsed.collection or parsed.is_root or part or parsed.mount in WHOLE:
+                target = uri  # a part has no stat
+            else:
+                target = str(parsed.with_params({"as": "stat"}))
             answer = walk.read(target)
             if isinstance(answer, Refusal) and answer.reason == "bad-facet":
                 target, answer = uri, walk.read(uri)
@@ -143,6 +205,14 @@ def test_every_link_resolves_and_every_pair_has_its_inverse(walked_ns: Namespace
                     walk.failures.append(f"{uri}: listed {listed_types[uri]}, stat {stat_type}")
             for href in walk.check(uri, answer):
                 enqueue(href)
+            if parsed.mount == "trail" and not parsed.collection:  # its steps are in the read
+                trail = walk.read(uri)
+                if isinstance(trail, Refusal):
+                    walk.failures.append(f"{uri}: refused {trail.reason} {trail.message}")
+                    continue
+                trails_read.add(uri)
+                for href in walk.check(uri, trail):
+                    enqueue(href)
             if isinstance(answer.body, dict) and parsed.collection:
                 for child in answer.body.get("children", []):
                     if child.get("redacted"):
@@ -168,3 +238,18 @@ def test_every_link_resolves_and_every_pair_has_its_inverse(walked_ns: Namespace
     if "git" in walked_ns.mounts:
         views = f"tm://{HOST}/git/{walked_ns.mounts['http'].repo}/tmsite/site/views.py"  # type: ignore[attr-defined]
         assert (views, "tm:renders-as") in checked
+    # The shipped records: a thing of every kind, read, its record part, and a game's page.
+    things = {kind: sorted(k for k in seen if re.fullmatch(rx, k)) for kind, rx in ENTITY.items()}
+    assert all(things.values()), things
+    page = f"tm://{HOST}/http/{SITE}/autopsy/games/" + parse(things["game"][0]).path[1]
+    assert page in seen
+    assert (page, "tm:source") in checked
+    assert (things["game"][0], "tm:renders-as") in checked
+    for kind, thing in ENTITY_DATA.items():
+        assert any(re.fullmatch(thing, t) and r == "tm:read-by" for t, r in checked), kind
+    # Every trail, read whole, and its every step, read as the trail names it.
+    trails, problems = index.read_all(pages.checkout())
+    assert problems == {}, problems
+    assert trails_read == {f"tm://{HOST}/trail/{t.name}" for t in trails}
+    assert {step.uri for t in trails for step in t.steps} <= walk.steps
+    assert any(parse(step).mount == "http" for step in walk.steps)
