@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.errors import ValidationError
+from ninja.renderers import JSONRenderer
+from ninja.responses import NinjaJSONEncoder
 
 from tmsite import rest
-from tmsite.mcp import endpoint
-from tmsite.mounts.errors import Refusal
+from tmsite.mcp import endpoint, tools
+from tmsite.mounts.errors import BadArgument, Refusal
 from tmsite.oplog import health
+
+
+class _Encoder(NinjaJSONEncoder):
+    """Times to the microsecond, as the tools write them (Django's encoder keeps milliseconds)."""
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, datetime):
+            text = o.isoformat()
+            return text.removesuffix("+00:00") + "Z" if text.endswith("+00:00") else text
+        return super().default(o)
+
+
+class _Renderer(JSONRenderer):
+    encoder_class = _Encoder
+
 
 api = NinjaAPI(
     title="tmsite",
@@ -16,6 +37,7 @@ api = NinjaAPI(
     description="A box's knowledge for MCP clients. The MCP endpoint is POST /api/mcp; these "
     "REST routes share every function with its tools.",
     urls_namespace="api",
+    renderer=_Renderer(),
 )
 api.add_router("", endpoint.router)
 api.add_router("/v1", rest.router)
@@ -29,3 +51,23 @@ def refusal(request: HttpRequest, exc: Refusal) -> HttpResponse:
         {"error": exc.message, **exc.data},
         status=rest.HTTP_STATUS[exc.reason],
     )
+
+
+@api.exception_handler(ValidationError)
+def invalid_arguments(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    """Parameters that do not validate: ``bad-argument`` (400), worded as the twin tool words
+    it when the route has one, never ninja's bare 422."""
+    route = request.path.removeprefix(rest.PREFIX)
+    twin = rest.TWINS.get(route)
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in error.get('loc', ())[1:]) or 'a parameter'}: "
+        f"{error.get('msg', 'not valid')}"
+        for error in exc.errors
+    )
+    try:
+        if twin is not None:
+            tools.arguments_for(twin, {key: request.GET[key] for key in request.GET})
+        raise BadArgument(None, f"{route.strip('/')} was called with parameters it cannot take: "
+                          f"{problems}")  # fmt: skip
+    except Refusal as refused:
+        return refusal(request, refused)

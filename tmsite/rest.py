@@ -13,11 +13,14 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from tmsite import operations
+from tmsite.mcp import tools
 from tmsite.mounts.errors import REASONS
 from tmsite.oplog import hooks
 from tmsite.pieces import Licensing
 from tmsite.schemas import Overview, PieceStatus, Resolved
 
+#: Where the routes are mounted (``tmsite.api``).
+PREFIX = "/api/v1"
 router = Router(tags=["tmsite"])
 # Every route: the caller's rate limit (429 + Retry-After) and a request log row.
 router.add_decorator(hooks.observe_rest, mode="view")
@@ -73,34 +76,85 @@ class CompleteQuery(Schema):
 
 
 _ERRORS: dict[int | frozenset[int], Any] = {frozenset(set(HTTP_STATUS.values())): RefusalOut}
+#: The routes that are a tool's twin, by path: the tool whose arguments they take.
+TWINS: dict[str, str] = {
+    "/overview": "overview",
+    "/pieces": "overview",
+    "/pieces/{key}": "piece",
+    "/licensing": "licensing",
+    "/resolve": "resolve",
+}
 
 
-@router.get("/overview", response={200: Overview, **_ERRORS}, summary="What the box is")
+def twin_arguments(request: HttpRequest, tool: str, **path: str) -> None:
+    """Hold the query (and path) to the twin tool's arguments: an unknown one, or a missing
+    one, is refused ``bad-argument`` exactly as the tool refuses it."""
+    query = {key: request.GET[key] for key in request.GET}
+    tools.arguments_for(tool, {**query, **path})
+
+
+# Answers leave out what the operation did not set, as the tools do (``exclude_unset``).
+@router.get(
+    "/overview",
+    response={200: Overview, **_ERRORS},
+    summary="What the box is",
+    exclude_unset=True,
+)
 def overview(request: HttpRequest) -> Overview:
+    twin_arguments(request, "overview")
     return operations.overview()
 
 
-@router.get("/pieces", response={200: list[PieceStatus], **_ERRORS}, summary="Every piece")
+@router.get(
+    "/pieces",
+    response={200: list[PieceStatus], **_ERRORS},
+    summary="Every piece",
+    exclude_unset=True,
+)
 def pieces(request: HttpRequest) -> list[PieceStatus]:
+    twin_arguments(request, "overview")
     return operations.overview().pieces
 
 
-@router.get("/pieces/{key}", response={200: PieceStatus, **_ERRORS}, summary="One piece")
+@router.get(
+    "/pieces/{key}",
+    response={200: PieceStatus, **_ERRORS},
+    summary="One piece",
+    exclude_unset=True,
+)
 def piece(request: HttpRequest, key: str) -> PieceStatus:
+    twin_arguments(request, "piece", key=key)
     return operations.piece(key)
 
 
-@router.get("/licensing", response={200: Licensing, **_ERRORS}, summary="The licence position")
+@router.get(
+    "/licensing",
+    response={200: Licensing, **_ERRORS},
+    summary="The licence position",
+    exclude_unset=True,
+)
 def licensing(request: HttpRequest) -> dict[str, Any]:
+    twin_arguments(request, "licensing")
     return operations.licensing()
 
 
-@router.get("/resolve", response={200: Resolved, **_ERRORS}, summary="Read one tm:// URI")
+@router.get(
+    "/resolve",
+    response={200: Resolved, **_ERRORS},
+    summary="Read one tm:// URI",
+    exclude_unset=True,
+)
 def resolve(request: HttpRequest, uri: str) -> Any:
-    return operations.resolve(uri).model_dump(exclude_none=True)
+    twin_arguments(request, "resolve")
+    return operations.resolve(uri)
 
 
-@router.get("/resources", response={200: ResourceMapOut, **_ERRORS}, summary="The map")
+@router.get(
+    "/resources",
+    response={200: ResourceMapOut, **_ERRORS},
+    summary="The map",
+    exclude_unset=True,
+)
 def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]:
     from tmsite.mcp.convert import resource
 
@@ -111,7 +165,9 @@ def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]
     return out
 
 
-@router.get("/templates", response={200: list[dict[str, Any]]}, summary="Resource templates")
+@router.get(
+    "/templates", response={200: list[dict[str, Any]], **_ERRORS}, summary="Resource templates"
+)
 def templates(request: HttpRequest) -> list[dict[str, Any]]:
     return [item.to_json() for item in operations.templates()]
 

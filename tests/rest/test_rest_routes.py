@@ -6,9 +6,6 @@ session (``initialize``, ``notifications/initialized``, then requests carrying t
 ``MCP-Protocol-Version``): a route with a tool twin against the tool's ``structuredContent`` (or,
 for a refusal, the JSON of the tool error), the namespace routes against their protocol methods.
 A refusal must give the REST status for the reason the twin gives, and the same fields.
-
-Where the two spellings differ today, the test states what agreement would be and is marked
-``xfail(strict=True)`` with the difference spelled out, so a fix shows up as an unexpected pass.
 """
 
 from __future__ import annotations
@@ -71,36 +68,12 @@ EXPECTED_STATUS = {
 
 WHOLE_SECOND = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 WITH_MICROSECONDS = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-MICROSECONDS_DROPPED = (
-    "REST renders every checked_at through Django's JSON encoder, which cuts a datetime to "
-    "milliseconds (2030-01-02T03:04:05.678Z), while the tool's structuredContent keeps the "
-    "microseconds pydantic writes (2030-01-02T03:04:05.678901Z); real probes always carry "
-    "microseconds, so the two spellings of one measurement differ"
-)
 INSTANTS = pytest.mark.parametrize(
     "instant",
     [
         pytest.param(WHOLE_SECOND, id="whole-second"),
-        pytest.param(
-            WITH_MICROSECONDS,
-            id="microseconds",
-            marks=pytest.mark.xfail(strict=True, reason=MICROSECONDS_DROPPED),
-        ),
+        pytest.param(WITH_MICROSECONDS, id="microseconds"),
     ],
-)
-RESOLVE_NULLS = (
-    "GET /api/v1/resolve answers every optional field of Resolved and of each LinkOut as null "
-    "(text/blob/encoding/bytes/note, confidence/title/count/type): ninja serialises the "
-    "response through the Resolved schema and drops the route's model_dump(exclude_none=True); "
-    "the resolve tool's structuredContent leaves unset fields out"
-)
-RESOURCES_NULLS = (
-    "GET /api/v1/resources answers 'title': null on entries without a title and "
-    "'nextCursor': null on the last page; resources/list leaves both out"
-)
-UNKNOWN_QUERY_IGNORED = (
-    "REST ignores a query parameter the route does not take and answers 200; the tool twin "
-    "refuses the same unknown argument as a bad-argument tool error naming what is valid (TL3)"
 )
 
 
@@ -379,7 +352,6 @@ def test_resolve_is_the_resolve_tool_but_for_nulls(client: Client, mcp: Mcp, uri
     assert without_nulls(by_rest) == by_tool
 
 
-@pytest.mark.xfail(strict=True, reason=RESOLVE_NULLS)
 @pytest.mark.parametrize("uri", [DOCS + "notes.md", DOCS, DOCS + "blob.bin"])
 def test_resolve_is_the_resolve_tool_exactly(client: Client, mcp: Mcp, uri: str) -> None:
     assert rest_ok(client, RESOLVE, {"uri": uri}) == mcp.tool("resolve", {"uri": uri})
@@ -422,7 +394,6 @@ def test_resources_are_resources_list_but_for_nulls(client: Client, mcp: Mcp) ->
     assert without_nulls(by_rest) == by_mcp
 
 
-@pytest.mark.xfail(strict=True, reason=RESOURCES_NULLS)
 def test_resources_are_resources_list_exactly(client: Client, mcp: Mcp) -> None:
     assert _map_by_rest(client) == _map_by_mcp(mcp)
 
@@ -518,11 +489,6 @@ def test_the_nearest_uris_of_a_typo_resolve_on_both_spellings(client: Client, mc
             assert reply.json()["uri"] == payload(result)["uri"] == nearest
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GET /api/v1/resolve without uri answers ninja's 422 {'detail': [...]} with no "
-    "reason; the resolve tool refuses {} as bad-argument with valid ['uri'] and required ['uri']",
-)
 def test_resolve_without_a_uri_is_refused_as_the_tool_refuses_it(client: Client, mcp: Mcp) -> None:
     by_tool = mcp.tool_refusal("resolve", {})
     status, by_rest = rest_refused(client, RESOLVE)
@@ -532,7 +498,6 @@ def test_resolve_without_a_uri_is_refused_as_the_tool_refuses_it(client: Client,
     }
 
 
-@pytest.mark.xfail(strict=True, reason=UNKNOWN_QUERY_IGNORED)
 @pytest.mark.parametrize(
     ("path", "query", "tool", "arguments"),
     [
@@ -604,11 +569,6 @@ class Twin:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-RESOLVE_REFUSAL_HAS_URI = (
-    "rate-limited on GET /api/v1/resolve carries 'uri' (the asked URI) while the same refusal "
-    "of tools/call resolve carries only reason and retryAfter (the MCP side adds the uri for "
-    "resources/read alone)"
-)
 TWINS = [
     pytest.param(
         Twin(OVERVIEW, {}, "tools/call", {"name": "overview", "arguments": {}}), id="overview"
@@ -628,7 +588,6 @@ TWINS = [
             {"name": "resolve", "arguments": {"uri": DOCS + "notes.md"}},
         ),
         id="resolve",
-        marks=pytest.mark.xfail(strict=True, reason=RESOLVE_REFUSAL_HAS_URI),
     ),
     pytest.param(Twin(RESOURCES, {}, "resources/list"), id="resources"),
     pytest.param(Twin(TEMPLATES, {}, "resources/templates/list"), id="templates"),
@@ -694,15 +653,7 @@ def test_over_the_limit_both_spellings_refuse_alike(
         LICENSING,
         RESOLVE,
         RESOURCES,
-        pytest.param(
-            TEMPLATES,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="GET /api/v1/templates is rate-limited like every REST route and answers "
-                "429 with a refusal body, but it is declared with response={200: ...} only, so "
-                "openapi.json lists no 429 (nor any refusal status) for it",
-            ),
-        ),
+        TEMPLATES,
         COMPLETE,
     ],
 )

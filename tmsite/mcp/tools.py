@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from tmsite import operations
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
-from tmsite.mounts.errors import Refusal
+from tmsite.mounts.errors import BadArgument, Refusal
 from tmsite.pieces import Licensing
 from tmsite.schemas import (
     LicensingInput,
@@ -190,15 +190,25 @@ def call_tool(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     return run(name, arguments)
 
 
-def run(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``arguments`` against the tool's schema and run it; refusals are tool errors."""
+def arguments_for(name: str, arguments: Mapping[str, Any]) -> BaseModel:
+    """``arguments`` checked against tool ``name``'s input schema (the REST twin's too).
+
+    Raises:
+        BadArgument: an argument the tool does not take, or one it needs and did not get, with
+            ``valid`` (every argument it takes) and ``required``.
+    """
     tool = _BY_NAME[name]
     try:
-        parsed = tool.input_model.model_validate(arguments)
+        return tool.input_model.model_validate(dict(arguments))
     except ValidationError as exc:
-        return _text_result(_argument_error(tool, exc), is_error=True)
+        message, valid, required = _argument_error(tool, exc)
+        raise BadArgument(None, message, valid=valid, required=required) from None
+
+
+def run(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``arguments`` against the tool's schema and run it; refusals are tool errors."""
     try:
-        output = RUNNERS[name](parsed)
+        output = RUNNERS[name](arguments_for(name, arguments))
     except Refusal as refusal:
         return _text_result({"error": refusal.message, **refusal.data}, is_error=True)
     # What the operation set stays, nulls included: a nullable field the output schema
@@ -206,7 +216,7 @@ def run(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return _text_result(output.model_dump(mode="json", exclude_unset=True), is_error=False)
 
 
-def _argument_error(tool: Tool, exc: ValidationError) -> dict[str, Any]:
+def _argument_error(tool: Tool, exc: ValidationError) -> tuple[str, list[str], list[str]]:
     schema = input_schema(tool.input_model)
     properties = schema.get("properties", {})
     problems = []
@@ -217,10 +227,8 @@ def _argument_error(tool: Tool, exc: ValidationError) -> dict[str, Any]:
         else:
             problems.append(f"{where}: {error['msg']}")
     expected = ", ".join(f"{key} ({value.get('type', 'any')})" for key, value in properties.items())
-    return {
-        "error": f"{tool.name} was called with arguments it does not take: {'; '.join(problems)}. "
-        f"It takes {expected or 'no arguments'}.",
-        "reason": "bad-argument",
-        "valid": sorted(properties),
-        "required": schema.get("required", []),
-    }
+    message = (
+        f"{tool.name} was called with arguments it does not take: {'; '.join(problems)}. "
+        f"It takes {expected or 'no arguments'}."
+    )
+    return message, sorted(properties), list(schema.get("required", []))

@@ -89,6 +89,18 @@ def rate_headers(response: HttpResponseBase, decision: Decision) -> None:
     response["RateLimit"] = f'"{POLICY_NAME}";r={remaining};t={seconds}'
 
 
+def _asked_uri(message: Message) -> str | None:
+    """The URI a read asks for (resources/read, or the resolve tool), for its refusal."""
+    params = message.params if isinstance(message.params, dict) else {}
+    if message.method == "tools/call" and params.get("name") == "resolve":
+        arguments = params.get("arguments")
+        params = arguments if isinstance(arguments, dict) else {}
+    elif message.method != "resources/read":
+        return None
+    uri = params.get("uri")
+    return uri if isinstance(uri, str) else None
+
+
 def refusal(decision: Decision, uri: str | None) -> RateLimited:
     """The ``rate-limited`` refusal for a request the bucket turned away."""
     left = math.floor(decision.remaining + buckets.EPSILON)
@@ -236,9 +248,7 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
         decision = buckets.take(exchange.caller, priced.cost)
         exchange.decision = decision
         if not decision.allowed:
-            params = message.params if isinstance(message.params, dict) else {}
-            uri = params.get("uri") if message.method == "resources/read" else None
-            error = rpc_error(refusal(decision, uri if isinstance(uri, str) else None), ctx.era)
+            error = rpc_error(refusal(decision, _asked_uri(message)), ctx.era)
             body = envelope.error_response(message.id, error.code, error.message, error.data)
             answer = Answer(envelope.dumps(body), error_code=error.code)
     if answer is None:
