@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections import deque
 from pathlib import Path
-from typing import Any
 
-from tests.blocks.conftest import HOST, blocks_of
-from tmsite.blocks.assemble import blocks_uri
+from tests.blocks.conftest import HOST, blocks_of, walk
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.blocks.vocabulary import BLOCK_KINDS
 from tmsite.mounts.errors import NotFound
@@ -39,47 +36,10 @@ SEEDS = [
     f"{T}/entity/pattern/pad-poll?as=set&rel=tm:found-in",
     f"{T}/mcp/",
 ]
-PER_MOUNT = 30
-#: Hosts the http mount would fetch from are not running here: its refusals are findings.
-SKIP_MOUNTS = {"http"}
-
-
-def _hrefs(body: dict[str, Any]) -> list[str]:
-    out = []
-    for block in body["blocks"]:
-        if block["kind"] == "table":
-            out += [c["href"] for row in block["rows"] for c in row if isinstance(c, dict)]
-        elif block["kind"] == "link":
-            out.append(block["href"])
-    return out
 
 
 def test_every_kind_served_validates(space: Namespace) -> None:
-    seen_kinds: dict[str, str] = {}
-    per_mount: dict[str, int] = {}
-    queue = deque(SEEDS)
-    done: set[str] = set()
-    while queue:
-        uri = queue.popleft()
-        if uri in done:
-            continue
-        done.add(uri)
-        parsed = parse(uri)
-        mount = parsed.mount or ""
-        if mount in SKIP_MOUNTS or (mount and mount not in space.mounts):
-            continue
-        if per_mount.get(mount, 0) >= PER_MOUNT:
-            continue
-        per_mount[mount] = per_mount.get(mount, 0) + 1
-        body = blocks_of(space, str(blocks_uri(parsed)))
-        seen_kinds.setdefault(body["kind"], uri)
-        for facet in body["facets"]:
-            if facet not in {"raw"}:
-                facet_body = blocks_of(
-                    space, str(parsed.with_params({"as": "blocks", "of": facet}))
-                )
-                seen_kinds.setdefault(facet_body["kind"], f"{uri} as {facet}")
-        queue.extend(h for h in _hrefs(body) if h not in done)
+    seen_kinds = walk(space, SEEDS).served
     expected = {
         "hosts",
         "mounts",

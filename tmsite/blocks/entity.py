@@ -134,7 +134,7 @@ def entity(ctx: Context, content: Content) -> list[Block]:
             noted = name
             break
     record: dict[str, Any] = mapping(body.get("record"))
-    items: list[tuple[str, Any, str | None]] = [("kind", kind, None), ("key", key, None)]
+    items: list[tuple[str, Any, str | None]] = [("key", key, None)]
     if isinstance(body.get("game"), str):
         items.append(("game", body["game"], _game_uri(source, body["game"])))
     for name, value in fields.items():

@@ -112,8 +112,11 @@ def declared(ctx: Context, content: Content) -> list[Block]:
     if content.is_json and not isinstance(content.body, dict):
         return json_blocks(source, content.body)
     what = content.kind.replace("-", " ")
-    name = str(body.get("title") or body.get("name") or body.get("uriTemplate") or "")
-    blocks: list[Block] = [v.heading(source, f"{what} {name or title_of(body, source)}")]
+    name = str(body.get("name") or body.get("uriTemplate") or title_of(body, source))
+    label = body.get("title")
+    if isinstance(label, str) and label and label != name:
+        name = f"{name} — {label}"
+    blocks: list[Block] = [v.heading(source, f"{what} {name}")]
     if isinstance(body.get("description"), str) and body["description"]:
         blocks.append(v.note(source, body["description"]))
     facts = [
