@@ -2,9 +2,20 @@
 
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve
+from django.http import Http404, HttpRequest, HttpResponseBase
 from django.urls import include, path, re_path
 
 from tmsite.api import api
+
+
+def package_file(request: HttpRequest, path: str) -> HttpResponseBase:
+    """A static file of an installed package, by its exact path: a path with an empty, ``.`` or
+    ``..`` segment (or a backslash) is not one, rather than being folded onto another file."""
+    segments = path.split("/")
+    if any(s in {"", ".", ".."} or "\\" in s for s in segments):
+        raise Http404("no such file")
+    return serve(request, path, insecure=True)
+
 
 urlpatterns = [
     path("api/", api.urls),
@@ -12,7 +23,7 @@ urlpatterns = [
     path("", include("tmsite.site.urls")),
     # The admin's and the API docs' files, from the installed packages, whatever DEBUG says:
     # the embedded default has no other server, and nginx passes /static/ through.
-    re_path(r"^static/(?P<path>.+)\Z", serve, {"insecure": True}),
+    re_path(r"^static/(?P<path>.+)\Z", package_file),
 ]
 
 # A foreign Host is refused before any view runs; on /api/mcp the refusal is JSON-RPC.

@@ -41,6 +41,10 @@ def test_the_admin_stylesheet_and_the_site_stylesheet_answer() -> None:
         "/static//etc/passwd",
         "/static/admin/css/base.css%00.txt",
         "/static/nothing-here.js",
+        "/static/explorer/..%2fsite.css",
+        "/static/admin/css/../css/base.css",
+        "/static/admin//css/base.css",
+        "/static/./admin/css/base.css",
     ],
 )
 def test_nothing_else_is_served_and_nothing_fails(path: str) -> None:
