@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Protocol
@@ -83,6 +83,10 @@ class Handshake:
     session: bool = False
 
 
+#: ``ToolResult.parsed`` before anything was parsed (None is a parse result: "not JSON").
+_UNPARSED: Any = object()
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """One ``tools/call`` answer.
@@ -100,19 +104,13 @@ class ToolResult:
     is_error: bool
     meta: JSONObject | None = None
     max_depth: int = MAX_DEPTH
+    #: What :meth:`data` found, once :meth:`Client.call_tool` has asked (parsed only once).
+    parsed: Any = field(default=_UNPARSED, repr=False, compare=False)
 
     @property
     def text(self) -> str:
         """The text items joined by newlines."""
         return "\n".join(str(c.get("text", "")) for c in self.content if c.get("type") == "text")
-
-    def carried(self) -> bytes | None:
-        """The bytes of the lone text item :meth:`data` reads as JSON: None when the result has
-        ``structuredContent`` or not exactly one text item."""
-        if self.structured is not None:
-            return None
-        texts = [c for c in self.content if c.get("type") == "text"]
-        return str(texts[0].get("text", "")).encode() if len(texts) == 1 else None
 
     def data(self) -> Any:
         """The result as data: ``structuredContent`` if sent, else the JSON a lone text item
@@ -123,11 +121,14 @@ class ToolResult:
                 depth is counted before parsing, so such a text is refused, never taken for
                 plain text and never built.
         """
+        if self.parsed is not _UNPARSED:
+            return self.parsed
         if self.structured is not None:
             return self.structured
-        raw = self.carried()
-        if raw is None:
+        texts = [c for c in self.content if c.get("type") == "text"]
+        if len(texts) != 1:
             return None
+        raw = str(texts[0].get("text", "")).encode()
         try:
             return jsonrpc.decode(raw, 1 << 62, max_depth=self.max_depth, part="text")
         except TooDeep:
@@ -577,9 +578,9 @@ class Client:
             meta if isinstance(meta, dict) else None,
             self.limits.max_depth,
         )
-        if not is_error and (carried := answer.carried()) is not None:
-            jsonrpc.check_depth(carried, self.limits.max_depth, "text")
-        return answer
+        # Parsed here, inside the call, so JSON text nested past the cap is refused with the
+        # call's other faults; the caller's data() then reuses it.
+        return answer if is_error else replace(answer, parsed=answer.data())
 
     def read_resource(self, uri: str) -> list[JSONObject]:
         """The contents of one resource (each with ``uri`` and ``text`` or ``blob``)."""
