@@ -12,9 +12,9 @@ from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 
 from tmsite import rest
-from tmsite.mcp import endpoint, tools
+from tmsite.mcp import endpoint
 from tmsite.mounts.errors import BadArgument, Refusal
-from tmsite.oplog import health
+from tmsite.oplog import health, hooks
 
 
 class _Encoder(NinjaJSONEncoder):
@@ -57,17 +57,18 @@ def refusal(request: HttpRequest, exc: Refusal) -> HttpResponse:
 def invalid_arguments(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     """Parameters that do not validate: ``bad-argument`` (400), worded as the twin tool words
     it when the route has one, never ninja's bare 422."""
-    route = request.path.removeprefix(rest.PREFIX)
+    route = request.path.removeprefix(hooks.REST_PREFIX)
     twin = rest.TWINS.get(route)
+    try:
+        if twin is not None:
+            rest.twin_arguments(request, twin)
+    except Refusal as refused:
+        return refusal(request, refused)
     problems = "; ".join(
         f"{'.'.join(str(p) for p in error.get('loc', ())[1:]) or 'a parameter'}: "
         f"{error.get('msg', 'not valid')}"
         for error in exc.errors
     )
-    try:
-        if twin is not None:
-            tools.arguments_for(twin, {key: request.GET[key] for key in request.GET})
-        raise BadArgument(None, f"{route.strip('/')} was called with parameters it cannot take: "
-                          f"{problems}")  # fmt: skip
-    except Refusal as refused:
-        return refusal(request, refused)
+    return refusal(
+        request, BadArgument(None, f"{route} was called with parameters it cannot take: {problems}")
+    )

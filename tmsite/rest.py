@@ -19,8 +19,6 @@ from tmsite.oplog import hooks
 from tmsite.pieces import Licensing
 from tmsite.schemas import Overview, PieceStatus, Resolved
 
-#: Where the routes are mounted (``tmsite.api``).
-PREFIX = "/api/v1"
 router = Router(tags=["tmsite"])
 # Every route: the caller's rate limit (429 + Retry-After) and a request log row.
 router.add_decorator(hooks.observe_rest, mode="view")
@@ -76,13 +74,14 @@ class CompleteQuery(Schema):
 
 
 _ERRORS: dict[int | frozenset[int], Any] = {frozenset(set(HTTP_STATUS.values())): RefusalOut}
-#: The routes that are a tool's twin, by path: the tool whose arguments they take.
+#: The routes (their path under ``hooks.REST_PREFIX``) whose query parameters are a tool's
+#: arguments, for refusing parameters that do not validate as that tool would. ``pieces/{key}``
+#: is not here: a path always validates, and the route checks its query itself.
 TWINS: dict[str, str] = {
-    "/overview": "overview",
-    "/pieces": "overview",
-    "/pieces/{key}": "piece",
-    "/licensing": "licensing",
-    "/resolve": "resolve",
+    "overview": "overview",
+    "pieces": "overview",
+    "licensing": "licensing",
+    "resolve": "resolve",
 }
 
 
