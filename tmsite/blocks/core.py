@@ -11,7 +11,7 @@ from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import json_blocks, title_of
+from tmsite.blocks.generic import json_blocks, mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
 from tmsite.mounts.types import Content
@@ -22,7 +22,7 @@ _LISTING_COLUMNS = ("name", "mimeType", "size", "title")
 @assembles(kinds=("listing", "tree", "hosts", "mounts"), yields=("heading", "note", "kv", "table"))
 def listing(ctx: Context, content: Content) -> list[Block]:
     """A collection: its children as a table, paged by ``next``."""
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     blocks: list[Block] = [v.heading(source, title_of(body, source))]
     children = body.get("children")
@@ -56,7 +56,7 @@ def listing(ctx: Context, content: Content) -> list[Block]:
 @assembles(kinds=("stat",), yields=("heading", "kv"))
 def stat(ctx: Context, content: Content) -> list[Block]:
     """Metadata as a kv (addresses followable)."""
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     return json_blocks(source, body, title=f"{title_of(body, source)} — metadata")
 
@@ -64,7 +64,7 @@ def stat(ctx: Context, content: Content) -> list[Block]:
 @assembles(kinds=("links", "set"), yields=("heading", "table"))
 def link_page(ctx: Context, content: Content) -> list[Block]:
     """A page of ``?as=links`` or of an entity set: a table, paged by ``next``."""
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     next_page = body.get("next") if isinstance(body.get("next"), str) else None
     total = body.get("total") if isinstance(body.get("total"), int) else None

@@ -15,7 +15,7 @@ from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import json_blocks, mapping, title_of
+from tmsite.blocks.generic import href_of, json_blocks, mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
 from tmsite.mounts.errors import Refusal
@@ -38,10 +38,6 @@ _NOTE_FIELDS = ("description", "what", "summary")
 _HEADING_FIELDS = ("name", "title")
 
 
-def _href(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.startswith("tm://") else None
-
-
 def _game_uri(source: str, game: str) -> str | None:
     """The game a routine belongs to, at the same revision."""
     try:
@@ -55,7 +51,7 @@ def _row(member: dict[str, Any]) -> tuple[list[str], list[Any]]:
     """The columns and cells of one set member, by its kind."""
     kind = member.get("kind")
     fields: dict[str, Any] = mapping(member.get("fields"))
-    name = v.cell(member.get("key") or member.get("uri"), _href(member.get("uri")))
+    name = v.cell(member.get("key") or member.get("uri"), href_of(member.get("uri")))
     count = v.scalar(member.get("count"))
     if kind == "game":
         return ["game", "name", "count"], [name, v.scalar(fields.get("name")), count]
@@ -117,7 +113,7 @@ def relation_table(ctx: Context, rel: str, set_uri: str, total: int | None) -> l
 )
 def entity(ctx: Context, content: Content) -> list[Block]:
     """One thing of the autopsy: its fields, then each relation as a table of its members."""
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     fields: dict[str, Any] = mapping(body.get("fields"))
     if not fields:
@@ -140,15 +136,15 @@ def entity(ctx: Context, content: Content) -> list[Block]:
     for name, value in fields.items():
         if name in {noted, "key"} or isinstance(value, dict | list):
             continue
-        items.append((name, value, _href(value)))
+        items.append((name, value, href_of(value)))
     if record:
         where = f"{record.get('file', '')}#{record.get('pointer', '')}"
-        items.append(("record", where, _href(record.get("uri"))))
+        items.append(("record", where, href_of(record.get("uri"))))
     blocks.append(v.kv(source, items))
     for name, value in fields.items():
         if isinstance(value, dict) and value:
             blocks.append(v.heading(source, name, 2))
-            blocks.append(v.kv(source, [(k, val, _href(val)) for k, val in value.items()]))
+            blocks.append(v.kv(source, [(k, val, href_of(val)) for k, val in value.items()]))
         elif isinstance(value, list) and value and all(isinstance(i, dict) for i in value):
             columns = [k for k in value[0] if not isinstance(value[0][k], dict | list)]
             if not columns:

@@ -8,6 +8,7 @@ media whose bytes are at ``?as=raw``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tmsite.blocks import vocabulary as v
@@ -58,8 +59,15 @@ def mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _href(value: Any) -> str | None:
+def href_of(value: Any) -> str | None:
+    """``value`` if it is a ``tm://`` address a block may link, else None."""
     return value if isinstance(value, str) and value.startswith("tm://") else None
+
+
+def json_code(source: str, value: Any, cap: int | None = None) -> Block:
+    """A JSON value as a code block (sorted keys, indented; cut to ``cap`` characters)."""
+    text = json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+    return v.code(source, text[:cap], "application/json", "json")
 
 
 def json_blocks(source: str, body: Any, *, title: str | None = None) -> list[Block]:
@@ -67,7 +75,7 @@ def json_blocks(source: str, body: Any, *, title: str | None = None) -> list[Blo
     if not isinstance(body, dict):
         if isinstance(body, list):
             return list_blocks(source, "items", body)
-        return [v.kv(source, [("value", body, _href(body))])]
+        return [v.kv(source, [("value", body, href_of(body))])]
     blocks: list[Block] = [v.heading(source, title or title_of(body, source))]
     for key in _NOTE_KEYS:
         if isinstance(body.get(key), str) and body[key]:
@@ -75,7 +83,7 @@ def json_blocks(source: str, body: Any, *, title: str | None = None) -> list[Blo
             break
     noted = {key for key in _NOTE_KEYS if isinstance(body.get(key), str)}
     scalars = [
-        (key, value, _href(value))
+        (key, value, href_of(value))
         for key, value in body.items()
         if not isinstance(value, dict | list) and key not in noted
     ]
@@ -85,7 +93,9 @@ def json_blocks(source: str, body: Any, *, title: str | None = None) -> list[Blo
         if isinstance(value, dict) and value:
             blocks.append(v.heading(source, key, 2))
             inner = [
-                (k, val, _href(val)) for k, val in value.items() if not isinstance(val, dict | list)
+                (k, val, href_of(val))
+                for k, val in value.items()
+                if not isinstance(val, dict | list)
             ]
             nested = {k: val for k, val in value.items() if isinstance(val, dict | list)}
             if inner:
@@ -102,10 +112,10 @@ def list_blocks(source: str, name: str, value: Any) -> list[Block]:
     if isinstance(value, dict):
         return [
             v.heading(source, name, 2),
-            v.kv(source, [(k, val, _href(val)) for k, val in value.items()]),
+            v.kv(source, [(k, val, href_of(val)) for k, val in value.items()]),
         ]
     if not isinstance(value, list):
-        return [v.kv(source, [(name, value, _href(value))])]
+        return [v.kv(source, [(name, value, href_of(value))])]
     blocks = [v.heading(source, name, 2)]
     if all(isinstance(item, dict) for item in value):
         columns: list[str] = []
@@ -119,14 +129,16 @@ def list_blocks(source: str, name: str, value: Any) -> list[Block]:
         for item in value[:_MAX_ROWS]:
             row = []
             for index, key in enumerate(columns):
-                href = _href(item.get("uri")) if has_uri and index == 0 else _href(item.get(key))
+                href = (
+                    href_of(item.get("uri")) if has_uri and index == 0 else href_of(item.get(key))
+                )
                 row.append(v.cell(item.get(key), href) if href else v.scalar(item.get(key)))
             if not columns:
-                row = [v.cell(item.get("uri"), _href(item.get("uri")))]
+                row = [v.cell(item.get("uri"), href_of(item.get("uri")))]
             rows.append(row)
         blocks.append(v.table(source, columns or ["uri"], rows, total=len(value)))
         return blocks
-    items = [v.bullet(str(v.scalar(item)), _href(item)) for item in value[:_MAX_ROWS]]
+    items = [v.bullet(str(v.scalar(item)), href_of(item)) for item in value[:_MAX_ROWS]]
     blocks.append(v.listing(source, items))
     return blocks
 

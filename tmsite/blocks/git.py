@@ -13,7 +13,7 @@ from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import title_of
+from tmsite.blocks.generic import mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
 from tmsite.mounts.errors import Refusal
@@ -30,7 +30,7 @@ _BLAME_LINE = re.compile(
 @assembles(kinds=("log",), yields=("heading", "timeline", "kv"))
 def log(ctx: Context, content: Content) -> list[Block]:
     """History, newest first, each commit followable to the thing as it was then."""
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     commits = body.get("commits") or body.get("entries") or []
     events = []

@@ -12,13 +12,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import json_blocks, mapping, title_of
+from tmsite.blocks.generic import json_blocks, json_code, mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
 from tmsite.mounts.errors import Refusal
@@ -28,20 +27,11 @@ from tmsite.mounts.uri import TmUri, parse
 _KIND = re.compile(r"[a-z][a-z0-9-]{0,63}", re.ASCII)
 
 
-def _body(content: Content) -> dict[str, Any]:
-    return content.body if isinstance(content.body, dict) else {}
-
-
 def _uri(source: str) -> TmUri | None:
     try:
         return parse(source)
     except Refusal:
         return None
-
-
-def _json_code(source: str, value: Any) -> Block:
-    text = json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
-    return v.code(source, text, "application/json", "json")
 
 
 def _counts(source: str, title: str, column: str, counts: Any) -> list[Block]:
@@ -158,7 +148,7 @@ def _blocks(source: str, host: str, body: dict[str, Any]) -> list[Block]:
 
         where = str(TmUri(host, "manifest").with_params(pointer=SCHEMA_POINTER)) if host else None
         out.append(v.kv(source, [("schema", where or "manifest?pointer=/blocks/schema", where)]))
-        out.append(_json_code(source, about["schema"]))
+        out.append(json_code(source, about["schema"]))
     return out
 
 
@@ -191,8 +181,8 @@ def manifest(ctx: Context, content: Content) -> list[Block]:
     host = uri.host if uri is not None else ""
     pointer = uri.param("pointer") if uri is not None else None
     if pointer is not None:
-        return [v.heading(source, f"manifest {pointer}"), _json_code(source, content.body)]
-    body = _body(content)
+        return [v.heading(source, f"manifest {pointer}"), json_code(source, content.body)]
+    body = mapping(content.body)
     section = body.get("section")
     title = f"Manifest: {section}" if isinstance(section, str) else "Manifest"
     blocks: list[Block] = [v.heading(source, title)]
@@ -221,7 +211,7 @@ def manifest(ctx: Context, content: Content) -> list[Block]:
 def kind(ctx: Context, content: Content) -> list[Block]:
     """How often a kind was served, as what, with which links, first and last."""
     source = content.uri
-    body = _body(content)
+    body = mapping(content.body)
     uri = _uri(source)
     if uri is None or uri.param("pointer") is not None or "count" not in body:
         return json_blocks(source, body)
@@ -250,7 +240,7 @@ def kind(ctx: Context, content: Content) -> list[Block]:
 def renderer(ctx: Context, content: Content) -> list[Block]:
     """The browser module that draws one media type: where it is and what it hashes to."""
     source = content.uri
-    body = _body(content)
+    body = mapping(content.body)
     uri = _uri(source)
     if uri is None or uri.param("pointer") is not None or "mediaType" not in body:
         return json_blocks(source, body)

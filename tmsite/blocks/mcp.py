@@ -15,12 +15,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import json_blocks, mapping, title_of
+from tmsite.blocks.generic import href_of, json_blocks, json_code, mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
 from tmsite.mounts.mcp_map import PROVENANCE
@@ -31,23 +30,10 @@ _SCHEMAS = ("inputSchema", "outputSchema")
 _SCHEMA_TEXT_CAP = 32 * 1024
 
 
-def _href(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.startswith("tm://") else None
-
-
-def _body(content: Content) -> dict[str, Any]:
-    return content.body if isinstance(content.body, dict) else {}
-
-
-def schema_code(source: str, schema: Any) -> Block:
-    text = json.dumps(schema, ensure_ascii=False, indent=2, sort_keys=True)
-    return v.code(source, text[:_SCHEMA_TEXT_CAP], "application/json", "json")
-
-
 @assembles(kinds=("server",), yields=("heading", "note", "kv", "table"))
 def server(ctx: Context, content: Content) -> list[Block]:
     """A server's record, what it declared, and what it lists."""
-    body = _body(content)
+    body = mapping(content.body)
     source = content.uri
     record: dict[str, Any] = mapping(body.get("server"))
     name = str(record.get("name") or title_of(body, source))
@@ -59,7 +45,7 @@ def server(ctx: Context, content: Content) -> list[Block]:
         why = record.get("failure") or record.get("detail") or outcome
         blocks.append(v.note(source, f"when last asked: {outcome} ({why})", "warning"))
     facts = [
-        (key, value, _href(value))
+        (key, value, href_of(value))
         for key, value in record.items()
         if key not in {"name", "description", "declared"} and not isinstance(value, dict | list)
     ]
@@ -91,7 +77,7 @@ def server(ctx: Context, content: Content) -> list[Block]:
     if children:
         rows = [
             [
-                v.cell(child.get("name") or child.get("uri"), _href(child.get("uri"))),
+                v.cell(child.get("name") or child.get("uri"), href_of(child.get("uri"))),
                 v.scalar(child.get("title")),
                 v.scalar(child.get("mimeType")),
             ]
@@ -107,7 +93,7 @@ def server(ctx: Context, content: Content) -> list[Block]:
 )
 def declared(ctx: Context, content: Content) -> list[Block]:
     """A tool, prompt or resource as its server declared it; schemas as JSON code."""
-    body = _body(content)
+    body = mapping(content.body)
     source = content.uri
     if content.is_json and not isinstance(content.body, dict):
         return json_blocks(source, content.body)
@@ -145,7 +131,7 @@ def declared(ctx: Context, content: Content) -> list[Block]:
     for key in _SCHEMAS:
         if key in body:
             blocks.append(v.heading(source, key, 2))
-            blocks.append(schema_code(source, body[key]))
+            blocks.append(json_code(source, body[key], _SCHEMA_TEXT_CAP))
     return blocks
 
 
@@ -158,7 +144,7 @@ def _server_of(source: str) -> str | None:
 @assembles(kinds=("map",), yields=("heading", "note", "kv", "table"))
 def index_map(ctx: Context, content: Content) -> list[Block]:
     """An index map: each path template, the tool it runs, what it yields, how sure it is."""
-    body = _body(content)
+    body = mapping(content.body)
     source = content.uri
     entries = [e for e in body.get("entries") or [] if isinstance(e, dict)]
     name = str(body.get("server") or "")
@@ -171,12 +157,12 @@ def index_map(ctx: Context, content: Content) -> list[Block]:
         confidences[level] = confidences.get(level, 0) + 1
     facts: list[tuple[str, Any, str | None]] = [("entries", len(entries), None)]
     if name:
-        facts.insert(0, ("server", name, _href(_server_of(source))))
+        facts.insert(0, ("server", name, href_of(_server_of(source))))
     facts += [(level, count, None) for level, count in sorted(confidences.items())]
     blocks.append(v.kv(source, facts))
     rows = []
     for entry in entries:
-        tool_uri = _href(entry.get("toolUri"))
+        tool_uri = href_of(entry.get("toolUri"))
         rows.append(
             [
                 v.scalar(entry.get("path")),
@@ -204,7 +190,7 @@ def index_map(ctx: Context, content: Content) -> list[Block]:
 @assembles(mounts=("mcp",), yields=("heading", "note", "kv", "list", "table"))
 def mapped(ctx: Context, content: Content) -> list[Block]:
     """A thing a map names: the tool's answer, then where and how it was read."""
-    body = _body(content)
+    body = mapping(content.body)
     source = content.uri
     meta: dict[str, Any] = mapping(body.get("_meta"))
     prov: dict[str, Any] = mapping(meta.get(PROVENANCE))
@@ -213,12 +199,12 @@ def mapped(ctx: Context, content: Content) -> list[Block]:
     blocks = json_blocks(source, answer, title=f"{content.kind} {title}")
     if not prov:
         return blocks
-    server_uri = _href(prov.get("serverUri"))
+    server_uri = href_of(prov.get("serverUri"))
     map_uri = f"{server_uri}map" if server_uri and server_uri.endswith("/") else None
     blocks.append(v.heading(source, "Read with", 2))
     items: list[tuple[str, Any, str | None]] = [
         ("server", prov.get("server"), server_uri),
-        ("tool", prov.get("tool"), _href(prov.get("toolUri"))),
+        ("tool", prov.get("tool"), href_of(prov.get("toolUri"))),
         ("map entry", prov.get("mapEntry"), map_uri),
         ("confidence", prov.get("confidence"), None),
         ("arguments", prov.get("arguments"), None),

@@ -38,7 +38,7 @@ def record_uri(source: str, record: dict[str, Any]) -> str | None:
 
 @assembles(kinds=("offbox",), yields=("heading", "note", "kv", "table"))
 def offbox(ctx: Context, content: Content) -> list[Block]:
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     if "name" not in body:
         return json_blocks(source, body)

@@ -6,7 +6,7 @@ from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import title_of
+from tmsite.blocks.generic import mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
 from tmsite.mounts.types import Content
@@ -14,7 +14,7 @@ from tmsite.mounts.types import Content
 
 @assembles(kinds=("trail",), yields=("heading", "note", "trail"))
 def trail(ctx: Context, content: Content) -> list[Block]:
-    body: dict[str, Any] = content.body if isinstance(content.body, dict) else {}
+    body = mapping(content.body)
     source = content.uri
     title = title_of(body, source)
     blocks: list[Block] = [v.heading(source, title)]
