@@ -72,7 +72,16 @@ from tmsite.mounts.errors import BadArgument, BadFacet, GitError, NoSuchRef, Not
 from tmsite.mounts.facets import parse_facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES
-from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
+from tmsite.mounts.types import (
+    Content,
+    Entry,
+    JsonValue,
+    LazyEntries,
+    Listing,
+    Request,
+    Template,
+    vnd,
+)
 from tmsite.mounts.uri import TmUri
 
 #: The kinds listed at the mount root, in this order (routines live under a game).
@@ -207,35 +216,27 @@ class _DbKeys(Sequence[str]):
         return iter(self[0:])
 
 
-class _Entries(Sequence[Entry]):
+class _Entries(LazyEntries[str]):
     """Listing entries made lazily from a sequence of keys."""
 
     def __init__(self, keys: Sequence[str], make: Callable[[str], Entry]) -> None:
-        self.keys = keys
+        super().__init__(keys)
         self.make = make
         self._names: builtins.list[str] | None = None
+
+    def entry(self, item: str) -> Entry:
+        return self.make(item)
 
     def names(self) -> builtins.list[str]:
         """The first names, for ranking the nearest (one query; entries built from them)."""
         if self._names is None:
-            self._names = builtins.list(self.keys[:MAX_CANDIDATES])
+            self._names = builtins.list(self.items[:MAX_CANDIDATES])
         return self._names
 
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @overload
-    def __getitem__(self, index: int) -> Entry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Entry]: ...
-
-    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
-        if isinstance(index, slice):
-            return [self.make(key) for key in self.keys[index]]
+    def item(self, index: int) -> str:
         if self._names is not None and 0 <= index < len(self._names):
-            return self.make(self._names[index])
-        return self.make(self.keys[index])
+            return self._names[index]
+        return self.items[index]
 
 
 class EntityMount(Mount):

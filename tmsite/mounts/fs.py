@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import overload
 
 from django.conf import settings
 
@@ -43,7 +42,7 @@ from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES
 from tmsite.mounts.parts import READ_CAP, check_range, too_large
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, LazyEntries, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
 
 DENY_PATTERNS: tuple[str, ...] = (
@@ -418,36 +417,22 @@ class _Reader:
         return b"".join(chunks)
 
 
-class _LazyEntries(Sequence[Entry]):
+class _LazyEntries(LazyEntries[tuple[bool, str]]):
     """A directory's children, stat'ed only when a page asks for them."""
 
     def __init__(
         self, mount: FsMount, uri: TmUri, directory: Path, names: list[tuple[bool, str]]
     ) -> None:
+        super().__init__(names)
         self.mount = mount
         self.uri = uri.identity
         self.directory = directory
-        self.scanned = names
-
-    def __len__(self) -> int:
-        return len(self.scanned)
 
     def names(self) -> list[str]:
         """The children's shown names, without touching the files."""
-        return [display(name) + ("" if is_file else "/") for is_file, name in self.scanned]
+        return [display(name) + ("" if is_file else "/") for is_file, name in self.items]
 
-    @overload
-    def __getitem__(self, index: int) -> Entry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Entry]: ...
-
-    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
-        if isinstance(index, slice):
-            return [self._entry(item) for item in self.scanned[index]]
-        return self._entry(self.scanned[index])
-
-    def _entry(self, item: tuple[bool, str]) -> Entry:
+    def entry(self, item: tuple[bool, str]) -> Entry:
         is_file, name = item
         return self.mount.entry_for(self.uri, self.directory, name, not is_file)
 

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from django.conf import settings
 from django.core import checks
@@ -59,7 +59,7 @@ from tmsite.mounts.git_imports import ManifestCache, ManifestError, read_manifes
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import rank
 from tmsite.mounts.parts import READ_CAP, check_range, too_large
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, LazyEntries, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
 
 #: A served repository's name: one plain URI segment.
@@ -949,41 +949,30 @@ def _visible(entries: list[gitstore.TreeEntry], base_depth: int) -> list[gitstor
     return out
 
 
-class _TreeEntries(Sequence[Entry]):
+class _TreeEntries(LazyEntries[gitstore.TreeEntry]):
     """A tree's entries, typed (and blobs sniffed) only when a page asks for them."""
 
     def __init__(
         self, mount: GitMount, t: Target, entries: list[gitstore.TreeEntry], depth: int
     ) -> None:
+        super().__init__(entries)
         self.mount = mount
         self.depth = depth
         self.t = t
-        self.entries = entries
         self.prefix = t.path + "/" if t.path else ""
 
-    def __len__(self) -> int:
-        return len(self.entries)
+    def page(self, index: slice) -> builtins.list[Entry]:
+        # A page of a listing at a commit never changes: kept beside gitstore's answers.
+        t = self.t
+        start, stop, step = index.indices(len(self.items))
+        key = t.cache_key(self.mount.host, "mount-page", self.depth, start, stop, step)
+        page = read_get(key)
+        if page is None:
+            page = super().page(index)
+            read_put(key, page, 300 + 300 * len(page))
+        return builtins.list(page)
 
-    @overload
-    def __getitem__(self, index: int) -> Entry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Entry]: ...
-
-    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
-        if isinstance(index, slice):
-            # A page of a listing at a commit never changes: kept beside gitstore's answers.
-            t = self.t
-            start, stop, step = index.indices(len(self.entries))
-            key = t.cache_key(self.mount.host, "mount-page", self.depth, start, stop, step)
-            page = read_get(key)
-            if page is None:
-                page = [self._entry(item) for item in self.entries[index]]
-                read_put(key, page, 300 + 300 * len(page))
-            return list(page)
-        return self._entry(self.entries[index])
-
-    def _entry(self, entry: gitstore.TreeEntry) -> Entry:
+    def entry(self, entry: gitstore.TreeEntry) -> Entry:
         t = self.t
         is_dir = entry.kind == "tree"
         uri = self.mount.path_uri(

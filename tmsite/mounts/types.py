@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.uri import TmUri
+
+T = TypeVar("T")
 
 JsonValue = Any  # dict / list / str / int / float / bool / None, as json.dumps takes it
 
@@ -85,6 +87,41 @@ class Entry:
             out["title"] = self.title
         out.update(self.extra)
         return out
+
+
+class LazyEntries(Sequence[Entry], Generic[T]):
+    """A listing's children made only when a page asks for them, from cheap items (names,
+    keys, tree entries): a listing of 100,000 children builds one page of entries.
+
+    A mount subclasses it with :meth:`entry`; it may override :meth:`page` (to cache a page)
+    or :meth:`item` (to find one item more cheaply than indexing ``items``).
+    """
+
+    def __init__(self, items: Sequence[T]) -> None:
+        self.items = items
+
+    def entry(self, item: T) -> Entry:
+        raise NotImplementedError
+
+    def item(self, index: int) -> T:
+        return self.items[index]
+
+    def page(self, index: slice) -> list[Entry]:
+        return [self.entry(item) for item in self.items[index]]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return self.page(index)
+        return self.entry(self.item(index))
 
 
 @dataclass
