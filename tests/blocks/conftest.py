@@ -26,6 +26,7 @@ from tmsite.mounts.uri import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "tinymachines"
+T = f"tm://{HOST}"
 VALIDATOR = Draft202012Validator(SCHEMA)
 
 
@@ -116,6 +117,30 @@ def _hrefs(body: dict[str, Any]) -> list[str]:
         elif block["kind"] == "kv":
             out += [item["href"] for item in block["items"] if "href" in item]
     return out
+
+
+#: Addresses each mount is read at, past what a walk finds (a mount's own first things).
+SEEDS = [
+    "tm://",
+    f"{T}/",
+    f"{T}/fs/docs/mcp.md",
+    f"{T}/fs/data/pieces.json",
+    f"{T}/fs/docs/nosuch.md",
+    f"{T}/manifest",
+    f"{T}/manifest/",
+    f"{T}/renderers/text/markdown",
+    f"{T}/kinds/",
+    f"{T}/git/tmsite/docs/mcp.md",
+    f"{T}/trail/page-to-history",
+    f"{T}/offbox/",
+    f"{T}/entity/pattern/",
+    f"{T}/entity/game/",
+    f"{T}/entity/lesson/",
+    f"{T}/entity/game/72f469219b30/routine/",
+    f"{T}/entity/game/72f469219b30/routine/b0-816C",
+    f"{T}/entity/pattern/pad-poll?as=set&rel=tm:found-in",
+    f"{T}/mcp/",
+]
 
 
 def walk(

@@ -7,7 +7,7 @@ import base64
 import json
 from pathlib import Path
 
-from tests.blocks.conftest import HOST, blocks_of, walk
+from tests.blocks.conftest import HOST, SEEDS, T, blocks_of, walk
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.blocks.vocabulary import BLOCK_KINDS
 from tmsite.mounts.errors import NotFound
@@ -16,26 +16,6 @@ from tmsite.mounts.memory import MemoryMount
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.types import Content, Request
 from tmsite.mounts.uri import parse
-
-T = f"tm://{HOST}"
-#: Addresses each mount is read at, past what the walk finds (a mount's own first things).
-SEEDS = [
-    "tm://",
-    f"{T}/",
-    f"{T}/fs/docs/mcp.md",
-    f"{T}/fs/data/pieces.json",
-    f"{T}/fs/docs/nosuch.md",
-    f"{T}/manifest",
-    f"{T}/renderers/text/markdown",
-    f"{T}/kinds/",
-    f"{T}/git/tmsite/docs/mcp.md",
-    f"{T}/trail/page-to-history",
-    f"{T}/offbox/",
-    f"{T}/entity/pattern/",
-    f"{T}/entity/game/",
-    f"{T}/entity/pattern/pad-poll?as=set&rel=tm:found-in",
-    f"{T}/mcp/",
-]
 
 
 def test_every_kind_served_validates(space: Namespace) -> None:

@@ -12,33 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.blocks.conftest import HOST, blocks_of, walk
+from tests.blocks.conftest import SEEDS, T, blocks_of, walk
 from tmsite.blocks.assemble import SCHEMA_POINTER
 from tmsite.blocks.registry import ASSEMBLERS, GENERIC, find, mount_of
 from tmsite.blocks.schema import SCHEMA
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.uri import parse
 
-T = f"tm://{HOST}"
-SEEDS = [
-    "tm://",
-    f"{T}/",
-    f"{T}/fs/docs/mcp.md",
-    f"{T}/manifest",
-    f"{T}/manifest/",
-    f"{T}/renderers/text/markdown",
-    f"{T}/kinds/",
-    f"{T}/git/tmsite/docs/mcp.md",
-    f"{T}/trail/page-to-history",
-    f"{T}/offbox/",
-    f"{T}/entity/pattern/",
-    f"{T}/entity/game/",
-    f"{T}/entity/lesson/",
-    f"{T}/entity/game/72f469219b30/routine/",
-    f"{T}/entity/game/72f469219b30/routine/b0-816C",
-    f"{T}/entity/pattern/pad-poll?as=set&rel=tm:found-in",
-    f"{T}/mcp/",
-]
 #: What is not a kind of thing but how a read went, or a file drawn by its media type.
 NOT_KINDS = {"refusal", "blocks"}
 
