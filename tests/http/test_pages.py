@@ -113,7 +113,11 @@ def test_front_page_is_the_site_root_under_a_page_facet(ns: Namespace) -> None:
     assert "Notes" in text
     with pytest.raises(BadFacet) as refused:
         ns.read(uri(SITE, "docs", collection=True, **{"as": "text"}))
-    assert "collection" in refused.value.message and refused.value.data["valid"] == []
+    assert refused.value.data == {
+        "reason": "bad-facet",
+        "uri": uri(SITE, "docs", collection=True, **{"as": "text"}),
+        "valid": [],
+    }
 
 
 def test_redirect_is_reported_as_a_visitor_is_sent(ns: Namespace) -> None:

