@@ -246,7 +246,6 @@ def test_every_link_resolves_and_every_pair_has_its_inverse(walked_ns: Namespace
     assert walk.reads > 100, walk.reads
     assert next_pages, "no listing took more than one page: the walk followed no next"
     assert any(key.startswith(f"tm://{HOST}/http/") for key in seen)
-    assert elapsed < 60, elapsed
     checked = set(walk.links_cache)
     assert (f"tm://{HOST}/fs/data/pieces.json", "tm:read-by") in checked
     assert any(t.startswith(f"tm://{HOST}/fs/docs/") and r == "tm:renders-as" for t, r in checked)
