@@ -37,6 +37,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views import defaults
 from ninja import Router
 
+from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     HEADER_MISMATCH,
     MAX_BODY_BYTES,
@@ -64,7 +65,6 @@ from tmsite.mcp.protocol import (
     SUPPORTED_VERSIONS,
     CallContext,
 )
-from tmsite.oplog import hooks
 
 logger = logging.getLogger("tmsite.mcp")
 
@@ -191,7 +191,7 @@ def _drain(request: HttpRequest) -> None:
 @router.api_operation(_ALL_METHODS, "/mcp", auth=None, include_in_schema=False)
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP endpoint: rate limit, request log and timing (``tmsite.oplog``) around it."""
-    return hooks.observe_mcp(request, _answer)
+    return observed.observe_exchange(request, _answer)
 
 
 def _answer(request: HttpRequest) -> HttpResponse:
@@ -301,7 +301,7 @@ def _single(
                 message.id,
             )
         ctx = CallContext(version=version, transport="http")
-    answer = hooks.run_request(message, ctx)  # the caller's bucket, a log row
+    answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
     return _json(None, status, origin, text=answer.text)
 
@@ -325,7 +325,9 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
             continue
         if message.kind != "request":
             continue
-        answer: Answer = hooks.run_request(message, CallContext(version=version, transport="http"))
+        answer: Answer = observed.run_request(
+            message, CallContext(version=version, transport="http")
+        )
         parts.append(answer.text)
     if not parts:
         return _accepted(origin)

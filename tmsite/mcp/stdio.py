@@ -25,6 +25,7 @@ import logging
 import sys
 from typing import Any, BinaryIO
 
+from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     MAX_BODY_BYTES,
     ParseFailure,
@@ -42,7 +43,6 @@ from tmsite.mcp.protocol import (
     LATEST_INITIALIZE_VERSION,
     CallContext,
 )
-from tmsite.oplog import hooks
 
 logger = logging.getLogger("tmsite.mcp.stdio")
 
@@ -89,7 +89,7 @@ class StdioSession:
                 ctx = CallContext(version=self.legacy_version, transport="stdio")
         except Refusal as refusal:
             return dumps(refusal.body())
-        answer = hooks.run_request(message, ctx)  # a request log row (stdio is not limited)
+        answer = observed.run_request(message, ctx)  # a request log row (stdio is not limited)
         if message.method == "initialize" and answer.result is not None:
             version = answer.result.get("protocolVersion")
             if isinstance(version, str):
