@@ -42,9 +42,9 @@ from tmsite.mcp.envelope import (
     HEADER_MISMATCH,
     MAX_BODY_BYTES,
     Answer,
+    EnvelopeRefusal,
     Message,
     ParseFailure,
-    Refusal,
     check_modern,
     classify,
     dumps,
@@ -258,7 +258,7 @@ def _serve(request: HttpRequest) -> HttpResponse:
         if isinstance(value, list):
             return _batch(value, version, origin)
         return _single(classify(value), version, headers, origin)
-    except Refusal as refusal:
+    except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
 
@@ -282,7 +282,7 @@ def _single(
     modern = version == STATELESS_VERSION
     if message.kind == "response":
         if modern:
-            raise Refusal(
+            raise EnvelopeRefusal(
                 400, INVALID_REQUEST, "Clients must not send JSON-RPC responses in 2026-07-28."
             )
         return _accepted(origin)
@@ -293,7 +293,7 @@ def _single(
     else:
         meta = modern_meta(message)
         if meta is not None:
-            raise Refusal(
+            raise EnvelopeRefusal(
                 400,
                 HEADER_MISMATCH,
                 "The request carries the 2026-07-28 _meta envelope but the "
@@ -308,9 +308,9 @@ def _single(
 
 def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
     if not items:
-        raise Refusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
+        raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
     if version not in BATCH_VERSIONS:
-        raise Refusal(
+        raise EnvelopeRefusal(
             400,
             INVALID_REQUEST,
             f"JSON-RPC batches are not accepted under protocol {version}; send one message per "
@@ -320,7 +320,7 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
     for item in items:
         try:
             message = classify(item)
-        except Refusal as refusal:
+        except EnvelopeRefusal as refusal:
             parts.append(dumps(refusal.body()))
             continue
         if message.kind != "request":

@@ -28,8 +28,8 @@ from typing import Any, BinaryIO
 from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     MAX_BODY_BYTES,
+    EnvelopeRefusal,
     ParseFailure,
-    Refusal,
     check_modern,
     classify,
     dumps,
@@ -78,7 +78,7 @@ class StdioSession:
             return None  # a response, or not a message at all: ignored, as the seed does
         try:
             message = classify(value)
-        except Refusal as refusal:
+        except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
         if message.kind != "request":
             return None
@@ -87,7 +87,7 @@ class StdioSession:
                 ctx = check_modern(message, None)
             else:
                 ctx = CallContext(version=self.legacy_version, transport="stdio")
-        except Refusal as refusal:
+        except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
         answer = observed.run_request(message, ctx)  # a request log row (stdio is not limited)
         if message.method == "initialize" and answer.result is not None:
