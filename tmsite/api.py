@@ -14,7 +14,8 @@ from ninja.responses import NinjaJSONEncoder
 from tmsite import rest
 from tmsite.mcp import endpoint
 from tmsite.mounts.errors import BadArgument, Refusal
-from tmsite.oplog import health, hooks
+from tmsite.oplog import health
+from tmsite.rest_codes import HTTP_STATUS, REST_PREFIX, refusal_body
 
 
 class _Encoder(NinjaJSONEncoder):
@@ -48,8 +49,8 @@ api.add_router("/v1", health.router)  # GET /api/v1/health (tmsite.oplog)
 def refusal(request: HttpRequest, exc: Refusal) -> HttpResponse:
     return api.create_response(
         request,
-        {"error": exc.message, **exc.data},
-        status=rest.HTTP_STATUS[exc.reason],
+        refusal_body(exc),
+        status=HTTP_STATUS[exc.reason],
     )
 
 
@@ -57,7 +58,7 @@ def refusal(request: HttpRequest, exc: Refusal) -> HttpResponse:
 def invalid_arguments(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     """Parameters that do not validate: ``bad-argument`` (400), worded as the twin tool words
     it when the route has one, never ninja's bare 422."""
-    route = request.path.removeprefix(hooks.REST_PREFIX)
+    route = request.path.removeprefix(REST_PREFIX)
     twin = rest.TWINS.get(route)
     try:
         if twin is not None:

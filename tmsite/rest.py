@@ -1,47 +1,42 @@
 """REST routes under ``/api/v1/``: the same operations as the tools, another spelling.
 
-Refusals become HTTP statuses through one table (``HTTP_STATUS``), with the same JSON fields
-the MCP refusal carries in ``data``.
+Refusals become HTTP statuses through one table (``rest_codes.HTTP_STATUS``), with the same
+JSON fields the MCP refusal carries in ``data``. Every route is observed by the request log,
+which gets this surface's prefix and refusal from here (``ROUTES``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
 from tmsite import operations
 from tmsite.mcp import tools
-from tmsite.mounts.errors import REASONS
+from tmsite.mounts.errors import Refusal
 from tmsite.oplog import hooks
 from tmsite.pieces import Licensing
+from tmsite.rest_codes import HTTP_STATUS, REST_PREFIX, refusal_body
 from tmsite.schemas import Overview, PieceStatus, Resolved
 
+
+def _asked_uri(route: str, query: Mapping[str, str]) -> str | None:
+    """The URI a route reads (``resolve``), for its ``rate-limited`` refusal."""
+    return query.get("uri") if route.startswith("resolve") else None
+
+
+def refused(refusal: Refusal) -> HttpResponseBase:
+    """A refusal as this surface answers it outside a route (the bucket was short)."""
+    return JsonResponse(refusal_body(refusal), status=HTTP_STATUS[refusal.reason])
+
+
+ROUTES = hooks.Routes("rest", REST_PREFIX, _asked_uri, refused)
 router = Router(tags=["tmsite"])
 # Every route: the caller's rate limit (429 + Retry-After) and a request log row.
-router.add_decorator(hooks.observe_rest, mode="view")
-
-HTTP_STATUS: dict[str, int] = {
-    "not-found": 404,
-    "out-of-root": 404,
-    "no-such-ref": 404,
-    "denied": 403,
-    "gated": 403,
-    "too-large": 413,
-    "binary": 415,
-    "redirect": 409,
-    "bad-facet": 400,
-    "bad-cursor": 400,
-    "bad-uri": 400,
-    "bad-argument": 400,
-    "rate-limited": 429,
-    "unreachable": 502,
-    "git-error": 502,
-    "timeout": 504,
-}
-assert set(HTTP_STATUS) == set(REASONS), "every reason has a REST status"
+router.add_decorator(hooks.observe_routes(ROUTES), mode="view")
 
 
 class RefusalOut(Schema):
@@ -74,7 +69,7 @@ class CompleteQuery(Schema):
 
 
 _ERRORS: dict[int | frozenset[int], Any] = {frozenset(set(HTTP_STATUS.values())): RefusalOut}
-#: The routes (their path under ``hooks.REST_PREFIX``) whose query parameters are a tool's
+#: The routes (their path under ``REST_PREFIX``) whose query parameters are a tool's
 #: arguments, for refusing parameters that do not validate as that tool would. ``pieces/{key}``
 #: is not here: a path always validates, and the route checks its query itself.
 TWINS: dict[str, str] = {

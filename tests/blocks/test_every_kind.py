@@ -83,7 +83,7 @@ def test_every_vocabulary_entry_is_produced_by_some_kind(space: Namespace, tmp_p
         "versions": VersionedMount(HOST, {"v1": {"a.md": "one\ntwo\n"}}, {"a.md": "one\nthree\n"}),
     }
     extra["files"].name = "files"  # type: ignore[misc]
-    world = Namespace(HOST, {**space.mounts, **extra})
+    world = Namespace(HOST, {**space.mounts, **extra}, space.assemblers)
     produced: dict[str, str] = {}
     addresses = [
         f"{T}/files/docs/dot.png?as=blocks",  # media

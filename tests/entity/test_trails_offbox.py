@@ -15,6 +15,7 @@ from django.test import Client
 from tests.entity.conftest import HOST, ROOT, make_space
 from tmsite.entities import models as m
 from tmsite.entities.loaders import Records
+from tmsite.mounts import registry
 from tmsite.mounts.errors import NotFound
 from tmsite.mounts.namespace import Namespace
 from tmsite.trails import index
@@ -119,7 +120,7 @@ def test_checks_report_bad_files_and_steps_that_do_not_resolve(
         )
     )
     process_space(trail_checkout)
-    messages = trail_checks()
+    messages = trail_checks(registry.namespace)
     found = sorted((msg.id, msg.msg.split(":")[0]) for msg in messages)
     assert [i for i, _ in found] == ["tm.W020", "tm.W021", "tm.W021", "tm.W021"]
     texts = " | ".join(msg.msg for msg in messages)
@@ -136,7 +137,7 @@ def test_the_shipped_trails_parse_and_their_local_steps_resolve(
     assert problems == {}
     assert sorted(t.name for t in trails) == ["page-to-history", "pattern-through-games"]
     process_space(ROOT)
-    unresolved = [msg.msg for msg in trail_checks()]
+    unresolved = [msg.msg for msg in trail_checks(registry.namespace)]
     # the git mount is not in this namespace yet: its steps are the only ones reported
     assert all("git" in text for text in unresolved), unresolved
 

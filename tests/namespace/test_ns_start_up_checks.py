@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
+from tmsite.mounts import registry
 from tmsite.mounts.http import check_sites
 from tmsite.mounts.registry import check_enabled_mounts
 
@@ -22,6 +27,33 @@ def _check_output() -> str:
 
 def test_the_shipped_settings_pass_every_check() -> None:
     call_command("check")  # raises SystemCheckError on any error
+
+
+def test_the_trail_checks_run_at_start_up_through_the_process_namespace(
+    settings: Any, tmp_path: Path
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    checkout = tmp_path / "checkout"
+    shutil.copytree(root / "docs", checkout / "docs")
+    (checkout / "notes" / "trails").mkdir(parents=True)
+    (checkout / "notes" / "trails" / "broken.json").write_text("{not json")
+    step = {"uri": "tm://tinymachines/fs/docs/nowhere.md", "note": "a typo"}
+    trail = {"title": "Lost", "description": "One step.", "steps": [step]}
+    (checkout / "notes" / "trails" / "lost.json").write_text(json.dumps(trail))
+    settings.TM_CHECKOUT = checkout
+    settings.TM_HOST = "tinymachines"
+    settings.TM_FS_ROOTS = ["docs"]
+    settings.TM_MOUNTS = ["fs", "trail"]
+    registry.reset()
+    out = io.StringIO()
+    try:
+        call_command("check", stdout=out, stderr=out)
+    finally:
+        registry.reset()
+    said = out.getvalue()
+    assert "(tm.W020) notes/trails/broken.json does not parse" in said
+    assert "(tm.W021) trail lost, step 1 (tm://tinymachines/fs/docs/nowhere.md) does not " in said
+    assert "resolve: not-found" in said
 
 
 def test_a_mount_name_that_is_no_mount_stops_start_up(settings: Any) -> None:

@@ -19,20 +19,16 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.registry import find
 from tmsite.blocks.vocabulary import Block
-from tmsite.kinds.counter import quiet
 from tmsite.mounts.errors import BadFacet, Refusal
 from tmsite.mounts.links import Link
 from tmsite.mounts.parts import READ_CAP, dumps, to_text
-from tmsite.mounts.types import Content, vnd
+from tmsite.mounts.types import Content, Reader, vnd
 from tmsite.mounts.uri import TmUri, parse
-
-if TYPE_CHECKING:
-    from tmsite.mounts.namespace import Namespace
 
 #: The parameter only a blocks read takes: the facet of the thing to assemble.
 OF = "of"
@@ -50,13 +46,13 @@ _DIFF_LINES = 400
 class Context:
     """One blocks read: the namespace to read through, and every address read."""
 
-    def __init__(self, namespace: Namespace, uri: TmUri) -> None:
+    def __init__(self, namespace: Reader, uri: TmUri) -> None:
         self.namespace = namespace
         self.uri = uri
         self.reads: list[str] = []
 
     def read(self, target: TmUri | str) -> Content:
-        """Read ``target`` through the namespace (uncounted: the blocks read is what is served).
+        """Read ``target`` through the namespace (which counts the blocks read, not these).
 
         Raises:
             Refusal: as the namespace refuses it.
@@ -64,8 +60,7 @@ class Context:
         text = str(target)
         if text not in self.reads:
             self.reads.append(text)
-        with quiet():
-            return self.namespace.read(text)
+        return self.namespace.read(text)
 
     def try_read(self, target: TmUri | str) -> Content | None:
         try:
@@ -91,7 +86,7 @@ def schema_uri(host: str) -> str:
     return str(TmUri(host, "manifest").with_params(pointer=SCHEMA_POINTER))
 
 
-def assemble(namespace: Namespace, uri: TmUri) -> Content:
+def assemble(namespace: Reader, uri: TmUri) -> Content:
     """The ``?as=blocks`` read of ``uri`` (never refused once ``uri`` has parsed)."""
     ctx = Context(namespace, uri)
     target = target_of(uri)

@@ -5,6 +5,3 @@ class EntitiesConfig(AppConfig):
     name = "tmsite.entities"
     label = "tm_entities"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from tmsite.trails import checks  # noqa: F401  (registers the trail checks)

@@ -37,13 +37,14 @@ from django.http import HttpRequest, HttpResponse
 from django.views import defaults
 from ninja import Router
 
+from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     HEADER_MISMATCH,
     MAX_BODY_BYTES,
     Answer,
+    EnvelopeRefusal,
     Message,
     ParseFailure,
-    Refusal,
     check_modern,
     classify,
     dumps,
@@ -64,7 +65,6 @@ from tmsite.mcp.protocol import (
     SUPPORTED_VERSIONS,
     CallContext,
 )
-from tmsite.oplog import hooks
 
 logger = logging.getLogger("tmsite.mcp")
 
@@ -191,7 +191,7 @@ def _drain(request: HttpRequest) -> None:
 @router.api_operation(_ALL_METHODS, "/mcp", auth=None, include_in_schema=False)
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP endpoint: rate limit, request log and timing (``tmsite.oplog``) around it."""
-    return hooks.observe_mcp(request, _answer)
+    return observed.observe_exchange(request, _answer)
 
 
 def _answer(request: HttpRequest) -> HttpResponse:
@@ -258,7 +258,7 @@ def _serve(request: HttpRequest) -> HttpResponse:
         if isinstance(value, list):
             return _batch(value, version, origin)
         return _single(classify(value), version, headers, origin)
-    except Refusal as refusal:
+    except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
 
@@ -282,7 +282,7 @@ def _single(
     modern = version == STATELESS_VERSION
     if message.kind == "response":
         if modern:
-            raise Refusal(
+            raise EnvelopeRefusal(
                 400, INVALID_REQUEST, "Clients must not send JSON-RPC responses in 2026-07-28."
             )
         return _accepted(origin)
@@ -293,7 +293,7 @@ def _single(
     else:
         meta = modern_meta(message)
         if meta is not None:
-            raise Refusal(
+            raise EnvelopeRefusal(
                 400,
                 HEADER_MISMATCH,
                 "The request carries the 2026-07-28 _meta envelope but the "
@@ -301,16 +301,16 @@ def _single(
                 message.id,
             )
         ctx = CallContext(version=version, transport="http")
-    answer = hooks.run_request(message, ctx)  # the caller's bucket, a log row
+    answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
     return _json(None, status, origin, text=answer.text)
 
 
 def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
     if not items:
-        raise Refusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
+        raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
     if version not in BATCH_VERSIONS:
-        raise Refusal(
+        raise EnvelopeRefusal(
             400,
             INVALID_REQUEST,
             f"JSON-RPC batches are not accepted under protocol {version}; send one message per "
@@ -320,12 +320,14 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
     for item in items:
         try:
             message = classify(item)
-        except Refusal as refusal:
+        except EnvelopeRefusal as refusal:
             parts.append(dumps(refusal.body()))
             continue
         if message.kind != "request":
             continue
-        answer: Answer = hooks.run_request(message, CallContext(version=version, transport="http"))
+        answer: Answer = observed.run_request(
+            message, CallContext(version=version, transport="http")
+        )
         parts.append(answer.text)
     if not parts:
         return _accepted(origin)

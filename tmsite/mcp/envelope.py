@@ -105,7 +105,7 @@ class ParseFailure(Exception):
     """The bytes are not one strict JSON text (answered with -32700)."""
 
 
-class Refusal(Exception):
+class EnvelopeRefusal(Exception):
     """An envelope refusal: a JSON-RPC error sent with a 4xx status over HTTP.
 
     Attributes:
@@ -235,27 +235,29 @@ def classify(value: Any) -> Message:
     """Classify one decoded JSON value as a request, notification or client-sent response.
 
     Raises:
-        Refusal: -32600 (status 400) when it is not a JSON-RPC 2.0 message; the id is echoed
-            only when it is a valid one.
+        EnvelopeRefusal: -32600 (status 400) when it is not a JSON-RPC 2.0 message; the id is
+            echoed only when it is a valid one.
     """
     if not isinstance(value, dict):
-        raise Refusal(400, INVALID_REQUEST, "A JSON-RPC message must be a JSON object.")
+        raise EnvelopeRefusal(400, INVALID_REQUEST, "A JSON-RPC message must be a JSON object.")
     has_id = "id" in value
     rid = value.get("id")
     echo: RequestId | None = rid if has_id and valid_id(rid) else None
     if value.get("jsonrpc") != "2.0":
-        raise Refusal(400, INVALID_REQUEST, 'The "jsonrpc" member must be "2.0".', echo)
+        raise EnvelopeRefusal(400, INVALID_REQUEST, 'The "jsonrpc" member must be "2.0".', echo)
     if has_id and echo is None:
-        raise Refusal(
+        raise EnvelopeRefusal(
             400, INVALID_REQUEST, 'The "id" member must be a string or an integer.', NO_ID
         )
     if "method" not in value:
         if has_id and ("result" in value or "error" in value):
             return Message("response", value, echo)
-        raise Refusal(400, INVALID_REQUEST, 'A request needs a "method" member.', echo)
+        raise EnvelopeRefusal(400, INVALID_REQUEST, 'A request needs a "method" member.', echo)
     method = value["method"]
     if not isinstance(method, str) or not method:
-        raise Refusal(400, INVALID_REQUEST, 'The "method" member must be a non-empty string.', echo)
+        raise EnvelopeRefusal(
+            400, INVALID_REQUEST, 'The "method" member must be a non-empty string.', echo
+        )
     return Message("request" if has_id else "notification", value, echo, method)
 
 
@@ -283,9 +285,9 @@ def dumps(body: Any) -> str:
     return text
 
 
-def unsupported_version(requested: str, id: RequestId | None) -> Refusal:
+def unsupported_version(requested: str, id: RequestId | None) -> EnvelopeRefusal:
     """``UnsupportedProtocolVersionError``: the versions served and the one asked for."""
-    return Refusal(
+    return EnvelopeRefusal(
         400,
         UNSUPPORTED_VERSION,
         f"Unsupported protocol version {requested[:64]!r}.",
@@ -330,14 +332,14 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
         The call context of a request that passed every rung.
 
     Raises:
-        Refusal: -32602 for a missing envelope, -32020 for a header that is missing or differs
-            from the body, -32022 for a version not served — each with HTTP status 400.
+        EnvelopeRefusal: -32602 for a missing envelope, -32020 for a header that is missing or
+            differs from the body, -32022 for a version not served — each with HTTP status 400.
     """
     rid = message.id
     params = message.params
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not isinstance(meta, dict):
-        raise Refusal(
+        raise EnvelopeRefusal(
             400,
             INVALID_PARAMS,
             f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
@@ -346,12 +348,14 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
         )
     missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
     if missing:
-        raise Refusal(400, INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}.", rid)
+        raise EnvelopeRefusal(
+            400, INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}.", rid
+        )
     version = meta[META_PROTOCOL_VERSION]
     if headers is not None:
         header_version = headers.get("mcp-protocol-version")
         if header_version is None or header_version.strip(" \t") != version:
-            raise Refusal(
+            raise EnvelopeRefusal(
                 400,
                 HEADER_MISMATCH,
                 "The MCP-Protocol-Version header does not match "
@@ -360,7 +364,7 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
             )
         header_method = headers.get("mcp-method")
         if header_method is None or header_method.strip(" \t") != message.method:
-            raise Refusal(
+            raise EnvelopeRefusal(
                 400, HEADER_MISMATCH, "The Mcp-Method header does not match the method.", rid
             )
         name_key = NAME_BEARING_METHODS.get(message.method)
@@ -368,14 +372,16 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
             header_name = headers.get("mcp-name")
             decoded = decode_header_value(header_name) if header_name is not None else None
             if decoded is None or decoded != params[name_key]:
-                raise Refusal(
+                raise EnvelopeRefusal(
                     400,
                     HEADER_MISMATCH,
                     f"The Mcp-Name header does not match params.{name_key}.",
                     rid,
                 )
     if not isinstance(version, str):
-        raise Refusal(400, INVALID_PARAMS, "The protocol version in _meta must be a string.", rid)
+        raise EnvelopeRefusal(
+            400, INVALID_PARAMS, "The protocol version in _meta must be a string.", rid
+        )
     if version != STATELESS_VERSION:
         raise unsupported_version(version, rid)
     info = meta.get(META_CLIENT_INFO)
@@ -430,9 +436,9 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "Answer",
+    "EnvelopeRefusal",
     "Message",
     "ParseFailure",
-    "Refusal",
     "check_modern",
     "classify",
     "dumps",

@@ -25,10 +25,11 @@ import logging
 import sys
 from typing import Any, BinaryIO
 
+from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     MAX_BODY_BYTES,
+    EnvelopeRefusal,
     ParseFailure,
-    Refusal,
     check_modern,
     classify,
     dumps,
@@ -42,7 +43,6 @@ from tmsite.mcp.protocol import (
     LATEST_INITIALIZE_VERSION,
     CallContext,
 )
-from tmsite.oplog import hooks
 
 logger = logging.getLogger("tmsite.mcp.stdio")
 
@@ -78,7 +78,7 @@ class StdioSession:
             return None  # a response, or not a message at all: ignored, as the seed does
         try:
             message = classify(value)
-        except Refusal as refusal:
+        except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
         if message.kind != "request":
             return None
@@ -87,9 +87,9 @@ class StdioSession:
                 ctx = check_modern(message, None)
             else:
                 ctx = CallContext(version=self.legacy_version, transport="stdio")
-        except Refusal as refusal:
+        except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
-        answer = hooks.run_request(message, ctx)  # a request log row (stdio is not limited)
+        answer = observed.run_request(message, ctx)  # a request log row (stdio is not limited)
         if message.method == "initialize" and answer.result is not None:
             version = answer.result.get("protocolVersion")
             if isinstance(version, str):

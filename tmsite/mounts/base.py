@@ -17,21 +17,25 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from tmsite.mounts import cursor as cursors
 from tmsite.mounts.errors import BadArgument, BadFacet, NotFound, Refusal
 from tmsite.mounts.facets import parse_facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES, MAX_NEAREST, rank
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Reader, Request, Template, vnd
 from tmsite.mounts.uri import TmUri, parse
-
-if TYPE_CHECKING:
-    from tmsite.mounts.namespace import Namespace
 
 #: Children per listing page.
 PAGE_SIZE = 500
+
+
+class Served(Reader, Protocol):
+    """What a mount sees of the namespace that serves it: the read path and its mounts."""
+
+    @property
+    def mounts(self) -> Mapping[str, Mount]: ...
 
 
 class Mount(ABC):
@@ -93,7 +97,7 @@ class Mount(ABC):
         """
         return []
 
-    def attach(self, namespace: Namespace) -> None:
+    def attach(self, namespace: Served) -> None:
         """Called once by the namespace that serves this mount."""
         self.namespace = namespace
 

@@ -37,14 +37,14 @@ from urllib.parse import urlsplit
 
 from django.db import DatabaseError
 
-from tmsite.mcpclient import Client, McpClientError
-from tmsite.mounts import mcp_map
+from tmsite.mcpclient import Client
+from tmsite.mounts import mcp_errors, mcp_map
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
 from tmsite.mounts.links import Confidence, Link
 from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
 from tmsite.servers import grammar, pool
-from tmsite.servers.connect import TokenMissing, token_for
+from tmsite.servers.connect import token_for
 from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
 
 #: The record's collections: segment → (declaration field, key naming an item, kind).
@@ -367,14 +367,8 @@ class McpMount(Mount):
         map_uri = str(self.uri(record.name, "map"))
         server_uri = str(self.uri(record.name, collection=True))
         tool_uri = str(self.uri(record.name, "tools", entry.tool))
-        try:
+        with mcp_errors.translated(req.text, record):
             token_for(record)
-        except TokenMissing:
-            raise Gated(
-                req.text,
-                f"the MCP server {record.name} wants a token this box does not hold",
-                tokenSetting=record.token_setting,
-            ) from None
         declared = self._declaration(req, record)
         tool = declared.tool(entry.tool)
         if tool is None:
@@ -392,12 +386,8 @@ class McpMount(Mount):
             refused.extend(client.refused_requests[before:])
             return result
 
-        try:
+        with mcp_errors.translated(req.text, record):
             result = pool.run(record, call)
-        except TokenMissing:  # pragma: no cover - checked above; the setting may vanish between
-            raise Gated(req.text, "a token is missing", tokenSetting=record.token_setting) from None
-        except McpClientError as exc:
-            raise mcp_map.refusal_for(exc, req.text, record) from None
         if result.is_error:
             raise mcp_map.tool_error(req.text, result, [map_uri])
         prov = mcp_map.provenance(record, entry, args, server_uri, tool_uri)
@@ -500,7 +490,7 @@ class McpMount(Mount):
             completion = pool.run(
                 record, lambda c: c.complete(asked, {"name": argument, "value": value})
             )
-        except (McpClientError, TokenMissing):
+        except mcp_errors.FOREIGN:
             return []
         return [
             v

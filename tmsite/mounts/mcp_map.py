@@ -23,12 +23,8 @@ Decisions, in one place:
   answer for (an unknown symbol, a file that is not there). The refusal carries the tool's own
   words in ``toolError`` (capped) and ``nearest`` the server's map. A map entry naming a tool
   the server no longer declares is ``not-found`` too.
-* **Faults** (the client's errors) translate by :data:`FAULTS`: ``Gated`` → ``gated``,
-  ``Timeout`` → ``timeout``, everything else that stops an answer (``Unreachable``, a protocol
-  break, an answer over the client's byte cap, a JSON-RPC error) → ``unreachable`` with
-  ``failed`` naming which. An answer nested deeper than the client's depth cap — the message
-  itself, or the JSON a lone text item carries — is ``failed: too-deep`` with ``limit`` and
-  ``what`` (``message`` or ``text``): refused before it is parsed, never served as text.
+* **Faults** (the client's errors, a missing token) translate in one place,
+  :mod:`tmsite.mounts.mcp_errors`.
 """
 
 from __future__ import annotations
@@ -39,17 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tmsite.mcpclient import (
-    Gated,
-    McpClientError,
-    PeerError,
-    ProtocolError,
-    Timeout,
-    TooDeep,
-    TooLarge,
-    ToolResult,
-    Unreachable,
-)
+from tmsite.mcpclient import ToolResult
 from tmsite.mounts import errors
 from tmsite.servers import grammar
 from tmsite.servers.models import MapEntry, McpServer
@@ -192,57 +178,6 @@ def _convert(uri: str, name: str, text: str, prop: Mapping[str, Any]) -> Any:
         if isinstance(high, int | float) and value > high:
             raise refuse(f"at most {high}")
     return value
-
-
-#: Client error → (refusal class, ``failed``), first match wins.
-FAULTS: tuple[tuple[type[McpClientError], type[errors.Refusal], str], ...] = (
-    (Gated, errors.Gated, ""),
-    (Timeout, errors.Timeout, ""),
-    (Unreachable, errors.Unreachable, ""),
-    (TooLarge, errors.Unreachable, "too-large"),
-    (TooDeep, errors.Unreachable, "too-deep"),
-    (ProtocolError, errors.Unreachable, "protocol"),
-    (PeerError, errors.Unreachable, "refused"),
-    (McpClientError, errors.Unreachable, "error"),
-)
-
-
-def refusal_for(exc: McpClientError, uri: str, record: McpServer) -> errors.Refusal:
-    """The mount's refusal for one client error (see :data:`FAULTS`)."""
-    refusal, failed = next((r, f) for k, r, f in FAULTS if isinstance(exc, k))
-    name = record.name
-    if isinstance(exc, Gated):
-        return errors.Gated(
-            uri,
-            f"the MCP server {name} wants a credential this box does not hold"
-            + (f" (HTTP {exc.status})" if exc.status else ""),
-            status=exc.status,
-            tokenSetting=record.token_setting or None,
-            tokenSent=exc.token_sent,
-        )
-    if isinstance(exc, Timeout):
-        return errors.Timeout(
-            uri,
-            f"the MCP server {name} did not answer within its {exc.deadline} deadline",
-            seconds=exc.seconds,
-            deadline=exc.deadline,
-        )
-    helpers: dict[str, Any] = {"server": name}
-    why = ""
-    if isinstance(exc, Unreachable):
-        helpers.update(failed=exc.what, status=exc.status, exitCode=exc.exit_code)
-    elif isinstance(exc, TooLarge):
-        helpers.update(failed=failed, limit=exc.limit, what=exc.what)
-    elif isinstance(exc, TooDeep):
-        helpers.update(failed=failed, limit=exc.limit, what=exc.part)
-        why = f": its {exc.part} nests deeper than {exc.limit} levels"
-    elif isinstance(exc, PeerError):
-        helpers.update(failed=failed, code=exc.code)
-    else:
-        helpers.update(failed=failed)
-    return refusal(
-        uri, f"the MCP server {name} did not answer well ({helpers['failed']}{why})", **helpers
-    )
 
 
 def tool_error(uri: str, result: ToolResult, nearest: list[str]) -> errors.NotFound:

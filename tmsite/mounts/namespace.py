@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from tmsite.blocks.assemble import assemble as assemble_blocks
 from tmsite.kinds import counter as kind_counter
 from tmsite.mounts import cursor as cursors
 from tmsite.mounts.base import PAGE_SIZE, Mount
@@ -18,7 +17,7 @@ from tmsite.mounts.facets import Facets, parse_facets
 from tmsite.mounts.links import Link, cap, filtered, order
 from tmsite.mounts.nearest import rank
 from tmsite.mounts.parts import apply_part, enforce_cap
-from tmsite.mounts.types import Content, Entry, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, FacetAssembler, Request, Template, vnd
 from tmsite.mounts.uri import TmUri, parse
 
 #: Entries per ``resources/list`` page.
@@ -35,11 +34,22 @@ class MapPage:
 
 
 class Namespace:
-    """Every mount of one host, and the reads that cross them."""
+    """Every mount of one host, and the reads that cross them.
 
-    def __init__(self, host: str, mounts: Mapping[str, Mount]) -> None:
+    ``assemblers`` are the facets answered for any address, whatever its mount (``as`` value →
+    assembler; the registry wires ``?as=blocks`` in). The reads an assembler makes to build its
+    answer are not counted as served; its answer is.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        mounts: Mapping[str, Mount],
+        assemblers: Mapping[str, FacetAssembler] | None = None,
+    ) -> None:
         self.host = host
         self.mounts = dict(sorted(mounts.items()))
+        self.assemblers = dict(assemblers or {})
         for mount in self.mounts.values():
             mount.attach(self)
 
@@ -62,8 +72,12 @@ class Namespace:
             Refusal: the one rejection tree; nothing else escapes.
         """
         uri = parse(text)
-        if uri.param("as") == "blocks":  # any address as blocks: its facets are its own
-            return self._finish(assemble_blocks(self, uri), Request(uri, Facets()))
+        facet = uri.param("as")
+        assembler = self.assemblers.get(facet) if facet is not None else None
+        if assembler is not None:  # any address as blocks: its facets are its own
+            with kind_counter.quiet():
+                content = assembler(self, uri)
+            return self._finish(content, Request(uri, Facets()))
         facets = parse_facets(uri)
         req = Request(uri, facets)
         if uri.is_hosts:

@@ -13,9 +13,11 @@ from importlib import import_module
 from django.conf import settings
 from django.core import checks
 
+from tmsite.blocks.assemble import assemble as assemble_blocks
 from tmsite.check_registry import check
 from tmsite.mounts.base import Mount
 from tmsite.mounts.namespace import Namespace
+from tmsite.mounts.types import FacetAssembler
 
 #: name → "module:Class". Keep sorted; one line per mount.
 MOUNTS: dict[str, str] = {
@@ -53,6 +55,10 @@ def build_mount(name: str, host: str) -> Mount:
     return mount
 
 
+#: The facets the namespace answers for any address, whatever its mount.
+ASSEMBLERS: dict[str, FacetAssembler] = {"blocks": assemble_blocks}
+
+
 @check
 def check_enabled_mounts() -> list[checks.CheckMessage]:
     """``tm.E001``: ``TM_MOUNTS`` names only registered mounts."""
@@ -85,7 +91,8 @@ def namespace() -> Namespace:
     with _lock:
         if _built is None:
             host = settings.TM_HOST
-            _built = Namespace(host, {name: build_mount(name, host) for name in enabled_names()})
+            mounts = {name: build_mount(name, host) for name in enabled_names()}
+            _built = Namespace(host, mounts, ASSEMBLERS)
         return _built
 
 

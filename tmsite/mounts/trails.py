@@ -26,6 +26,7 @@ from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
 from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
 from tmsite.mounts.uri import TmUri
+from tmsite.trails import checks as _checks  # noqa: F401  (registers the trail checks)
 from tmsite.trails import index
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
@@ -59,6 +59,26 @@ class Content:
     @property
     def is_json(self) -> bool:
         return not isinstance(self.body, (str, bytes))
+
+
+class Reader(Protocol):
+    """What reads an address through the namespace: its host and its one read path."""
+
+    @property
+    def host(self) -> str: ...
+
+    def read(self, text: object) -> Content:
+        """Read one tm:// URI as every surface reads it.
+
+        Raises:
+            Refusal: the one rejection tree.
+        """
+        ...
+
+
+#: A facet the namespace answers for any address (``?as=blocks``): given the namespace to read
+#: through and the parsed URI, the whole answer. The registry hands these to the namespace.
+FacetAssembler = Callable[[Reader, TmUri], Content]
 
 
 @dataclass(frozen=True)

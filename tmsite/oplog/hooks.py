@@ -1,15 +1,19 @@
 """What the transports call: price, admit or refuse, answer, record — in that order.
 
-* ``observe_mcp(request, answer)`` wraps the HTTP MCP endpoint: it finds the caller, runs the
-  endpoint, then writes one log row per JSON-RPC request it answered (or one for the exchange
-  when there was none: an envelope refusal, a notification), adds the ``RateLimit-Policy`` and
-  ``RateLimit`` headers, and logs a JSON line per row.
-* ``run_request(message, ctx)`` stands in for ``envelope.run_request`` on both MCP transports:
-  over HTTP it spends the request's cost from the caller's bucket first and answers
-  ``rate-limited`` (-32000, HTTP 200, ``data.retryAfter``) when the bucket is short; over
-  stdio (the operator's own process) nothing is limited and the row is written at once.
-* ``observe_rest`` decorates every REST route: the same bucket, a 429 with ``Retry-After`` and
-  the refusal's JSON fields when it is short.
+The log knows no surface: each surface describes itself to it (its name, how it refuses, how
+an answer reads in the log), so the MCP and REST wire tables stay with their surfaces.
+
+* ``observe_exchange(request, answer, surface=…, protocol=…)`` wraps an HTTP endpoint that
+  answers requests one message at a time (MCP): it finds the caller, runs the endpoint, then
+  writes one log row per request it answered (or one for the exchange when there was none: an
+  envelope refusal, a notification), adds the ``RateLimit-Policy`` and ``RateLimit`` headers,
+  and logs a JSON line per row.
+* ``observe_call(call)`` runs one request a surface describes as a ``Call`` (its run and its
+  refusal): over HTTP it spends the request's cost from the caller's bucket first and answers
+  the surface's refusal when the bucket is short; outside an observed exchange (stdio, the
+  operator's own process) nothing is limited and the row is written at once.
+* ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
+  (REST): the same bucket, the surface's refusal with ``Retry-After`` when it is short.
 
 Headers follow draft-ietf-httpapi-ratelimit-headers (-08 onwards): ``RateLimit-Policy:
 "tm";q=<burst>;w=<seconds to refill from empty>`` and ``RateLimit: "tm";r=<whole tokens
@@ -25,20 +29,16 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
-from tmsite.mcp import envelope
-from tmsite.mcp.codes import rpc_error
-from tmsite.mcp.envelope import Answer, Message
-from tmsite.mcp.protocol import CallContext
 from tmsite.mounts.errors import RateLimited
 from tmsite.oplog import buckets, caller, costs, recorder
 from tmsite.oplog.buckets import Decision
@@ -47,6 +47,8 @@ from tmsite.oplog.recorder import Row
 
 requests_log = logging.getLogger("tmsite.requests")
 POLICY_NAME = "tm"
+#: What one request of a message surface answers (an MCP ``Answer``).
+A = TypeVar("A")
 
 
 @dataclass
@@ -89,18 +91,6 @@ def rate_headers(response: HttpResponseBase, decision: Decision) -> None:
     response["RateLimit"] = f'"{POLICY_NAME}";r={remaining};t={seconds}'
 
 
-def _asked_uri(message: Message) -> str | None:
-    """The URI a read asks for (resources/read, or the resolve tool), for its refusal."""
-    params = message.params if isinstance(message.params, dict) else {}
-    if message.method == "tools/call" and params.get("name") == "resolve":
-        arguments = params.get("arguments")
-        params = arguments if isinstance(arguments, dict) else {}
-    elif message.method != "resources/read":
-        return None
-    uri = params.get("uri")
-    return uri if isinstance(uri, str) else None
-
-
 def refusal(decision: Decision, uri: str | None) -> RateLimited:
     """The ``rate-limited`` refusal for a request the bucket turned away."""
     left = math.floor(decision.remaining + buckets.EPSILON)
@@ -115,34 +105,14 @@ def refusal(decision: Decision, uri: str | None) -> RateLimited:
 # --- outcomes ---------------------------------------------------------------------------------
 
 
-def _reason_of_text(text: str) -> str | None:
+def reason_of_text(text: str) -> str | None:
+    """The ``reason`` of a JSON refusal body (cut to the log's column), if ``text`` is one."""
     try:
         value = json.loads(text)
     except ValueError:
         return None
     reason = value.get("reason") if isinstance(value, dict) else None
     return reason[:32] if isinstance(reason, str) else None
-
-
-def answer_outcome(answer: Answer) -> str:
-    """``ok``, a refusal's reason (protocol or tool error), or ``rpc<code>``."""
-    if answer.error_code is None:
-        result = answer.result or {}
-        if result.get("isError"):
-            content = result.get("content") or [{}]
-            text = content[0].get("text", "") if isinstance(content[0], dict) else ""
-            reason = _reason_of_text(text) if isinstance(text, str) else None
-            return reason or "tool-error"
-        return "ok"
-    try:
-        error = json.loads(answer.text).get("error", {})
-    except ValueError:
-        error = {}
-    data = error.get("data") if isinstance(error, dict) else None
-    reason = data.get("reason") if isinstance(data, dict) else None
-    if isinstance(reason, str):
-        return reason[:32]
-    return f"rpc{answer.error_code}"
 
 
 def _status_outcome(response: HttpResponseBase) -> str:
@@ -154,7 +124,7 @@ def _status_outcome(response: HttpResponseBase) -> str:
     if isinstance(response, HttpResponse) and response.get("Content-Type", "").startswith(
         "application/json"
     ):
-        found = _reason_of_text(response.content.decode("utf-8", "replace"))
+        found = reason_of_text(response.content.decode("utf-8", "replace"))
         if found:
             return found
         try:
@@ -191,20 +161,50 @@ def _emit(row: Row, priced: Priced) -> None:
     )
 
 
-# --- MCP --------------------------------------------------------------------------------------
+# --- message surfaces (MCP) -----------------------------------------------------------------
 
 
-def observe_mcp(
-    request: HttpRequest, answer: Callable[[HttpRequest], HttpResponse]
+@dataclass(frozen=True)
+class Call(Generic[A]):
+    """One request of a message surface, as the surface describes it to the log.
+
+    Attributes:
+        surface: The log's ``surface`` column (``mcp-http``, ``mcp-stdio``).
+        method: What was asked (the JSON-RPC method).
+        protocol: The protocol version the request speaks.
+        priced: Its kind and cost (``tmsite.oplog.costs``).
+        uri: The URI it reads, named by a ``rate-limited`` refusal (None: no URI).
+        run: Answer it.
+        refuse: The surface's answer to a refusal (the bucket was short).
+        outcome: How an answer reads in the log: ``ok``, a reason, ``rpc<code>``.
+        size: The bytes of an answer.
+    """
+
+    surface: str
+    method: str
+    protocol: str
+    priced: Priced
+    uri: str | None
+    run: Callable[[], A]
+    refuse: Callable[[RateLimited], A]
+    outcome: Callable[[A], str]
+    size: Callable[[A], int]
+
+
+def observe_exchange(
+    request: HttpRequest,
+    answer: Callable[[HttpRequest], HttpResponse],
+    *,
+    surface: str,
+    protocol: str,
 ) -> HttpResponse:
-    """Run the MCP endpoint's ``answer`` for ``request`` inside an observed exchange."""
-    header = request.headers.get("MCP-Protocol-Version") or ""
+    """Run an endpoint's ``answer`` for ``request`` inside an observed exchange."""
     exchange = Exchange(
-        "mcp-http",
+        surface,
         _limited_caller(request),
         timezone.now(),
         time.perf_counter(),
-        protocol=header.strip()[:16],
+        protocol=protocol.strip()[:16],
     )
     token = _current.set(exchange)
     try:
@@ -237,32 +237,30 @@ def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
         _emit(row, priced)
 
 
-def run_request(message: Message, ctx: CallContext) -> Answer:
-    """``envelope.run_request`` behind the caller's bucket, with a log row for the request."""
+def observe_call(call: Call[A]) -> A:
+    """Answer ``call`` behind the caller's bucket, with a log row for it."""
     exchange = _current.get()
-    priced = costs.of_message(message.method, message.params)
+    priced = call.priced
     started = time.perf_counter()
     at = exchange.at if exchange is not None else timezone.now()
-    answer: Answer | None = None
+    answer: A | None = None
     if exchange is not None and exchange.caller is not None:
         decision = buckets.take(exchange.caller, priced.cost)
         exchange.decision = decision
         if not decision.allowed:
-            error = rpc_error(refusal(decision, _asked_uri(message)), ctx.era)
-            body = envelope.error_response(message.id, error.code, error.message, error.data)
-            answer = Answer(envelope.dumps(body), error_code=error.code)
+            answer = call.refuse(refusal(decision, call.uri))
     if answer is None:
-        answer = envelope.run_request(message, ctx)
+        answer = call.run()
     row = Row(
         at=at,
-        surface=f"mcp-{ctx.transport}",
-        method=message.method[:64],
+        surface=call.surface,
+        method=call.method[:64],
         kind=priced.kind,
         target=priced.target,
         facet=priced.facet,
-        protocol=ctx.version[:16],
-        outcome=answer_outcome(answer),
-        bytes=len(answer.text.encode("utf-8")),
+        protocol=call.protocol[:16],
+        outcome=call.outcome(answer),
+        bytes=call.size(answer),
         duration_us=_micros(started),
     )
     if exchange is not None:
@@ -272,47 +270,64 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
     return answer
 
 
-# --- REST -------------------------------------------------------------------------------------
-
-REST_PREFIX = "/api/v1/"
+# --- route surfaces (REST) --------------------------------------------------------------------
 
 
-def observe_rest(run: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-    """Decorate a REST route's ``run``: the caller's bucket, then a log row."""
+@dataclass(frozen=True)
+class Routes:
+    """An HTTP route surface, as it describes itself to the log.
 
-    @functools.wraps(run)
-    def observed(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        at, started = timezone.now(), time.perf_counter()
-        route = request.path[len(REST_PREFIX) :] if request.path.startswith(REST_PREFIX) else ""
-        priced = costs.of_rest(route.strip("/"), request.GET)
-        who = _limited_caller(request)
-        decision = buckets.take(who, priced.cost) if who is not None else None
-        if decision is not None and not decision.allowed:
-            from tmsite.rest import HTTP_STATUS
+    Attributes:
+        surface: The log's ``surface`` column (``rest``).
+        prefix: The path every route lives under (the route is what follows it).
+        asked_uri: The URI a route reads (named by a ``rate-limited`` refusal), from the route
+            and its query.
+        refuse: The surface's response to a refusal (its status table, its JSON fields).
+    """
 
-            uri = request.GET.get("uri") if route.startswith("resolve") else None
-            refused = refusal(decision, uri)
-            response: HttpResponseBase = JsonResponse(
-                {"error": refused.message, **refused.data}, status=HTTP_STATUS[refused.reason]
+    surface: str
+    prefix: str
+    asked_uri: Callable[[str, Mapping[str, str]], str | None]
+    refuse: Callable[[RateLimited], HttpResponseBase]
+
+
+def observe_routes(
+    routes: Routes,
+) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
+    """The decorator for every route of ``routes``: the caller's bucket, then a log row."""
+
+    def observe(run: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+        @functools.wraps(run)
+        def observed(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            at, started = timezone.now(), time.perf_counter()
+            path = request.path
+            route = path[len(routes.prefix) :] if path.startswith(routes.prefix) else ""
+            priced = costs.of_rest(route.strip("/"), request.GET)
+            who = _limited_caller(request)
+            decision = buckets.take(who, priced.cost) if who is not None else None
+            if decision is not None and not decision.allowed:
+                refused = refusal(decision, routes.asked_uri(route, request.GET))
+                response = routes.refuse(refused)
+                response["Retry-After"] = str(decision.retry_after)
+            else:
+                response = run(request, *args, **kwargs)
+            if decision is not None:
+                rate_headers(response, decision)
+            row = Row(
+                at=at,
+                surface=routes.surface,
+                method=f"{request.method} {route.split('/')[0]}"[:64],
+                kind=priced.kind,
+                target=priced.target,
+                facet=priced.facet,
+                outcome=_status_outcome(response),
+                status=response.status_code,
+                bytes=_body_size(response),
+                duration_us=_micros(started),
             )
-            response["Retry-After"] = str(decision.retry_after)
-        else:
-            response = run(request, *args, **kwargs)
-        if decision is not None:
-            rate_headers(response, decision)
-        row = Row(
-            at=at,
-            surface="rest",
-            method=f"{request.method} {route.split('/')[0]}"[:64],
-            kind=priced.kind,
-            target=priced.target,
-            facet=priced.facet,
-            outcome=_status_outcome(response),
-            status=response.status_code,
-            bytes=_body_size(response),
-            duration_us=_micros(started),
-        )
-        _emit(row, priced)
-        return response
+            _emit(row, priced)
+            return response
 
-    return observed
+        return observed
+
+    return observe

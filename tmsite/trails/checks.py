@@ -5,17 +5,22 @@
   or reading it is refused (``not-found``, ``bad-facet`` …). Steps on the mounts that read
   other servers (``http``, ``mcp``) are not read at start-up, when the front door may not be
   up yet; the link walk reads them.
+
+The trail mount imports this module, so its checks are registered with the mount's; they are
+handed the way to build the process namespace (``check_registry.namespace_check``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import Warning
 from django.db import DatabaseError
 
-from tmsite.check_registry import check
+from tmsite.check_registry import namespace_check
+from tmsite.mounts.base import Served
 from tmsite.mounts.errors import Refusal
 from tmsite.mounts.uri import parse
 from tmsite.trails import index
@@ -24,11 +29,9 @@ from tmsite.trails import index
 REMOTE_MOUNTS = frozenset({"http", "mcp"})
 
 
-@check
-def trail_checks() -> list[Any]:
-    """Every trail parses, and every step on a local mount resolves."""
-    from tmsite.mounts import registry
-
+@namespace_check
+def trail_checks(namespace: Callable[[], Served]) -> list[Any]:
+    """Every trail parses, and every step on a local mount resolves (read in ``namespace()``)."""
     messages: list[Any] = []
     trails, problems = index.read_all()
     for name, problem in problems.items():
@@ -41,10 +44,10 @@ def trail_checks() -> list[Any]:
         )
     if not trails:
         return messages
-    namespace = registry.namespace()
+    served = namespace()
     for trail in trails:
         for step in trail.steps:
-            why = step_problem(namespace, step.uri, settings.TM_HOST)
+            why = step_problem(served, step.uri, settings.TM_HOST)
             if why:
                 messages.append(
                     Warning(
@@ -57,7 +60,7 @@ def trail_checks() -> list[Any]:
     return messages
 
 
-def step_problem(namespace: Any, uri: str, host: str) -> str | None:
+def step_problem(namespace: Served, uri: str, host: str) -> str | None:
     """Why a step does not resolve, or None (None also for remote mounts, not read here)."""
     parsed = parse(uri)
     if parsed.host != host:

@@ -1,0 +1,85 @@
+"""MCP requests as the request log sees them (``tmsite.oplog.hooks``): priced, admitted, logged.
+
+``run_request`` stands in for ``envelope.run_request`` on both transports: it describes the
+request to the log as a ``Call`` — its cost, the URI a ``rate-limited`` refusal names, the
+JSON-RPC error that refusal is in the client's era (-32000, HTTP 200, ``data.retryAfter``), and
+how an answer reads in the log. ``observe_exchange`` wraps the HTTP endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+from tmsite.mcp import envelope
+from tmsite.mcp.codes import rpc_error
+from tmsite.mcp.envelope import Answer, Message
+from tmsite.mcp.protocol import CallContext
+from tmsite.mounts.errors import RateLimited
+from tmsite.oplog import costs, hooks
+
+
+def observe_exchange(
+    request: HttpRequest, answer: Callable[[HttpRequest], HttpResponse]
+) -> HttpResponse:
+    """Run the MCP endpoint's ``answer`` for ``request`` inside an observed exchange."""
+    header = request.headers.get("MCP-Protocol-Version") or ""
+    return hooks.observe_exchange(request, answer, surface="mcp-http", protocol=header)
+
+
+def asked_uri(message: Message) -> str | None:
+    """The URI a read asks for (resources/read, or the resolve tool), for its refusal."""
+    params = message.params if isinstance(message.params, dict) else {}
+    if message.method == "tools/call" and params.get("name") == "resolve":
+        arguments = params.get("arguments")
+        params = arguments if isinstance(arguments, dict) else {}
+    elif message.method != "resources/read":
+        return None
+    uri = params.get("uri")
+    return uri if isinstance(uri, str) else None
+
+
+def answer_outcome(answer: Answer) -> str:
+    """``ok``, a refusal's reason (protocol or tool error), or ``rpc<code>``."""
+    if answer.error_code is None:
+        result = answer.result or {}
+        if result.get("isError"):
+            content = result.get("content") or [{}]
+            text = content[0].get("text", "") if isinstance(content[0], dict) else ""
+            reason = hooks.reason_of_text(text) if isinstance(text, str) else None
+            return reason or "tool-error"
+        return "ok"
+    try:
+        error = json.loads(answer.text).get("error", {})
+    except ValueError:
+        error = {}
+    data = error.get("data") if isinstance(error, dict) else None
+    reason = data.get("reason") if isinstance(data, dict) else None
+    if isinstance(reason, str):
+        return reason[:32]
+    return f"rpc{answer.error_code}"
+
+
+def run_request(message: Message, ctx: CallContext) -> Answer:
+    """``envelope.run_request`` behind the caller's bucket, with a log row for the request."""
+
+    def refuse(refused: RateLimited) -> Answer:
+        error = rpc_error(refused, ctx.era)
+        body = envelope.error_response(message.id, error.code, error.message, error.data)
+        return Answer(envelope.dumps(body), error_code=error.code)
+
+    return hooks.observe_call(
+        hooks.Call(
+            surface=f"mcp-{ctx.transport}",
+            method=message.method,
+            protocol=ctx.version,
+            priced=costs.of_message(message.method, message.params),
+            uri=asked_uri(message),
+            run=lambda: envelope.run_request(message, ctx),
+            refuse=refuse,
+            outcome=answer_outcome,
+            size=lambda answer: len(answer.text.encode("utf-8")),
+        )
+    )
