@@ -1,14 +1,48 @@
-"""Fixtures every test gets."""
+"""Fixtures every test gets, and the rules every test runs under (:mod:`tests.audit`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
-from tmsite.kinds.counter import COUNTER
-from tmsite.oplog import recorder
+from tests import audit
+
+audit.install()
+
+from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision parsers are guarded)
+from tmsite.oplog import recorder  # noqa: E402
+
+
+def _fail_on_what_the_audit_found() -> Generator[None, object, object]:
+    try:
+        return (yield)
+    finally:
+        if found := audit.take_found():
+            pytest.fail("\n".join(found), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _fail_on_what_the_audit_found())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _fail_on_what_the_audit_found())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _fail_on_what_the_audit_found())
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if found := audit.take_found():  # broken outside any test (collection, session fixtures)
+        print("\n".join(found), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _forget_what_the_process_buffered() -> None:
