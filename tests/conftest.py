@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests import audit
+from tests.git_oracle import git_cli
 
 audit.install()
 
@@ -66,3 +67,9 @@ def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
     _forget_what_the_process_buffered()
     yield
     _forget_what_the_process_buffered()
+
+
+@pytest.fixture
+def git_oracle() -> str:
+    """The git CLI, for a test that compares with it (see :mod:`tests.git_oracle`)."""
+    return git_cli()

@@ -27,6 +27,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from tests import audit
+from tests.git_oracle import git_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 AS_TMSITE = str(ROOT / "tmsite" / "gitstore" / "refs.py")
@@ -253,4 +254,19 @@ def test_a_broken_rule_fails_the_test_it_happened_in(tmp_path: Path, switch: str
     assert failure_of("test_a_violation_in_a_thread") == (
         "audit rule git-subprocess: tmsite/gitstore/refs.py ran ['git', 'status'] "
         "(git is read through dulwich)"
+    )
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_a_missing_git_oracle_skips_but_fails_under_ci(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ci: str
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no git on it
+    monkeypatch.setenv("CI", ci)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome) as stopped:
+        git_cli()
+    assert "not on PATH (apt-get install git)" in str(stopped.value)
+    assert ("under CI=true an oracle test fails instead of skipping" in str(stopped.value)) is (
+        ci == "true"
     )
