@@ -1,4 +1,4 @@
-"""The check in ``tests/conftest.py`` that a run leaves the checkout's ``var/`` as it was.
+"""The check in ``tests/own_var.py`` that a run leaves the checkout's ``var/`` as it was.
 
 A pytest of its own runs ``var_guard_probe.py`` with the guard pointed at a temporary directory
 (``TM_TEST_GUARDED_VAR``): a test that writes there fails the run (under xdist, where only the

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.objects import Tree
 from dulwich.repo import Repo
 
+from tests.git_oracle import run_git
 from tests.gitstore.builder import DIR, FILE, Builder
 from tmsite.mounts.fs import FsMount
 from tmsite.mounts.git import GitMount
@@ -43,7 +42,6 @@ BIG = bytes((i * 7 + i // 251) % 256 for i in range(300 * 1024))
 BLOB = bytes(range(256)) * 4
 LATIN1 = "café crème\n".encode("latin-1")
 ODD_NAME = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
-GIT = shutil.which("git")
 ROOT = f"tm://{HOST}/git/"
 REPO = f"tm://{HOST}/git/tmsite/"
 FS = f"tm://{HOST}/fs/"
@@ -80,14 +78,7 @@ class Scenario:
 
     def git(self, *args: str, repo: Path | None = None) -> str:
         """The git CLI on a repository (a test oracle only)."""
-        assert GIT is not None
-        done = subprocess.run(
-            [GIT, "-C", str(repo or self.checkout), *args],
-            capture_output=True,
-            check=True,
-            timeout=60,
-        )
-        return done.stdout.decode("utf-8", "replace")
+        return run_git(repo or self.checkout, *args)
 
 
 class RawNameBuilder(Builder):

@@ -6,12 +6,11 @@ import json
 
 import pytest
 
-from tests.git.scenario import BIG, BLOB, FS, GIT, HOST, REPO, ROOT, Scenario
+from tests.git.scenario import BIG, BLOB, FS, HOST, REPO, ROOT, Scenario
+from tests.git_oracle import needs_git
 from tmsite.mounts.errors import BadFacet, Binary, NotFound, TooLarge
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import READ_CAP, to_text
-
-needs_git = pytest.mark.skipif(GIT is None, reason="the git CLI is the oracle for this test")
 
 
 def rels(content: object) -> dict[str, list[str]]:
@@ -117,9 +116,8 @@ def test_dates_follow_the_first_parent_chain_through_clock_skew(
     # history is first at or before the date at c5 (as git rev-list --first-parent --before).
     day4 = "2023-11-18T12:00:00Z"
     assert ns.read(REPO + f"?at={day4}").body["commit"] == scenario.c["c5"]
-    if GIT is not None:
-        expected = scenario.git("rev-list", "-1", "--first-parent", f"--before={day4}", "HEAD")
-        assert expected.strip() == scenario.c["c5"]
+    expected = scenario.git("rev-list", "-1", "--first-parent", f"--before={day4}", "HEAD")
+    assert expected.strip() == scenario.c["c5"]
 
 
 def test_log_newest_first_linked_at_each_commit_without_emails(

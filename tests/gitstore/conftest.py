@@ -16,8 +16,6 @@ the submodule vendor/lib (gitlink + .gitmodules), whose pin moves in c5.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +23,11 @@ from pathlib import Path
 import pytest
 from dulwich.objects import Tree
 
+from tests.git_oracle import run_git
 from tests.gitstore.builder import DIR, FILE, Builder
 from tmsite import gitstore
 
 DAY = 86_400
-GIT = shutil.which("git")
 
 
 def blame_lines(*lines: str) -> bytes:
@@ -52,11 +50,7 @@ class World:
 
     def git(self, *args: str) -> str:
         """Run the git CLI on the repository (a test oracle only)."""
-        assert GIT is not None
-        done = subprocess.run(
-            [GIT, "-C", str(self.path), *args], capture_output=True, check=True, timeout=60
-        )
-        return done.stdout.decode("utf-8", "replace")
+        return run_git(self.path, *args)
 
 
 def build_world(root: Path) -> World:
@@ -197,6 +191,3 @@ def repo(world: World) -> Iterator[gitstore.GitRepo]:
     handle = gitstore.open_repo(world.path)
     yield handle
     handle.close()
-
-
-needs_git = pytest.mark.skipif(GIT is None, reason="the git CLI is the oracle for this test")

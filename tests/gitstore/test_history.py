@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.gitstore.conftest import PIN_1, PIN_2, World, needs_git
+from tests.git_oracle import needs_git
+from tests.gitstore.conftest import PIN_1, PIN_2, World
 from tmsite import gitstore
 from tmsite.gitstore import NotABlob, PathNotFound
 

@@ -9,31 +9,26 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
 import pytest
 from dulwich.repo import Repo
 
-from tests.gitstore.conftest import GIT, World, needs_git
+from tests.git_oracle import git_cli, needs_git, run_git
+from tests.gitstore.conftest import World
 from tmsite import gitstore
 from tmsite.gitstore.repo import COMMIT, TYPE_NAMES, inflate, parse_commit, parse_walk
 
 
 def _git(path: Path, *args: str) -> str:
-    assert GIT is not None
-    done = subprocess.run(
-        [GIT, "-C", str(path), *args], capture_output=True, check=True, timeout=120
-    )
-    return done.stdout.decode("utf-8", "replace")
+    return run_git(path, *args, timeout=120)
 
 
 @pytest.fixture(scope="module")
 def packed(world: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the scenario packed with deltas, with a commit-graph written by git."""
-    if GIT is None:
-        pytest.skip("the git CLI packs the copy")
+    git_cli()  # the git CLI packs the copy
     target = tmp_path_factory.mktemp("packed") / "repo"
     shutil.copytree(world.path, target, symlinks=True)
     _git(target, "repack", "-a", "-d", "-f", "--depth=50", "--window=250")

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from dulwich.objects import Commit
 
-from tests.gitstore.conftest import DAY, World, needs_git
+from tests.git_oracle import needs_git
+from tests.gitstore.conftest import DAY, World
 from tmsite import gitstore
 from tmsite.gitstore import AmbiguousRef, BadRef, NoSuchRef
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gitstore.conftest import BIG, PIN_1, PIN_2, World, needs_git
+from tests.git_oracle import needs_git
+from tests.gitstore.conftest import BIG, PIN_1, PIN_2, World
 from tmsite import gitstore
 from tmsite.gitstore import HostileName, NotABlob, NotATree, OutOfRoot, PathNotFound
 

@@ -10,7 +10,6 @@ Two more sites break their auxiliary files: ``auxredirect.example`` (robots.txt 
 from __future__ import annotations
 
 import gzip
-import socket
 import socketserver
 import threading
 import time
@@ -133,20 +132,3 @@ def fault_server() -> Iterator[_Server]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-@contextmanager
-def recorded_connections() -> Iterator[list[tuple[str, int]]]:
-    """Every address a socket is connected to while inside the block."""
-    seen: list[tuple[str, int]] = []
-    original = socket.create_connection
-
-    def recording(address, *args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append((address[0], address[1]))
-        return original(address, *args, **kwargs)
-
-    socket.create_connection = recording  # type: ignore[assignment]
-    try:
-        yield seen
-    finally:
-        socket.create_connection = original  # type: ignore[assignment]

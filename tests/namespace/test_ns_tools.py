@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,6 +59,91 @@ def test_a_runner_without_a_tool_is_a_startup_error() -> None:
 def test_a_tool_advertised_twice_is_a_startup_error() -> None:
     with pytest.raises(RuntimeError):
         tools.check_tables((*tools.TOOLS, tools.TOOLS[0]), tools.RUNNERS)
+
+
+#: Starts the application as a server does (settings, apps, then the URLconf, which imports the
+#: tools), after arranging that the tools module's own ``RUNNERS`` table is changed the moment
+#: it exists, before the module's next statement: so the module's import-time cross-check, and
+#: nothing else, stands between the mismatch and a running server.
+START_WITH_A_MISMATCH = """
+import sys
+
+import django
+from django.urls import get_resolver
+
+change = sys.argv[1]
+changed = []
+
+
+def edit(frame, event, arg):
+    if "RUNNERS" in frame.f_globals and not changed:
+        runners = frame.f_globals["RUNNERS"]
+        if change == "drop":
+            del runners["piece"]
+        elif change == "add":
+            runners["shell"] = runners["resolve"]
+        changed.append(change)
+    return edit
+
+
+def watch(frame, event, arg):
+    if frame.f_code.co_name == "<module>" and frame.f_code.co_filename.endswith(
+        "tmsite/mcp/tools.py"
+    ):
+        return edit
+    return None
+
+
+sys.settrace(watch)
+django.setup()
+get_resolver().url_patterns
+sys.settrace(None)
+print(f"started; tables changed: {changed}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("drop", "tools with no runner ['piece'], runners with no tool []"),
+        ("add", "tools with no runner [], runners with no tool ['shell']"),
+    ],
+)
+def test_tables_that_disagree_stop_the_application_starting(
+    tmp_path: Path, change: str, says: str
+) -> None:
+    """TL2: the cross-check runs when the module is imported, so start-up itself fails."""
+    started = _start(tmp_path, change)
+    assert started.returncode != 0, started.stdout
+    last = started.stderr.strip().splitlines()[-1]
+    assert last == f"RuntimeError: tool table and runners disagree: {says}", started.stderr
+    assert "tmsite/mcp/tools.py" in started.stderr
+
+
+def test_the_same_start_up_with_the_tables_as_shipped_succeeds(tmp_path: Path) -> None:
+    """The harness above fails only because of the change it makes (and it did reach them)."""
+    started = _start(tmp_path, "none")
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip() == "started; tables changed: ['none']"
+
+
+def _start(tmp_path: Path, change: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "DJANGO_SETTINGS_MODULE": "tmsite.settings",
+        "TM_VAR_DIR": str(tmp_path),
+        "TM_SECRET_KEY": "test-only",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", START_WITH_A_MISMATCH, change],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def test_every_input_schema_refuses_unknown_keys() -> None:

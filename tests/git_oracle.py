@@ -1,0 +1,45 @@
+"""The git CLI as a test oracle: the one place that finds it, runs it, or says it is missing.
+
+tmsite never runs git (an audit rule fails any test in which it does); tests may, to compare
+an answer with what git itself says. Where git is not installed such a test is skipped, with a
+message naming what provides it — but not under ``CI=true``, where a missing oracle fails the
+test: a CI run that skipped its oracles would report a comparison it never made.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+MISSING = "the git CLI is the oracle for this test and is not on PATH (apt-get install git)"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+def git_cli() -> str:
+    """The git CLI's path; without one, skip the test (fail it under ``CI=true``)."""
+    found = shutil.which("git")
+    if found is None:
+        if in_ci():
+            pytest.fail(f"{MISSING}; under CI=true an oracle test fails instead of skipping")
+        pytest.skip(MISSING)
+    return found
+
+
+def run_git(repo: Path, *args: str, timeout: float = 60) -> str:
+    """``git -C repo args…``, its standard output (as UTF-8, bad bytes replaced)."""
+    done = subprocess.run(
+        [git_cli(), "-C", str(repo), *args], capture_output=True, check=True, timeout=timeout
+    )
+    return done.stdout.decode("utf-8", "replace")
+
+
+#: Mark a test that compares with the git CLI: it is skipped (failed under CI) before its
+#: fixtures are built when there is no git.
+needs_git = pytest.mark.usefixtures("git_oracle")
