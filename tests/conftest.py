@@ -10,6 +10,8 @@ import pytest
 from tmsite.kinds.counter import COUNTER
 from tmsite.oplog import recorder
 
+from tests.spec_marks import pytest_collection_modifyitems  # noqa: F401  (the spec marker)
+
 
 def _forget_what_the_process_buffered() -> None:
     with recorder._lock:
