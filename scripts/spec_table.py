@@ -1,4 +1,4 @@
-"""Writes docs/spec-ids.md: each specification id, the modules that build it, the tests that check it.
+"""Writes docs/spec-ids.md: each specification id, the modules building it, the tests on it.
 
 A module names the ids it builds in its docstring, on a line of its own: ``Spec: FS, NS4.``.
 A test module or test names the ids it checks with the ``spec`` marker:

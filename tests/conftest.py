@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
+from tests.spec_marks import pytest_collection_modifyitems  # noqa: F401  (the spec marker)
 from tmsite.kinds.counter import COUNTER
 from tmsite.oplog import recorder
-
-from tests.spec_marks import pytest_collection_modifyitems  # noqa: F401  (the spec marker)
 
 
 def _forget_what_the_process_buffered() -> None:
