@@ -6,13 +6,14 @@ Usage (from the repository root)::
     .venv/bin/python conformance/run.py --url URL       # test a server that is already running
     .venv/bin/python conformance/run.py --requirements 2026-07-28
 
-Without ``--url`` it applies migrations, starts gunicorn on a free loopback port, waits until
-``POST /api/mcp`` answers, runs ``conformance server --requirements <revision>
---expected-failures conformance/baseline.yml`` for each revision, and stops the server. The
-suite (pinned in ``conformance/package.json``) is installed into ``conformance/node_modules`` with
-``npm ci`` when missing. On Node older than 22, ``node20-globsync.mjs`` supplies the
-``fs.globSync`` the suite imports at load time. Exit status: 0 when every revision's failures
-are exactly the baselined ones.
+Without ``--url`` it applies migrations to a database of its own (in a fresh temporary
+``TM_VAR_DIR``, or in ``--var-dir``; never the checkout's ``var/`` that ``make run`` serves),
+starts gunicorn over it on a free loopback port, waits until ``POST /api/mcp`` answers, runs
+``conformance server --requirements <revision> --expected-failures conformance/baseline.yml``
+for each revision, and stops the server. The suite (pinned in ``conformance/package.json``) is
+installed into ``conformance/node_modules`` with ``npm ci`` when missing. On Node older than
+22, ``node20-globsync.mjs`` supplies the ``fs.globSync`` the suite imports at load time. Exit
+status: 0 when every revision's failures are exactly the baselined ones.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -67,10 +69,18 @@ def wait_ready(url: str, deadline: float) -> None:
     sys.exit(f"the server at {url} did not answer in time")
 
 
-def start_server() -> tuple[subprocess.Popen[bytes], str]:
+def start_server(var_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Migrate a database in ``var_dir`` and serve it; the signing key is made there too."""
     python = sys.executable
+    var_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "TM_VAR_DIR": str(var_dir)}
+    env.pop("TM_DATABASE_URL", None)
+    env.pop("TM_RATE_FILE", None)
     subprocess.run(
-        [python, "manage.py", "migrate", "--noinput", "--verbosity", "0"], cwd=ROOT, check=True
+        [python, "manage.py", "migrate", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
     )
     port = free_port()
     process = subprocess.Popen(
@@ -87,6 +97,7 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
             "warning",
         ],
         cwd=ROOT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}/api/mcp"
     try:
@@ -136,13 +147,23 @@ def main() -> int:
         default=ROOT / "test-artifacts" / "conformance",
         help="where the suite writes checks.json per scenario",
     )
+    parser.add_argument(
+        "--var-dir",
+        type=Path,
+        help="the started server's TM_VAR_DIR (default: a temporary directory, removed after)",
+    )
     args = parser.parse_args()
     ensure_suite()
     process: subprocess.Popen[bytes] | None = None
     url = args.url
-    if url is None:
-        process, url = start_server()
+    scratch: tempfile.TemporaryDirectory[str] | None = None
     try:
+        if url is None:
+            var_dir = args.var_dir
+            if var_dir is None:
+                scratch = tempfile.TemporaryDirectory(prefix="tmsite-conformance-var-")
+                var_dir = Path(scratch.name)
+            process, url = start_server(var_dir)
         statuses = {
             r: run_revision(url, r, args.output_dir) for r in args.requirements or REVISIONS
         }
@@ -153,6 +174,9 @@ def main() -> int:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait()
+        if scratch is not None:
+            scratch.cleanup()
     print()
     for revision, status in statuses.items():
         print(f"{revision}: {'baseline holds' if status == 0 else f'exit status {status}'}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,24 @@ from tests.conformance.worlds import HOST, NOTES, RECORD, WORLDS, World
 from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadCursor, BadFacet, NotFound, Refusal
-from tmsite.mounts.links import IANA_RELS, INVERSE
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def documented_relations() -> tuple[frozenset[str], frozenset[str]]:
+    """The link vocabulary as docs/links.md gives it to clients: (IANA, ``tm:``) relations.
+
+    Read from the relation tables (IANA, paired ``tm:``, one-way), not from the code, so a
+    relation a mount emits that nobody documented fails here.
+    """
+    text = (DOCS / "links.md").read_text(encoding="utf-8")
+    tables = text.split("## IANA relations", 1)[1].split("## Order", 1)[0]
+    names = set(re.findall(r"^\| `([a-z:-]+)` \|", tables, re.MULTILINE))
+    iana = frozenset(n for n in names if not n.startswith("tm:"))
+    return iana, frozenset(names - iana)
 
 
 def _world_params() -> list[object]:
@@ -96,14 +111,35 @@ def test_listed_types_equal_stat_types(world: World) -> None:
         assert stat["mimeType"] == child["mimeType"], child["uri"]
 
 
-def test_links_are_well_formed_and_up_never_names_itself(world: World) -> None:
+def test_the_documented_vocabulary_is_read_whole() -> None:
+    iana, tm = documented_relations()
+    assert {"up", "collection", "alternate", "describedby", "help"} <= iana
+    assert {"tm:source", "tm:renders-as", "tm:step", "tm:step-of", "tm:links"} <= tm
+    assert len(tm) == 24  # 10 pairs and 4 one-way relations
+
+
+def test_links_are_documented_resolve_and_up_never_names_itself(world: World) -> None:
+    """LK1 and LK5: every relation is one of the documented ones with its confidence rule, and
+    every href answers a read through the namespace (a link to a mount missing from the world
+    is a world to complete, not a link to skip)."""
+    iana, tm = documented_relations()
     ns = space(world)
     for uri in (str(world.mount.root), world.collection, world.leaf, world.leaf + "?as=stat"):
         for link in ns.read(uri).links:
-            assert link.rel in IANA_RELS or link.rel in INVERSE or link.rel.startswith("tm:")
-            parse(link.href)
+            where = f"{link.rel} {link.href} on {uri}"
+            if link.rel.startswith("tm:"):
+                assert link.rel in tm, f"undocumented relation: {where}"
+                assert link.confidence in ("exact", "inferred", "low"), where
+            else:
+                assert link.rel in iana, f"undocumented relation: {where}"
+                assert link.confidence is None, where
+            assert str(parse(link.href)) == link.href, f"not in its one spelling: {where}"
+            try:
+                ns.read(link.href)
+            except Refusal as refused:
+                pytest.fail(f"{where} does not resolve: {refused.reason}")
             if link.rel == "up":
-                assert link.href != parse(uri).identity.__str__()
+                assert link.href != str(parse(uri).identity)
 
 
 def test_typo_is_not_found_with_the_real_leaf_nearest(world: World) -> None:
@@ -232,10 +268,20 @@ def test_completion_knows_its_arguments_only(world: World) -> None:
 
 def test_hostile_uris_are_refused_and_leak_nothing(world: World) -> None:
     ns = space(world)
-    for uri in world.hostile:
+    assert world.hostile, "every world names URIs to refuse"
+    inside = str(world.mount.root)
+    for uri, reason in world.hostile.items():
         with pytest.raises(Refusal) as refused:
             ns.read(uri)
-        assert refused.value.reason in {"out-of-root", "denied", "not-found", "bad-uri"}, uri
+        data = refused.value.data
+        assert data["reason"] == reason, uri
+        assert data["uri"] == str(parse(uri)), uri
+        if reason == "out-of-root":  # RJ1: with the served roots, inside this mount
+            assert data["roots"] and all(r.startswith(inside) for r in data["roots"]), uri
+        if reason == "not-found":  # NS8: nearest inside this mount, never the refused URI
+            nearest = data["nearest"]
+            assert len(nearest) <= 5 and data["uri"] not in nearest, uri
+            assert all(n.startswith(inside) for n in nearest), uri
         if world.secret:
             assert world.secret not in json.dumps(refused.value.data), uri
     if world.secret:

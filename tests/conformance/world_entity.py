@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.conformance.worlds import HOST, World
 from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts.entity import EntityMount
+from tmsite.mounts.fs import FsMount
 from tmsite.mounts.types import vnd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,19 +29,21 @@ def world(tmp: Path) -> World:
     collection = base + "routine/"
     return World(
         mount=EntityMount(HOST, None),
+        others=[FsMount(HOST, ROOT, ["data"])],  # tm:data points into the records read
         collection=collection,
         leaf=collection + leaf_key,
         typo=collection + leaf_key + "0",
-        hostile=[
-            f"tm://{HOST}/entity/pattern/pad-poll'%20OR%201=1--",
-            f"tm://{HOST}/entity/pattern/%2e%2e",
-            f"tm://{HOST}/entity/pattern/pad-poll%00",
-            f"tm://{HOST}/entity/game/{game.key[:-1]}%D9%A1",
-            f"tm://{HOST}/entity/game/{game.key}/routine/b1_000-8000",
-            f"tm://{HOST}/entity/game/{game.key}/routine/b99999999999999999999-8000",
-            f"tm://{HOST}/entity/lesson/" + "a" * 300,
-            base + "routine/../../../",
-        ],
+        # keys are refused by their shape, not-found with the shape and the nearest keys
+        hostile={
+            f"tm://{HOST}/entity/pattern/pad-poll'%20OR%201=1--": "not-found",
+            f"tm://{HOST}/entity/pattern/%2e%2e": "not-found",
+            f"tm://{HOST}/entity/pattern/pad-poll%00": "not-found",
+            f"tm://{HOST}/entity/game/{game.key[:-1]}%D9%A1": "not-found",
+            f"tm://{HOST}/entity/game/{game.key}/routine/b1_000-8000": "not-found",
+            f"tm://{HOST}/entity/game/{game.key}/routine/b99999999999999999999-8000": "not-found",
+            f"tm://{HOST}/entity/lesson/" + "a" * 300: "not-found",
+            base + "routine/../../../": "not-found",
+        },
         first_child=None,
         child_names=tuple(routines[:3]),
         leaf_text=None,

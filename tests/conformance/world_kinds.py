@@ -29,7 +29,11 @@ def world(tmp: Path) -> World:
         collection=base,
         leaf=base + "file",
         typo=base + "fiel",
-        hostile=[base + "..%2fmemory/notes.md", base + "%2e%2e/", base + "file%00"],
+        hostile={
+            base + "..%2fmemory/notes.md": "not-found",
+            base + "%2e%2e/": "not-found",
+            base + "file%00": "not-found",
+        },
         first_child=None,
         child_names=("file", "listing", "stat"),
         leaf_text=None,

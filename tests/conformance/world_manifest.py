@@ -20,7 +20,11 @@ def world(tmp: Path) -> World:
         collection=base,
         leaf=base + "mounts",
         typo=base + "mounst",
-        hostile=[base + "..%2fmanifest", base + "%2e%2e/", base + "mounts%00"],
+        hostile={
+            base + "..%2fmanifest": "not-found",
+            base + "%2e%2e/": "not-found",
+            base + "mounts%00": "not-found",
+        },
         first_child=None,
         child_names=("blocks", "kinds", "mounts", "relations", "renderers"),
         leaf_text=None,

@@ -24,5 +24,8 @@ def world(tmp: Path) -> World:
         leaf=base + "notes.md",
         typo=base + "notez.md",
         json_leaf=base + "record.json",
-        hostile=[base + "../alpha/notes.md", base + "%2e%2e/alpha/notes.md"],
+        hostile={
+            base + "../alpha/notes.md": "out-of-root",
+            base + "%2e%2e/alpha/notes.md": "out-of-root",
+        },
     )

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
+from tests.gitstore.builder import Builder
+from tmsite.mounts.git import GitMount
 from tmsite.mounts.offbox import OffboxMount
 from tmsite.mounts.types import vnd
 
@@ -36,13 +38,24 @@ def world(tmp: Path) -> World:
     checkout = tmp / "checkout"
     (checkout / "data").mkdir(parents=True)
     (checkout / "data" / "lineage.json").write_text(json.dumps(LINEAGE))
+    # the scripts the nodes link to, committed in the checkout's repository
+    b = Builder.init(str(tmp / "tmsite"))
+    scripts = {f"scripts/{name}": b"print()\n" for name in ("make-models.py", "board.py")}
+    b.set_ref("refs/heads/main", b.commit("scripts", scripts, when=0))
+    b.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+    b.repo.close()
     base = f"tm://{HOST}/offbox/"
     return World(
         mount=OffboxMount(HOST, checkout, "tmsite"),
+        others=[GitMount(HOST, {"tmsite": tmp / "tmsite"})],
         collection=base,
         leaf=base + "models",
         typo=base + "modals",
-        hostile=[base + "..%2fdata/lineage.json", base + "%2e%2e/", base + "models%00"],
+        hostile={
+            base + "..%2fdata/lineage.json": "not-found",
+            base + "%2e%2e/": "not-found",
+            base + "models%00": "not-found",
+        },
         first_child=None,
         child_names=("builds", "cartridges", "models"),
         leaf_text=None,

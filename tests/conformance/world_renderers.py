@@ -21,7 +21,12 @@ def world(tmp: Path) -> World:
         collection=base,
         leaf=base + "markdown",
         typo=base + "markdwn",
-        hostile=[base + "..%2f..%2fsettings.py", base + "%2e%2e/%2e%2e/", base + "markdown%00"],
+        # a media type is two plain names: anything else leaves renderers/, listed or read
+        hostile={
+            base + "..%2f..%2fsettings.py": "out-of-root",
+            base + "%2e%2e/%2e%2e/": "out-of-root",
+            base + "markdown%00": "out-of-root",
+        },
         first_child=None,
         child_names=("*", "html", "markdown"),
         leaf_text=None,

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, SECRET, World
+from tmsite.mounts.fs import FsMount
 from tmsite.mounts.trails import TrailMount
 from tmsite.mounts.types import vnd
 
@@ -37,10 +38,15 @@ def world(tmp: Path) -> World:
     base = f"tm://{HOST}/trail/"
     return World(
         mount=TrailMount(HOST, checkout),
+        others=[FsMount(HOST, checkout, ["notes"])],  # alternate: the file a trail is read from
         collection=base,
         leaf=base + "first-steps",
         typo=base + "first-stepz",
-        hostile=[base + "..%2f..%2fprivate%2fkey", base + "escape", base + "first-steps%00"],
+        hostile={
+            base + "..%2f..%2fprivate%2fkey": "not-found",
+            base + "escape": "not-found",
+            base + "first-steps%00": "not-found",
+        },
         secret=SECRET,
         first_child=None,
         child_names=("first-steps", "second"),

@@ -34,7 +34,10 @@ class World:
     leaf: str
     typo: str
     json_leaf: str | None = None
-    hostile: list[str] = field(default_factory=list)
+    #: Hostile URIs and the one reason each is refused with: ``out-of-root`` where a path
+    #: leaves the roots a mount serves, ``not-found`` (with nearest) where the mount is keyed
+    #: by names and the name is simply not one of them, ``denied``, ``bad-uri``.
+    hostile: dict[str, str] = field(default_factory=dict)
     secret: str | None = None
     #: Other mounts the namespace needs beside this one (links into them, for instance).
     others: list[Mount] = field(default_factory=list)

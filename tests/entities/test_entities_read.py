@@ -261,15 +261,18 @@ def test_hostile_keys_are_refused_before_any_query(
             R.get_routine("72f469219b30", key)  # type: ignore[arg-type]
         else:
             getattr(R, f"get_{kind}")(key)
-    assert caught.value.reason == reason
-    assert str(caught.value) == f"invalid {kind} key {key!r}: {reason}"
+    assert (caught.value.kind, caught.value.key, caught.value.reason) == (kind, key, reason)
 
 
 @pytest.mark.django_db
 def test_a_routine_needs_a_well_formed_game(django_assert_num_queries: Any) -> None:
     with django_assert_num_queries(0), pytest.raises(R.InvalidKey) as caught:
         R.get_routine("72f469219b30'--", "b0-8E5C")
-    assert str(caught.value) == f'invalid game key "72f469219b30\'--": {GAME_REASON}'
+    assert (caught.value.kind, caught.value.key, caught.value.reason) == (
+        "game",
+        "72f469219b30'--",
+        GAME_REASON,
+    )
 
 
 def test_routine_keys_round_trip() -> None:

@@ -12,6 +12,21 @@ from tmsite.mounts.namespace import Namespace
 
 REFS = ["HEAD", "feature", "hostile", "main", "v1", "v2"]
 
+#: RJ1: ``data.uri`` echoes the refused URI. Where the sent spelling is not the one shape the
+#: URI module emits (NS2), the echo is that same URI in its one spelling: an encoded unreserved
+#: dot decoded, hex digits upper-cased, a ``=`` inside a query value encoded.
+ECHO = {
+    REPO + "docs/guide.md?at=--output=/tmp/x": REPO + "docs/guide.md?at=--output%3D/tmp/x",
+    REPO + "%2e%2e/lib/lib.c": REPO + "../lib/lib.c",
+    REPO + "docs/%2E%2E/README.md": REPO + "docs/../README.md",
+    REPO + "docs/..%2f..%2fREADME.md": REPO + "docs/..%2F..%2FREADME.md",
+    REPO + "docs/..%5c..%5cREADME.md": REPO + "docs/..%5C..%5CREADME.md",
+}
+
+
+def echo(sent: str) -> str:
+    return ECHO.get(sent, sent)
+
 
 @pytest.mark.parametrize(
     ("at", "rule"),
@@ -47,9 +62,9 @@ def test_malformed_refs_are_bad_facet_with_the_rule(ns: Namespace, at: str, rule
     data = refused.value.data
     if len(at) > 255:  # the facet grammar refuses it before the mount
         assert data["reason"] == "bad-facet" and "255" in refused.value.message
+        assert data["uri"] == uri
         return
-    assert data == {"reason": "bad-facet", "uri": data["uri"], "valid": REFS, "rule": rule}
-    assert data["uri"].startswith(REPO + "docs/guide.md?at=")
+    assert data == {"reason": "bad-facet", "uri": echo(uri), "valid": REFS, "rule": rule}
 
 
 @pytest.mark.parametrize("at", ["2026-13-01", "2026-02-30", "2026-01-01T25:00"])
@@ -152,7 +167,7 @@ def test_tree_path_traversal_is_out_of_root(ns: Namespace, uri: str) -> None:
         ns.read(uri)
     assert refused.value.data == {
         "reason": "out-of-root",
-        "uri": refused.value.data["uri"],
+        "uri": echo(uri),
         "roots": [REPO],
     }
 

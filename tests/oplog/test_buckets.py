@@ -64,23 +64,37 @@ def test_a_refused_request_spends_nothing(store: Store) -> None:
     assert store.take("a", 2, 5.0, POLICY) == (True, pytest.approx(0.0))
 
 
-@pytest.mark.parametrize("cost", [1, 2, 3, 4, 8])
-def test_retry_after_is_honest(store: Store, cost: int) -> None:
+#: (seconds paused after emptying the bucket, the cost asked, the whole seconds it must wait) at
+#: 0.75 tokens a second, worked out by hand: the fewest whole seconds after which what the
+#: pause refilled plus seconds × 0.75 reaches the cost.
+HONEST_WAITS = [
+    pytest.param(0, 1, 2, id="1-short-in-1.33s"),
+    pytest.param(0, 2, 3, id="2-short-in-2.67s"),
+    pytest.param(0, 3, 4, id="3-short-in-4s"),
+    pytest.param(0, 4, 6, id="4-short-in-5.33s"),
+    pytest.param(0, 8, 11, id="8-short-in-10.67s"),
+    pytest.param(1, 2, 2, id="1.25-short-in-1.67s"),
+    pytest.param(4, 4, 2, id="1-short-in-1.33s-after-a-pause"),
+    pytest.param(4, 3.5, 1, id="0.5-short-in-0.67s-after-a-pause"),
+]
+
+
+@pytest.mark.parametrize(("pause", "cost", "wait"), HONEST_WAITS)
+def test_retry_after_is_honest(store: Store, pause: float, cost: float, wait: int) -> None:
     """Waiting exactly ``retryAfter`` seconds lets the refused request through; a second less
-    does not (when the wait is more than a second)."""
+    does not. Both are asked of the store itself, on its clock."""
     rule = Policy(burst=8, refill=0.75)
     clock = FakeClock(50_000.0)
-    while store.take("a", 1, clock(), rule)[0]:
-        pass
+    assert [store.take("a", 1, clock(), rule)[0] for _ in range(9)] == [True] * 8 + [False]
+    clock.advance(pause)
     allowed, tokens = store.take("a", cost, clock(), rule)
     refused = decision(allowed, cost, tokens, rule)
     assert not refused.allowed
-    assert refused.retry_after == max(1, -(-(cost - tokens) // rule.refill))
-    if refused.retry_after > 1:
-        # the same bucket state one second short: still refused
-        assert step(tokens, clock(), clock() + refused.retry_after - 1, cost, rule)[0] is False
-    clock.advance(refused.retry_after)
-    assert store.take("a", cost, clock(), rule)[0] is True
+    clock.advance(refused.retry_after - 1)
+    assert store.take("a", cost, clock(), rule)[0] is False, "a second short"
+    clock.advance(1)
+    assert store.take("a", cost, clock(), rule)[0] is True, "after exactly retryAfter"
+    assert refused.retry_after == wait
 
 
 def test_decision_reports_remaining_and_reset() -> None:

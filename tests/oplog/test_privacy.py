@@ -1,16 +1,21 @@
 """The log holds no personal data: a full client session over a live server, then every
-column of every row written (and every JSON line logged) is searched for the caller."""
+column of every row written (and every JSON line logged) is searched for the caller.
+
+The rate limit runs in the store the default (``auto``) picks on one machine, the locked file,
+in a file of the test's own.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tmsite.oplog import recorder
+from tmsite.oplog import buckets, recorder
 from tmsite.oplog.logs import JsonFormatter
 from tmsite.oplog.models import RequestLog
 
@@ -108,10 +113,20 @@ def _session(base: str, client: httpx.Client) -> int:
     return len(messages) + 4
 
 
+@pytest.fixture
+def own_bucket_file(settings: Any, tmp_path: Path) -> Iterator[Path]:
+    """The store ``auto`` picks without Redis, the file, in this test's directory."""
+    settings.TM_RATE_STORE = "file"
+    settings.TM_RATE_FILE = tmp_path / "ratelimit.buckets"
+    buckets._stores.clear()
+    yield settings.TM_RATE_FILE
+    buckets._stores.clear()
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("forwarded", [False, True], ids=["direct", "through-a-proxy"])
 def test_no_row_and_no_line_names_the_caller(
-    live_server: Any, json_lines: list[str], forwarded: bool
+    live_server: Any, json_lines: list[str], own_bucket_file: Path, forwarded: bool
 ) -> None:
     headers = {
         "User-Agent": AGENT,
@@ -122,6 +137,10 @@ def test_no_row_and_no_line_names_the_caller(
         headers["X-Forwarded-For"] = FORWARDED
     with httpx.Client(headers=headers, timeout=30) as client:
         sent = _session(live_server.url, client)
+    # a proxied caller is limited, so its bucket is in the file; a direct one from loopback is not
+    assert own_bucket_file.exists() is forwarded
+    if forwarded:
+        assert FORWARDED.encode() not in own_bucket_file.read_bytes()
     recorder.flush()
     rows = list(RequestLog.objects.order_by("id").values())
     assert len(rows) == sent  # one row per request

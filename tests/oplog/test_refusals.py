@@ -3,26 +3,43 @@
 MCP: a JSON-RPC error in HTTP 200 with code -32000, ``data.reason`` ``rate-limited``,
 ``data.retryAfter`` and the refused URI, in both eras; no ``Retry-After`` (the status is 200).
 REST: 429 with ``Retry-After`` and the same fields. Both carry ``RateLimit-Policy`` and
-``RateLimit``. Waiting ``retryAfter`` seconds on the fake clock lets the request through.
+``RateLimit``. ``retryAfter`` is honest: on the fake clock, the very request refused is still
+refused a second before it and answered after exactly it.
+
+The page read is a page of the demo static site, served on loopback by the real static server
+for each test, so a read that is let through is answered.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
+from tests.http.conftest import DEMO, demo_door  # noqa: F401  (fixture)
 from tests.oplog.conftest import CALLER
+from tmsite.mounts import registry
 from tmsite.oplog.clock import FakeClock
 
 FILE = "tm://tinymachines/fs/docs/index.md"
-PAGE = "tm://tinymachines/http/tinymachines/docs/"
+PAGE = f"tm://tinymachines/http/{DEMO}/notes/solder.html"
+PAGE_TEXT = "Solder\nTin and lead, or tin and silver.\n"
+
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
+
+
+@pytest.fixture(autouse=True)
+def demo_site(settings: Any, demo_door: str) -> Iterator[None]:  # noqa: F811
+    settings.TM_SITES = {DEMO: {"kind": "static", "front_door": demo_door}}
+    registry.reset()
+    yield
+    registry.reset()
 
 
 def mcp(client: Client, method: str, rid: int = 1, modern: bool = False, **params: Any) -> Any:
@@ -54,9 +71,7 @@ def test_mcp_refusal_is_an_rpc_error_in_http_200(small_limit: FakeClock, modern:
     assert body["id"] == 7
     assert body["error"]["code"] == -32000
     assert body["error"]["data"] == {"reason": "rate-limited", "uri": PAGE, "retryAfter": 3}
-    assert body["error"]["message"] == (
-        "Too many requests from this caller: this one costs 4 and 1 is left; retry after 3 seconds."
-    )
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     assert reply.headers["RateLimit-Policy"] == '"tm";q=10;w=10'
     assert reply.headers["RateLimit"] == '"tm";r=1;t=3'
     assert "Retry-After" not in reply.headers
@@ -64,17 +79,47 @@ def test_mcp_refusal_is_an_rpc_error_in_http_200(small_limit: FakeClock, modern:
     assert "result" in mcp(client, "resources/read", 8, modern=modern, uri=FILE).json()
 
 
+def rate_limited(reply: Any) -> int:
+    """The ``retryAfter`` of a rate-limit refusal (failing on any other answer)."""
+    body = reply.json()
+    assert "result" not in body, body
+    assert body["error"]["code"] == -32000
+    assert body["error"]["data"]["reason"] == "rate-limited"
+    retry_after: int = body["error"]["data"]["retryAfter"]
+    return retry_after
+
+
+#: (tokens a second, tokens left, what the page costs, the whole seconds it must wait), the
+#: last worked out by hand: the fewest whole seconds after which left + seconds × rate ≥ cost.
+HONEST_WAITS = [
+    pytest.param(1, 0, 4, 4, id="4-short-at-1"),
+    pytest.param(1, 1, 4, 3, id="3-short-at-1"),
+    pytest.param(0.5, 1, 4, 6, id="3-short-at-0.5"),
+    pytest.param(3, 0, 4, 2, id="4-short-at-3-in-1.33s"),
+    pytest.param(0.75, 2, 5, 4, id="3-short-at-0.75"),
+    pytest.param(2, 3, 4, 1, id="1-short-at-2-in-0.5s"),
+]
+
+
 @pytest.mark.django_db
-def test_retry_after_is_honest_over_mcp(small_limit: FakeClock) -> None:
+@pytest.mark.parametrize(("rate", "left", "cost", "wait"), HONEST_WAITS)
+def test_retry_after_is_honest_over_mcp(
+    small_limit: FakeClock, settings: Any, rate: float, left: int, cost: int, wait: int
+) -> None:
+    settings.TM_RATE_REFILL = rate
+    settings.TM_RATE_COSTS = {"http": cost}
     client = Client()
-    spend(client, 10)
-    refused = mcp(client, "resources/read", 1, uri=PAGE).json()["error"]["data"]
-    assert refused["retryAfter"] == 4
-    small_limit.advance(refused["retryAfter"] - 1)
-    assert mcp(client, "resources/read", 2, uri=PAGE).json()["error"]["data"]["retryAfter"] == 1
+    spend(client, 10 - left)  # a file costs 1 of the burst of 10
+    advertised = rate_limited(mcp(client, "resources/read", 1, uri=PAGE))
+    # a second short of what it said, the same read is still refused
+    small_limit.advance(advertised - 1)
+    assert rate_limited(mcp(client, "resources/read", 2, uri=PAGE)) == 1
+    # after exactly what it said, the same read is answered
     small_limit.advance(1)
     reply = mcp(client, "resources/read", 3, uri=PAGE).json()
-    assert reply.get("error", {}).get("data", {}).get("reason") != "rate-limited"
+    assert reply["result"]["contents"][0]["uri"] == PAGE, reply
+    assert reply["result"]["contents"][0]["text"].startswith(PAGE_TEXT)
+    assert advertised == wait
 
 
 @pytest.mark.django_db
@@ -96,17 +141,19 @@ def test_rest_refusal_is_429_with_retry_after(small_limit: FakeClock) -> None:
     assert reply.headers["Retry-After"] == "2"
     assert reply.headers["RateLimit-Policy"] == '"tm";q=10;w=10'
     assert reply.headers["RateLimit"] == '"tm";r=2;t=2'
-    assert reply.json() == {
-        "error": "Too many requests from this caller: this one costs 4 and 2 are left; "
-        "retry after 2 seconds.",
-        "reason": "rate-limited",
-        "uri": PAGE,
-        "retryAfter": 2,
-    }
-    small_limit.advance(2)
-    reply = client.get("/api/v1/resolve", {"uri": FILE})
-    assert reply.status_code == 200
-    assert reply.headers["RateLimit"] == '"tm";r=3;t=7'
+    body = reply.json()
+    assert isinstance(body.pop("error"), str)
+    assert body == {"reason": "rate-limited", "uri": PAGE, "retryAfter": 2}
+    # 2 tokens short at 1 a second: refused a second before, answered after exactly 2
+    small_limit.advance(1)
+    reply = client.get("/api/v1/resolve", {"uri": PAGE})
+    assert reply.status_code == 429
+    assert (reply.headers["Retry-After"], reply.json()["retryAfter"]) == ("1", 1)
+    small_limit.advance(1)
+    reply = client.get("/api/v1/resolve", {"uri": PAGE})
+    assert reply.status_code == 200, reply.content
+    assert reply.json()["uri"] == PAGE
+    assert reply.headers["RateLimit"] == '"tm";r=0;t=10'
 
 
 @pytest.mark.django_db

@@ -25,6 +25,7 @@ from django.urls import reverse
 from tests.namespace.test_ns_tools import payload
 from tests.namespace.world import HOST, SECRET
 from tests.oplog.conftest import CALLER
+from tests.rest.conftest import Hosts
 from tmsite import rest
 from tmsite.api import api
 from tmsite.mcp.codes import RATE_LIMITED
@@ -33,8 +34,6 @@ from tmsite.oplog import health
 from tmsite.oplog.clock import FakeClock
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("process_namespace")]
-
-Probes = Callable[[datetime], list[str]]
 
 OVERVIEW = "/api/v1/overview"
 PIECES = "/api/v1/pieces"
@@ -282,16 +281,37 @@ def test_a_twin_route_declares_the_tools_model_and_takes_its_arguments(
 # --- answers: the same JSON on both spellings -------------------------------------------------
 
 
+def test_overview_measures_each_hosted_piece_now(client: Client, hosts: Hosts) -> None:
+    before = datetime.now(UTC)
+    before = before.replace(microsecond=before.microsecond // 1000 * 1000)  # in case it is cut
+    by_rest = rest_ok(client, OVERVIEW)
+    after = datetime.now(UTC)
+    assert sorted(hosts.measured()) == sorted(hosts.urls.values())
+    statuses = {p["public_url"]: p["status"] for p in by_rest["pieces"] if p["public_url"]}
+    assert set(statuses) == set(hosts.urls.values())
+    for url, status in statuses.items():
+        head = hosts.head_status[url]
+        assert status["http_status"] == (200 if head == 405 else head), url
+        assert status["reachability"] == ("down" if head >= 500 else "up"), url
+        assert status["latency_ms"] >= 0 and status["detail"] is None, url
+        assert before <= datetime.fromisoformat(status["checked_at"]) <= after, url
+    assert by_rest["up"] == sum(1 for s in statuses.values() if s["reachability"] == "up")
+    assert "down" in {s["reachability"] for s in statuses.values()}
+    assert by_rest["probed"] == len(statuses) < by_rest["total"]
+    first = min(datetime.fromisoformat(s["checked_at"]) for s in statuses.values())
+    assert datetime.fromisoformat(by_rest["checked_at"]) == first
+
+
 @INSTANTS
 def test_overview_is_the_overview_tool(
-    client: Client, mcp: Mcp, fake_probes: Probes, instant: datetime
+    client: Client, mcp: Mcp, hosts: Hosts, instant: datetime
 ) -> None:
-    measured = fake_probes(instant)
+    hosts.pin(instant)
     by_rest = rest_ok(client, OVERVIEW)
     by_tool = mcp.tool("overview", {})
     # one measurement per hosted piece, shared by both spellings through the probe cache
     hosted = [p["public_url"] for p in by_rest["pieces"] if p["public_url"] is not None]
-    assert hosted and sorted(measured) == sorted(hosted)
+    assert hosted and sorted(hosts.measured()) == sorted(hosted)
     assert to_the_millisecond(by_rest) == to_the_millisecond(by_tool)
     assert by_rest == by_tool
     assert datetime.fromisoformat(by_rest["checked_at"]) == instant
@@ -299,9 +319,9 @@ def test_overview_is_the_overview_tool(
 
 @INSTANTS
 def test_pieces_are_the_overview_tools_pieces(
-    client: Client, mcp: Mcp, fake_probes: Probes, instant: datetime
+    client: Client, mcp: Mcp, hosts: Hosts, instant: datetime
 ) -> None:
-    fake_probes(instant)
+    hosts.pin(instant)
     by_rest = rest_ok(client, PIECES)
     assert by_rest == rest_ok(client, OVERVIEW)["pieces"]
     by_tool = mcp.tool("overview", {})["pieces"]
@@ -312,9 +332,9 @@ def test_pieces_are_the_overview_tools_pieces(
 
 @INSTANTS
 def test_each_piece_is_the_piece_tool(
-    client: Client, mcp: Mcp, fake_probes: Probes, instant: datetime
+    client: Client, mcp: Mcp, hosts: Hosts, instant: datetime
 ) -> None:
-    fake_probes(instant)
+    hosts.pin(instant)
     keys = piece_keys(client)
     for key in keys:
         by_rest = rest_ok(client, PIECE.format(key=quote(key)))
@@ -436,9 +456,8 @@ def test_health_answers_for_the_configured_mounts(client: Client, settings: Any)
 
 @pytest.mark.parametrize("key", ["nope", "CHIP-API", "chip api", "halfphi.json"])
 def test_an_unknown_piece_is_refused_as_the_piece_tool_refuses_it(
-    client: Client, mcp: Mcp, fake_probes: Probes, key: str
+    client: Client, mcp: Mcp, key: str
 ) -> None:
-    fake_probes(WHOLE_SECOND)
     status, by_rest = rest_refused(client, PIECE.format(key=quote(key)))
     by_tool = mcp.tool_refusal("piece", {"key": key})
     assert by_tool["reason"] == "bad-argument"
@@ -512,13 +531,11 @@ def test_resolve_without_a_uri_is_refused_as_the_tool_refuses_it(client: Client,
 def test_an_unknown_argument_is_refused_as_the_tool_refuses_it(
     client: Client,
     mcp: Mcp,
-    fake_probes: Probes,
     path: str,
     query: dict[str, str],
     tool: str,
     arguments: dict[str, Any],
 ) -> None:
-    fake_probes(WHOLE_SECOND)
     key = piece_keys(client)[0]
     if tool == "piece":
         arguments = {"key": key, **arguments}
@@ -613,10 +630,7 @@ def test_every_rest_route_has_a_rate_limit_case() -> None:
 
 
 @pytest.mark.parametrize("twin", TWINS)
-def test_over_the_limit_both_spellings_refuse_alike(
-    small_limit: FakeClock, fake_probes: Probes, twin: Twin
-) -> None:
-    fake_probes(WHOLE_SECOND)
+def test_over_the_limit_both_spellings_refuse_alike(small_limit: FakeClock, twin: Twin) -> None:
     client = Client(headers={"X-Forwarded-For": CALLER})
     key = piece_keys(client)[0]
     path = twin.path.format(key=key)

@@ -1,7 +1,10 @@
 """Probes against real HTTP servers on 127.0.0.1, started in the test.
 
-Every server is a ``http.server`` in a thread (or a listening socket that never answers, or a
-port nothing listens on); timeouts are fractions of a second so the whole module runs in a few.
+Every server is a ``http.server`` in a thread (or a listening socket that never answers, a
+socket that holds its connections until enough of them are open at once, or a port nothing
+listens on). A probe that should answer gets a generous timeout it never needs; only where the
+timeout is the point is it short, and how long that took is compared with what an answered probe
+costs on the same machine just before, never with a fixed number.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from tmsite import probes
 from tmsite.pieces import Piece
 from tmsite.probes import Measurement, Prober, measure, probe_all, probe_one
 
-TIMEOUT = 0.5
+#: The timeout of probes that should answer: generous, so a slow machine does not turn them into
+#: timeouts; reaching it means something is wrong.
+TIMEOUT = 5.0
+#: The timeout of probes whose point is to time out.
+SHORT = 0.3
 
 Behaviour = Callable[[BaseHTTPRequestHandler], None]
 
@@ -63,14 +70,19 @@ def answer(status: int, headers: dict[str, str] | None = None) -> Behaviour:
     return behave
 
 
-def endless_body(handler: BaseHTTPRequestHandler) -> None:
-    """Promise a gigabyte, send a little, then stall: only a client that reads it would wait."""
-    handler.send_response(200)
-    handler.send_header("Content-Length", str(10**9))
-    handler.end_headers()
-    handler.wfile.write(b"x" * 1024)
-    handler.wfile.flush()
-    time.sleep(3)
+def endless_body(release: threading.Event) -> Behaviour:
+    """Promise a gigabyte, send a little, then stall until ``release``: only a client that reads
+    the body would wait (and time out)."""
+
+    def behave(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(10**9))
+        handler.end_headers()
+        handler.wfile.write(b"x" * 1024)
+        handler.wfile.flush()
+        release.wait(60)
+
+    return behave
 
 
 @pytest.fixture
@@ -105,6 +117,73 @@ def hanging() -> Iterator[Callable[[], str]]:
     yield make
     for sock in sockets:
         sock.close()
+
+
+class _Gate:
+    """A listening socket that holds each connection, unanswered, until ``size`` of them are open
+    at the same time, then closes them all; a connection its client gives up on is let go.
+
+    ``most_open`` is the largest number of connections that were open together: probes run one
+    after another never make it more than one.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        self.all_open = threading.Event()
+        self.closing = threading.Event()
+        self._lock = threading.Lock()
+        self._open = 0
+        self.most_open = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closing.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
+
+    def _hold(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._open += 1
+            self.most_open = max(self.most_open, self._open)
+            if self._open >= self.size:
+                self.all_open.set()
+        conn.settimeout(0.02)
+        try:
+            while not self.all_open.is_set() and not self.closing.is_set():
+                try:
+                    if conn.recv(4096) == b"":
+                        break  # the client gave up on this connection
+                except TimeoutError:
+                    continue
+                except OSError:
+                    break
+        finally:
+            with self._lock:
+                self._open -= 1
+            conn.close()
+
+    def close(self) -> None:
+        self.closing.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def gate() -> Iterator[Callable[[int], _Gate]]:
+    gates: list[_Gate] = []
+
+    def make(size: int) -> _Gate:
+        made = _Gate(size)
+        gates.append(made)
+        return made
+
+    yield make
+    for made in gates:
+        made.close()
 
 
 @pytest.fixture
@@ -173,11 +252,16 @@ def test_405_on_head_is_asked_again_with_get(serve: Any) -> None:
 
 
 def test_get_after_405_does_not_download_the_body(serve: Any) -> None:
-    base, _ = serve({("HEAD", "/"): answer(405), ("GET", "/"): endless_body})
-    started = time.monotonic()
-    result = measure(base + "/", TIMEOUT)
+    # The body stalls until the probe has returned: a probe that read it would wait on it until
+    # its timeout and report ``unreachable``.
+    release = threading.Event()
+    base, _ = serve({("HEAD", "/"): answer(405), ("GET", "/"): endless_body(release)})
+    try:
+        result = measure(base + "/", TIMEOUT)
+    finally:
+        release.set()
     assert (result.reachability, result.http_status) == ("up", 200)
-    assert time.monotonic() - started < TIMEOUT
+    assert result.detail is None
 
 
 def test_redirect_chain_is_followed_to_its_end(serve: Any) -> None:
@@ -217,15 +301,23 @@ def test_no_cookies_and_no_credentials_are_sent(serve: Any) -> None:
         assert "authorization" not in lowered
 
 
-def test_hanging_server_is_unreachable_after_the_timeout(hanging: Any) -> None:
+def test_hanging_server_is_unreachable_after_the_timeout(serve: Any, hanging: Any) -> None:
+    # What a whole answered probe costs on this machine right now: client, connection, answer.
+    base, _ = serve({("HEAD", "/"): answer(200)})
+    started = time.monotonic()
+    assert measure(base + "/", TIMEOUT).reachability == "up"
+    answered = time.monotonic() - started
+
     url = hanging()
     started = time.monotonic()
-    result = measure(url, TIMEOUT)
+    result = measure(url, SHORT)
     elapsed = time.monotonic() - started
     assert result.reachability == "unreachable"
-    assert result.detail == f"timed out after {TIMEOUT}s"
+    assert result.detail == f"timed out after {SHORT}s"
     assert result.http_status is None and result.latency_ms is None
-    assert TIMEOUT * 0.8 <= elapsed < TIMEOUT * 3
+    # No earlier than its setting, and no later than the setting plus many times the cost of an
+    # answered probe (a probe that ignored the setting would wait for httpx's 5 s default).
+    assert SHORT <= elapsed < SHORT + max(1.0, 20 * answered), (elapsed, answered)
 
 
 def test_closed_port_is_unreachable_with_what_failed(closed_port: str) -> None:
@@ -247,16 +339,17 @@ def test_piece_without_url_is_not_probed() -> None:
 
 
 def test_probes_run_concurrently_and_keep_the_pieces_order(
-    serve: Any, hanging: Any, closed_port: str
+    serve: Any, gate: Any, closed_port: str
 ) -> None:
+    # Four hosts that answer nothing until all four are asked at once: probes run one after
+    # another would each wait out the timeout, and the gate would never see four together.
     base, _ = serve({("HEAD", "/"): answer(200)})
-    pieces = [piece(f"slow{i}", hanging()) for i in range(4)]
+    held = gate(4)
+    pieces = [piece(f"slow{i}", held.url) for i in range(4)]
     pieces[1:1] = [piece("fine", base + "/"), piece("lib", None)]
     pieces.append(piece("closed", closed_port))
-    started = time.monotonic()
     results = probe_all(pieces, timeout=TIMEOUT, cache_seconds=30)
-    elapsed = time.monotonic() - started
-    assert elapsed < TIMEOUT * 2.5, "four hanging hosts must cost about one timeout"
+    assert held.most_open == 4, "the four slow hosts were not asked at the same time"
     assert [r.url for r in results] == [p.public_url for p in pieces]
     assert [r.reachability for r in results] == [
         "unreachable",
@@ -270,14 +363,28 @@ def test_probes_run_concurrently_and_keep_the_pieces_order(
 
 
 def test_a_probe_that_outlives_the_deadline_is_given_up() -> None:
+    # The probe stays stuck until the set has answered (or a generous 20 s have passed): the
+    # set must answer while it is still stuck, and not before its own deadline.
+    release = threading.Event()
+
     def stuck(url: str, timeout: float) -> Measurement:
-        time.sleep(3)
+        release.wait(60)
         raise AssertionError("never reported")
 
     prober = Prober(measure=stuck)
+    answered: list[Measurement] = []
+    target = [piece("stuck", "http://127.0.0.1:9/")]
+    caller = threading.Thread(target=lambda: answered.extend(prober.probe_all(target, 0.2, 30)))
     started = time.monotonic()
-    [result] = prober.probe_all([piece("stuck", "http://127.0.0.1:9/")], 0.2, 30)
-    assert time.monotonic() - started < 1.5
+    caller.start()
+    caller.join(20)
+    given_up = not caller.is_alive()
+    elapsed = time.monotonic() - started
+    release.set()
+    caller.join(60)
+    assert given_up, "the set waited for a probe past its deadline"
+    assert elapsed >= 0.2 + probes.GRACE_SECONDS
+    [result] = answered
     assert result.reachability == "unreachable"
     assert result.detail == "timed out after 0.2s"
 
@@ -318,13 +425,18 @@ def test_cache_expires_on_the_monotonic_clock(serve: Any) -> None:
 
 
 def test_cache_expires_in_real_time(serve: Any) -> None:
+    # Asked again and again on the real clock: answered from the cache until ``cache_seconds``
+    # have passed, measured afresh soon after (within a generous 30 s).
     base, server = serve({("HEAD", "/"): answer(200)})
     target = piece("fine", base + "/")
-    probe_one(target, timeout=TIMEOUT, cache_seconds=0.2)
-    probe_one(target, timeout=TIMEOUT, cache_seconds=0.2)
-    assert len(server.hits) == 1
-    time.sleep(0.3)
-    probe_one(target, timeout=TIMEOUT, cache_seconds=0.2)
+    cache_seconds = 0.2
+    started = time.monotonic()
+    probe_one(target, timeout=TIMEOUT, cache_seconds=cache_seconds)
+    while len(server.hits) < 2:
+        assert time.monotonic() - started < 30, "the cached answer never expired"
+        time.sleep(0.01)
+        probe_one(target, timeout=TIMEOUT, cache_seconds=cache_seconds)
+    assert time.monotonic() - started >= cache_seconds, "measured again before it expired"
     assert len(server.hits) == 2
 
 

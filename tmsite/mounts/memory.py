@@ -33,7 +33,7 @@ class MemoryMount(Mount):
         node: Any = self.tree
         for segment in uri.path:
             if segment in {"", ".", ".."} or "/" in segment:
-                raise OutOfRoot(str(uri), "paths are plain names")
+                raise OutOfRoot(str(uri), "paths are plain names", roots=[str(self.root)])
             if not isinstance(node, Mapping) or segment not in node:
                 raise NotFound(str(uri), "no such entry")
             node = node[segment]

@@ -73,7 +73,14 @@ class RenderersMount(Mount):
             for media, file_name in RENDERERS.items()
         ]
 
+    def _plain_names(self, req: Request) -> None:
+        """A listing or read whose path is not plain names leaves ``renderers/``."""
+        for segment in req.uri.path:
+            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
+                raise OutOfRoot(req.text, "a media type is two plain names", roots=[str(self.root)])
+
     def list(self, req: Request) -> Listing:
+        self._plain_names(req)
         path = req.uri.path
         table = families()
         if not path:
@@ -109,9 +116,7 @@ class RenderersMount(Mount):
             req.facets.require_facet(req.text, (), "a list of renderers")
         req.facets.require(req.text, ("as", "pointer"), "a renderer")
         req.facets.require_facet(req.text, ("stat",), "a renderer")
-        for segment in uri.path:
-            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
-                raise OutOfRoot(req.text, "a media type is two plain names", roots=[str(self.root)])
+        self._plain_names(req)
         if len(uri.path) < 2:
             if uri.path and uri.path[0] in families():
                 raise self.leaf_as_collection(uri)
