@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.spec_marks import pytest_collection_modifyitems  # noqa: F401  (the spec marker)
+from tests.spec_marks import check_spec_marks
 from tmsite.kinds.counter import COUNTER
 from tmsite.oplog import recorder
 
@@ -92,6 +92,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_spec_marks(items)
     if os.environ.get("TM_TEST_REVERSE") == "1":
         items.reverse()
 

@@ -21,7 +21,8 @@ def known_ids() -> set[str]:
     return set(_ROW.findall((ROOT / "docs" / "spec-ids.md").read_text(encoding="utf-8")))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def check_spec_marks(items: list[pytest.Item]) -> None:
+    """Fail collection on a ``spec`` marker naming an id the table lacks."""
     known = known_ids()
     for item in items:
         for mark in item.iter_markers("spec"):
