@@ -11,6 +11,8 @@ from tmsite.mounts.errors import BadFacet, Binary, NotFound, TooLarge
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import READ_CAP, to_text
 
+pytestmark = pytest.mark.spec("GIT", "NS3", "NS4", "NS5", "LK2")
+
 needs_git = pytest.mark.skipif(GIT is None, reason="the git CLI is the oracle for this test")
 
 

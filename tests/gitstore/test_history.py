@@ -11,6 +11,8 @@ from tests.gitstore.conftest import PIN_1, PIN_2, World, needs_git
 from tmsite import gitstore
 from tmsite.gitstore import NotABlob, PathNotFound
 
+pytestmark = pytest.mark.spec("GIT")
+
 PATHS = [
     "",
     "README.md",

@@ -8,6 +8,8 @@ from tests.gitstore.conftest import BIG, PIN_1, PIN_2, World, needs_git
 from tmsite import gitstore
 from tmsite.gitstore import HostileName, NotABlob, NotATree, OutOfRoot, PathNotFound
 
+pytestmark = pytest.mark.spec("GIT")
+
 
 @pytest.mark.parametrize(
     "path",
