@@ -16,6 +16,7 @@ import pytest
 
 from tests import audit
 from tests.git_oracle import git_cli
+from tests.spec_marks import check_spec_marks
 
 audit.install()
 
@@ -53,6 +54,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_spec_marks(items)
     if os.environ.get("TM_TEST_REVERSE") == "1":
         items.reverse()
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.spec("OP5")
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = "tests/var_guard_probe.py"
 

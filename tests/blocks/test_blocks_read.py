@@ -14,6 +14,8 @@ from tmsite.blocks.schema import SCHEMA
 from tmsite.mounts.errors import BadUri
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("BLOCKS", "MANIFEST")
+
 T = f"tm://{HOST}"
 
 

@@ -7,6 +7,8 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.blocks.conftest import HOST, SEEDS, T, blocks_of, walk
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.blocks.vocabulary import BLOCK_KINDS
@@ -16,6 +18,8 @@ from tmsite.mounts.memory import MemoryMount
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.types import Content, Request
 from tmsite.mounts.uri import parse
+
+pytestmark = pytest.mark.spec("BLOCKS")
 
 
 def test_every_kind_served_validates(space: Namespace) -> None:

@@ -19,6 +19,8 @@ from tmsite.blocks.schema import SCHEMA
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec("BLOCKS")
+
 #: What is not a kind of thing but how a read went, or a file drawn by its media type.
 NOT_KINDS = {"refusal", "blocks"}
 

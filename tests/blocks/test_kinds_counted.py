@@ -17,6 +17,8 @@ from tmsite.kinds.models import KindCount
 from tmsite.mounts.errors import NotFound
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("KINDS")
+
 T = f"tm://{HOST}"
 
 

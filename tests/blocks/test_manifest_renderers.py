@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from django.test import Client
 
 from tests.blocks.conftest import HOST
@@ -11,6 +12,8 @@ from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.mounts.links import IANA_RELS, TM_RELS
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.renderers import RENDERERS
+
+pytestmark = pytest.mark.spec("MANIFEST", "RENDERERS")
 
 T = f"tm://{HOST}"
 

@@ -16,6 +16,29 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec(
+    "NS2",
+    "NS3",
+    "NS4",
+    "NS5",
+    "NS6",
+    "NS7",
+    "NS8",
+    "LK1",
+    "LK5",
+    "RJ1",
+    "FS",
+    "GIT",
+    "HTTP",
+    "ENT",
+    "MCP",
+    "OFFBOX",
+    "KINDS",
+    "MANIFEST",
+    "RENDERERS",
+    "TRAILS",
+)
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 

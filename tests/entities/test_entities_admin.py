@@ -12,7 +12,10 @@ from tmsite.entities import models as m
 from tmsite.entities import records as R
 from tmsite.entities.loaders import Records, fill
 
-pytestmark = pytest.mark.urls("tests.entities.entities_admin_urls")
+pytestmark = [
+    pytest.mark.urls("tests.entities.entities_admin_urls"),
+    pytest.mark.spec("OP4", "ENT"),
+]
 
 
 def _form(client: Client, url: str) -> dict[str, str]:

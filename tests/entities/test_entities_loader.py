@@ -14,6 +14,8 @@ from django.core.management import CommandError, call_command
 from tmsite.entities import models as m
 from tmsite.entities.loaders import RecordError, Records, fill, parse_records
 
+pytestmark = pytest.mark.spec("ENT")
+
 Mutation = Callable[[dict[str, Any], dict[str, Any]], None]
 
 

@@ -11,6 +11,8 @@ import pytest
 from tmsite.entities import records as R
 from tmsite.entities.loaders import Records, fill, parse_records
 
+pytestmark = pytest.mark.spec("ENT")
+
 
 def _all_refs(records: Records) -> list[R.Ref]:
     refs = [R.Ref("pattern", p.key) for p in records.patterns]

@@ -12,6 +12,8 @@ import pytest
 
 from tmsite.entities.loaders import BYTE_FIELDS, Records, parse_lineage
 
+pytestmark = pytest.mark.spec("ENT", "OFFBOX")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FIFTEEN = {

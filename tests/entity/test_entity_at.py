@@ -20,6 +20,8 @@ from tmsite.mounts.errors import BadFacet, NoSuchRef, NotFound
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec("ENT", "NS3")
+
 E = f"tm://{HOST}/entity"
 DAY = 86_400
 LATE = "1b2acb822c2e"  # Bramble Rally: boarded in v2

@@ -19,6 +19,8 @@ from tmsite.mounts.errors import BadCursor
 from tmsite.mounts.links import LINK_CAP
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("ENT", "LK4")
+
 E = f"tm://{HOST}/entity"
 PAD = f"{E}/pattern/pad-poll"
 

@@ -14,6 +14,8 @@ from tmsite.mounts.links import INVERSE
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec("ENT", "LK2", "LK5", "NS8")
+
 E = f"tm://{HOST}/entity"
 
 

@@ -21,6 +21,8 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.trails import index
 from tmsite.trails.checks import trail_checks
 
+pytestmark = pytest.mark.spec("TRAILS", "OFFBOX", "OP3")
+
 T = f"tm://{HOST}/trail"
 
 

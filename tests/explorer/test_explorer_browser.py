@@ -11,7 +11,7 @@ import pytest
 from tests.explorer.conftest import shot
 from tmsite.mounts.namespace import Namespace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("BLOCKS", "MANIFEST", "NS3", "NS8")]
 T = "tm://tinymachines"
 
 

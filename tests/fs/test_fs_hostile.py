@@ -12,6 +12,8 @@ from tmsite.mounts.errors import Denied, NotFound, OutOfRoot, Refusal
 from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec("FS", "RJ1")
+
 ROOTS = [f"tm://{HOST}/fs/docs/", f"tm://{HOST}/fs/data/"]
 DOCS = f"tm://{HOST}/fs/docs/"
 

@@ -19,6 +19,8 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import READ_CAP, to_text
 from tmsite.mounts.uri import build
 
+pytestmark = pytest.mark.spec("FS", "NS4", "NS5", "NS6")
+
 DOCS = f"tm://{HOST}/fs/docs/"
 GIB = 1 << 30
 

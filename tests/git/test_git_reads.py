@@ -12,6 +12,8 @@ from tmsite.mounts.errors import BadFacet, Binary, NotFound, TooLarge
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import READ_CAP, to_text
 
+pytestmark = pytest.mark.spec("GIT", "NS3", "NS4", "NS5", "LK2")
+
 
 def rels(content: object) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}

@@ -10,6 +10,8 @@ from tests.git.scenario import HOST, REPO, ROOT, SECRET, Scenario
 from tmsite.mounts.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot, Refusal
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("GIT", "RJ1")
+
 REFS = ["HEAD", "feature", "hostile", "main", "v1", "v2"]
 
 #: RJ1: ``data.uri`` echoes the refused URI. Where the sent spelling is not the one shape the

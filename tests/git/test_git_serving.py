@@ -24,6 +24,8 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec("GIT", "FS", "NS7")
+
 TEMPLATE = f"tm://{HOST}/git/{{repo}}/{{+path}}{{?at,as,n}}"
 
 

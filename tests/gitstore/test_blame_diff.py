@@ -5,7 +5,11 @@ from __future__ import annotations
 import random
 from difflib import SequenceMatcher
 
+import pytest
+
 from tmsite.gitstore.blame import MAX_RUNS, line_map, unique_blocks
+
+pytestmark = pytest.mark.spec("GIT")
 
 
 def _pairs(blocks: list[tuple[int, int, int]]) -> list[tuple[int, int]]:

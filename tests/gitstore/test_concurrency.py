@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from tests.gitstore.conftest import World
 from tmsite import gitstore
+
+pytestmark = pytest.mark.spec("GIT")
 
 
 def _read_everything(repo: gitstore.GitRepo, start: str) -> tuple[object, ...]:

@@ -12,6 +12,8 @@ from tests.gitstore.conftest import PIN_1, PIN_2, World
 from tmsite import gitstore
 from tmsite.gitstore import NotABlob, PathNotFound
 
+pytestmark = pytest.mark.spec("GIT")
+
 PATHS = [
     "",
     "README.md",

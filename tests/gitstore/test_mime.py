@@ -7,6 +7,8 @@ import pytest
 from tmsite.gitstore.cache import ByteLRU
 from tmsite.gitstore.mime import guess_mime, is_text_mime, looks_binary
 
+pytestmark = pytest.mark.spec("GIT")
+
 
 @pytest.mark.parametrize(
     ("name", "mime"),

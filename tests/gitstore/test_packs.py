@@ -20,6 +20,8 @@ from tests.gitstore.conftest import World
 from tmsite import gitstore
 from tmsite.gitstore.repo import COMMIT, TYPE_NAMES, inflate, parse_commit, parse_walk
 
+pytestmark = pytest.mark.spec("GIT")
+
 
 def _git(path: Path, *args: str) -> str:
     return run_git(path, *args, timeout=120)

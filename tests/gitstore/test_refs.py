@@ -13,6 +13,8 @@ from tests.gitstore.conftest import DAY, World
 from tmsite import gitstore
 from tmsite.gitstore import AmbiguousRef, BadRef, NoSuchRef
 
+pytestmark = pytest.mark.spec("GIT")
+
 HOSTILE = [
     ("-n", "a ref may not start with '-'"),
     ("--output=/tmp/x", "a ref may not start with '-'"),

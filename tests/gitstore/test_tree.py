@@ -9,6 +9,8 @@ from tests.gitstore.conftest import BIG, PIN_1, PIN_2, World
 from tmsite import gitstore
 from tmsite.gitstore import HostileName, NotABlob, NotATree, OutOfRoot, PathNotFound
 
+pytestmark = pytest.mark.spec("GIT")
+
 
 @pytest.mark.parametrize(
     "path",

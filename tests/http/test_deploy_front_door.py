@@ -9,7 +9,7 @@ import pytest
 
 from tests.oplog.servers import free_port, gunicorn, json_lines, migrate, read, server_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "OP5")]
 PAGE = "tm://tinymachines/http/tinymachines.ai/docs"
 
 

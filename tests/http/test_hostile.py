@@ -27,7 +27,7 @@ from tmsite.mounts.errors import Refusal
 from tmsite.mounts.http import STAT_CAP
 from tmsite.mounts.namespace import Namespace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "RJ1")]
 DEADLINE = 1.5
 
 

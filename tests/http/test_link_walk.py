@@ -47,7 +47,11 @@ from tmsite.mounts.uri import TmUri, parse
 from tmsite.site import pages
 from tmsite.trails import index
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.spec("LK5", "LK2", "TRAILS"),
+]
 #: Reads the walk may take. Measured: the whole namespace takes 1,449 (757 addresses).
 BUDGET = 3000
 #: Children a listing page holds in the walk (several listings of the checkout are longer).

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "OP5")]
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 4.0
 PAGES = ["/docs", "/docs/mcp", "/docs/namespace", "/pieces", "/", "/docs/links"]

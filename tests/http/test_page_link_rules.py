@@ -36,7 +36,7 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.types import Content
 from tmsite.site import pages
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "LK2", "LK5")]
 
 BETA = "beta.tinymachines.ai"
 #: The package of views the deeper-module and frame tests serve (under ``tmsite``).

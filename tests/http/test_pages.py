@@ -10,7 +10,7 @@ from tests.http.conftest import DEMO, HOST, SECRET, SITE, uri
 from tmsite.mounts.errors import BadFacet, NotFound, Redirect
 from tmsite.mounts.namespace import Namespace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "NS3", "OP3")]
 
 
 def rels(content) -> dict[str, list[tuple[str, str | None]]]:  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ from tests.http.conftest import DEMO, uri
 from tmsite.mounts.errors import Binary, Denied, NotFound
 from tmsite.mounts.namespace import Namespace
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP")]
 
 
 def test_listed_from_its_sitemap_with_manifest_titles(ns: Namespace) -> None:

@@ -17,6 +17,8 @@ from tmsite.mounts.errors import Unreachable
 from tmsite.mounts.http import check_sites
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("HTTP")
+
 PAGE = ("notes", "solder.html")
 PAGE_TEXT = "Solder\nTin and lead, or tin and silver.\nmelt  183 C\nflow  250 C\n"
 

@@ -15,6 +15,8 @@ import pytest
 
 from tests.oplog.servers import ROOT
 
+pytestmark = pytest.mark.spec("OP5")
+
 MODULES = [
     "tests/entities",
     "tests/entity",

@@ -18,6 +18,8 @@ from tests.oplog.servers import ROOT
 from tmsite.oplog.buckets import Policy, RedisStore, decision
 from tmsite.oplog.clock import FakeClock
 
+pytestmark = pytest.mark.spec("OP1", "OP5")
+
 SPENDER = textwrap.dedent(
     """
     import os, sys, time

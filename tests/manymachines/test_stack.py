@@ -22,6 +22,8 @@ from tests.oplog.servers import (
     server_env,
 )
 
+pytestmark = pytest.mark.spec("OP5", "OP1", "OP2")
+
 
 @pytest.mark.slow
 def test_nginx_two_machines_postgresql_redis(

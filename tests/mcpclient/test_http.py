@@ -25,7 +25,7 @@ from tmsite.mcpclient import (
     probe,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("MCP")]
 MIB = 1024 * 1024
 
 

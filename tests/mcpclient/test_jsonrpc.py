@@ -10,6 +10,8 @@ import pytest
 from tmsite.mcpclient import PeerError, ProtocolError, TooDeep, TooLarge
 from tmsite.mcpclient.jsonrpc import answer_to, check_depth, classify, decode, result_of
 
+pytestmark = pytest.mark.spec("MCP")
+
 
 @pytest.mark.parametrize(
     ("raw", "what"),

@@ -26,7 +26,7 @@ from tmsite.mcpclient import (
     stdio,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spec("MCP")]
 
 DEMO = [PYTHON, "-m", "tmsite.demo_server"]
 MIB = 1024 * 1024

@@ -16,7 +16,7 @@ from tmsite.servers.connect import probe_record
 from tmsite.servers.index import rederive
 from tmsite.servers.models import MapEntry, McpServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db, pytest.mark.spec("MCP")]
 E = BASE + "elements/"
 
 

@@ -20,7 +20,7 @@ from tmsite.servers.connect import probe_record
 from tmsite.servers.index import derive, rederive
 from tmsite.servers.models import MapEntry, McpServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db, pytest.mark.spec("MCP")]
 MIB = 1024 * 1024
 
 

@@ -15,6 +15,8 @@ from tmsite.mounts.errors import BadCursor
 from tmsite.mounts.fs import FsMount
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("NS6")
+
 SCOPE = f"tm://{HOST}/fs/docs/"
 
 

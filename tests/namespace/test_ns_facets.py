@@ -9,6 +9,8 @@ from tmsite.mounts.errors import BadFacet
 from tmsite.mounts.facets import Facets, parse_facets
 from tmsite.mounts.uri import parse
 
+pytestmark = pytest.mark.spec("NS3", "NS4")
+
 BASE = f"tm://{HOST}/fs/docs/a.json"
 
 

@@ -15,6 +15,8 @@ from tmsite.mounts.links import LINK_CAP, Link, order
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.types import Content, Entry, Listing, Request, vnd
 
+pytestmark = pytest.mark.spec("LK1", "LK3", "LK4")
+
 HREF = f"tm://{HOST}/many/x"
 
 

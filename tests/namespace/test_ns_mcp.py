@@ -26,6 +26,8 @@ from tmsite.mounts.memory import MemoryMount
 from tmsite.mounts.namespace import MAP_PAGE_SIZE, Namespace
 from tmsite.mounts.parts import READ_CAP
 
+pytestmark = pytest.mark.spec("RJ1", "RJ2", "NS6", "NS7", "LK1")
+
 OLD = CallContext(version="2025-06-18")
 NEW = CallContext(version="2026-07-28")
 ERAS = pytest.mark.parametrize("ctx", [OLD, NEW], ids=["2025", "2026"])

@@ -16,7 +16,10 @@ from tmsite.mounts import registry
 from tmsite.mounts.http import check_sites
 from tmsite.mounts.registry import check_enabled_mounts
 
-pytestmark = pytest.mark.django_db  # the trail checks read their index
+pytestmark = [
+    pytest.mark.django_db,  # the trail checks read their index
+    pytest.mark.spec("NS1", "HTTP"),
+]
 
 
 def _check_output() -> str:

@@ -18,6 +18,8 @@ from tmsite.mcp.methods import dispatch
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
 from tmsite.mounts.namespace import Namespace
 
+pytestmark = pytest.mark.spec("TL1", "TL2", "TL3", "TL5", "RJ3")
+
 CTX = CallContext(version="2025-11-25")
 NEW = CallContext(version="2026-07-28")
 DOCS = f"tm://{HOST}/fs/docs/"

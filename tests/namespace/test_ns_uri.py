@@ -13,6 +13,8 @@ from tmsite.mounts.fs import FsMount
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.uri import MAX_URI_LENGTH, PARAM_ORDER, TmUri, build, parse, quote_segment
 
+pytestmark = pytest.mark.spec("NS1", "NS2", "NS8", "RJ1")
+
 
 @pytest.mark.parametrize(
     "name",

@@ -20,6 +20,8 @@ from tmsite.oplog.buckets import (
 )
 from tmsite.oplog.clock import FakeClock
 
+pytestmark = pytest.mark.spec("OP1")
+
 POLICY = Policy(burst=10, refill=2)
 
 

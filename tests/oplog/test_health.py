@@ -10,6 +10,8 @@ from django.test import Client
 
 from tmsite.mounts.registry import namespace
 
+pytestmark = pytest.mark.spec("OP5")
+
 
 @pytest.mark.django_db
 def test_health_reports_database_cache_and_each_mount() -> None:

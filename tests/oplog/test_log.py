@@ -20,6 +20,8 @@ from tmsite.oplog.logs import JsonFormatter
 from tmsite.oplog.models import RequestLog
 from tmsite.oplog.recorder import Row
 
+pytestmark = pytest.mark.spec("OP2")
+
 FILE = "tm://tinymachines/fs/docs/index.md"
 
 #: Every column the log has. A new column is a decision: add it here only if it says nothing

@@ -19,6 +19,8 @@ from tmsite.oplog import buckets, recorder
 from tmsite.oplog.logs import JsonFormatter
 from tmsite.oplog.models import RequestLog
 
+pytestmark = pytest.mark.spec("OP2")
+
 AGENT = "Zephyrine-Crawler/7.31 (privacy-probe; +mailto:probe@example.org)"
 FORWARDED = "198.51.100.77"
 TOKEN = "tm-secret-token-5f2e9a"

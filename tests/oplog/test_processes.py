@@ -20,6 +20,8 @@ import pytest
 
 from tests.oplog.servers import ROOT, gunicorn, json_lines, migrate, read, server_env
 
+pytestmark = pytest.mark.spec("OP1")
+
 SPENDER = textwrap.dedent(
     """
     import sys, time

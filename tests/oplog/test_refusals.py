@@ -24,6 +24,8 @@ from tests.oplog.conftest import CALLER
 from tmsite.mounts import registry
 from tmsite.oplog.clock import FakeClock
 
+pytestmark = pytest.mark.spec("OP1", "RJ1", "RJ2")
+
 FILE = "tm://tinymachines/fs/docs/index.md"
 PAGE = f"tm://tinymachines/http/{DEMO}/notes/solder.html"
 PAGE_TEXT = "Solder\nTin and lead, or tin and silver.\n"

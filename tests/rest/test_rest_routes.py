@@ -33,7 +33,11 @@ from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
 from tmsite.oplog import health
 from tmsite.oplog.clock import FakeClock
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("process_namespace")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("process_namespace"),
+    pytest.mark.spec("TL6", "OP1"),
+]
 
 OVERVIEW = "/api/v1/overview"
 PIECES = "/api/v1/pieces"

@@ -17,6 +17,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db,
     pytest.mark.urls("tests.servers.admin_urls"),
+    pytest.mark.spec("OP4", "MCP"),
 ]
 E = "tm://test/mcp/elements/"
 

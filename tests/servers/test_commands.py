@@ -25,7 +25,7 @@ from tmsite.servers.models import (
     ServerDeclaration,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.spec("MCP")]
 
 
 def form(client: Client, url: str) -> dict[str, str]:

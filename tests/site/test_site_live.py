@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-pytestmark = [pytest.mark.urls("tests.site.urls"), pytest.mark.slow]
+pytestmark = [pytest.mark.urls("tests.site.urls"), pytest.mark.slow, pytest.mark.spec("OP3")]
 
 
 def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:

@@ -11,6 +11,8 @@ import pytest
 
 from tmsite.site import pages
 
+pytestmark = pytest.mark.spec("OP3", "HTTP")
+
 
 @pytest.mark.parametrize(
     ("relpath", "page"),

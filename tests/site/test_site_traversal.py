@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-pytestmark = pytest.mark.urls("tests.site.urls")
+pytestmark = [pytest.mark.urls("tests.site.urls"), pytest.mark.spec("OP3")]
 
 #: Files opened while recording (every ``open`` in this process, via an audit hook).
 _opened: list[str] | None = None

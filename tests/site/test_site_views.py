@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 # The sitemap lists the game pages, which come from the database.
-pytestmark = [pytest.mark.urls("tests.site.urls"), pytest.mark.django_db]
+pytestmark = [pytest.mark.urls("tests.site.urls"), pytest.mark.django_db, pytest.mark.spec("OP3")]
 
 
 class Outline(HTMLParser):

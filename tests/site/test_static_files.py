@@ -8,6 +8,8 @@ import re
 import pytest
 from django.test import Client
 
+pytestmark = pytest.mark.spec("OP5")
+
 
 def test_the_api_docs_page_and_every_file_it_loads_answer() -> None:
     client = Client()

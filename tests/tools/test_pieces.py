@@ -19,6 +19,8 @@ from tmsite.pieces import (
     load_record,
 )
 
+pytestmark = pytest.mark.spec("TL4", "TL6")
+
 SHIPPED = Path(settings.BASE_DIR) / "data" / "pieces.json"
 
 

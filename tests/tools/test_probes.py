@@ -23,6 +23,8 @@ from tmsite import probes
 from tmsite.pieces import Piece
 from tmsite.probes import Measurement, Prober, measure, probe_all, probe_one
 
+pytestmark = pytest.mark.spec("TL4")
+
 #: The timeout of probes that should answer: generous, so a slow machine does not turn them into
 #: timeouts; reaching it means something is wrong.
 TIMEOUT = 5.0

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.spec("T12", "T7")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -27,6 +27,8 @@ from tests.transport.transport_helpers import (
 from tmsite.mcp import methods
 from tmsite.mcp.protocol import INITIALIZE_VERSIONS
 
+pytestmark = pytest.mark.spec("T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9", "T10")
+
 MiB = 1024 * 1024
 
 

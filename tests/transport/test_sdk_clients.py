@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["overview", "piece", "licensing", "resolve"]
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("T7", "T11", "T12")]
 
 
 def stdio_server() -> StdioServerParameters:

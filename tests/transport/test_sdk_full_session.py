@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tmsite import pieces, probes
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("T12", "TL1", "NS7")]
 
 
 class _Answers(BaseHTTPRequestHandler):

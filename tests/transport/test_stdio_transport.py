@@ -8,10 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp_types import _v2026_07_28 as v2026
 from mcp_types.methods import validate_server_result
 
 from tests.transport.transport_helpers import MODERN_META, STATELESS
+
+pytestmark = pytest.mark.spec("T11", "T2", "T5", "T7", "T10")
 
 ROOT = Path(__file__).resolve().parents[2]
 
