@@ -36,7 +36,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
 
 def space(world: World) -> Namespace:
     mounts = {m.name: m for m in [*world.others, world.mount]}
-    return Namespace(HOST, mounts)
+    return registry.compose(HOST, mounts)
 
 
 def test_every_registered_mount_has_a_world() -> None:

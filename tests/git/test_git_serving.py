@@ -19,7 +19,8 @@ from tmsite.mcp.methods import dispatch
 from tmsite.mcp.protocol import CallContext, RpcError
 from tmsite.mounts import registry
 from tmsite.mounts.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot
-from tmsite.mounts.git import GitMount, check_git_settings, read_checkout_file_at
+from tmsite.mounts.fs import FsMount
+from tmsite.mounts.git import GitMount, check_git_settings
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
@@ -160,7 +161,9 @@ def fs_at(ns: Namespace, text: str) -> Any:
     uri = parse(text)
     at = uri.param("at")
     assert at is not None
-    return read_checkout_file_at(uri, at, ns)
+    git = ns.mounts["git"]
+    assert isinstance(git, GitMount)
+    return git.read_checkout_at(uri, at)
 
 
 def test_fs_file_at_a_revision(ns: Namespace, scenario: Scenario) -> None:
@@ -180,6 +183,29 @@ def test_fs_file_at_a_revision(ns: Namespace, scenario: Scenario) -> None:
     assert stat["uri"] == FS + "docs/guide.md?at=v1"
     ranged = fs_at(ns, FS + "docs/blob.bin?at=v1&range=0-4")
     assert ranged.body == bytes(range(4)) and ranged.part_applied
+
+
+def test_fs_at_is_read_through_the_fs_mount_only_when_git_is_served(
+    ns: Namespace, scenario: Scenario
+) -> None:
+    through = ns.read(FS + "docs/guide.md?at=v1&lines=2-2")
+    assert (
+        to_text(through.body) == "second\n" and through.uri == FS + "docs/guide.md?at=v1&lines=2-2"
+    )
+    stat = ns.read(FS + "docs/guide.md?at=v1&as=stat").body
+    assert stat == fs_at(ns, FS + "docs/guide.md?at=v1&as=stat").body
+    with pytest.raises(Denied):
+        ns.read(FS + "docs/.env?at=v1")
+    alone = registry.compose(HOST, {"fs": FsMount(HOST, scenario.checkout, ["docs"])})
+    with pytest.raises(BadFacet) as refused:
+        alone.read(FS + "docs/guide.md?at=v1")
+    assert refused.value.data == {
+        "reason": "bad-facet",
+        "uri": FS + "docs/guide.md?at=v1",
+        "valid": [],
+    }
+    assert refused.value.message == "at= needs the git mount, which is not served"
+    assert alone.read(FS + "docs/guide.md").body.startswith("# Guide")
 
 
 def test_fs_at_refusals(ns: Namespace) -> None:

@@ -41,6 +41,14 @@ from django.core import checks
 
 from tmsite import gitstore, mime
 from tmsite.check_registry import check
+from tmsite.core.paths import (
+    NOT_OFFERED,
+    PLAIN_NAMES,
+    CheckoutRoots,
+    PathRefused,
+    denied_name,
+    display,
+)
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
@@ -53,8 +61,8 @@ from tmsite.mounts.errors import (
     NotFound,
     OutOfRoot,
     Refusal,
+    path_refusal,
 )
-from tmsite.mounts.fs import denied_name, display
 from tmsite.mounts.git_imports import ManifestCache, ManifestError, read_manifest
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import rank
@@ -192,6 +200,9 @@ class GitMount(Mount):
         self.imports = ManifestCache(imports_file)
         self._resolved: dict[tuple[str, str | None], tuple[float, gitstore.Resolved]] = {}
         self._resolved_lock = threading.Lock()
+        #: The checkout's served roots (the fs mount's), handed over by the registry when fs is
+        #: served: working-copy links and ``fs/…?at=`` reads follow the same rules.
+        self.checkout_files: CheckoutRoots | None = None
 
     @classmethod
     def from_settings(cls, host: str) -> GitMount:
@@ -286,7 +297,7 @@ class GitMount(Mount):
         except gitstore.GitStoreError as exc:
             raise translate(exc, uri, self, served, None) from exc
         if any(denied_name(part) for part in parts):
-            raise Denied(str(uri), "it exists or not; either way it is not offered")
+            raise Denied(str(uri), NOT_OFFERED)
         return parts
 
     def target(self, req: Request, allowed: Sequence[str]) -> Target:
@@ -510,26 +521,22 @@ class GitMount(Mount):
             links.extend(self.checkout_links(t))
         return links
 
-    def fs_mount(self) -> Any:
-        namespace = getattr(self, "namespace", None)
-        return namespace.mounts.get("fs") if namespace is not None else None
-
     def working_copy(self, path: str) -> TmUri | None:
         """The fs URI of ``path`` of the checkout, when the fs mount serves that very file."""
-        fs = self.fs_mount()
+        files = self.checkout_files
         served = self.repos.get(self.checkout_repo or "")
-        if fs is None or served is None:
+        if files is None or served is None:
             return None
         parts = tuple(path.split("/"))
-        if len(parts) < 2 or parts[0] not in fs.roots or any(denied_name(p) for p in parts):
+        if len(parts) < 2 or not files.serves(parts[0]) or any(denied_name(p) for p in parts):
             return None
         try:
             worktree = served.handle().worktree
         except gitstore.GitError:
             return None
-        if worktree is None or Path(worktree) != Path(fs.checkout):
+        if worktree is None or Path(worktree) != files.checkout:
             return None
-        on_disk = Path(fs.checkout).joinpath(*parts)
+        on_disk = files.checkout.joinpath(*parts)
         if on_disk.is_symlink() or not on_disk.is_file():
             return None
         return TmUri(self.host, "fs", parts)
@@ -788,9 +795,17 @@ class GitMount(Mount):
 
     # ---- fs ?at= --------------------------------------------------------------------------------
 
-    def read_checkout_at(self, fs_uri: TmUri, at: str, roots: Sequence[str]) -> Content:
-        """Read an fs file as the checkout's repository had it at ``at`` (see
-        :func:`read_checkout_file_at`)."""
+    def read_checkout_at(self, fs_uri: TmUri, at: str) -> Content:
+        """An fs file (``fs/<root>/<path>``) as the checkout's repository had it at ``at``.
+
+        The fs mount's ``?at=``: the fs roots and deny-list apply (the shared rules), then the
+        ref is checked by shape, resolved (a branch, tag, commit or date) and the file read
+        from git. ``?as=raw`` (default) and ``?as=stat`` are offered, and the parts.
+
+        Raises:
+            Refusal: as the git mount refuses (``bad-facet`` for a malformed ref,
+                ``no-such-ref`` with nearest fs URIs at real refs, ``not-found``…).
+        """
         text = str(fs_uri)
         facets_given = {key for key, _ in fs_uri.params}
         allowed = {"at", "as", "lines", "range", "pointer"}
@@ -803,22 +818,17 @@ class GitMount(Mount):
         facet = fs_uri.param("as")
         if facet not in (None, "raw", "stat"):
             raise BadFacet(text, f"a file has no ?as={facet}", valid=["raw", "stat"])
-        roots_uris = [str(TmUri(self.host, "fs", (r,), True)) for r in roots]
-        for segment in fs_uri.path:
-            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
-                raise OutOfRoot(
-                    text,
-                    "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
-                    roots=roots_uris,
-                )
-        if fs_uri.collection or len(fs_uri.path) < 2:
-            raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
-        if fs_uri.path[0] not in roots:
-            raise OutOfRoot(
-                text, f"only {', '.join(roots)} are served", roots=roots_uris, nearest=roots_uris
-            )
-        if any(denied_name(segment) for segment in fs_uri.path):
-            raise Denied(text, "it exists or not; either way it is not offered")
+        files = self.checkout_files
+        if files is None:
+            raise BadFacet(text, "at= reads the fs mount's files, which are not served", valid=[])
+        roots_uris = [str(TmUri(self.host, "fs", (r,), True)) for r in files.names]
+        try:
+            files.check_plain(fs_uri.path)
+            if fs_uri.collection or len(fs_uri.path) < 2:
+                raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
+            files.check_named(fs_uri.path)
+        except PathRefused as exc:
+            raise path_refusal(exc, text, roots_uris) from None
         served = self.repos.get(self.checkout_repo or "")
         if served is None:
             raise BadFacet(text, "at= needs the checkout's repository, which is not served")
@@ -867,35 +877,6 @@ class GitMount(Mount):
         content = self.read_raw(Request(fs_uri, _facets_of(fs_uri)), t)
         content.links = links
         return content
-
-
-def read_checkout_file_at(fs_uri: TmUri, at: str, namespace: Any = None) -> Content:
-    """An fs file (``fs/<root>/<path>``) as the checkout's repository had it at ``at``.
-
-    The fs mount calls this for ``?at=``: the same roots and deny-list apply, then the ref is
-    checked by shape, resolved (a branch, tag, commit or date) and the file read from git.
-    ``?as=raw`` (default) and ``?as=stat`` are offered, and the parts.
-
-    Args:
-        fs_uri: The fs URI asked, with its parameters.
-        at: The revision asked.
-        namespace: The namespace serving the fs mount (its git and fs mounts are used);
-            None means the process namespace.
-
-    Raises:
-        Refusal: as the git mount refuses (``bad-facet`` for a malformed ref,
-            ``no-such-ref`` with nearest fs URIs at real refs, ``not-found``…).
-    """
-    if namespace is None:
-        from tmsite.mounts.registry import namespace as process_namespace
-
-        namespace = process_namespace()
-    git = namespace.mounts.get("git")
-    fs = namespace.mounts.get("fs")
-    roots = tuple(getattr(fs, "roots", ()) or getattr(settings, "TM_FS_ROOTS", ()))
-    if not isinstance(git, GitMount):
-        raise BadFacet(str(fs_uri), "at= needs the git mount, which is not served", valid=[])
-    return git.read_checkout_at(fs_uri, at, roots)
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -1048,13 +1029,9 @@ def translate(
             roots = [str(TmUri(mount.host, "fs", uri.path[:1], True))]
         else:
             roots = [str(mount.repo_root(served.name))]
-        return OutOfRoot(
-            text,
-            "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
-            roots=roots,
-        )
+        return OutOfRoot(text, PLAIN_NAMES, roots=roots)
     if isinstance(exc, gitstore.HostileName):
-        return Denied(text, "it exists or not; either way it is not offered")
+        return Denied(text, NOT_OFFERED)
     if isinstance(exc, gitstore.PathNotFound):
         return NotFound(
             text, "no such path at that revision", nearest=_nearest(exc, uri, mount, served, fs)

@@ -268,6 +268,11 @@ class HttpMount(Mount):
         self._facts: dict[str, tuple[float, SiteFacts | Refusal]] = {}
         self._family: tuple[float, frozenset[str]] | None = None
         self._lock = threading.Lock()
+        #: What the other mounts serve, handed over by the registry: the fs mount's roots
+        #: (empty when fs is not served) and whether the git mount is served. Links into
+        #: them are offered only then.
+        self.fs_roots: frozenset[str] = frozenset()
+        self.git_served = False
 
     @classmethod
     def from_settings(cls, host: str) -> HttpMount:
@@ -732,16 +737,8 @@ class HttpMount(Mount):
                 )
         return links
 
-    def _mount(self, name: str) -> Mount | None:
-        namespace = getattr(self, "namespace", None)
-        if namespace is None:
-            return None
-        found: Mount | None = namespace.mounts.get(name)
-        return found
-
     def _fs_root(self, root: str) -> bool:
-        fs = self._mount("fs")
-        return fs is not None and root in getattr(fs, "roots", ())
+        return root in self.fs_roots
 
     def _record_exists(self, record: str) -> bool:
         return (pages.checkout() / "data" / record).is_file()
@@ -761,7 +758,7 @@ class HttpMount(Mount):
                 )
             )
         view = graph.view_for(path)
-        if view is not None and view.source is not None and self._mount("git") is not None:
+        if view is not None and view.source is not None and self.git_served:
             title = "the view that renders this page"
             if view.several:
                 title += " (one of several it renders)"
@@ -853,7 +850,7 @@ class HttpMount(Mount):
                         else "a page whose code reads this record",
                     )
                 )
-        if self._mount("git") is not None:
+        if self.git_served:
             for script, confidence in graph.writers(pages.checkout()).get(record, {}).items():
                 links.append(
                     Link(
