@@ -50,6 +50,7 @@ from tmsite.core.paths import (
     display,
 )
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
+from tmsite.mounts import fs_uris, git_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
     BadArgument,
@@ -228,13 +229,13 @@ class GitMount(Mount):
     # ---- addresses -------------------------------------------------------------------------
 
     def repo_root(self, name: str, at: str | None = None) -> TmUri:
-        return self.uri(name, collection=True, at=at)
+        return git_uris.repo_root(self.host, name, at)
 
     def path_uri(
         self, name: str, parts: Sequence[str], *, collection: bool, at: str | None
     ) -> TmUri:
         """The URI of ``parts`` in repository ``name`` (the root when ``parts`` is empty)."""
-        return self.uri(name, *parts, collection=collection or not parts, at=at)
+        return git_uris.path_uri(self.host, name, parts, collection=collection, at=at)
 
     # ---- checks, in order ------------------------------------------------------------------
 
@@ -539,7 +540,7 @@ class GitMount(Mount):
         on_disk = files.checkout.joinpath(*parts)
         if on_disk.is_symlink() or not on_disk.is_file():
             return None
-        return TmUri(self.host, "fs", parts)
+        return fs_uris.file_uri(self.host, parts)
 
     def checkout_links(self, t: Target) -> builtins.list[Link]:
         """``tm:working-copy`` (a file of the checkout) and ``tm:generates`` (an import's
@@ -821,7 +822,7 @@ class GitMount(Mount):
         files = self.checkout_files
         if files is None:
             raise BadFacet(text, "at= reads the fs mount's files, which are not served", valid=[])
-        roots_uris = [str(TmUri(self.host, "fs", (r,), True)) for r in files.names]
+        roots_uris = [str(fs_uris.root_uri(self.host, r)) for r in files.names]
         try:
             files.check_plain(fs_uri.path)
             if fs_uri.collection or len(fs_uri.path) < 2:
@@ -846,7 +847,7 @@ class GitMount(Mount):
         if node.kind == "submodule":
             raise NotFound(text, "that is a submodule at that revision", nearest=[])
         git_uri = self.path_uri(served.name, fs_uri.path, collection=False, at=at)
-        parent = TmUri(self.host, "fs", fs_uri.path[:-1], True)
+        parent = fs_uris.dir_uri(self.host, fs_uri.path[:-1])
         links = [
             Link("up", str(parent)),
             Link("collection", str(parent)),
@@ -1026,7 +1027,7 @@ def translate(
         )
     if isinstance(exc, gitstore.OutOfRoot):
         if fs:
-            roots = [str(TmUri(mount.host, "fs", uri.path[:1], True))]
+            roots = [str(fs_uris.dir_uri(mount.host, uri.path[:1]))]
         else:
             roots = [str(mount.repo_root(served.name))]
         return OutOfRoot(text, PLAIN_NAMES, roots=roots)
@@ -1056,10 +1057,10 @@ def _nearest(
         if denied_name(plain):
             continue
         if fs:
-            target = TmUri(mount.host, "fs", (*base, plain), is_dir)
             if is_dir:
                 continue  # fs reads at a revision are files only
-            candidates.append((name, str(target.with_params(at=label))))
+            target = fs_uris.file_uri(mount.host, (*base, plain), at=label)
+            candidates.append((name, str(target)))
         else:
             target = mount.path_uri(served.name, (*base, plain), collection=is_dir, at=label)
             candidates.append((name, str(target)))

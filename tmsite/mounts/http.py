@@ -42,6 +42,7 @@ from django.core import checks
 
 from tmsite import mime
 from tmsite.check_registry import check
+from tmsite.mounts import fs_uris, git_uris, http_uris
 from tmsite.mounts import http_sitegraph as graph
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
@@ -298,12 +299,11 @@ class HttpMount(Mount):
         return own[0] if own else None
 
     def site_root(self, site: str) -> TmUri:
-        return self.uri(site, collection=True)
+        return http_uris.site_root(self.host, site)
 
     def page_uri(self, site: str, path: str) -> TmUri:
         """The tm:// URI of a page of ``site`` at URL path ``path``."""
-        segments = [s for s in path.strip("/").split("/") if s] if path != "/" else []
-        return self.uri(site, *segments, collection=path.endswith("/"))
+        return http_uris.page_uri(self.host, site, path)
 
     def _site(self, uri: TmUri) -> Site:
         name = uri.path[0]
@@ -751,7 +751,7 @@ class HttpMount(Mount):
             links.append(
                 Link(
                     "tm:source",
-                    str(TmUri(self.host, "fs", tuple(page.source.split("/")))),
+                    str(fs_uris.checkout_file_uri(self.host, page.source)),
                     "exact",
                     title="the markdown this page is rendered from",
                     type="text/markdown",
@@ -782,14 +782,14 @@ class HttpMount(Mount):
     def _data_link(self, record: str, confidence: Confidence) -> Link:
         return Link(
             "tm:data",
-            str(TmUri(self.host, "fs", ("data", record))),
+            str(fs_uris.file_uri(self.host, ("data", record))),
             confidence,
             title="a record this page's code reads",
             type="application/json",
         )
 
     def _git_uri(self, relpath: str) -> str:
-        return str(TmUri(self.host, "git", (self.repo, *relpath.split("/"))))
+        return str(git_uris.file_uri(self.host, self.repo, relpath))
 
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
         """Links into fs (a document's pages, a record's readers and writer) and git (a view
@@ -871,7 +871,7 @@ class HttpMount(Mount):
                     links.append(
                         Link(
                             "tm:generates",
-                            str(TmUri(self.host, "fs", ("data", record))),
+                            str(fs_uris.file_uri(self.host, ("data", record))),
                             by[script],
                             title="a record this script writes",
                         )

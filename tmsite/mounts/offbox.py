@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 from tmsite.entities.loaders import LINEAGE_FILE, OffboxRecord, RecordError, parse_lineage
+from tmsite.mounts import git_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
@@ -82,7 +83,7 @@ class OffboxMount(Mount):
         return {node.name: node for node in nodes}
 
     def script_uri(self, path: str) -> TmUri:
-        return TmUri(self.host, "git", (self.repo_name, *path.split("/")))
+        return git_uris.file_uri(self.host, self.repo_name, path)
 
     # ---- the contract ---------------------------------------------------------------------
 

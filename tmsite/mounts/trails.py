@@ -21,6 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from tmsite.mounts import fs_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
@@ -43,7 +44,7 @@ class TrailMount(Mount):
         return cls(host, Path(settings.TM_CHECKOUT))
 
     def file_uri(self, name: str) -> TmUri:
-        return TmUri(self.host, "fs", (*index.TRAILS_DIR, f"{name}.json"))
+        return fs_uris.file_uri(self.host, (*index.TRAILS_DIR, f"{name}.json"))
 
     def list(self, req: Request) -> Listing:
         if req.uri.path:
