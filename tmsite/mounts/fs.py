@@ -42,7 +42,16 @@ from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES
 from tmsite.mounts.parts import READ_CAP, check_range, too_large
-from tmsite.mounts.types import Content, Entry, LazyEntries, Listing, Request, Template, vnd
+from tmsite.mounts.types import (
+    Content,
+    Entry,
+    LazyEntries,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.mounts.uri import TmUri
 
 #: A file read whole for ``lines`` or text may be at most this large.
@@ -292,18 +301,17 @@ class FsMount(Mount):
     def _stat(self, uri: TmUri, target: Target, info: os.stat_result) -> Content:
         name = target.segments[-1]
         mime_type = self._mime(target.path, name)
-        body = {
-            "uri": str(uri.identity),
-            "name": display(name),
-            "path": "/".join(display(s) for s in target.segments),
-            "size": info.st_size,
-            "mimeType": mime_type,
-            "modified": datetime.fromtimestamp(int(info.st_mtime), UTC).isoformat(),
-            "isCollection": False,
-            "text": mime.is_text(mime_type),
-        }
+        stat = Stat(
+            str(uri.identity),
+            display(name),
+            mime_type,
+            size=info.st_size,
+            modified=datetime.fromtimestamp(int(info.st_mtime), UTC),
+            text=mime.is_text(mime_type),
+            extra={"path": "/".join(display(s) for s in target.segments)},
+        )
         links = [*self._file_links(uri), Link("alternate", str(uri.identity))]
-        return Content(str(uri), vnd("stat"), body, links, kind="stat")
+        return stat.content(str(uri), links)
 
     def _raw(self, req: Request, target: Target, info: os.stat_result) -> Content:
         uri = req.uri

@@ -68,7 +68,16 @@ from tmsite.mounts.git_imports import ManifestCache, ManifestError, read_manifes
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import rank
 from tmsite.mounts.parts import READ_CAP, check_range, too_large
-from tmsite.mounts.types import Content, Entry, LazyEntries, Listing, Request, Template, vnd
+from tmsite.mounts.types import (
+    Content,
+    Entry,
+    LazyEntries,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.mounts.uri import TmUri
 
 #: A served repository's name: one plain URI segment.
@@ -632,20 +641,23 @@ class GitMount(Mount):
         body = read_get(key)
         if body is None:
             node = t.node
-            body = {
-                "uri": str(req.uri.keeping("at")),
-                "repository": t.served.name,
-                "path": display(t.path),
-                "name": display(t.parts[-1]),
-                "at": t.at.shown,
-                "commit": t.at.commit,
-                "type": node.kind,
-                "mode": f"{node.mode:06o}",
-                "sha": node.sha,
-                "size": node.size,
-                "mimeType": self.blob_mime(t),
-                "text": mime.is_text(self.blob_mime(t)),
-            }
+            mime_type = self.blob_mime(t)
+            body = Stat(
+                str(req.uri.keeping("at")),
+                display(t.parts[-1]),
+                mime_type,
+                size=node.size,
+                text=mime.is_text(mime_type),
+                extra={
+                    "repository": t.served.name,
+                    "path": display(t.path),
+                    "at": t.at.shown,
+                    "commit": t.at.commit,
+                    "type": node.kind,
+                    "mode": f"{node.mode:06o}",
+                    "sha": node.sha,
+                },
+            ).to_json()
             if node.kind == "symlink":
                 target = gitstore.read_blob(t.repo, node.sha)
                 body["target"] = target.decode("utf-8", "replace")
@@ -861,19 +873,20 @@ class GitMount(Mount):
         if facet == "stat":
             if fs_uri.param("lines") or fs_uri.param("range"):
                 raise BadFacet(text, "a stat has no lines or range", valid=["pointer"])
-            body = {
-                "uri": str(fs_uri.keeping("at")),
-                "name": display(fs_uri.path[-1]),
-                "path": "/".join(display(s) for s in fs_uri.path),
-                "at": at,
-                "commit": found.commit,
-                "size": node.size,
-                "mimeType": mime_type,
-                "isCollection": False,
-                "text": mime.is_text(mime_type),
-            }
+            stat = Stat(
+                str(fs_uri.keeping("at")),
+                display(fs_uri.path[-1]),
+                mime_type,
+                size=node.size,
+                text=mime.is_text(mime_type),
+                extra={
+                    "path": "/".join(display(s) for s in fs_uri.path),
+                    "at": at,
+                    "commit": found.commit,
+                },
+            )
             links.append(Link("alternate", str(fs_uri.keeping("at"))))
-            return Content(text, vnd("stat"), body, links, kind="stat")
+            return stat.content(text, links)
         t = Target(served, repo, At(found.commit, at, found.is_default), fs_uri.path, node)
         content = self.read_raw(Request(fs_uri, _facets_of(fs_uri)), t)
         content.links = links

@@ -81,7 +81,7 @@ from tmsite.mounts.http_static import (
 )
 from tmsite.mounts.links import Confidence, Link
 from tmsite.mounts.parts import too_large
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 from tmsite.site import pages
 
@@ -665,18 +665,22 @@ class HttpMount(Mount):
             self._refuse_status(uri, site, path, fetched)
         media = fetched.media_type
         is_html = media in _HTML_TYPES
-        body: dict[str, Any] = {
-            "uri": str(uri.identity),
-            "site": site.name,
-            "path": path,
-            "url": f"{site.scheme}://{site.name}{request_target(path)}",
-            "status": fetched.status,
-            "contentType": fetched.header("Content-Type"),
-            "mimeType": PAGE_TYPE if is_html and fetched.status < 300 else media,
-            "size": fetched.size,
-            "fetched": fetched.fetched_at.isoformat(),
-            "title": page_title(fetched.body) if is_html else None,
-        }
+        body = Stat(
+            str(uri.identity),
+            uri.name,
+            PAGE_TYPE if is_html and fetched.status < 300 else media,
+            uri.collection,
+            size=fetched.size,
+            extra={
+                "site": site.name,
+                "path": path,
+                "url": f"{site.scheme}://{site.name}{request_target(path)}",
+                "status": fetched.status,
+                "contentType": fetched.header("Content-Type"),
+                "fetched": fetched.fetched_at.isoformat(),
+                "title": page_title(fetched.body) if is_html else None,
+            },
+        ).to_json()
         if 300 <= fetched.status < 400:
             location = fetched.header("Location")
             body["location"] = location

@@ -25,7 +25,7 @@ from tmsite.mounts import fs_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
-from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 from tmsite.trails import index
 
@@ -89,18 +89,17 @@ class TrailMount(Mount):
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            stat: dict[str, JsonValue] = {
-                "uri": str(me),
-                "name": name,
-                "title": trail.title,
-                "mimeType": vnd("trail"),
-                "isCollection": False,
-                "steps": len(trail.steps),
-                "file": str(self.file_uri(name)),
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                name,
+                vnd("trail"),
+                extra={
+                    "title": trail.title,
+                    "steps": len(trail.steps),
+                    "file": str(self.file_uri(name)),
+                },
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         for step in trail.steps:
             links.append(
                 Link("tm:step", step.uri, "exact", title=f"step {step.position}: {step.note}"[:200])
