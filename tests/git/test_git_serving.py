@@ -120,6 +120,31 @@ def test_each_check_refuses_its_mistake(settings: Any, scenario: Scenario, tmp_p
     assert ids(check_git_settings()) == ["tm.W010"]
 
 
+def test_the_mount_serves_what_the_check_reads(
+    settings: Any, scenario: Scenario, tmp_path: Path
+) -> None:
+    settings.TM_CHECKOUT = scenario.checkout
+    settings.TM_CHECKOUT_REPO = "tmsite"
+    settings.TM_GIT_REPOS = {"lib": scenario.root / "lib", "bad name": scenario.root / "lib"}
+    settings.TM_GIT_DEFAULT_REFS = {"tmsite": "v1"}
+    settings.TM_IMPORTS_FILE = None
+    mount = GitMount.from_settings(HOST)
+    assert list(mount.repos) == ["lib", "tmsite"] and mount.checkout_repo == "tmsite"
+    assert mount.repos["tmsite"].path == scenario.checkout
+    assert mount.repos["tmsite"].default_ref == "v1" and mount.imports.path is None
+    assert ids(check_git_settings()) == ["tm.E011"]
+    (tmp_path / "plain").mkdir()
+    settings.TM_CHECKOUT = tmp_path / "plain"
+    settings.TM_GIT_REPOS = {"lib": scenario.root / "lib"}
+    settings.TM_GIT_DEFAULT_REFS = {}
+    mount = GitMount.from_settings(HOST)
+    assert list(mount.repos) == ["lib"] and mount.checkout_repo is None
+    assert ids(check_git_settings()) == ["tm.W010"]
+    settings.TM_CHECKOUT = scenario.checkout
+    settings.TM_IMPORTS_FILE = scenario.checkout / "data" / "imports.json"
+    assert GitMount.from_settings(HOST).imports.path == settings.TM_IMPORTS_FILE
+
+
 # ---- the import command ------------------------------------------------------------------------
 
 
