@@ -30,6 +30,7 @@ from dulwich.repo import Repo
 
 from tests.git_oracle import run_git
 from tests.gitstore.builder import DIR, FILE, Builder
+from tmsite.mounts import registry
 from tmsite.mounts.fs import FsMount
 from tmsite.mounts.git import GitMount
 from tmsite.mounts.namespace import Namespace
@@ -74,7 +75,7 @@ class Scenario:
 
     def namespace(self, **kwargs: object) -> Namespace:
         fs = FsMount(HOST, self.checkout, ["docs", "data", "notes"])
-        return Namespace(HOST, {"fs": fs, "git": self.mount(**kwargs)})
+        return registry.compose(HOST, {"fs": fs, "git": self.mount(**kwargs)})
 
     def git(self, *args: str, repo: Path | None = None) -> str:
         """The git CLI on a repository (a test oracle only)."""

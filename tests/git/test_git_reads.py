@@ -253,6 +253,7 @@ def test_stat_and_listed_types_agree_for_every_kind(ns: Namespace, scenario: Sce
         "sha": stat["sha"],
         "size": 33,
         "mimeType": "text/markdown",
+        "isCollection": False,
         "text": True,
     }
 

@@ -259,3 +259,24 @@ def test_an_unreadable_repository_is_git_error_not_a_crash(fresh: Scenario) -> N
     assert refused.value.data["uri"] == ROOT + "lib/"
     assert str(fresh.root) not in json.dumps(refused.value.data) + refused.value.message
     assert f"tm://{HOST}/" in ns.read(ROOT).links[0].href
+
+
+def test_every_gitstore_refusal_has_its_own_row_in_the_translation_table() -> None:
+    import inspect
+
+    from tmsite.gitstore import errors as gitstore_errors
+    from tmsite.mounts.git_errors import refusal
+
+    kinds = [
+        cls
+        for _, cls in inspect.getmembers(gitstore_errors, inspect.isclass)
+        if issubclass(cls, gitstore_errors.GitStoreError)
+        and cls not in (gitstore_errors.GitStoreError, gitstore_errors.GitError)
+    ]
+    assert len(kinds) == 8
+    default = refusal.dispatch(gitstore_errors.GitStoreError)
+    assert refusal.dispatch(gitstore_errors.GitError) is default  # git-error: the default row
+    missing = [cls.__name__ for cls in kinds if refusal.dispatch(cls) is default]
+    assert missing == []
+    ambiguous = refusal.dispatch(gitstore_errors.AmbiguousRef)
+    assert ambiguous is not refusal.dispatch(gitstore_errors.NoSuchRef)  # the specific row wins

@@ -19,7 +19,8 @@ from tmsite.mcp.methods import dispatch
 from tmsite.mcp.protocol import CallContext, RpcError
 from tmsite.mounts import registry
 from tmsite.mounts.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot
-from tmsite.mounts.git import GitMount, check_git_settings, read_checkout_file_at
+from tmsite.mounts.fs import FsMount
+from tmsite.mounts.git import GitMount, check_git_settings
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.parts import to_text
 from tmsite.mounts.uri import parse
@@ -121,6 +122,31 @@ def test_each_check_refuses_its_mistake(settings: Any, scenario: Scenario, tmp_p
     assert ids(check_git_settings()) == ["tm.W010"]
 
 
+def test_the_mount_serves_what_the_check_reads(
+    settings: Any, scenario: Scenario, tmp_path: Path
+) -> None:
+    settings.TM_CHECKOUT = scenario.checkout
+    settings.TM_CHECKOUT_REPO = "tmsite"
+    settings.TM_GIT_REPOS = {"lib": scenario.root / "lib", "bad name": scenario.root / "lib"}
+    settings.TM_GIT_DEFAULT_REFS = {"tmsite": "v1"}
+    settings.TM_IMPORTS_FILE = None
+    mount = GitMount.from_settings(HOST)
+    assert list(mount.repos) == ["lib", "tmsite"] and mount.checkout_repo == "tmsite"
+    assert mount.repos["tmsite"].path == scenario.checkout
+    assert mount.repos["tmsite"].default_ref == "v1" and mount.imports.path is None
+    assert ids(check_git_settings()) == ["tm.E011"]
+    (tmp_path / "plain").mkdir()
+    settings.TM_CHECKOUT = tmp_path / "plain"
+    settings.TM_GIT_REPOS = {"lib": scenario.root / "lib"}
+    settings.TM_GIT_DEFAULT_REFS = {}
+    mount = GitMount.from_settings(HOST)
+    assert list(mount.repos) == ["lib"] and mount.checkout_repo is None
+    assert ids(check_git_settings()) == ["tm.W010"]
+    settings.TM_CHECKOUT = scenario.checkout
+    settings.TM_IMPORTS_FILE = scenario.checkout / "data" / "imports.json"
+    assert GitMount.from_settings(HOST).imports.path == settings.TM_IMPORTS_FILE
+
+
 # ---- the import command ------------------------------------------------------------------------
 
 
@@ -162,7 +188,9 @@ def fs_at(ns: Namespace, text: str) -> Any:
     uri = parse(text)
     at = uri.param("at")
     assert at is not None
-    return read_checkout_file_at(uri, at, ns)
+    git = ns.mounts["git"]
+    assert isinstance(git, GitMount)
+    return git.read_checkout_at(uri, at)
 
 
 def test_fs_file_at_a_revision(ns: Namespace, scenario: Scenario) -> None:
@@ -178,10 +206,42 @@ def test_fs_file_at_a_revision(ns: Namespace, scenario: Scenario) -> None:
     first = fs_at(ns, FS + "docs/guide.md?at=2023-11-14&lines=2-2")
     assert to_text(first.body) == "# Guide\nfirst\n"  # parts are cut by the namespace
     stat = fs_at(ns, FS + "docs/guide.md?at=v1&as=stat").body
-    assert stat["commit"] == scenario.c["c2"] and stat["size"] == 26 and stat["at"] == "v1"
-    assert stat["uri"] == FS + "docs/guide.md?at=v1"
+    assert stat == {  # an fs stat, less what git does not keep (the modified time)
+        "uri": FS + "docs/guide.md?at=v1",
+        "name": "guide.md",
+        "mimeType": "text/markdown",
+        "isCollection": False,
+        "size": 26,
+        "text": True,
+        "path": "docs/guide.md",
+        "at": "v1",
+        "commit": scenario.c["c2"],
+    }
     ranged = fs_at(ns, FS + "docs/blob.bin?at=v1&range=0-4")
     assert ranged.body == bytes(range(4)) and ranged.part_applied
+
+
+def test_fs_at_is_read_through_the_fs_mount_only_when_git_is_served(
+    ns: Namespace, scenario: Scenario
+) -> None:
+    through = ns.read(FS + "docs/guide.md?at=v1&lines=2-2")
+    assert (
+        to_text(through.body) == "second\n" and through.uri == FS + "docs/guide.md?at=v1&lines=2-2"
+    )
+    stat = ns.read(FS + "docs/guide.md?at=v1&as=stat").body
+    assert stat == fs_at(ns, FS + "docs/guide.md?at=v1&as=stat").body
+    with pytest.raises(Denied):
+        ns.read(FS + "docs/.env?at=v1")
+    alone = registry.compose(HOST, {"fs": FsMount(HOST, scenario.checkout, ["docs"])})
+    with pytest.raises(BadFacet) as refused:
+        alone.read(FS + "docs/guide.md?at=v1")
+    assert refused.value.data == {
+        "reason": "bad-facet",
+        "uri": FS + "docs/guide.md?at=v1",
+        "valid": [],
+    }
+    assert refused.value.message == "at= needs the git mount, which is not served"
+    assert alone.read(FS + "docs/guide.md").body.startswith("# Guide")
 
 
 def test_fs_at_refusals(ns: Namespace) -> None:

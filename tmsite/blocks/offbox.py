@@ -16,9 +16,10 @@ from tmsite.blocks.assemble import Context
 from tmsite.blocks.generic import json_blocks, mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
+from tmsite.mounts import fs_uris
 from tmsite.mounts.errors import Refusal
 from tmsite.mounts.types import Content
-from tmsite.mounts.uri import TmUri, parse
+from tmsite.mounts.uri import parse
 
 #: Body field → what the script does to the node.
 _SCRIPTS = (("generatedBy", "makes it"), ("inputOf", "reads it"))
@@ -33,7 +34,7 @@ def record_uri(source: str, record: dict[str, Any]) -> str | None:
         uri = parse(source)
     except Refusal:
         return None
-    return str(TmUri(uri.host, "fs", tuple(file.split("/"))).with_params(pointer=pointer))
+    return str(fs_uris.checkout_file_uri(uri.host, file, pointer=pointer))
 
 
 @assembles(kinds=("offbox",), yields=("heading", "note", "kv", "table"))

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from tmsite.core.paths import PathRefused
+
 REASONS: tuple[str, ...] = (
     "not-found",
     "out-of-root",
@@ -186,3 +188,13 @@ REFUSALS: dict[str, type[Refusal]] = {
     )
 }
 assert tuple(REFUSALS) == REASONS, "every reason has exactly one class"
+
+
+def path_refusal(exc: PathRefused, uri: str, roots: Sequence[str]) -> Refusal:
+    """The refusal of a checkout path the shared rules refuse: ``denied``, or ``out-of-root``
+    with the served ``roots`` (and, for an unknown root, the roots as ``nearest``)."""
+    if exc.denied:
+        return Denied(uri, exc.why)
+    return OutOfRoot(
+        uri, exc.why, roots=list(roots), nearest=list(roots) if exc.unknown_root else None
+    )

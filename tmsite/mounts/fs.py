@@ -15,20 +15,19 @@ only directories offered; the rest of the checkout is unreachable by design. Saf
 from __future__ import annotations
 
 import builtins
-import fnmatch
 import os
 import stat as stat_module
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
 
 from tmsite import mime
+from tmsite.core.paths import CheckoutRoots, PathRefused, denied_name, display
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
     BadArgument,
@@ -37,49 +36,33 @@ from tmsite.mounts.errors import (
     NotFound,
     OutOfRoot,
     Refusal,
+    path_refusal,
 )
 from tmsite.mounts.facets import Facets
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import MAX_CANDIDATES
 from tmsite.mounts.parts import READ_CAP, check_range, too_large
-from tmsite.mounts.types import Content, Entry, LazyEntries, Listing, Request, Template, vnd
+from tmsite.mounts.types import (
+    Content,
+    Entry,
+    LazyEntries,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.mounts.uri import TmUri
 
-DENY_PATTERNS: tuple[str, ...] = (
-    ".*",
-    "*.env",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_*",
-    "*secret*",
-    "*credential*",
-    "*.local.md",
-    "*.db",
-    "*.sqlite",
-    "*.sqlite3",
-    "__pycache__",
-)
-#: Dotfiles named back in: they describe the repository and hold nothing private.
-ALLOWED_DOTFILES = frozenset({".gitignore", ".gitmodules", ".gitattributes", ".editorconfig"})
 #: A file read whole for ``lines`` or text may be at most this large.
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
 FILE_FACETS = ("raw", "stat")
 _FILE_PARAMS = ("as", "at", "lines", "range", "pointer")
 
 
-@lru_cache(maxsize=8192)
-def denied_name(name: str) -> bool:
-    """Whether one path segment matches the deny-list."""
-    if name in ALLOWED_DOTFILES:
-        return False
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in DENY_PATTERNS)
-
-
-def display(name: str) -> str:
-    """A file name fit for JSON: bytes that are not UTF-8 shown as U+FFFD."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+#: Reads a checkout file as the checkout's repository had it at a revision (``fs/…?at=``):
+#: the fs URI asked and the revision. Handed to the fs mount when git is served.
+HistoryAt = Callable[[TmUri, str], Content]
 
 
 @dataclass(frozen=True)
@@ -99,11 +82,12 @@ class FsMount(Mount):
 
     def __init__(self, host: str, checkout: Path, roots: Sequence[str]) -> None:
         super().__init__(host)
-        self.checkout = checkout.resolve()
-        self.roots = tuple(roots)
-        # Resolved once: were a root later swapped for a symlink elsewhere, paths under it
-        # would resolve outside this and be refused, so the cache can only fail closed.
-        self.root_paths = {root: (self.checkout / root).resolve() for root in self.roots}
+        self.files = CheckoutRoots(checkout, roots)
+        self.checkout = self.files.checkout
+        self.roots = self.files.names
+        self.root_paths = self.files.paths
+        #: ``?at=`` reads; the registry hands it over when the git mount is served.
+        self.history_at: HistoryAt | None = None
 
     @classmethod
     def from_settings(cls, host: str) -> FsMount:
@@ -122,33 +106,11 @@ class FsMount(Mount):
                 path (through symlinks) outside its root.
             Denied: a segment matching the deny-list, asked or resolved.
         """
-        text = str(uri)
-        for segment in uri.path:
-            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
-                raise OutOfRoot(
-                    text,
-                    "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
-                    roots=self.root_uris(),
-                )
-        root = uri.path[0]
-        if root not in self.roots:
-            raise OutOfRoot(
-                text,
-                f"only {', '.join(self.roots)} are served",
-                roots=self.root_uris(),
-                nearest=self.root_uris(),
-            )
-        if any(denied_name(segment) for segment in uri.path):
-            raise Denied(text, "it exists or not; either way it is not offered")
-        root_path = self.root_paths[root]
-        candidate = root_path.joinpath(*uri.path[1:])
-        resolved = Path(os.path.realpath(candidate))
-        if not resolved.is_relative_to(root_path):
-            raise OutOfRoot(text, "the path leads outside its root", roots=self.root_uris())
-        inside = resolved.relative_to(root_path).parts
-        if any(denied_name(part) for part in inside):
-            raise Denied(text, "it exists or not; either way it is not offered")
-        return Target(root, uri.path, resolved)
+        try:
+            resolved = self.files.resolve(uri.path)
+        except PathRefused as exc:
+            raise path_refusal(exc, str(uri), self.root_uris()) from None
+        return Target(uri.path[0], uri.path, resolved)
 
     # ---- the contract ------------------------------------------------------------------
 
@@ -220,9 +182,9 @@ class FsMount(Mount):
     def read(self, req: Request) -> Content:
         if req.facets.at is not None:
             # The file as the checkout's repository had it then: the git mount reads it.
-            from tmsite.mounts.git import read_checkout_file_at
-
-            return read_checkout_file_at(req.uri, req.facets.at, getattr(self, "namespace", None))
+            if self.history_at is None:
+                raise BadFacet(req.text, "at= needs the git mount, which is not served", valid=[])
+            return self.history_at(req.uri, req.facets.at)
         uri = req.uri
         if not uri.path and not uri.collection:
             raise self.leaf_as_collection(uri)
@@ -339,18 +301,17 @@ class FsMount(Mount):
     def _stat(self, uri: TmUri, target: Target, info: os.stat_result) -> Content:
         name = target.segments[-1]
         mime_type = self._mime(target.path, name)
-        body = {
-            "uri": str(uri.identity),
-            "name": display(name),
-            "path": "/".join(display(s) for s in target.segments),
-            "size": info.st_size,
-            "mimeType": mime_type,
-            "modified": datetime.fromtimestamp(int(info.st_mtime), UTC).isoformat(),
-            "isCollection": False,
-            "text": mime.is_text(mime_type),
-        }
+        stat = Stat(
+            str(uri.identity),
+            display(name),
+            mime_type,
+            size=info.st_size,
+            modified=datetime.fromtimestamp(int(info.st_mtime), UTC),
+            text=mime.is_text(mime_type),
+            extra={"path": "/".join(display(s) for s in target.segments)},
+        )
         links = [*self._file_links(uri), Link("alternate", str(uri.identity))]
-        return Content(str(uri), vnd("stat"), body, links, kind="stat")
+        return stat.content(str(uri), links)
 
     def _raw(self, req: Request, target: Target, info: os.stat_result) -> Content:
         uri = req.uri

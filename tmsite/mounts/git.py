@@ -21,14 +21,14 @@ What a target reads as (``?as=``):
 
 ``?at=`` stays on every URI a read emits; a read at another revision than the default links
 ``latest-version`` to the default. Gitstore's refusals become rejections in one table
-(:func:`translate`). Reads at a commit are immutable: gitstore caches what it reads, and the
-bodies this mount assembles are cached beside them, keyed by repository, commit, path and facet.
+(:mod:`tmsite.mounts.git_errors`). Reads at a commit are immutable: gitstore caches what it
+reads, and the bodies this mount assembles are cached beside them, keyed by repository,
+commit, path and facet.
 """
 
 from __future__ import annotations
 
 import builtins
-import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,12 +36,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core import checks
 
 from tmsite import gitstore, mime
 from tmsite.check_registry import check
+from tmsite.core.paths import (
+    NOT_OFFERED,
+    CheckoutRoots,
+    PathRefused,
+    denied_name,
+    display,
+)
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
+from tmsite.mounts import fs_uris, git_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
     BadArgument,
@@ -49,21 +56,28 @@ from tmsite.mounts.errors import (
     Binary,
     Denied,
     GitError,
-    NoSuchRef,
     NotFound,
-    OutOfRoot,
     Refusal,
+    path_refusal,
 )
-from tmsite.mounts.fs import denied_name, display
+from tmsite.mounts.git_errors import CheckoutRead, RepoRead, refusals
 from tmsite.mounts.git_imports import ManifestCache, ManifestError, read_manifest
+from tmsite.mounts.git_settings import GitSettings, is_repository, read_settings
 from tmsite.mounts.links import Link
 from tmsite.mounts.nearest import rank
 from tmsite.mounts.parts import READ_CAP, check_range, too_large
-from tmsite.mounts.types import Content, Entry, LazyEntries, Listing, Request, Template, vnd
+from tmsite.mounts.types import (
+    Content,
+    Entry,
+    LazyEntries,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.mounts.uri import TmUri
 
-#: A served repository's name: one plain URI segment.
-REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: Facets by what the path is.
 TREE_FACETS = ("log", "tree")
 FILE_FACETS = ("blame", "log", "raw", "stat")
@@ -151,14 +165,6 @@ class Target:
         )
 
 
-def _is_repository(path: Path) -> bool:
-    try:
-        gitstore.open_repo(path).close()
-    except gitstore.GitError:
-        return False
-    return True
-
-
 # ---- the mount -------------------------------------------------------------------------------
 
 
@@ -192,38 +198,37 @@ class GitMount(Mount):
         self.imports = ManifestCache(imports_file)
         self._resolved: dict[tuple[str, str | None], tuple[float, gitstore.Resolved]] = {}
         self._resolved_lock = threading.Lock()
+        #: The checkout's served roots (the fs mount's), handed over by the registry when fs is
+        #: served: working-copy links and ``fs/…?at=`` reads follow the same rules.
+        self.checkout_files: CheckoutRoots | None = None
 
     @classmethod
     def from_settings(cls, host: str) -> GitMount:
         """The mount the settings describe (a checkout that is not a repository is left out;
         the system check ``tm.W010`` says so)."""
-        checkout = Path(getattr(settings, "TM_CHECKOUT", "."))
-        name = getattr(settings, "TM_CHECKOUT_REPO", "tmsite")
-        repos: dict[str, str | Path] = {}
-        configured = getattr(settings, "TM_GIT_REPOS", None) or {}
-        if isinstance(configured, Mapping):
-            repos.update({str(k): Path(v) for k, v in configured.items()})
-        if _is_repository(checkout):
-            repos[name] = checkout
-        imports_file = getattr(settings, "TM_IMPORTS_FILE", checkout / "data" / "imports.json")
+        conf = read_settings()
+        repos: dict[str, str | Path] = dict(conf.neighbours)
+        name = conf.checkout_name
+        if name is not None and is_repository(conf.checkout):
+            repos[name] = conf.checkout
         return cls(
             host,
             repos,
             checkout_repo=name if name in repos else None,
-            default_refs=getattr(settings, "TM_GIT_DEFAULT_REFS", None) or {},
-            imports_file=Path(imports_file) if imports_file else None,
+            default_refs=conf.default_refs,
+            imports_file=conf.imports_file,
         )
 
     # ---- addresses -------------------------------------------------------------------------
 
     def repo_root(self, name: str, at: str | None = None) -> TmUri:
-        return self.uri(name, collection=True, at=at)
+        return git_uris.repo_root(self.host, name, at)
 
     def path_uri(
         self, name: str, parts: Sequence[str], *, collection: bool, at: str | None
     ) -> TmUri:
         """The URI of ``parts`` in repository ``name`` (the root when ``parts`` is empty)."""
-        return self.uri(name, *parts, collection=collection or not parts, at=at)
+        return git_uris.path_uri(self.host, name, parts, collection=collection, at=at)
 
     # ---- checks, in order ------------------------------------------------------------------
 
@@ -245,15 +250,17 @@ class GitMount(Mount):
         except gitstore.GitError as exc:
             raise GitError(str(uri), f"the repository could not be opened: {exc.detail}") from exc
 
+    def asked(self, uri: TmUri, served: Served, repo: gitstore.GitRepo | None) -> RepoRead:
+        """The read gitstore's refusals are translated for (:mod:`.git_errors`)."""
+        return RepoRead(self.host, uri, served.name, repo)
+
     def check_at(self, uri: TmUri, repo: gitstore.GitRepo, served: Served) -> None:
         """Refuse a malformed ``at`` by its shape alone, before any lookup."""
         label = uri.param("at")
         if label is None or label == "HEAD":
             return
-        try:
+        with refusals(self.asked(uri, served, repo)):
             gitstore.validate_ref(label)
-        except gitstore.BadRef as exc:
-            raise translate(exc, uri, self, served, repo) from exc
 
     def resolved(
         self, served: Served, repo: gitstore.GitRepo, label: str | None
@@ -274,19 +281,15 @@ class GitMount(Mount):
 
     def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:
         label = uri.param("at")
-        try:
+        with refusals(self.asked(uri, served, repo)):
             found = self.resolved(served, repo, label)
-        except gitstore.GitStoreError as exc:
-            raise translate(exc, uri, self, served, repo) from exc
         return At(found.commit, label, found.is_default)
 
     def check_path(self, uri: TmUri, served: Served) -> tuple[str, ...]:
-        try:
+        with refusals(self.asked(uri, served, None)):
             parts = gitstore.normalise(uri.path[1:])
-        except gitstore.GitStoreError as exc:
-            raise translate(exc, uri, self, served, None) from exc
         if any(denied_name(part) for part in parts):
-            raise Denied(str(uri), "it exists or not; either way it is not offered")
+            raise Denied(str(uri), NOT_OFFERED)
         return parts
 
     def target(self, req: Request, allowed: Sequence[str]) -> Target:
@@ -298,10 +301,8 @@ class GitMount(Mount):
         self.check_at(uri, repo, served)
         parts = self.check_path(uri, served)
         at = self.resolve_at(uri, served, repo)
-        try:
+        with refusals(self.asked(uri, served, repo)):
             node = gitstore.lookup(repo, at.commit, parts)
-        except gitstore.GitStoreError as exc:
-            raise translate(exc, uri, self, served, repo) from exc
         return Target(served, repo, at, parts, node)
 
     # ---- the contract ------------------------------------------------------------------------
@@ -340,10 +341,8 @@ class GitMount(Mount):
             leaf = str(uri.as_leaf().keeping(*self.sticky_params))
             raise NotFound(req.text, "that is not a directory: its URI has no trailing /", [leaf])
         depth = req.facets.depth or 1
-        try:
+        with refusals(self.asked(uri, t.served, t.repo)):
             entries = gitstore.list_tree(t.repo, t.at.commit, t.parts, depth)
-        except gitstore.GitStoreError as exc:
-            raise translate(exc, uri, self, t.served, t.repo) from exc
         visible = _visible(entries, len(t.parts))
         extra: dict[str, Any] = {
             "repository": t.served.name,
@@ -510,29 +509,25 @@ class GitMount(Mount):
             links.extend(self.checkout_links(t))
         return links
 
-    def fs_mount(self) -> Any:
-        namespace = getattr(self, "namespace", None)
-        return namespace.mounts.get("fs") if namespace is not None else None
-
     def working_copy(self, path: str) -> TmUri | None:
         """The fs URI of ``path`` of the checkout, when the fs mount serves that very file."""
-        fs = self.fs_mount()
+        files = self.checkout_files
         served = self.repos.get(self.checkout_repo or "")
-        if fs is None or served is None:
+        if files is None or served is None:
             return None
         parts = tuple(path.split("/"))
-        if len(parts) < 2 or parts[0] not in fs.roots or any(denied_name(p) for p in parts):
+        if len(parts) < 2 or not files.serves(parts[0]) or any(denied_name(p) for p in parts):
             return None
         try:
             worktree = served.handle().worktree
         except gitstore.GitError:
             return None
-        if worktree is None or Path(worktree) != Path(fs.checkout):
+        if worktree is None or Path(worktree) != files.checkout:
             return None
-        on_disk = Path(fs.checkout).joinpath(*parts)
+        on_disk = files.checkout.joinpath(*parts)
         if on_disk.is_symlink() or not on_disk.is_file():
             return None
-        return TmUri(self.host, "fs", parts)
+        return fs_uris.file_uri(self.host, parts)
 
     def checkout_links(self, t: Target) -> builtins.list[Link]:
         """``tm:working-copy`` (a file of the checkout) and ``tm:generates`` (an import's
@@ -624,20 +619,23 @@ class GitMount(Mount):
         body = read_get(key)
         if body is None:
             node = t.node
-            body = {
-                "uri": str(req.uri.keeping("at")),
-                "repository": t.served.name,
-                "path": display(t.path),
-                "name": display(t.parts[-1]),
-                "at": t.at.shown,
-                "commit": t.at.commit,
-                "type": node.kind,
-                "mode": f"{node.mode:06o}",
-                "sha": node.sha,
-                "size": node.size,
-                "mimeType": self.blob_mime(t),
-                "text": mime.is_text(self.blob_mime(t)),
-            }
+            mime_type = self.blob_mime(t)
+            body = Stat(
+                str(req.uri.keeping("at")),
+                display(t.parts[-1]),
+                mime_type,
+                size=node.size,
+                text=mime.is_text(mime_type),
+                extra={
+                    "repository": t.served.name,
+                    "path": display(t.path),
+                    "at": t.at.shown,
+                    "commit": t.at.commit,
+                    "type": node.kind,
+                    "mode": f"{node.mode:06o}",
+                    "sha": node.sha,
+                },
+            ).to_json()
             if node.kind == "symlink":
                 target = gitstore.read_blob(t.repo, node.sha)
                 body["target"] = target.decode("utf-8", "replace")
@@ -649,10 +647,8 @@ class GitMount(Mount):
         key = t.cache_key(self.host, "mount-log", n, t.node.kind)
         body = read_get(key)
         if body is None:
-            try:
+            with refusals(self.asked(req.uri, t.served, t.repo)):
                 entries = gitstore.log(t.repo, t.at.commit, t.parts, n)
-            except gitstore.GitStoreError as exc:
-                raise translate(exc, req.uri, self, t.served, t.repo) from exc
             collection = t.node.kind == "tree"
             commits = []
             for entry in entries:
@@ -703,10 +699,8 @@ class GitMount(Mount):
         key = t.cache_key(self.host, "mount-blame")
         body = read_get(key)
         if body is None:
-            try:
+            with refusals(self.asked(req.uri, t.served, t.repo)):
                 lines = gitstore.blame(t.repo, t.at.commit, t.parts)
-            except gitstore.GitStoreError as exc:
-                raise translate(exc, req.uri, self, t.served, t.repo) from exc
             body = {
                 "uri": str(req.uri.keeping("at", **{"as": "blame"})),
                 "repository": t.served.name,
@@ -788,9 +782,17 @@ class GitMount(Mount):
 
     # ---- fs ?at= --------------------------------------------------------------------------------
 
-    def read_checkout_at(self, fs_uri: TmUri, at: str, roots: Sequence[str]) -> Content:
-        """Read an fs file as the checkout's repository had it at ``at`` (see
-        :func:`read_checkout_file_at`)."""
+    def read_checkout_at(self, fs_uri: TmUri, at: str) -> Content:
+        """An fs file (``fs/<root>/<path>``) as the checkout's repository had it at ``at``.
+
+        The fs mount's ``?at=``: the fs roots and deny-list apply (the shared rules), then the
+        ref is checked by shape, resolved (a branch, tag, commit or date) and the file read
+        from git. ``?as=raw`` (default) and ``?as=stat`` are offered, and the parts.
+
+        Raises:
+            Refusal: as the git mount refuses (``bad-facet`` for a malformed ref,
+                ``no-such-ref`` with nearest fs URIs at real refs, ``not-found``…).
+        """
         text = str(fs_uri)
         facets_given = {key for key, _ in fs_uri.params}
         allowed = {"at", "as", "lines", "range", "pointer"}
@@ -803,40 +805,33 @@ class GitMount(Mount):
         facet = fs_uri.param("as")
         if facet not in (None, "raw", "stat"):
             raise BadFacet(text, f"a file has no ?as={facet}", valid=["raw", "stat"])
-        roots_uris = [str(TmUri(self.host, "fs", (r,), True)) for r in roots]
-        for segment in fs_uri.path:
-            if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
-                raise OutOfRoot(
-                    text,
-                    "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
-                    roots=roots_uris,
-                )
-        if fs_uri.collection or len(fs_uri.path) < 2:
-            raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
-        if fs_uri.path[0] not in roots:
-            raise OutOfRoot(
-                text, f"only {', '.join(roots)} are served", roots=roots_uris, nearest=roots_uris
-            )
-        if any(denied_name(segment) for segment in fs_uri.path):
-            raise Denied(text, "it exists or not; either way it is not offered")
+        files = self.checkout_files
+        if files is None:
+            raise BadFacet(text, "at= reads the fs mount's files, which are not served", valid=[])
+        roots_uris = [str(fs_uris.root_uri(self.host, r)) for r in files.names]
+        try:
+            files.check_plain(fs_uri.path)
+            if fs_uri.collection or len(fs_uri.path) < 2:
+                raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
+            files.check_named(fs_uri.path)
+        except PathRefused as exc:
+            raise path_refusal(exc, text, roots_uris) from None
         served = self.repos.get(self.checkout_repo or "")
         if served is None:
             raise BadFacet(text, "at= needs the checkout's repository, which is not served")
         repo = self.handle(served, fs_uri)
         label = None if at == "HEAD" else at
-        try:
+        with refusals(CheckoutRead(self.host, fs_uri, served.name, repo)):
             if label is not None:
                 gitstore.validate_ref(label)
             found = self.resolved(served, repo, label)
             node = gitstore.lookup(repo, found.commit, fs_uri.path)
-        except gitstore.GitStoreError as exc:
-            raise translate(exc, fs_uri, self, served, repo, fs=True) from exc
         if node.kind == "tree":
             raise NotFound(text, "that is a directory at that revision", nearest=[])
         if node.kind == "submodule":
             raise NotFound(text, "that is a submodule at that revision", nearest=[])
         git_uri = self.path_uri(served.name, fs_uri.path, collection=False, at=at)
-        parent = TmUri(self.host, "fs", fs_uri.path[:-1], True)
+        parent = fs_uris.dir_uri(self.host, fs_uri.path[:-1])
         links = [
             Link("up", str(parent)),
             Link("collection", str(parent)),
@@ -850,52 +845,24 @@ class GitMount(Mount):
         if facet == "stat":
             if fs_uri.param("lines") or fs_uri.param("range"):
                 raise BadFacet(text, "a stat has no lines or range", valid=["pointer"])
-            body = {
-                "uri": str(fs_uri.keeping("at")),
-                "name": display(fs_uri.path[-1]),
-                "path": "/".join(display(s) for s in fs_uri.path),
-                "at": at,
-                "commit": found.commit,
-                "size": node.size,
-                "mimeType": mime_type,
-                "isCollection": False,
-                "text": mime.is_text(mime_type),
-            }
+            stat = Stat(
+                str(fs_uri.keeping("at")),
+                display(fs_uri.path[-1]),
+                mime_type,
+                size=node.size,
+                text=mime.is_text(mime_type),
+                extra={
+                    "path": "/".join(display(s) for s in fs_uri.path),
+                    "at": at,
+                    "commit": found.commit,
+                },
+            )
             links.append(Link("alternate", str(fs_uri.keeping("at"))))
-            return Content(text, vnd("stat"), body, links, kind="stat")
+            return stat.content(text, links)
         t = Target(served, repo, At(found.commit, at, found.is_default), fs_uri.path, node)
         content = self.read_raw(Request(fs_uri, _facets_of(fs_uri)), t)
         content.links = links
         return content
-
-
-def read_checkout_file_at(fs_uri: TmUri, at: str, namespace: Any = None) -> Content:
-    """An fs file (``fs/<root>/<path>``) as the checkout's repository had it at ``at``.
-
-    The fs mount calls this for ``?at=``: the same roots and deny-list apply, then the ref is
-    checked by shape, resolved (a branch, tag, commit or date) and the file read from git.
-    ``?as=raw`` (default) and ``?as=stat`` are offered, and the parts.
-
-    Args:
-        fs_uri: The fs URI asked, with its parameters.
-        at: The revision asked.
-        namespace: The namespace serving the fs mount (its git and fs mounts are used);
-            None means the process namespace.
-
-    Raises:
-        Refusal: as the git mount refuses (``bad-facet`` for a malformed ref,
-            ``no-such-ref`` with nearest fs URIs at real refs, ``not-found``…).
-    """
-    if namespace is None:
-        from tmsite.mounts.registry import namespace as process_namespace
-
-        namespace = process_namespace()
-    git = namespace.mounts.get("git")
-    fs = namespace.mounts.get("fs")
-    roots = tuple(getattr(fs, "roots", ()) or getattr(settings, "TM_FS_ROOTS", ()))
-    if not isinstance(git, GitMount):
-        raise BadFacet(str(fs_uri), "at= needs the git mount, which is not served", valid=[])
-    return git.read_checkout_at(fs_uri, at, roots)
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -990,108 +957,6 @@ class _TreeEntries(LazyEntries[gitstore.TreeEntry]):
         return Entry(str(uri), shown, is_dir, type_, entry.size, extra=extra)
 
 
-# ---- refusals ----------------------------------------------------------------------------------
-
-
-def translate(
-    exc: gitstore.GitStoreError,
-    uri: TmUri,
-    mount: GitMount,
-    served: Served,
-    repo: gitstore.GitRepo | None,
-    *,
-    fs: bool = False,
-) -> Refusal:
-    """The one table from gitstore's refusals to the namespace's.
-
-    Ref suggestions are URIs at real refs: the repository root (``git/<repo>/?at=<ref>``), or
-    for an fs read at a revision the same fs file at that ref.
-    """
-    text = str(uri)
-
-    def at_ref(ref: str) -> str:
-        label = None if ref == "HEAD" else ref
-        if fs:
-            return str(uri.identity.with_params(at=ref))
-        return str(mount.repo_root(served.name, label))
-
-    if isinstance(exc, gitstore.BadRef):
-        names: builtins.list[str] = ["HEAD"]
-        if repo is not None:
-            try:
-                branches, tags = gitstore.list_refs(repo)
-                names += [*branches, *tags]
-            except gitstore.GitStoreError:
-                pass
-        return BadFacet(
-            text,
-            f"at= is refused: {exc.why}; it takes a branch, a tag, a full or abbreviated "
-            "commit, or an ISO date or datetime",
-            valid=names[:20],
-            rule=exc.why,
-        )
-    if isinstance(exc, gitstore.AmbiguousRef):
-        return NoSuchRef(
-            text,
-            f"{exc.ref!r} abbreviates more than one commit: give more digits",
-            nearest=[at_ref(ref) for ref in exc.nearest],
-            candidates=[at_ref(sha) for sha in exc.candidates],
-        )
-    if isinstance(exc, gitstore.NoSuchRef):
-        return NoSuchRef(
-            text,
-            f"no branch, tag, commit or date {exc.ref!r} in {served.name}",
-            nearest=[at_ref(ref) for ref in exc.nearest],
-        )
-    if isinstance(exc, gitstore.OutOfRoot):
-        if fs:
-            roots = [str(TmUri(mount.host, "fs", uri.path[:1], True))]
-        else:
-            roots = [str(mount.repo_root(served.name))]
-        return OutOfRoot(
-            text,
-            "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL",
-            roots=roots,
-        )
-    if isinstance(exc, gitstore.HostileName):
-        return Denied(text, "it exists or not; either way it is not offered")
-    if isinstance(exc, gitstore.PathNotFound):
-        return NotFound(
-            text, "no such path at that revision", nearest=_nearest(exc, uri, mount, served, fs)
-        )
-    if isinstance(exc, (gitstore.NotATree, gitstore.NotABlob)):
-        return NotFound(text, str(exc), nearest=[])
-    detail = exc.detail if isinstance(exc, gitstore.GitError) else str(exc)
-    return GitError(text, f"the repository could not be read: {detail}")
-
-
-def _nearest(
-    exc: gitstore.PathNotFound, uri: TmUri, mount: GitMount, served: Served, fs: bool
-) -> builtins.list[str]:
-    base = exc.deepest_existing.split("/") if exc.deepest_existing else []
-    asked = exc.path.split("/")
-    wanted = asked[len(base)] if len(asked) > len(base) else asked[-1]
-    label = uri.param("at")
-    candidates = []
-    for name in exc.siblings:
-        is_dir = name.endswith("/")
-        plain = name.rstrip("/")
-        if denied_name(plain):
-            continue
-        if fs:
-            target = TmUri(mount.host, "fs", (*base, plain), is_dir)
-            if is_dir:
-                continue  # fs reads at a revision are files only
-            candidates.append((name, str(target.with_params(at=label))))
-        else:
-            target = mount.path_uri(served.name, (*base, plain), collection=is_dir, at=label)
-            candidates.append((name, str(target)))
-    found = rank(wanted, candidates, exclude=str(uri))
-    if found or fs:
-        return found
-    return [str(mount.repo_root(served.name, label))]
-
-
 # ---- start-up checks ---------------------------------------------------------------------------
 
 
@@ -1106,20 +971,13 @@ def check_git_settings() -> builtins.list[checks.CheckMessage]:
     * E014 the import manifest is invalid or names a repository that is not a served neighbour;
     * W010 ``TM_CHECKOUT`` is not a git repository (the mount serves the neighbours only).
     """
+    conf = read_settings()
     out: builtins.list[checks.CheckMessage] = []
-    checkout = Path(getattr(settings, "TM_CHECKOUT", "."))
-    checkout_name = getattr(settings, "TM_CHECKOUT_REPO", "tmsite")
     served: dict[str, Path] = {}
-    if not isinstance(checkout_name, str) or not REPO_NAME.fullmatch(checkout_name):
-        out.append(
-            checks.Error(
-                f"TM_CHECKOUT_REPO {checkout_name!r} is not a plain name",
-                hint="letters, digits, '.', '_' and '-', starting with a letter or digit",
-                id="tm.E011",
-            )
-        )
-    elif _is_repository(checkout):
-        served[checkout_name] = checkout
+    if conf.checkout_problem is not None:
+        out.append(conf.checkout_problem)
+    elif is_repository(conf.checkout):
+        served[str(conf.checkout_name)] = conf.checkout
     else:
         out.append(
             checks.Warning(
@@ -1127,58 +985,39 @@ def check_git_settings() -> builtins.list[checks.CheckMessage]:
                 id="tm.W010",
             )
         )
-    repos = getattr(settings, "TM_GIT_REPOS", None) or {}
-    if not isinstance(repos, Mapping):
-        out.append(
-            checks.Error(
-                "TM_GIT_REPOS must map repository names to paths",
-                hint='for example {"nes": "/srv/nes"}',
-                id="tm.E010",
-            )
-        )
-        repos = {}
-    for name, path in repos.items():
-        if not isinstance(name, str) or not isinstance(path, (str, Path)):
-            out.append(
-                checks.Error("TM_GIT_REPOS must map repository names to paths", id="tm.E010")
-            )
-            continue
-        if not REPO_NAME.fullmatch(name) or name == checkout_name:
+    if conf.repos_problem is not None:
+        out.append(conf.repos_problem)
+    for entry in conf.entries:
+        if entry.problem is not None:
+            out.append(entry.problem)
+        elif not is_repository(entry.path):
             out.append(
                 checks.Error(
-                    f"TM_GIT_REPOS: {name!r} is not a plain name or clashes with the checkout's",
-                    hint="letters, digits, '.', '_' and '-'; not TM_CHECKOUT_REPO",
-                    id="tm.E011",
-                )
-            )
-            continue
-        if not _is_repository(Path(path)):
-            out.append(
-                checks.Error(
-                    f"TM_GIT_REPOS: {name!r} is not a git repository",
+                    f"TM_GIT_REPOS: {entry.name!r} is not a git repository",
                     hint="point it at a work tree or a bare repository",
                     id="tm.E012",
                 )
             )
-            continue
-        served[name] = Path(path)
-    out.extend(_check_default_refs(served))
-    out.extend(_check_manifest(checkout, served, checkout_name))
+        else:
+            served[entry.name] = entry.path
+    out.extend(_check_default_refs(conf, served))
+    out.extend(_check_manifest(conf, served))
     return out
 
 
-def _check_default_refs(served: Mapping[str, Path]) -> builtins.list[checks.CheckMessage]:
-    pinned = getattr(settings, "TM_GIT_DEFAULT_REFS", None) or {}
-    if not isinstance(pinned, Mapping):
-        return [checks.Error("TM_GIT_DEFAULT_REFS must map repository names to refs", id="tm.E013")]
+def _check_default_refs(
+    conf: GitSettings, served: Mapping[str, Path]
+) -> builtins.list[checks.CheckMessage]:
+    if conf.default_refs_problem is not None:
+        return [conf.default_refs_problem]
     out: builtins.list[checks.CheckMessage] = []
-    for name, ref in pinned.items():
+    for name, ref in conf.default_refs.items():
         if name not in served:
             out.append(checks.Error(f"TM_GIT_DEFAULT_REFS: {name!r} is not served", id="tm.E013"))
             continue
         try:
             with gitstore.open_repo(served[name]) as repo:
-                gitstore.resolve(repo, None, str(ref))
+                gitstore.resolve(repo, None, ref)
         except gitstore.GitStoreError as exc:
             out.append(
                 checks.Error(
@@ -1190,18 +1029,17 @@ def _check_default_refs(served: Mapping[str, Path]) -> builtins.list[checks.Chec
 
 
 def _check_manifest(
-    checkout: Path, served: Mapping[str, Path], checkout_name: object
+    conf: GitSettings, served: Mapping[str, Path]
 ) -> builtins.list[checks.CheckMessage]:
-    path = getattr(settings, "TM_IMPORTS_FILE", checkout / "data" / "imports.json")
-    if not path:
+    if conf.imports_file is None:
         return []
     try:
-        manifest = read_manifest(Path(path))
+        manifest = read_manifest(conf.imports_file)
     except ManifestError as exc:
         return [checks.Error(f"the import manifest is invalid: {exc}", id="tm.E014")]
     out: builtins.list[checks.CheckMessage] = []
     for entry in manifest.entries:
-        if entry.repo not in served or entry.repo == checkout_name:
+        if entry.repo not in served or entry.repo == conf.checkout_name:
             out.append(
                 checks.Error(
                     f"the import manifest names {entry.repo!r}, which is not a served "

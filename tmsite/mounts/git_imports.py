@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmsite import gitstore
-from tmsite.mounts.fs import denied_name
+from tmsite.core.paths import denied_name
 
 #: The checkout directory imported copies must live under.
 IMPORT_ROOT = "docs"

@@ -42,6 +42,7 @@ from django.core import checks
 
 from tmsite import mime
 from tmsite.check_registry import check
+from tmsite.mounts import fs_uris, git_uris, http_uris
 from tmsite.mounts import http_sitegraph as graph
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import (
@@ -80,7 +81,7 @@ from tmsite.mounts.http_static import (
 )
 from tmsite.mounts.links import Confidence, Link
 from tmsite.mounts.parts import too_large
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 from tmsite.site import pages
 
@@ -268,6 +269,11 @@ class HttpMount(Mount):
         self._facts: dict[str, tuple[float, SiteFacts | Refusal]] = {}
         self._family: tuple[float, frozenset[str]] | None = None
         self._lock = threading.Lock()
+        #: What the other mounts serve, handed over by the registry: the fs mount's roots
+        #: (empty when fs is not served) and whether the git mount is served. Links into
+        #: them are offered only then.
+        self.fs_roots: frozenset[str] = frozenset()
+        self.git_served = False
 
     @classmethod
     def from_settings(cls, host: str) -> HttpMount:
@@ -293,12 +299,11 @@ class HttpMount(Mount):
         return own[0] if own else None
 
     def site_root(self, site: str) -> TmUri:
-        return self.uri(site, collection=True)
+        return http_uris.site_root(self.host, site)
 
     def page_uri(self, site: str, path: str) -> TmUri:
         """The tm:// URI of a page of ``site`` at URL path ``path``."""
-        segments = [s for s in path.strip("/").split("/") if s] if path != "/" else []
-        return self.uri(site, *segments, collection=path.endswith("/"))
+        return http_uris.page_uri(self.host, site, path)
 
     def _site(self, uri: TmUri) -> Site:
         name = uri.path[0]
@@ -660,18 +665,22 @@ class HttpMount(Mount):
             self._refuse_status(uri, site, path, fetched)
         media = fetched.media_type
         is_html = media in _HTML_TYPES
-        body: dict[str, Any] = {
-            "uri": str(uri.identity),
-            "site": site.name,
-            "path": path,
-            "url": f"{site.scheme}://{site.name}{request_target(path)}",
-            "status": fetched.status,
-            "contentType": fetched.header("Content-Type"),
-            "mimeType": PAGE_TYPE if is_html and fetched.status < 300 else media,
-            "size": fetched.size,
-            "fetched": fetched.fetched_at.isoformat(),
-            "title": page_title(fetched.body) if is_html else None,
-        }
+        body = Stat(
+            str(uri.identity),
+            uri.name,
+            PAGE_TYPE if is_html and fetched.status < 300 else media,
+            uri.collection,
+            size=fetched.size,
+            extra={
+                "site": site.name,
+                "path": path,
+                "url": f"{site.scheme}://{site.name}{request_target(path)}",
+                "status": fetched.status,
+                "contentType": fetched.header("Content-Type"),
+                "fetched": fetched.fetched_at.isoformat(),
+                "title": page_title(fetched.body) if is_html else None,
+            },
+        ).to_json()
         if 300 <= fetched.status < 400:
             location = fetched.header("Location")
             body["location"] = location
@@ -732,16 +741,8 @@ class HttpMount(Mount):
                 )
         return links
 
-    def _mount(self, name: str) -> Mount | None:
-        namespace = getattr(self, "namespace", None)
-        if namespace is None:
-            return None
-        found: Mount | None = namespace.mounts.get(name)
-        return found
-
     def _fs_root(self, root: str) -> bool:
-        fs = self._mount("fs")
-        return fs is not None and root in getattr(fs, "roots", ())
+        return root in self.fs_roots
 
     def _record_exists(self, record: str) -> bool:
         return (pages.checkout() / "data" / record).is_file()
@@ -754,14 +755,14 @@ class HttpMount(Mount):
             links.append(
                 Link(
                     "tm:source",
-                    str(TmUri(self.host, "fs", tuple(page.source.split("/")))),
+                    str(fs_uris.checkout_file_uri(self.host, page.source)),
                     "exact",
                     title="the markdown this page is rendered from",
                     type="text/markdown",
                 )
             )
         view = graph.view_for(path)
-        if view is not None and view.source is not None and self._mount("git") is not None:
+        if view is not None and view.source is not None and self.git_served:
             title = "the view that renders this page"
             if view.several:
                 title += " (one of several it renders)"
@@ -785,14 +786,14 @@ class HttpMount(Mount):
     def _data_link(self, record: str, confidence: Confidence) -> Link:
         return Link(
             "tm:data",
-            str(TmUri(self.host, "fs", ("data", record))),
+            str(fs_uris.file_uri(self.host, ("data", record))),
             confidence,
             title="a record this page's code reads",
             type="application/json",
         )
 
     def _git_uri(self, relpath: str) -> str:
-        return str(TmUri(self.host, "git", (self.repo, *relpath.split("/"))))
+        return str(git_uris.file_uri(self.host, self.repo, relpath))
 
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
         """Links into fs (a document's pages, a record's readers and writer) and git (a view
@@ -853,7 +854,7 @@ class HttpMount(Mount):
                         else "a page whose code reads this record",
                     )
                 )
-        if self._mount("git") is not None:
+        if self.git_served:
             for script, confidence in graph.writers(pages.checkout()).get(record, {}).items():
                 links.append(
                     Link(
@@ -874,7 +875,7 @@ class HttpMount(Mount):
                     links.append(
                         Link(
                             "tm:generates",
-                            str(TmUri(self.host, "fs", ("data", record))),
+                            str(fs_uris.file_uri(self.host, ("data", record))),
                             by[script],
                             title="a record this script writes",
                         )

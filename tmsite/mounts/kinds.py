@@ -21,7 +21,7 @@ from tmsite.kinds.counter import COUNTER, KindCounter, Seen, served
 from tmsite.mounts.base import Mount, require_no_part
 from tmsite.mounts.errors import BadArgument, NotFound
 from tmsite.mounts.links import Link
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 
 _KIND = re.compile(r"[a-z][a-z0-9-]{0,63}", re.ASCII)
 
@@ -81,17 +81,16 @@ class KindsMount(Mount):
         ]
         if req.facets.facet == "stat":
             require_no_part(req, "a stat")
-            stat = {
-                "uri": str(me),
-                "name": name,
-                "mimeType": vnd("kind"),
-                "isCollection": False,
-                "count": seen.count,
-                "lastServed": seen.last.isoformat() if seen.last else None,
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                name,
+                vnd("kind"),
+                extra={
+                    "count": seen.count,
+                    "lastServed": seen.last.isoformat() if seen.last else None,
+                },
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         body = {"uri": str(me), **seen.to_json(name)}
         return Content(req.text, vnd("kind"), body, links, kind="kind")
 

@@ -27,7 +27,7 @@ from tmsite.mounts.base import Mount, require_no_part
 from tmsite.mounts.errors import BadArgument, NotFound
 from tmsite.mounts.links import CONFIDENCES, IANA_RELS, INVERSE, TM_RELS, Link
 from tmsite.mounts.renderers import RenderersMount
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 
 #: The shapes a viewer draws a mount's things with (a closed set).
@@ -262,16 +262,13 @@ class ManifestMount(Mount):
             )
         if req.facets.facet == "stat":
             require_no_part(req, "a stat")
-            stat = {
-                "uri": str(me),
-                "name": name or "manifest",
-                "mimeType": vnd("manifest"),
-                "isCollection": False,
-                "sections": [name] if name else list(SECTIONS),
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                name or "manifest",
+                vnd("manifest"),
+                extra={"sections": [name] if name else list(SECTIONS)},
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         body: dict[str, Any] = {"uri": str(me)}
         if name is None:
             body.update(self.document())

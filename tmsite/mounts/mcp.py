@@ -42,7 +42,7 @@ from tmsite.mounts import mcp_errors, mcp_map
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
 from tmsite.mounts.links import Confidence, Link
-from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.servers import grammar, pool
 from tmsite.servers.connect import token_for
 from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
@@ -263,18 +263,14 @@ class McpMount(Mount):
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            stat: dict[str, JsonValue] = {
-                "uri": str(me),
-                "name": name,
-                "mimeType": vnd(kind),
-                "isCollection": False,
-                "size": len(json.dumps(item, ensure_ascii=False).encode()),
-                "server": record.name,
-                "declaredAt": declared.asked_at.isoformat(),
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                name,
+                vnd(kind),
+                size=len(json.dumps(item, ensure_ascii=False).encode()),
+                extra={"server": record.name, "declaredAt": declared.asked_at.isoformat()},
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         return Content(req.text, vnd(kind), item, links, kind=kind)
 
     def _entries(self, record: McpServer) -> builtins.list[MapEntry]:
@@ -297,17 +293,13 @@ class McpMount(Mount):
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            stat: dict[str, JsonValue] = {
-                "uri": str(me),
-                "name": "map",
-                "mimeType": vnd("map"),
-                "isCollection": False,
-                "entries": len(entries),
-                "server": record.name,
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                "map",
+                vnd("map"),
+                extra={"entries": len(entries), "server": record.name},
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         body_entries: builtins.list[JsonValue] = []
         for entry in entries:
             tool_uri = str(self.uri(record.name, "tools", entry.tool))

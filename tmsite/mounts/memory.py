@@ -14,7 +14,7 @@ from tmsite.mime import by_name
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadFacet, NotFound, OutOfRoot
 from tmsite.mounts.links import Link
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 
 Tree = Mapping[str, Any]  # name → str (a text file) or Tree (a directory)
@@ -77,14 +77,9 @@ class MemoryMount(Mount):
         if req.facets.facet == "stat":
             if req.facets.part:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            body = {"uri": str(req.uri.identity), "size": len(node.encode()), "mimeType": mime_type}
-            return Content(
-                req.text,
-                vnd("stat"),
-                body,
-                [*links, Link("alternate", str(req.uri.identity))],
-                kind="stat",
-            )
+            me = str(req.uri.identity)
+            stat = Stat(me, req.uri.name, mime_type, size=len(node.encode()))
+            return stat.content(req.text, [*links, Link("alternate", me)])
         return Content(req.text, mime_type, node, links)
 
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:

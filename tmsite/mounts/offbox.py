@@ -24,10 +24,11 @@ from pathlib import Path
 from django.conf import settings
 
 from tmsite.entities.loaders import LINEAGE_FILE, OffboxRecord, RecordError, parse_lineage
+from tmsite.mounts import git_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
-from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 
 
@@ -82,7 +83,7 @@ class OffboxMount(Mount):
         return {node.name: node for node in nodes}
 
     def script_uri(self, path: str) -> TmUri:
-        return TmUri(self.host, "git", (self.repo_name, *path.split("/")))
+        return git_uris.file_uri(self.host, self.repo_name, path)
 
     # ---- the contract ---------------------------------------------------------------------
 
@@ -118,17 +119,16 @@ class OffboxMount(Mount):
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            stat: dict[str, JsonValue] = {
-                "uri": str(me),
-                "name": node.name,
-                "mimeType": vnd("offbox"),
-                "isCollection": False,
-                "exposed": False,
-                "record": {"file": LINEAGE_FILE, "pointer": f"/offbox/{node.name}"},
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                node.name,
+                vnd("offbox"),
+                extra={
+                    "exposed": False,
+                    "record": {"file": LINEAGE_FILE, "pointer": f"/offbox/{node.name}"},
+                },
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         for path in node.generated_by:
             links.append(
                 Link("tm:generated-by", str(self.script_uri(path)), "exact", title="makes it")

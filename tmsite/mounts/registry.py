@@ -8,6 +8,7 @@ names (``mount_class`` asserts it when the checks import every mount).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from importlib import import_module
 
 from django.conf import settings
@@ -59,6 +60,39 @@ def build_mount(name: str, host: str) -> Mount:
 ASSEMBLERS: dict[str, FacetAssembler] = {"blocks": assemble_blocks}
 
 
+def wire(mounts: Mapping[str, Mount]) -> None:
+    """Hand the mounts what they take from each other, when both are served.
+
+    fs and git: git reads fs's files at a revision (``fs/…?at=``, fs's ``history_at``) and links
+    a repository's files to their working copies, by fs's roots. http: the page links into fs
+    and git are offered only when those are served. A mount never looks another up.
+    """
+    fs, git, http = mounts.get("fs"), mounts.get("git"), mounts.get("http")
+    if fs is not None:
+        from tmsite.mounts.fs import FsMount
+
+        assert isinstance(fs, FsMount)
+    if git is not None:
+        from tmsite.mounts.git import GitMount
+
+        assert isinstance(git, GitMount)
+        git.checkout_files = fs.files if fs is not None else None
+        if fs is not None:
+            fs.history_at = git.read_checkout_at
+    if http is not None:
+        from tmsite.mounts.http import HttpMount
+
+        assert isinstance(http, HttpMount)
+        http.fs_roots = frozenset(fs.roots) if fs is not None else frozenset()
+        http.git_served = git is not None
+
+
+def compose(host: str, mounts: Mapping[str, Mount]) -> Namespace:
+    """A namespace of ``mounts``, wired to each other (:func:`wire`)."""
+    wire(mounts)
+    return Namespace(host, mounts, ASSEMBLERS)
+
+
 @check
 def check_enabled_mounts() -> list[checks.CheckMessage]:
     """``tm.E001``: ``TM_MOUNTS`` names only registered mounts."""
@@ -91,8 +125,7 @@ def namespace() -> Namespace:
     with _lock:
         if _built is None:
             host = settings.TM_HOST
-            mounts = {name: build_mount(name, host) for name in enabled_names()}
-            _built = Namespace(host, mounts, ASSEMBLERS)
+            _built = compose(host, {name: build_mount(name, host) for name in enabled_names()})
         return _built
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from tmsite.mounts.base import Mount, require_no_part
 from tmsite.mounts.errors import BadArgument, NotFound, OutOfRoot
 from tmsite.mounts.links import Link
-from tmsite.mounts.types import Content, Entry, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 
 #: Where the explorer's modules live in the source tree, and where the site serves them.
 STATIC_DIR = Path(__file__).resolve().parent.parent / "site" / "static" / "explorer"
@@ -136,16 +136,8 @@ class RenderersMount(Mount):
         data = (STATIC_DIR / file_name).read_bytes()
         if req.facets.facet == "stat":
             require_no_part(req, "a stat")
-            stat = {
-                "uri": str(me),
-                "name": uri.path[1],
-                "mimeType": vnd("renderer"),
-                "isCollection": False,
-                "size": len(data),
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
-            )
+            stat = Stat(str(me), uri.path[1], vnd("renderer"), size=len(data))
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         body = {
             "uri": str(me),
             "mediaType": media,

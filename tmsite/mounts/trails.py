@@ -21,10 +21,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from tmsite.mounts import fs_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadFacet, NotFound
 from tmsite.mounts.links import Link
-from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Template, vnd
+from tmsite.mounts.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 from tmsite.trails import checks as _checks  # noqa: F401  (registers the trail checks)
 from tmsite.trails import index
@@ -44,7 +45,7 @@ class TrailMount(Mount):
         return cls(host, Path(settings.TM_CHECKOUT))
 
     def file_uri(self, name: str) -> TmUri:
-        return TmUri(self.host, "fs", (*index.TRAILS_DIR, f"{name}.json"))
+        return fs_uris.file_uri(self.host, (*index.TRAILS_DIR, f"{name}.json"))
 
     def list(self, req: Request) -> Listing:
         if req.uri.path:
@@ -89,18 +90,17 @@ class TrailMount(Mount):
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            stat: dict[str, JsonValue] = {
-                "uri": str(me),
-                "name": name,
-                "title": trail.title,
-                "mimeType": vnd("trail"),
-                "isCollection": False,
-                "steps": len(trail.steps),
-                "file": str(self.file_uri(name)),
-            }
-            return Content(
-                req.text, vnd("stat"), stat, [*links, Link("alternate", str(me))], kind="stat"
+            stat = Stat(
+                str(me),
+                name,
+                vnd("trail"),
+                extra={
+                    "title": trail.title,
+                    "steps": len(trail.steps),
+                    "file": str(self.file_uri(name)),
+                },
             )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
         for step in trail.steps:
             links.append(
                 Link("tm:step", step.uri, "exact", title=f"step {step.position}: {step.note}"[:200])

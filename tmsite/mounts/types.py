@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from tmsite.mounts.facets import Facets
@@ -107,6 +108,46 @@ class Entry:
             out["title"] = self.title
         out.update(self.extra)
         return out
+
+
+@dataclass(frozen=True)
+class Stat:
+    """What ``?as=stat`` says of one thing, whatever the mount: the body of every stat.
+
+    ``uri``, ``name``, ``mimeType`` (the type the thing is listed and read as) and
+    ``isCollection`` always; ``size``, ``modified`` (UTC) and ``text`` (whether a plain read
+    answers text) when the mount knows them, absent when it does not; then the mount's own
+    fields (a repository and commit, a status, a count …), in the order given.
+    """
+
+    uri: str
+    name: str
+    mime_type: str
+    collection: bool = False
+    size: int | None = None
+    modified: datetime | None = None
+    text: bool | None = None
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {
+            "uri": self.uri,
+            "name": self.name,
+            "mimeType": self.mime_type,
+            "isCollection": self.collection,
+        }
+        if self.size is not None:
+            out["size"] = self.size
+        if self.modified is not None:
+            out["modified"] = self.modified.isoformat()
+        if self.text is not None:
+            out["text"] = self.text
+        out.update(self.extra)
+        return out
+
+    def content(self, uri: str, links: list[Link]) -> Content:
+        """The stat as a read's answer (``application/vnd.tm.stat+json``)."""
+        return Content(uri, vnd("stat"), self.to_json(), links, kind="stat")
 
 
 class LazyEntries(Sequence[Entry], Generic[T]):

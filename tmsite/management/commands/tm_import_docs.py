@@ -14,11 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tmsite import gitstore
 from tmsite.mounts.git_imports import IMPORT_ROOT, Import, ManifestError, read_manifest
+from tmsite.mounts.git_settings import read_settings
 
 
 def _destination(checkout: Path, entry: Import) -> Path:
@@ -63,16 +63,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        checkout = Path(settings.TM_CHECKOUT)
-        manifest_path = Path(
-            getattr(settings, "TM_IMPORTS_FILE", checkout / "data" / "imports.json")
-        )
+        conf = read_settings()
+        checkout = conf.checkout
+        if conf.imports_file is None:
+            raise CommandError("TM_IMPORTS_FILE is empty: there is no import manifest")
         try:
-            manifest = read_manifest(manifest_path)
+            manifest = read_manifest(conf.imports_file)
         except ManifestError as exc:
             raise CommandError(str(exc)) from exc
-        repos = getattr(settings, "TM_GIT_REPOS", None) or {}
-        default_refs = getattr(settings, "TM_GIT_DEFAULT_REFS", None) or {}
+        repos = conf.neighbours
+        default_refs = conf.default_refs
         stale: list[str] = []
         for entry in manifest.entries:
             if entry.repo not in repos:

@@ -1,0 +1,1 @@
+"""The namespace's vocabulary: shapes and rules every mount shares; imports nothing of tmsite."""
