@@ -11,7 +11,7 @@ from tests.blocks.conftest import HOST
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.mounts.links import IANA_RELS, TM_RELS
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.renderers import RENDERERS
+from tmsite.mounts.renderers_catalogue import RENDERERS
 
 pytestmark = pytest.mark.spec("MANIFEST", "RENDERERS")
 

@@ -10,7 +10,7 @@ only in ``Host`` (and SNI). Two kinds of site:
   :mod:`ast` — to the records its code reads (:mod:`tmsite.mounts.http_sitegraph`).
 * ``static`` — a site the box serves but did not build: listed from its ``sitemap.xml``, fenced
   by its ``robots.txt``, described by its ``/.well-known/tm-manifest.json``
-  (:mod:`tmsite.mounts.http_static`).
+  (:mod:`tmsite.mounts.http_site`).
 
 Representations (``?as=``):
 
@@ -66,7 +66,7 @@ from tmsite.mounts.http_fetch import (
     FrontDoor,
     worker_threads,
 )
-from tmsite.mounts.http_static import (
+from tmsite.mounts.http_site import (
     AUX_CAP,
     MANIFEST,
     ROBOTS,

@@ -26,7 +26,7 @@ from tmsite.blocks.vocabulary import BLOCK_KINDS
 from tmsite.mounts.base import Mount, require_no_part
 from tmsite.mounts.errors import BadArgument, NotFound
 from tmsite.mounts.links import CONFIDENCES, IANA_RELS, INVERSE, TM_RELS, Link
-from tmsite.mounts.renderers import RenderersMount
+from tmsite.mounts.renderers_catalogue import catalogue
 from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.mounts.uri import TmUri
 
@@ -213,7 +213,7 @@ class ManifestMount(Mount):
             "confidences": LINE_STYLES,
             "kinds": kind_handles(),
             "blocks": {"vocabulary": list(BLOCK_KINDS), "schema": SCHEMA},
-            "renderers": RenderersMount(self.host).catalogue(),
+            "renderers": catalogue(self.host),
         }
 
     def section(self, name: str) -> Any:

@@ -12,44 +12,18 @@ from __future__ import annotations
 import builtins
 import hashlib
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from tmsite.mounts.base import Mount, require_no_part
 from tmsite.mounts.errors import BadArgument, NotFound, OutOfRoot
 from tmsite.mounts.links import Link
+from tmsite.mounts.renderers_catalogue import (
+    RENDERERS,
+    STATIC_DIR,
+    families,
+    module_url,
+    renderer_uri,
+)
 from tmsite.mounts.types import Content, Entry, Listing, Request, Stat, Template, vnd
-
-#: Where the explorer's modules live in the source tree, and where the site serves them.
-STATIC_DIR = Path(__file__).resolve().parent.parent / "site" / "static" / "explorer"
-MODULE_PREFIX = "/static/explorer/"
-
-#: media type → the module (a file in ``STATIC_DIR``) that draws it. Keep sorted.
-RENDERERS: dict[str, str] = {
-    "application/json": "render-json.js",
-    "application/vnd.tm.blocks+json": "blocks.js",
-    "image/*": "render-image.js",
-    "text/*": "render-text.js",
-    "text/html": "render-html.js",
-    "text/markdown": "render-markdown.js",
-}
-assert list(RENDERERS) == sorted(RENDERERS), "keep the renderers sorted"
-
-
-def module_url(file_name: str) -> str:
-    return MODULE_PREFIX + file_name
-
-
-def digest(file_name: str) -> str:
-    """The SHA-256 of a module file, hex."""
-    return hashlib.sha256((STATIC_DIR / file_name).read_bytes()).hexdigest()
-
-
-def families() -> dict[str, builtins.list[str]]:
-    out: dict[str, builtins.list[str]] = {}
-    for media in RENDERERS:
-        family, _, subtype = media.partition("/")
-        out.setdefault(family, []).append(subtype)
-    return {family: sorted(subs) for family, subs in sorted(out.items())}
 
 
 class RenderersMount(Mount):
@@ -58,20 +32,7 @@ class RenderersMount(Mount):
     what = "Per media type, the browser module that draws it: its address and SHA-256."
 
     def renderer_uri(self, media_type: str) -> str:
-        family, _, subtype = media_type.partition("/")
-        return str(self.uri(family, subtype))
-
-    def catalogue(self) -> builtins.list[dict[str, object]]:
-        """Every renderer: media type, address, module URL, SHA-256 (the manifest uses it)."""
-        return [
-            {
-                "mediaType": media,
-                "uri": self.renderer_uri(media),
-                "module": module_url(file_name),
-                "sha256": digest(file_name),
-            }
-            for media, file_name in RENDERERS.items()
-        ]
+        return renderer_uri(self.host, media_type)
 
     def _plain_names(self, req: Request) -> None:
         """A listing or read whose path is not plain names leaves ``renderers/``."""
