@@ -8,7 +8,8 @@ Two steps, kept apart so the entity mount can read a record "as it stood" at an 
 * :func:`fill` writes validated records into the models in one transaction with a constant
   number of bulk statements (bulk upserts keyed by the records' keys, then one delete per table
   for what the records no longer hold), applying maintainers' corrections again, so a reload is
-  idempotent and corrections outlive it.
+  idempotent and corrections outlive it. It loops over the kinds of
+  :mod:`tmsite.entities.kinds`: each kind's rows, then each relation's link rows.
 
 :func:`load_checkout` does both for a checkout directory; ``manage.py tm_load_records`` calls it.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from django.db import transaction
 
+from tmsite.entities import kinds as K
 from tmsite.entities import models as m
 from tmsite.entities.record_files import (
     AUTOPSY_FILE,
@@ -41,6 +43,7 @@ from tmsite.entities.record_files import (
     parse_records,
     pointer,
 )
+from tmsite.entities.records import correction_key
 
 __all__ = [
     "AUTOPSY_FILE",
@@ -68,22 +71,31 @@ __all__ = [
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What one fill wrote."""
+    """What one fill wrote: rows per kind (by plural) and per relation's link rows."""
 
-    patterns: int
-    games: int
-    routines: int
-    lessons: int
-    instances: int
+    written: dict[str, int]
     corrections_applied: int
     removed: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def patterns(self) -> int:
+        return self.written.get("patterns", 0)
 
-# --- filling the database ---------------------------------------------------------------------
+    @property
+    def games(self) -> int:
+        return self.written.get("games", 0)
 
+    @property
+    def routines(self) -> int:
+        return self.written.get("routines", 0)
 
-def _routine_correction_key(game: str, routine: str) -> str:
-    return f"{game}/{routine}"
+    @property
+    def lessons(self) -> int:
+        return self.written.get("lessons", 0)
+
+    @property
+    def instances(self) -> int:
+        return self.written.get("instances", 0)
 
 
 def latest_corrections() -> dict[tuple[str, str, str], m.Correction]:
@@ -101,10 +113,10 @@ def _apply(
     corrections: Mapping[tuple[str, str, str], m.Correction],
 ) -> int:
     """Set the record's values of the correctable fields, then any corrections; count them."""
-    recorded = {name: getattr(obj, name) for name in obj.CORRECTABLE}
-    obj.recorded = recorded
+    correctable = getattr(obj, "CORRECTABLE", ())
+    obj.recorded = {name: getattr(obj, name) for name in correctable}
     applied = 0
-    for name in obj.CORRECTABLE:
+    for name in correctable:
         row = corrections.get((entity, key, name))
         if row is not None:
             setattr(obj, name, row.value)
@@ -112,23 +124,70 @@ def _apply(
     return applied
 
 
-def _upsert(model: Any, rows: list[Any], unique_fields: list[str], fields: list[str]) -> None:
-    """Insert ``rows``, or update an existing row with the same ``unique_fields`` in place.
+class _Fill:
+    """One fill: the load token, the corrections in force, the ids of the rows written."""
 
-    The update sets ``fields`` plus the recorded values and the load token; the row keeps its id.
-    One statement per batch.
-    """
-    model.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=unique_fields,
-        update_fields=[*fields, "recorded", "load_token"],
-    )
+    def __init__(self, records: Records) -> None:
+        self.records = records
+        self.token = uuid.uuid4().hex
+        self.corrections = latest_corrections()
+        self.ids: dict[tuple[str, K.Key], int] = {}
+        self.written: dict[str, int] = {}
+        self.applied = 0
 
+    def id_of(self, kind: str, key: K.Key) -> int:
+        return self.ids[(kind, key)]
 
-def _ids_by_key(model: Any, token: str) -> dict[str, int]:
-    """Key → id of the rows this load (``token``) wrote. One query."""
-    return dict(model.objects.filter(load_token=token).values_list("key", "id"))
+    def kind(self, kind: K.Kind) -> None:
+        """Upsert the kind's rows (ids kept across reloads), then read their ids. Two queries."""
+        if kind.row is None:
+            return
+        rows = []
+        for entry in kind.entries(self.records):
+            obj = kind.row(entry.record, entry.parent, self.id_of)
+            obj.load_token = self.token  # type: ignore[attr-defined]
+            key = correction_key(kind.name, (entry.key, entry.parent))
+            self.applied += _apply(obj, kind.name, key, self.corrections)
+            rows.append(obj)
+        kind.model._default_manager.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=list(kind.unique),
+            update_fields=[*kind.updates, "recorded", "load_token"],
+        )
+        self.written[kind.plural] = len(rows)
+        written = kind.model._default_manager.filter(load_token=self.token)
+        for pk, *values in written.values_list("pk", *kind.columns()):
+            self.ids[(kind.name, kind.key_of(values))] = pk
+
+    def links(self, kind: K.Kind, relation: K.Relation) -> None:
+        """Replace a relation's link rows wholesale (they carry no identity of their own)."""
+        storage = relation.storage
+        if not isinstance(storage, K.Through):
+            return
+        manager = storage.model._default_manager
+        manager.all().delete()
+        made = [
+            storage.model(
+                **{
+                    f"{storage.near}_id": self.id_of(kind.name, edge.near),
+                    f"{storage.far}_id": self.id_of(relation.member, edge.far),
+                    **edge.values,
+                }
+            )
+            for edge in relation.edges(self.records)
+        ]
+        manager.bulk_create(made)
+        self.written[storage.rows] = len(made)
+
+    def remove_stale(self) -> dict[str, int]:
+        """One delete per kind, the kinds pointed to last."""
+        removed = {}
+        for kind in reversed(K.KINDS.values()):
+            if kind.row is not None:
+                stale = kind.model._default_manager.exclude(load_token=self.token)
+                removed[kind.plural] = stale.delete()[0]
+        return removed
 
 
 @transaction.atomic
@@ -139,131 +198,14 @@ def fill(records: Records) -> LoadReport:
     removes what the records no longer hold. The number of statements does not depend on how
     many entities there are (beyond the database's batch size).
     """
-    token = uuid.uuid4().hex
-    corrections = latest_corrections()
-    applied = 0
-
-    patterns = []
-    for p in records.patterns:
-        obj = m.Pattern(key=p.key, description=p.description, position=p.position, load_token=token)
-        applied += _apply(obj, "pattern", p.key, corrections)
-        patterns.append(obj)
-    _upsert(m.Pattern, patterns, ["key"], ["description", "position"])
-    pattern_ids = _ids_by_key(m.Pattern, token)
-
-    games = []
-    for g in records.games:
-        game_obj = m.Game(
-            key=g.key,
-            name=g.name,
-            sha256=g.sha256,
-            mapper=g.mapper,
-            prg=g.prg,
-            chr=g.chr,
-            extra=g.extra,
-            position=g.position,
-            load_token=token,
-        )
-        applied += _apply(game_obj, "game", g.key, corrections)
-        games.append(game_obj)
-    _upsert(m.Game, games, ["key"], ["name", "sha256", "mapper", "prg", "chr", "extra", "position"])
-    game_ids = _ids_by_key(m.Game, token)
-
-    routines = []
-    for g in records.games:
-        for r in g.routines:
-            routine_obj = m.Routine(
-                game_id=game_ids[g.key],
-                bank=r.bank,
-                addr=r.addr,
-                name=r.name,
-                kind=r.kind,
-                extra=r.extra,
-                position=r.position,
-                load_token=token,
-            )
-            applied += _apply(
-                routine_obj, "routine", _routine_correction_key(g.key, r.key), corrections
-            )
-            routines.append(routine_obj)
-    _upsert(m.Routine, routines, ["game", "bank", "addr"], ["name", "kind", "extra", "position"])
-    routine_ids = {
-        (game, bank, addr): pk
-        for pk, game, bank, addr in m.Routine.objects.filter(load_token=token).values_list(
-            "id", "game_id", "bank", "addr"
-        )
-    }
-
-    lessons = []
-    for lesson in records.lessons:
-        lesson_obj = m.Lesson(
-            key=lesson.key,
-            title=lesson.title,
-            kind=lesson.kind,
-            description=lesson.description,
-            game_id=game_ids[lesson.game],
-            tree=lesson.tree,
-            extra=lesson.extra,
-            position=lesson.position,
-            load_token=token,
-        )
-        applied += _apply(lesson_obj, "lesson", lesson.key, corrections)
-        lessons.append(lesson_obj)
-    _upsert(
-        m.Lesson,
-        lessons,
-        ["key"],
-        ["title", "kind", "description", "game", "tree", "extra", "position"],
-    )
-    lesson_ids = _ids_by_key(m.Lesson, token)
-
-    # The relations carry no identity of their own: replace them wholesale.
-    m.GamePattern.objects.all().delete()
-    m.RoutinePattern.objects.all().delete()
-    m.LessonPattern.objects.all().delete()
-    m.GamePattern.objects.bulk_create(
-        m.GamePattern(game_id=game_ids[g.key], pattern_id=pattern_ids[name], count=count)
-        for g in records.games
-        for name, count in g.patterns.items()
-    )
-    instances = [
-        m.RoutinePattern(
-            routine_id=routine_ids[(game_ids[g.key], r.bank, r.addr)],
-            pattern_id=pattern_ids[i.pattern],
-            evidence=i.evidence,
-            position=index,
-        )
-        for g in records.games
-        for r in g.routines
-        for index, i in enumerate(r.instances)
-    ]
-    m.RoutinePattern.objects.bulk_create(instances)
-    m.LessonPattern.objects.bulk_create(
-        m.LessonPattern(lesson_id=lesson_ids[x.key], pattern_id=pattern_ids[name], count=count)
-        for x in records.lessons
-        for name, count in x.patterns.items()
-    )
-
-    removed = {
-        "lessons": _remove_stale(m.Lesson, token),
-        "routines": _remove_stale(m.Routine, token),
-        "games": _remove_stale(m.Game, token),
-        "patterns": _remove_stale(m.Pattern, token),
-    }
-    return LoadReport(
-        patterns=len(patterns),
-        games=len(games),
-        routines=len(routines),
-        lessons=len(lessons),
-        instances=len(instances),
-        corrections_applied=applied,
-        removed=removed,
-    )
-
-
-def _remove_stale(model: Any, token: str) -> int:
-    deleted: int = model.objects.exclude(load_token=token).delete()[0]
-    return deleted
+    run = _Fill(records)
+    for kind in K.KINDS.values():
+        run.kind(kind)
+    for kind in K.KINDS.values():
+        for relation in kind.relations:
+            run.links(kind, relation)
+    removed = run.remove_stale()
+    return LoadReport(written=run.written, corrections_applied=run.applied, removed=removed)
 
 
 def read_checkout(checkout: Path) -> Records:
