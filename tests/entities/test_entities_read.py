@@ -282,3 +282,28 @@ def test_routine_keys_round_trip() -> None:
     assert R.parse_routine_key("b255-FFFF") == (255, 0xFFFF)
     assert R.routine_key(15, 0xC764) == "b15-C764"
     assert R.routine_key(*R.parse_routine_key("b7-0000")) == "b7-0000"
+
+
+@pytest.mark.django_db
+def test_relation_orders_follow_the_record_from_the_tables_and_the_record(
+    shipped_json: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """A routine's patterns in the order its ``is`` lists them; a game's in pattern order."""
+    autopsy, lessons = shipped_json
+    game = autopsy["games"][0]
+    game["patterns"] = dict(reversed(game["patterns"].items()))
+    routine = game["routine_list"][5]
+    routine["is"].reverse()
+    records = parse_records(json.dumps(autopsy), json.dumps(lessons))
+    fill(records)
+    snapshot = R.Snapshot(records)
+    listed = [i["pattern"] for i in routine["is"]]
+    assert listed != sorted(listed, key=list(autopsy["patterns"]).index)
+    ref = R.Ref("routine", records.games[0].routines[5].key, game["key"])
+    for read in (R.related(ref, "instance-of"), snapshot.related(ref, "instance-of")):
+        assert read is not None and [m.key for m in read.items] == listed
+    in_pattern_order = [p for p in autopsy["patterns"] if p in game["patterns"]]
+    assert in_pattern_order != list(game["patterns"])
+    for read in (R.related(R.Ref("game", game["key"]), "pattern"),
+                 snapshot.related(R.Ref("game", game["key"]), "pattern")):  # fmt: skip
+        assert read is not None and [m.key for m in read.items] == in_pattern_order

@@ -16,8 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-#: The kinds of routine the autopsy distinguishes.
-ROUTINE_KINDS = ("call", "dispatch", "reset", "irq", "nmi")
+from tmsite.entities.record_files import ROUTINE_KINDS
 
 
 class Pattern(models.Model):

@@ -9,65 +9,43 @@ Keys are checked against ASCII patterns before any query (:func:`check_key`,
 :func:`parse_routine_key`); a key that does not match raises :class:`InvalidKey`, and a key that
 matches but names nothing returns ``None``.
 
-The same shapes are built from plain :class:`~tmsite.entities.loaders.Records` (an older
-revision's record, parsed with :func:`~tmsite.entities.loaders.parse_records`) by
+The same shapes are built from plain :class:`~tmsite.entities.record_files.Records` (an older
+revision's record, parsed with :func:`~tmsite.entities.record_files.parse_records`) by
 :class:`Snapshot`, so an entity "as its record stood" reads like the current one.
 
-Relations, by kind (``rel`` → member kind):
-
-========  ===================  =========  ============================
-kind      rel                  members    member extras
-========  ===================  =========  ============================
-pattern   ``found-in``         game       ``count``
-pattern   ``instance``         routine    ``game``, ``evidence``
-pattern   ``demonstrated-by``  lesson     ``count``
-game      ``pattern``          pattern    ``count``
-game      ``routine``          routine    ``game``
-game      ``measured-by``      lesson
-routine   ``instance-of``      pattern    ``evidence``
-routine   ``game``             game
-lesson    ``pattern``          pattern    ``count``
-lesson    ``measures``         game
-========  ===================  =========  ============================
+What varies by kind — models, key shapes, pointers, fields, relations — is the table of
+:mod:`tmsite.entities.kinds`; every function here reads it, none names a kind.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
+from tmsite.entities import kinds as K
 from tmsite.entities import models as m
-from tmsite.entities.loaders import (
-    AUTOPSY_FILE,
-    LESSONS_FILE,
-    GameRecord,
-    Records,
-    RoutineRecord,
-    pointer,
-)
-
-KINDS = ("pattern", "game", "routine", "lesson")
-
-RELATIONS: dict[str, tuple[str, ...]] = {
-    "pattern": ("found-in", "instance", "demonstrated-by"),
-    "game": ("pattern", "routine", "measured-by"),
-    "routine": ("instance-of", "game"),
-    "lesson": ("pattern", "measures"),
-}
+from tmsite.entities.record_files import Records, file_path, pointer
+from tmsite.entities.record_files import routine_key as routine_key
 
 #: How many members of each relation an entity read carries inline.
 INLINE_LIMIT = 50
 #: The largest page :func:`related` and :func:`list_entities` give.
 MAX_LIMIT = 500
 
-_PATTERN_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)
-_GAME_KEY = re.compile(r"[0-9a-f]{12}", re.ASCII)
-_ROUTINE_KEY = re.compile(r"b(0|[1-9][0-9]{0,2})-([0-9A-F]{4})", re.ASCII)
 _MAX_KEY_LEN = 64
+
+
+def kinds() -> tuple[str, ...]:
+    """The kinds, in table order."""
+    return tuple(K.KINDS)
+
+
+def relations(kind: str) -> tuple[str, ...]:
+    """The names of the relations of ``kind``, in table order."""
+    return tuple(d.name for d in K.directions(kind))
 
 
 class InvalidKey(ValueError):
@@ -80,45 +58,28 @@ class InvalidKey(ValueError):
         super().__init__(f"invalid {kind} key {key!r}: {reason}")
 
 
-_SHAPES = {
-    "pattern": (_PATTERN_KEY, "must match ^[a-z0-9][a-z0-9-]{0,63}$"),
-    "lesson": (_PATTERN_KEY, "must match ^[a-z0-9][a-z0-9-]{0,63}$"),
-    "game": (_GAME_KEY, "must be 12 lowercase hex digits"),
-    "routine": (_ROUTINE_KEY, "must be b<bank>-<ADDR>: bank 0..255, 4 uppercase hex digits"),
-}
-
-
 def check_key(kind: str, key: object) -> str:
     """Return ``key`` if it has the shape of a ``kind`` key, else raise :class:`InvalidKey`.
 
     The check is on ASCII patterns with a length cap, before any query: SQL-shaped text,
     non-ASCII digits, ``1_000``, NUL, overlong or non-string keys all fail here.
     """
-    if kind not in _SHAPES:
-        raise InvalidKey(kind, key, f"unknown kind; one of {', '.join(KINDS)}")
+    declared = K.KINDS.get(kind)
+    if declared is None:
+        raise InvalidKey(kind, key, f"unknown kind; one of {', '.join(K.KINDS)}")
     if not isinstance(key, str):
         raise InvalidKey(kind, key, "must be a string")
     if len(key) > _MAX_KEY_LEN:
         raise InvalidKey(kind, key, f"longer than {_MAX_KEY_LEN} characters")
-    shape, reason = _SHAPES[kind]
-    found = shape.fullmatch(key)
-    if found is None:
-        raise InvalidKey(kind, key, reason)
-    if kind == "routine" and int(found.group(1)) > 255:
-        raise InvalidKey(kind, key, reason)
+    if declared.shape.pattern.fullmatch(key) is None:
+        raise InvalidKey(kind, key, declared.shape.reason)
     return key
 
 
 def parse_routine_key(key: object) -> tuple[int, int]:
     """``b0-8E5C`` → ``(0, 0x8E5C)``; raises :class:`InvalidKey` for anything else."""
-    checked = check_key("routine", key)
-    bank, addr = checked[1:].split("-")
-    return int(bank), int(addr, 16)
-
-
-def routine_key(bank: int, addr: int) -> str:
-    """``(0, 0x8E5C)`` → ``b0-8E5C``."""
-    return f"b{bank}-{addr:04X}"
+    found = K.KINDS["routine"].lookup(check_key("routine", key))
+    return found["bank"], found["addr"]
 
 
 # --- shapes -----------------------------------------------------------------------------------
@@ -134,12 +95,27 @@ class Ref:
 
     @classmethod
     def of(cls, kind: str, key: object, game: object = None) -> Ref:
-        """A checked reference; raises :class:`InvalidKey` before any query."""
-        if kind == "routine":
-            return cls(kind, check_key("routine", key), check_key("game", game))
+        """A checked reference; raises :class:`InvalidKey` before any query.
+
+        ``game`` is the key of the thing a kind lives under (a routine's game).
+        """
+        checked = check_key(kind, key)
+        parent = K.KINDS[kind].parent
+        if parent is not None:
+            return cls(kind, checked, check_key(parent, game))
         if game is not None:
-            raise InvalidKey(kind, key, "only a routine has a game")
-        return cls(kind, check_key(kind, key))
+            raise InvalidKey(kind, key, "only a thing that lives under another has a game")
+        return cls(kind, checked)
+
+    @classmethod
+    def at(cls, kind: str, key: K.Key) -> Ref:
+        """The reference to the thing of ``kind`` with this :data:`~tmsite.entities.kinds.Key`."""
+        return cls(kind, key[0], key[1])
+
+    @property
+    def ident(self) -> K.Key:
+        """Its :data:`~tmsite.entities.kinds.Key`."""
+        return self.key, self.game
 
 
 @dataclass(frozen=True)
@@ -229,46 +205,9 @@ def _window(offset: int, limit: int) -> tuple[int, int]:
 # --- the database side ------------------------------------------------------------------------
 
 
-def game_fields(game: m.Game) -> dict[str, Any]:
-    """The fields of a game entity, from its row: the columns, then the record's extras."""
-    return {
-        "key": game.key,
-        "name": game.name,
-        "sha256": game.sha256,
-        "mapper": game.mapper,
-        "prg": game.prg,
-        "chr": game.chr,
-        **game.extra,
-    }
-
-
-def routine_fields(routine: m.Routine, instances: Sequence[m.RoutinePattern]) -> dict[str, Any]:
-    """The fields of a routine entity, from its row and its pattern instances.
-
-    ``instances`` are the routine's :class:`~tmsite.entities.models.RoutinePattern` rows with
-    their patterns loaded, in record order; they become the ``is`` list. No query is made.
-    """
-    return {
-        "name": routine.name,
-        "bank": f"prg{routine.bank}",
-        "addr": routine.addr,
-        "kind": routine.kind,
-        **routine.extra,
-        "is": [{"pattern": i.pattern.key, "evidence": i.evidence} for i in instances],
-    }
-
-
-def lesson_fields(lesson: m.Lesson) -> dict[str, Any]:
-    """The fields of a lesson entity, from its row (with ``game`` loaded, else one more query)."""
-    return {
-        "key": lesson.key,
-        "title": lesson.title,
-        "kind": lesson.kind,
-        "description": lesson.description,
-        "game": lesson.game.key,
-        "tree": lesson.tree,
-        **lesson.extra,
-    }
+def _member(kind: str, key: K.Key, row: Any, extras: Sequence[str]) -> Member:
+    values = {name: getattr(row, name) for name in extras}
+    return Member(kind, key[0], key[1], **values)
 
 
 def _page(qs: QuerySet[Any], make: Callable[[Any], Member], offset: int, limit: int) -> Page:
@@ -278,6 +217,40 @@ def _page(qs: QuerySet[Any], make: Callable[[Any], Member], offset: int, limit: 
     return Page(items=items, total=total, offset=offset, limit=limit)
 
 
+@dataclass(frozen=True)
+class _Read:
+    """How one direction of a relation reads from the tables, from the owner's primary key."""
+
+    model: type[Model]
+    filter: str
+    hop: str
+    order: tuple[str, ...]
+    extras: tuple[str, ...]
+
+    def rows(self, owner_id: int, member: K.Kind) -> QuerySet[Any]:
+        prefix = f"{self.hop}__" if self.hop else ""
+        related = [self.hop] if self.hop else []
+        related += [prefix + name for name in member.select]
+        qs = self.model._default_manager.filter(**{self.filter: owner_id})
+        return (
+            qs.select_related(*related).order_by(*self.order)
+            if related
+            else qs.order_by(*self.order)
+        )
+
+
+def _read_of(d: K.Direction) -> _Read:
+    member = K.KINDS[d.member]
+    storage = d.relation.storage
+    if isinstance(storage, K.Through):
+        near, far = (storage.near, storage.far) if d.forward else (storage.far, storage.near)
+        order = ("position",) if d.side.listed else tuple(f"{far}__{o}" for o in member.order)
+        return _Read(storage.model, f"{near}_id", far, order, storage.extras)
+    if d.forward:
+        return _Read(member.model, f"{storage.field}_id", "", member.order, ())
+    return _Read(member.model, f"{storage.related}__id", "", member.order, ())
+
+
 def relation(ref: Ref, rel: str, owner_id: int) -> tuple[QuerySet[Any], Callable[[Any], Member]]:
     """The queryset of one relation, ordered as the record orders it, and its member maker.
 
@@ -285,100 +258,98 @@ def relation(ref: Ref, rel: str, owner_id: int) -> tuple[QuerySet[Any], Callable
     until the queryset is evaluated. Raises :class:`ValueError` for a relation ``ref``'s kind
     does not have.
     """
-    if ref.kind == "pattern":
-        if rel == "found-in":
-            return (
-                m.GamePattern.objects.filter(pattern_id=owner_id)
-                .select_related("game")
-                .order_by("game__position"),
-                lambda r: Member("game", r.game.key, count=r.count),
-            )
-        if rel == "instance":
-            return (
-                m.RoutinePattern.objects.filter(pattern_id=owner_id)
-                .select_related("routine__game")
-                .order_by("routine__game__position", "routine__position"),
-                lambda r: Member(
-                    "routine",
-                    r.routine.routine_key,
-                    game=r.routine.game.key,
-                    evidence=r.evidence,
-                ),
-            )
-        if rel == "demonstrated-by":
-            return (
-                m.LessonPattern.objects.filter(pattern_id=owner_id)
-                .select_related("lesson")
-                .order_by("lesson__position"),
-                lambda r: Member("lesson", r.lesson.key, count=r.count),
-            )
-    if ref.kind == "game":
-        if rel == "pattern":
-            return (
-                m.GamePattern.objects.filter(game_id=owner_id)
-                .select_related("pattern")
-                .order_by("pattern__position"),
-                lambda r: Member("pattern", r.pattern.key, count=r.count),
-            )
-        if rel == "routine":
-            return (
-                m.Routine.objects.filter(game_id=owner_id).order_by("position"),
-                lambda r: Member("routine", r.routine_key, game=ref.key),
-            )
-        if rel == "measured-by":
-            return (
-                m.Lesson.objects.filter(game_id=owner_id).order_by("position"),
-                lambda r: Member("lesson", r.key),
-            )
-    if ref.kind == "routine":
-        if rel == "instance-of":
-            return (
-                m.RoutinePattern.objects.filter(routine_id=owner_id)
-                .select_related("pattern")
-                .order_by("position"),
-                lambda r: Member("pattern", r.pattern.key, evidence=r.evidence),
-            )
-        if rel == "game":
-            return (
-                m.Game.objects.filter(routines__id=owner_id),
-                lambda r: Member("game", r.key),
-            )
-    if ref.kind == "lesson":
-        if rel == "pattern":
-            return (
-                m.LessonPattern.objects.filter(lesson_id=owner_id)
-                .select_related("pattern")
-                .order_by("pattern__position"),
-                lambda r: Member("pattern", r.pattern.key, count=r.count),
-            )
-        if rel == "measures":
-            return (
-                m.Game.objects.filter(lessons__id=owner_id),
-                lambda r: Member("game", r.key),
-            )
-    raise ValueError(
-        f"no relation {rel!r} on a {ref.kind}; one of {', '.join(RELATIONS[ref.kind])}"
+    d = K.direction(ref.kind, rel)
+    read = _read_of(d)
+    member = K.KINDS[d.member]
+
+    def make(row: Any) -> Member:
+        target = getattr(row, read.hop) if read.hop else row
+        return _member(d.member, member.row_key(target), row, read.extras)
+
+    return read.rows(owner_id, member), make
+
+
+def light_members(ref: Ref, rel: str, owner_id: int) -> list[Member]:
+    """Every member of one relation as keys and counts only (one query, no model rows).
+
+    The same rows, in the same order, as :func:`related` pages; only the columns a link needs
+    are read, so a pattern in thousands of routines stays cheap.
+    """
+    d = K.direction(ref.kind, rel)
+    read = _read_of(d)
+    member = K.KINDS[d.member]
+    prefix = f"{read.hop}__" if read.hop else ""
+    columns = member.columns(prefix)
+    extras = [name for name in read.extras if name in K.LINK_EXTRAS]
+    qs = read.model._default_manager.filter(**{read.filter: owner_id}).order_by(*read.order)
+    out = []
+    for values in qs.values_list(*columns, *extras):
+        key = member.key_of(values)
+        carried = dict(zip(extras, values[len(columns) :], strict=True))
+        out.append(Member(d.member, key[0], key[1], **carried))
+    return out
+
+
+def _attached(kind: K.Kind, ids: Sequence[int]) -> dict[int, list[Any]]:
+    """The rows each of ``ids`` lists in its fields (one query, none if the kind lists none)."""
+    attach = kind.attach
+    if attach is None or not ids:
+        return {}
+    rows = (
+        attach.model._default_manager.filter(**{f"{attach.fk}_id__in": list(ids)})
+        .select_related(*attach.select)
+        .order_by(f"{attach.fk}_id", *attach.order)
     )
+    out: dict[int, list[Any]] = {}
+    for row in rows:
+        out.setdefault(getattr(row, f"{attach.fk}_id"), []).append(row)
+    return out
+
+
+def set_page(
+    ref: Ref, rel: str, owner_id: int, offset: int, limit: int
+) -> tuple[int, list[tuple[Member, dict[str, Any]]]]:
+    """One page of a relation with each member whole: three queries at most.
+
+    The size, the page of relation rows (with the members' rows joined), and the rows the
+    members' fields list (a routine's pattern instances) in one batch.
+    """
+    qs, make = relation(ref, rel, owner_id)
+    total = qs.count()
+    if offset >= total:
+        return total, []
+    d = K.direction(ref.kind, rel)
+    hop = _read_of(d).hop
+    member = K.KINDS[d.member]
+    rows = list(qs[offset : offset + limit])
+    targets = [getattr(row, hop) if hop else row for row in rows]
+    attached = _attached(member, [t.pk for t in targets])
+    return total, [
+        (make(row), member.fields(target, attached.get(target.pk, ())))
+        for row, target in zip(rows, targets, strict=True)
+    ]
+
+
+def _filter(ref: Ref) -> dict[str, Any]:
+    kind = K.KINDS[ref.kind]
+    parent = {f"{kind.parent}__key": ref.game} if kind.parent else {}
+    return {**kind.lookup(ref.key), **parent}
 
 
 def owner(ref: Ref) -> Any:
     """The entity's row (one query), or ``None``."""
-    if ref.kind == "pattern":
-        return m.Pattern.objects.filter(key=ref.key).first()
-    if ref.kind == "game":
-        return m.Game.objects.filter(key=ref.key).first()
-    if ref.kind == "lesson":
-        return m.Lesson.objects.filter(key=ref.key).select_related("game").first()
-    bank, addr = parse_routine_key(ref.key)
-    return (
-        m.Routine.objects.filter(game__key=ref.game, bank=bank, addr=addr)
-        .select_related("game")
-        .first()
-    )
+    kind = K.KINDS[ref.kind]
+    qs = kind.model._default_manager.filter(**_filter(ref))
+    return (qs.select_related(*kind.select) if kind.select else qs).first()
+
+
+def correction_key(kind: str, key: K.Key) -> str:
+    """The key corrections name a thing by: ``<parent>/<key>`` for a thing under another."""
+    return f"{key[1]}/{key[0]}" if K.KINDS[kind].parent else key[0]
 
 
 def _corrections(ref: Ref) -> tuple[dict[str, Any], ...]:
-    key = f"{ref.game}/{ref.key}" if ref.kind == "routine" else ref.key
+    key = correction_key(ref.kind, ref.ident)
     rows = m.Correction.objects.filter(entity=ref.kind, key=key).order_by("corrected_at", "id")
     return tuple(
         {
@@ -395,41 +366,26 @@ def _corrections(ref: Ref) -> tuple[dict[str, Any], ...]:
 def get(ref: Ref) -> Entity | None:
     """The entity ``ref`` names, or ``None``. A constant number of queries.
 
-    One for the row, two per relation (size and first page), one for its corrections.
+    One for the row, two per relation (size and first page), one for the rows its fields list
+    (if its kind lists any), one for its corrections.
     """
     row = owner(ref)
     if row is None:
         return None
     related = {}
-    for rel in RELATIONS[ref.kind]:
-        qs, make = relation(ref, rel, row.id)
+    for rel in relations(ref.kind):
+        qs, make = relation(ref, rel, row.pk)
         related[rel] = _page(qs, make, 0, INLINE_LIMIT)
-    if ref.kind == "pattern":
-        fields: dict[str, Any] = {"key": row.key, "description": row.description}
-        file, where = AUTOPSY_FILE, pointer("patterns", row.key)
-    elif ref.kind == "game":
-        fields = game_fields(row)
-        file, where = AUTOPSY_FILE, pointer("games", row.position)
-    elif ref.kind == "lesson":
-        fields = lesson_fields(row)
-        file, where = LESSONS_FILE, pointer("lessons", row.position)
-    else:
-        instances = list(
-            m.RoutinePattern.objects.filter(routine_id=row.id)
-            .select_related("pattern")
-            .order_by("position")
-        )
-        fields = routine_fields(row, instances)
-        file = AUTOPSY_FILE
-        where = pointer("games", row.game.position, "routine_list", row.position)
+    kind = K.KINDS[ref.kind]
+    attached = _attached(kind, [row.pk]).get(row.pk, []) if kind.attach else []
     return Entity(
         kind=ref.kind,
         key=ref.key,
         game=ref.game,
-        fields=fields,
+        fields=kind.fields(row, attached),
         related=related,
-        file=file,
-        pointer=where,
+        file=file_path(kind.source),
+        pointer=pointer(*kind.pointer_tokens(row)),
         corrections=_corrections(ref),
     )
 
@@ -460,15 +416,24 @@ def related(ref: Ref, rel: str, *, offset: int = 0, limit: int = 100) -> Page | 
     Three queries whatever the size: the entity, the relation's size, the page.
     """
     offset, limit = _window(offset, limit)
-    if rel not in RELATIONS[ref.kind]:
-        raise ValueError(
-            f"no relation {rel!r} on a {ref.kind}; one of {', '.join(RELATIONS[ref.kind])}"
-        )
+    K.direction(ref.kind, rel)
     row = owner(ref)
     if row is None:
         return None
-    qs, make = relation(ref, rel, row.id)
+    qs, make = relation(ref, rel, row.pk)
     return _page(qs, make, offset, limit)
+
+
+def keys(kind: str, game: str | None = None) -> QuerySet[Any]:
+    """The :meth:`~tmsite.entities.kinds.Kind.columns` of ``kind``'s rows, in record order.
+
+    ``game``: the key of the thing they live under, for a kind that lives under another.
+    """
+    declared = K.KINDS[kind]
+    qs = declared.model._default_manager.order_by(*declared.order)
+    if declared.parent is not None:
+        qs = qs.filter(**{f"{declared.parent}__key": game})
+    return qs.values_list(*declared.columns())
 
 
 def list_entities(kind: str, *, game: str | None = None, offset: int = 0, limit: int = 100) -> Page:
@@ -477,27 +442,16 @@ def list_entities(kind: str, *, game: str | None = None, offset: int = 0, limit:
     Two queries: the size and the page.
     """
     offset, limit = _window(offset, limit)
-    if kind == "pattern":
-        return _page(
-            m.Pattern.objects.order_by("position"), lambda r: Member(kind, r.key), offset, limit
-        )
-    if kind == "game":
-        return _page(
-            m.Game.objects.order_by("position"), lambda r: Member(kind, r.key), offset, limit
-        )
-    if kind == "lesson":
-        return _page(
-            m.Lesson.objects.order_by("position"), lambda r: Member(kind, r.key), offset, limit
-        )
-    if kind == "routine":
-        game_key = check_key("game", game)
-        return _page(
-            m.Routine.objects.filter(game__key=game_key).order_by("position"),
-            lambda r: Member(kind, r.routine_key, game=game_key),
-            offset,
-            limit,
-        )
-    raise InvalidKey(kind, "", f"unknown kind; one of {', '.join(KINDS)}")
+    declared = K.KINDS.get(kind)
+    if declared is None:
+        raise InvalidKey(kind, "", f"unknown kind; one of {', '.join(K.KINDS)}")
+    parent = check_key(declared.parent, game) if declared.parent else None
+    return _page(
+        keys(kind, parent),
+        lambda values: Member(kind, *declared.key_of(values)),
+        offset,
+        limit,
+    )
 
 
 # --- the same shapes from plain records (an older revision) ----------------------------------
@@ -512,13 +466,39 @@ class Snapshot:
 
     def __init__(self, records: Records) -> None:
         self.records = records
-        self.patterns = {p.key: p for p in records.patterns}
-        self.games = {g.key: g for g in records.games}
-        self.lessons = {x.key: x for x in records.lessons}
-        self.routines: dict[tuple[str, str], RoutineRecord] = {
-            (g.key, r.key): r for g in records.games for r in g.routines
+        self.entries: dict[str, dict[K.Key, K.Entry]] = {
+            kind.name: {(e.key, e.parent): e for e in kind.entries(records)}
+            for kind in K.KINDS.values()
         }
-        self.order = {p.key: p.position for p in records.patterns}
+        self.rank = {
+            (kind, key): index
+            for kind, entries in self.entries.items()
+            for index, key in enumerate(entries)
+        }
+        self.places = {
+            (file_path(K.KINDS[kind].source), tuple(str(t) for t in e.where)): Ref.at(kind, key)
+            for kind, entries in self.entries.items()
+            for key, e in entries.items()
+        }
+        self._members: dict[tuple[str, str, K.Key], list[Member]] = {}
+        for kind in K.KINDS.values():
+            for relation in kind.relations:
+                self._pair(kind.name, relation)
+
+    def _pair(self, kind: str, relation: K.Relation) -> None:
+        extras = relation.storage.extras if isinstance(relation.storage, K.Through) else ()
+        out, back = relation.out.name, relation.back.name
+        for edge in relation.edges(self.records):
+            values = {name: edge.values[name] for name in extras}
+            far = Member(relation.member, edge.far[0], edge.far[1], **values)
+            near = Member(kind, edge.near[0], edge.near[1], **values)
+            self._members.setdefault((kind, out, edge.near), []).append(far)
+            self._members.setdefault((relation.member, back, edge.far), []).append(near)
+
+    def keys(self, kind: str, parent: str | None = None) -> list[str]:
+        """The keys of ``kind`` in record order (under ``parent``, for a kind that lives under
+        another)."""
+        return [key for key, under in self.entries[kind] if under == parent]
 
     def members(self, ref: Ref, rel: str) -> list[Member]:
         """Every member of the relation ``rel`` of ``ref``, in record order, unpaged.
@@ -526,73 +506,24 @@ class Snapshot:
         ``ref`` must exist in the snapshot (see :meth:`exists`); raises :class:`ValueError`
         for a relation its kind does not have.
         """
-        recs = self.records
-        if ref.kind == "pattern":
-            if rel == "found-in":
-                return [
-                    Member("game", g.key, count=g.patterns[ref.key])
-                    for g in recs.games
-                    if ref.key in g.patterns
-                ]
-            if rel == "instance":
-                return [
-                    Member("routine", r.key, game=g.key, evidence=i.evidence)
-                    for g in recs.games
-                    for r in g.routines
-                    for i in r.instances
-                    if i.pattern == ref.key
-                ]
-            if rel == "demonstrated-by":
-                return [
-                    Member("lesson", x.key, count=x.patterns[ref.key])
-                    for x in recs.lessons
-                    if ref.key in x.patterns
-                ]
-        if ref.kind == "game":
-            game = self.games[ref.key]
-            if rel == "pattern":
-                names = sorted(game.patterns, key=self.order.__getitem__)
-                return [Member("pattern", n, count=game.patterns[n]) for n in names]
-            if rel == "routine":
-                return [Member("routine", r.key, game=game.key) for r in game.routines]
-            if rel == "measured-by":
-                return [Member("lesson", x.key) for x in recs.lessons if x.game == ref.key]
-        if ref.kind == "routine":
-            routine = self.routines[(str(ref.game), ref.key)]
-            if rel == "instance-of":
-                return [
-                    Member("pattern", i.pattern, evidence=i.evidence) for i in routine.instances
-                ]
-            if rel == "game":
-                return [Member("game", str(ref.game))]
-        if ref.kind == "lesson":
-            lesson = self.lessons[ref.key]
-            if rel == "pattern":
-                names = sorted(lesson.patterns, key=self.order.__getitem__)
-                return [Member("pattern", n, count=lesson.patterns[n]) for n in names]
-            if rel == "measures":
-                return [Member("game", lesson.game)]
-        raise ValueError(
-            f"no relation {rel!r} on a {ref.kind}; one of {', '.join(RELATIONS[ref.kind])}"
-        )
+        d = K.direction(ref.kind, rel)
+        found = self._members.get((ref.kind, rel, ref.ident), [])
+        if d.side.listed:
+            return list(found)
+        return sorted(found, key=lambda one: self.rank[(one.kind, (one.key, one.game))])
 
     def exists(self, ref: Ref) -> bool:
         """Whether the record holds the entity."""
-        if ref.kind == "pattern":
-            return ref.key in self.patterns
-        if ref.kind == "game":
-            return ref.key in self.games
-        if ref.kind == "lesson":
-            return ref.key in self.lessons
-        return (str(ref.game), ref.key) in self.routines
+        return ref.ident in self.entries.get(ref.kind, {})
+
+    def at_pointer(self, file: str, tokens: Sequence[str]) -> Ref | None:
+        """The entity the record part at ``tokens`` of ``file`` held, if any."""
+        return self.places.get((file, tuple(tokens)))
 
     def related(self, ref: Ref, rel: str, *, offset: int = 0, limit: int = 100) -> Page | None:
         """One page of a relation, as :func:`related` gives it."""
         offset, limit = _window(offset, limit)
-        if rel not in RELATIONS[ref.kind]:
-            raise ValueError(
-                f"no relation {rel!r} on a {ref.kind}; one of {', '.join(RELATIONS[ref.kind])}"
-            )
+        K.direction(ref.kind, rel)
         if not self.exists(ref):
             return None
         members = self.members(ref, rel)
@@ -602,56 +533,48 @@ class Snapshot:
         """The entity as its record stood, as :func:`get` gives it (without corrections)."""
         if not self.exists(ref):
             return None
-        recs = self.records
         related = {}
-        for rel in RELATIONS[ref.kind]:
+        for rel in relations(ref.kind):
             page = self.related(ref, rel, limit=INLINE_LIMIT)
             assert page is not None
             related[rel] = page
-        fields: dict[str, Any]
-        if ref.kind == "pattern":
-            p = self.patterns[ref.key]
-            fields = {"key": p.key, "description": p.description}
-            file, where = recs.autopsy_file, pointer("patterns", p.key)
-        elif ref.kind == "game":
-            g = self.games[ref.key]
-            fields = _record_game_fields(g)
-            file, where = recs.autopsy_file, pointer("games", g.position)
-        elif ref.kind == "lesson":
-            x = self.lessons[ref.key]
-            fields = {
-                "key": x.key,
-                "title": x.title,
-                "kind": x.kind,
-                "description": x.description,
-                "game": x.game,
-                "tree": x.tree,
-                **x.extra,
-            }
-            file, where = recs.lessons_file, pointer("lessons", x.position)
-        else:
-            game = self.games[str(ref.game)]
-            r = self.routines[(game.key, ref.key)]
-            fields = {
-                "name": r.name,
-                "bank": f"prg{r.bank}",
-                "addr": r.addr,
-                "kind": r.kind,
-                **r.extra,
-                "is": [{"pattern": i.pattern, "evidence": i.evidence} for i in r.instances],
-            }
-            file = recs.autopsy_file
-            where = pointer("games", game.position, "routine_list", r.position)
-        return Entity(ref.kind, ref.key, ref.game, fields, related, file, where)
+        kind = K.KINDS[ref.kind]
+        entry = self.entries[ref.kind][ref.ident]
+        fields = kind.record_fields(entry.record)
+        file = self.records.file_name(kind.source)
+        return Entity(ref.kind, ref.key, ref.game, fields, related, file, pointer(*entry.where))
 
 
-def _record_game_fields(g: GameRecord) -> dict[str, Any]:
-    return {
-        "key": g.key,
-        "name": g.name,
-        "sha256": g.sha256,
-        "mapper": g.mapper,
-        "prg": g.prg,
-        "chr": g.chr,
-        **g.extra,
-    }
+def places_in_tables(file: str, tokens: Sequence[str]) -> Ref | None:
+    """The entity the record part at ``tokens`` of ``file`` holds now (one query)."""
+    for kind in K.KINDS.values():
+        lookup = _pointer_filter(kind, file, tokens)
+        if lookup is not None:
+            values = kind.model._default_manager.filter(**lookup).values_list(*kind.columns())
+            found = values.first()
+            return Ref.at(kind.name, kind.key_of(found)) if found else None
+    return None
+
+
+def _pointer_filter(kind: K.Kind, file: str, tokens: Sequence[str]) -> dict[str, Any] | None:
+    if file_path(kind.source) != file or len(kind.where) != len(tokens):
+        return None
+    lookup: dict[str, Any] = {}
+    for part, token in zip(kind.where, tokens, strict=True):
+        if not isinstance(part, K.Slot):
+            if part != token:
+                return None
+            continue
+        value = _index(token) if part.number else token
+        if value is None:
+            return None
+        lookup[part.column] = value
+    return lookup
+
+
+def _index(token: str) -> int | None:
+    if not token.isascii() or not token.isdigit() or len(token) > 9:
+        return None
+    if token != "0" and token.startswith("0"):
+        return None
+    return int(token)

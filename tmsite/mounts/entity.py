@@ -63,9 +63,9 @@ from django.db import DatabaseError
 from django.db.models import QuerySet
 
 from tmsite import gitstore
-from tmsite.entities import models as m
+from tmsite.entities import kinds as K
 from tmsite.entities import records as R
-from tmsite.entities.loaders import AUTOPSY_FILE, LESSONS_FILE, RecordError, parse_records
+from tmsite.entities.record_files import RecordError, file_path, parse_records
 from tmsite.mounts import cursor as cursors
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadFacet, GitError, NoSuchRef, NotFound
@@ -84,28 +84,29 @@ from tmsite.mounts.types import (
 )
 from tmsite.mounts.uri import TmUri
 
-#: The kinds listed at the mount root, in this order (routines live under a game).
-TOP_KINDS = ("pattern", "game", "lesson")
 #: Members per ``?as=set`` page.
 SET_PAGE_SIZE = 500
 
-#: kind → ((link rel, records relation), …): the relations a read links, in this order.
-LINK_RELS: dict[str, tuple[tuple[str, str], ...]] = {
-    "pattern": (
-        ("tm:found-in", "found-in"),
-        ("tm:instance", "instance"),
-        ("tm:demonstrated-by", "demonstrated-by"),
-    ),
-    "game": (("tm:exhibits", "pattern"), ("tm:measured-by", "measured-by")),
-    "routine": (("tm:instance-of", "instance-of"),),
-    "lesson": (("tm:demonstrates", "pattern"), ("tm:measures", "measures")),
-}
-#: kind → {set rel: records relation}: what ``?as=set&rel=`` accepts.
-SET_RELS: dict[str, dict[str, str]] = {
-    kind: dict(pairs) | ({"routine": "routine"} if kind == "game" else {})
-    for kind, pairs in LINK_RELS.items()
-}
-_RECORD_FILES = (AUTOPSY_FILE, LESSONS_FILE)
+
+def link_rels(kind: str) -> tuple[tuple[str, str], ...]:
+    """((link rel, records relation), …): the relations a read of ``kind`` links, in order."""
+    return tuple((d.side.link, d.name) for d in K.directions(kind) if d.side.link)
+
+
+def child_rels(kind: str) -> tuple[str, ...]:
+    """The relations to the things that live under ``kind``: a listing and a set each."""
+    return tuple(d.name for d in K.directions(kind) if d.child)
+
+
+def set_rels(kind: str) -> dict[str, str]:
+    """{set rel: records relation}: what ``?as=set&rel=`` accepts on ``kind``."""
+    return dict(link_rels(kind)) | {name: name for name in child_rels(kind)}
+
+
+def _record_files() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(file_path(kind.source) for kind in K.KINDS.values()))
+
+
 _SNAPSHOTS_KEPT = 16
 _AT_SHAPES = [
     "a branch or tag name",
@@ -119,7 +120,7 @@ _AT_SHAPES = [
 class Target:
     """What an entity URI names: a collection (``listing``) or a thing (``ref``)."""
 
-    listing: str | None = None  # "root", "kinds:<kind>", "game", "routines"
+    listing: str | None = None  # "root", "kinds:<kind>", "children", "under:<child kind>"
     ref: R.Ref | None = None
 
 
@@ -156,13 +157,7 @@ class _Revision:
 
     def keys(self, kind: str, game: str | None = None) -> Sequence[str]:
         if self.snapshot is not None:
-            if kind == "pattern":
-                return list(self.snapshot.patterns)
-            if kind == "game":
-                return list(self.snapshot.games)
-            if kind == "lesson":
-                return list(self.snapshot.lessons)
-            return [r.key for r in self.snapshot.games[str(game)].routines]
+            return self.snapshot.keys(kind, game)
         return _DbKeys(kind, game)
 
 
@@ -180,13 +175,7 @@ class _DbKeys(Sequence[str]):
         self._len: int | None = None
 
     def _qs(self) -> QuerySet[Any]:
-        if self.kind == "pattern":
-            return m.Pattern.objects.order_by("position").values_list("key", flat=True)
-        if self.kind == "game":
-            return m.Game.objects.order_by("position").values_list("key", flat=True)
-        if self.kind == "lesson":
-            return m.Lesson.objects.order_by("position").values_list("key", flat=True)
-        return m.Routine.objects.filter(game__key=self.game).order_by("position")
+        return R.keys(self.kind, self.game)
 
     def __len__(self) -> int:
         if self._len is None:
@@ -208,9 +197,8 @@ class _DbKeys(Sequence[str]):
         stop = index.stop
         qs = self._qs()
         rows = list(qs[start:stop] if stop is not None else qs[start:])
-        if self.kind == "routine":
-            return [r.routine_key for r in rows]
-        return [str(r) for r in rows]
+        kind = K.KINDS[self.kind]
+        return [kind.key_of(values)[0] for values in rows]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self[0:])
@@ -278,7 +266,8 @@ class EntityMount(Mount):
     def entity_uri(
         self, kind: str, key: str, game: str | None = None, at: str | None = None
     ) -> TmUri:
-        path = ("game", str(game), "routine", key) if kind == "routine" else (kind, key)
+        parent = K.KINDS[kind].parent
+        path = (parent, str(game), kind, key) if parent else (kind, key)
         params = (("at", at),) if at is not None else ()
         return TmUri(self.host, self.name, path, False, params)
 
@@ -304,39 +293,44 @@ class EntityMount(Mount):
             NotFound: no such kind or shape, or a key of the wrong shape (``expected``).
         """
         path = uri.path
-        text = str(uri)
         if not path:
             return Target(listing="root")
         kind = path[0]
-        if kind not in TOP_KINDS:
-            raise NotFound(text, f"no kind {kind!r}; the kinds are {', '.join(TOP_KINDS)}")
+        if kind not in K.top_kinds():
+            top = ", ".join(K.top_kinds())
+            raise NotFound(str(uri), f"no kind {kind!r}; the kinds are {top}")
         if len(path) == 1:
             return Target(listing=f"kinds:{kind}")
         key = self._key(uri, kind, path[1])
         if len(path) == 2:
-            if uri.collection and kind != "game":
-                raise NotFound(
-                    text,
-                    f"a {kind} is not a collection: its URI has no trailing /",
-                    nearest=[str(uri.as_leaf().keeping(*self.sticky_params))],
-                )
-            if uri.collection:
-                return Target(listing="game", ref=R.Ref("game", key))
-            return Target(ref=R.Ref(kind, key))
-        if kind != "game" or path[2] != "routine":
-            raise NotFound(text, f"nothing named {path[2]!r} under a {kind}")
+            if not uri.collection:
+                return Target(ref=R.Ref(kind, key))
+            if not K.children(kind):
+                raise self._not_a_collection(uri, kind)
+            return Target(listing="children", ref=R.Ref(kind, key))
+        return self._child_target(uri, kind, key)
+
+    def _child_target(self, uri: TmUri, kind: str, key: str) -> Target:
+        """``<kind>/<key>/<child>/`` and ``<kind>/<key>/<child>/<key>``."""
+        path = uri.path
+        child = path[2]
+        if child not in K.children(kind):
+            raise NotFound(str(uri), f"nothing named {child!r} under a {kind}")
         if len(path) == 3:
-            return Target(listing="routines", ref=R.Ref("game", key))
+            return Target(listing=f"under:{child}", ref=R.Ref(kind, key))
         if len(path) > 4:
-            raise NotFound(text, "a routine has nothing under it")
-        routine = self._key(uri, "routine", path[3])
+            raise NotFound(str(uri), f"a {child} has nothing under it")
+        found = self._key(uri, child, path[3])
         if uri.collection:
-            raise NotFound(
-                text,
-                "a routine is not a collection: its URI has no trailing /",
-                nearest=[str(uri.as_leaf().keeping(*self.sticky_params))],
-            )
-        return Target(ref=R.Ref("routine", routine, key))
+            raise self._not_a_collection(uri, child)
+        return Target(ref=R.Ref(child, found, key))
+
+    def _not_a_collection(self, uri: TmUri, kind: str) -> NotFound:
+        return NotFound(
+            str(uri),
+            f"a {kind} is not a collection: its URI has no trailing /",
+            nearest=[str(uri.as_leaf().keeping(*self.sticky_params))],
+        )
 
     def _key(self, uri: TmUri, kind: str, key: str) -> str:
         try:
@@ -406,7 +400,7 @@ class EntityMount(Mount):
                 return self._snapshots[key]
         contents = [
             gitstore.read_blob(repo, gitstore.lookup(repo, commit, name).sha)
-            for name in _RECORD_FILES
+            for name in _record_files()
         ]
         try:
             found: R.Snapshot | RecordError = R.Snapshot(parse_records(*contents))
@@ -422,7 +416,7 @@ class EntityMount(Mount):
         """The oldest commit whose records hold ``ref`` (within the last 100 changes)."""
         if self.checkout is None:
             return None
-        file = LESSONS_FILE if ref.kind == "lesson" else AUTOPSY_FILE
+        file = file_path(K.KINDS[ref.kind].source)
         try:
             with gitstore.open_repo(self.checkout) as repo:
                 head = gitstore.resolve(repo, None).commit
@@ -456,40 +450,47 @@ class EntityMount(Mount):
                     vnd("listing"),
                     title=f"the {k}s",
                 )
-                for k in TOP_KINDS
+                for k in K.top_kinds()
             ]
             return Listing(children)
         if target.listing.startswith("kinds:"):
-            kind = target.listing.removeprefix("kinds:")
-            keys = revision.keys(kind)
-            return Listing(
-                _Entries(
-                    keys,
-                    lambda key: Entry(
-                        str(self.entity_uri(kind, key, at=at)), key, False, vnd(kind)
-                    ),
-                ),
-                extra={"kind": kind},
+            return self._keys_listing(target.listing.removeprefix("kinds:"), None, revision)
+        ref = target.ref
+        assert ref is not None
+        if not revision.exists(ref):
+            raise NotFound(req.text, f"no {ref.kind} {ref.key}{_then(at)}")
+        if target.listing == "children":
+            return self._children(ref, at)
+        return self._keys_listing(target.listing.removeprefix("under:"), ref, revision)
+
+    def _children(self, ref: R.Ref, at: str | None) -> Listing:
+        """``<kind>/<key>/``: the collections of the things that live under it."""
+        entries = [
+            Entry(
+                str(self.uri(ref.kind, ref.key, child, collection=True).with_params(at=at)),
+                f"{child}/",
+                True,
+                vnd("listing"),
+                title=f"its {child}s",
             )
-        assert target.ref is not None
-        game = target.ref.key
-        if not revision.exists(target.ref):
-            raise NotFound(req.text, f"no game {game}{_then(at)}")
-        if target.listing == "game":
-            routines = self.uri("game", game, "routine", collection=True).with_params(at=at)
-            return Listing(
-                [Entry(str(routines), "routine/", True, vnd("listing"), title="its routines")],
-                links=[Link("item", str(self.entity_uri("game", game, at=at)), title="the game")],
-            )
-        keys = revision.keys("routine", game)
+            for child in K.children(ref.kind)
+        ]
+        me = self.entity_uri(ref.kind, ref.key, at=at)
+        return Listing(entries, links=[Link("item", str(me), title=f"the {ref.kind}")])
+
+    def _keys_listing(self, kind: str, parent: R.Ref | None, revision: _Revision) -> Listing:
+        """The keys of ``kind`` (under ``parent``), 500 a page."""
+        at = revision.at
+        game = parent.key if parent else None
+        extra: dict[str, JsonValue] = {"kind": kind}
+        if parent is not None:
+            extra[parent.kind] = parent.key
         return Listing(
             _Entries(
-                keys,
-                lambda key: Entry(
-                    str(self.entity_uri("routine", key, game, at)), key, False, vnd("routine")
-                ),
+                revision.keys(kind, game),
+                lambda key: Entry(str(self.entity_uri(kind, key, game, at)), key, False, vnd(kind)),
             ),
-            extra={"kind": "routine", "game": game},
+            extra=extra,
         )
 
     def read(self, req: Request) -> Content:
@@ -523,8 +524,9 @@ class EntityMount(Mount):
         what = f"{ref.kind} {ref.key}" + (f" of game {ref.game}" if ref.game else "")
         if revision.now:
             return NotFound(req.text, f"no {what}")
-        if ref.kind == "routine" and not revision.exists(R.Ref("game", str(ref.game))):
-            return NotFound(req.text, f"no game {ref.game}{_then(revision.at)}")
+        parent = K.KINDS[ref.kind].parent
+        if parent and not revision.exists(R.Ref(parent, str(ref.game))):
+            return NotFound(req.text, f"no {parent} {ref.game}{_then(revision.at)}")
         since = self._since(ref) if _owner_id(ref) is not None else None
         if since is None:
             return NotFound(req.text, f"no {what}{_then(revision.at)}")
@@ -555,7 +557,7 @@ class EntityMount(Mount):
         me = self.entity_uri(entity.kind, entity.key, entity.game, at)
         record = self.record_uri(entity.file, entity.pointer, at)
         links = self._common_links(req, entity, at)
-        pairs = LINK_RELS[entity.kind]
+        pairs = link_rels(entity.kind)
         members = revision.members(ref, [rel for _, rel in pairs])
         related: dict[str, JsonValue] = {}
         for link_rel, rel in pairs:
@@ -583,33 +585,17 @@ class EntityMount(Mount):
                 type="application/json",
             )
         )
-        if entity.kind == "game":
-            routines = self.uri("game", entity.key, "routine", collection=True).with_params(at=at)
-            links.append(Link("item", str(routines), title="its routines"))
-            related["routine"] = {
-                "total": entity.related["routine"].total,
-                "set": str(me.with_params({"as": "set", "rel": "routine"})),
-                "listing": str(routines),
+        for child in child_rels(entity.kind):
+            listing = self.uri(entity.kind, entity.key, child, collection=True).with_params(at=at)
+            links.append(Link("item", str(listing), title=f"its {child}s"))
+            related[child] = {
+                "total": entity.related[child].total,
+                "set": str(me.with_params({"as": "set", "rel": child})),
+                "listing": str(listing),
             }
-            if revision.now:
-                links.append(
-                    Link(
-                        "tm:renders-as",
-                        str(self.page_uri(entity.key)),
-                        "exact",
-                        title="its page on the site",
-                        type="text/html",
-                    )
-                )
-        if entity.kind == "lesson":
-            links.append(
-                Link(
-                    "tm:cartridge",
-                    str(self.cartridge_uri(entity.fields["tree"], at)),
-                    "exact",
-                    title="its source tree in git",
-                )
-            )
+        outward = _OUTWARD.get(entity.kind)
+        if outward is not None:
+            links.extend(outward(self, entity, revision))
         body: dict[str, JsonValue] = {
             "uri": str(me),
             "kind": entity.kind,
@@ -647,14 +633,15 @@ class EntityMount(Mount):
         return Content(str(req.uri), vnd("stat"), body, links, kind="stat")
 
     def _set(self, req: Request, ref: R.Ref, revision: _Revision) -> Content:
-        valid = builtins.list(SET_RELS[ref.kind])
+        sets = set_rels(ref.kind)
+        valid = builtins.list(sets)
         asked = req.facets.rel
         if asked is None:
             raise BadFacet(req.text, f"?as=set needs rel=, one of {', '.join(valid)}", valid=valid)
-        rel_name = asked if asked in SET_RELS[ref.kind] else f"tm:{asked}"
-        if rel_name not in SET_RELS[ref.kind]:
+        rel_name = asked if asked in sets else f"tm:{asked}"
+        if rel_name not in sets:
             raise BadFacet(req.text, f"a {ref.kind} has no relation {asked!r}", valid=valid)
-        rel = SET_RELS[ref.kind][rel_name]
+        rel = sets[rel_name]
         scope_uri = req.uri.with_params(cursor=None)
         scope = str(scope_uri)
         offset = 0
@@ -677,7 +664,7 @@ class EntityMount(Mount):
             owner = _owner_id(ref)
             if owner is None:
                 raise self._missing(req, ref, revision)
-            total, items = _db_set_page(ref, rel, owner, offset, self.set_page_size)
+            total, items = R.set_page(ref, rel, owner, offset, self.set_page_size)
         me = self.entity_uri(ref.kind, ref.key, ref.game, at)
         members = []
         for member, fields in items:
@@ -705,7 +692,7 @@ class EntityMount(Mount):
     # ---- links held about other mounts' things --------------------------------------------
 
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
-        if uri.mount == "fs" and uri.path in (("data", "autopsy.json"), ("data", "lessons.json")):
+        if uri.mount == "fs" and "/".join(uri.path) in _record_files():
             pointer = uri.param("pointer")
             if pointer is None:
                 return []
@@ -744,9 +731,9 @@ class EntityMount(Mount):
                 root = self.root.with_params(at=at)
                 revision = self.revision(Request(root, parse_facets(root)))
                 assert revision.snapshot is not None
-                ref = _ref_in_snapshot(revision.snapshot, file, tokens)
+                ref = revision.snapshot.at_pointer(file, tokens)
             else:
-                ref = _ref_in_tables(file, tokens)
+                ref = R.places_in_tables(file, tokens)
         except Exception:  # a refused ref or an unreadable record: the fs read stands alone
             return []
         if ref is None:
@@ -771,32 +758,33 @@ class EntityMount(Mount):
                 None, f"no template argument named {argument!r}", valid=list(arguments)
             )
         if argument == "kind":
-            return [k for k in TOP_KINDS if k.startswith(value)]
+            return [k for k in K.top_kinds() if k.startswith(value)]
         if argument == "as":
             return [f for f in ("links", "set", "stat") if f.startswith(value)]
         if argument == "rel":
             kind = context.get("kind", "")
-            rels = SET_RELS.get(kind) or {r: r for k in SET_RELS.values() for r in k}
+            every = {r: r for k in K.KINDS for r in set_rels(k)}
+            rels = (set_rels(kind) if kind in K.KINDS else {}) or every
             return sorted(r for r in rels if r.startswith(value))[:100]
         if argument == "routine":
-            game = context.get("game", "")
-            try:
-                R.check_key("game", game)
-            except R.InvalidKey:
-                return []
-            return _prefixed(
-                m.Routine.objects.filter(game__key=game).order_by("position"),
-                value,
-                lambda row: row.routine_key,
-            )
+            return self._complete_child("routine", value, context.get("game", ""))
         kind = "game" if argument == "game" else context.get("kind", "pattern")
-        if kind not in TOP_KINDS:
+        if kind not in K.top_kinds():
             return []
-        model = {"pattern": m.Pattern, "game": m.Game, "lesson": m.Lesson}[kind]
         if not value.isascii() or len(value) > 64:
             return []
+        model = K.KINDS[kind].model
         qs = model._default_manager.filter(key__startswith=value).order_by("key")
         return builtins.list(qs.values_list("key", flat=True)[:100])
+
+    def _complete_child(self, kind: str, value: str, parent: str) -> builtins.list[str]:
+        """The keys of ``kind`` under ``parent`` that start with ``value`` (100 at most)."""
+        try:
+            R.check_key(str(K.KINDS[kind].parent), parent)
+        except R.InvalidKey:
+            return []
+        declared = K.KINDS[kind]
+        return _prefixed(R.keys(kind, parent), value, lambda row: declared.key_of(row)[0])
 
     def templates(self) -> builtins.list[Template]:
         return [
@@ -829,24 +817,28 @@ class EntityMount(Mount):
 
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
-        for kind in TOP_KINDS:
+        for kind in K.top_kinds():
             yield Entry(str(self.uri(kind, collection=True)), f"{kind}/", True, vnd("listing"))
+        for kind in K.top_kinds():
+            if K.children(kind):
+                yield from self._child_collections(kind, limit)
+
+    def _child_collections(self, kind: str, limit: int) -> Iterator[Entry]:
         try:
-            games = builtins.list(
-                m.Game.objects.order_by("position").values_list("key", flat=True)[:limit]
-            )
+            keys = builtins.list(_DbKeys(kind, None)[:limit])
         except DatabaseError:
             return
-        for game in games:
+        for key in keys:
             yield Entry(
-                str(self.uri("game", game, collection=True)), f"game/{game}/", True, vnd("listing")
+                str(self.uri(kind, key, collection=True)), f"{kind}/{key}/", True, vnd("listing")
             )
-            yield Entry(
-                str(self.uri("game", game, "routine", collection=True)),
-                f"game/{game}/routine/",
-                True,
-                vnd("listing"),
-            )
+            for child in K.children(kind):
+                yield Entry(
+                    str(self.uri(kind, key, child, collection=True)),
+                    f"{kind}/{key}/{child}/",
+                    True,
+                    vnd("listing"),
+                )
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -867,157 +859,37 @@ def _prefixed(qs: QuerySet[Any], value: str, key: Callable[[Any], str]) -> built
     return out
 
 
-def _index(token: str) -> int | None:
-    if not token.isascii() or not token.isdigit() or len(token) > 9:
-        return None
-    if token != "0" and token.startswith("0"):
-        return None
-    return int(token)
-
-
-def _ref_in_tables(file: str, tokens: builtins.list[str]) -> R.Ref | None:
-    """The entity a record part holds, from the tables (one query)."""
-    if file == AUTOPSY_FILE and len(tokens) == 2 and tokens[0] == "patterns":
-        key = tokens[1]
-        R.check_key("pattern", key)
-        return R.Ref("pattern", key) if m.Pattern.objects.filter(key=key).exists() else None
-    if file == AUTOPSY_FILE and tokens[:1] == ["games"] and len(tokens) in (2, 4):
-        game_at = _index(tokens[1])
-        if game_at is None:
-            return None
-        if len(tokens) == 2:
-            game_key = m.Game.objects.filter(position=game_at).values_list("key", flat=True).first()
-            return R.Ref("game", game_key) if game_key else None
-        routine_at = _index(tokens[3])
-        if tokens[2] != "routine_list" or routine_at is None:
-            return None
-        row = (
-            m.Routine.objects.filter(game__position=game_at, position=routine_at)
-            .select_related("game")
-            .first()
-        )
-        return R.Ref("routine", row.routine_key, row.game.key) if row else None
-    if file == LESSONS_FILE and len(tokens) == 2 and tokens[0] == "lessons":
-        at = _index(tokens[1])
-        if at is None:
-            return None
-        lesson = m.Lesson.objects.filter(position=at).values_list("key", flat=True).first()
-        return R.Ref("lesson", lesson) if lesson else None
-    return None
-
-
-def _ref_in_snapshot(snap: R.Snapshot, file: str, tokens: builtins.list[str]) -> R.Ref | None:
-    """The entity a record part held at a revision."""
-    recs = snap.records
-    if file == AUTOPSY_FILE and len(tokens) == 2 and tokens[0] == "patterns":
-        return R.Ref("pattern", tokens[1]) if tokens[1] in snap.patterns else None
-    if file == AUTOPSY_FILE and tokens[:1] == ["games"] and len(tokens) in (2, 4):
-        game_at = _index(tokens[1])
-        if game_at is None or game_at >= len(recs.games):
-            return None
-        game = recs.games[game_at]
-        if len(tokens) == 2:
-            return R.Ref("game", game.key)
-        routine_at = _index(tokens[3])
-        if tokens[2] != "routine_list" or routine_at is None or routine_at >= len(game.routines):
-            return None
-        return R.Ref("routine", game.routines[routine_at].key, game.key)
-    if file == LESSONS_FILE and len(tokens) == 2 and tokens[0] == "lessons":
-        at = _index(tokens[1])
-        if at is None or at >= len(recs.lessons):
-            return None
-        return R.Ref("lesson", recs.lessons[at].key)
-    return None
-
-
-def _db_set_page(
-    ref: R.Ref, rel: str, owner: int, offset: int, limit: int
-) -> tuple[int, builtins.list[tuple[R.Member, dict[str, Any]]]]:
-    """One page of a relation with each member whole: three queries at most.
-
-    The size, the page of relation rows (with the members' rows joined), and for routine
-    members their pattern instances in one batch.
-    """
-    qs, make = R.relation(ref, rel, owner)
-    total = qs.count()
-    if offset >= total:
-        return total, []
-    if qs.model is m.LessonPattern:
-        qs = qs.select_related("lesson__game")
-    elif qs.model is m.Lesson or qs.model is m.Routine:
-        qs = qs.select_related("game")
-    rows = builtins.list(qs[offset : offset + limit])
-    routines: dict[int, m.Routine] = {}
-    for row in rows:
-        if isinstance(row, m.Routine):
-            routines[row.id] = row
-        elif isinstance(row, m.RoutinePattern) and rel == "instance":
-            routines[row.routine.id] = row.routine
-    instances: dict[int, builtins.list[m.RoutinePattern]] = {}
-    if routines:
-        found = (
-            m.RoutinePattern.objects.filter(routine_id__in=builtins.list(routines))
-            .select_related("pattern")
-            .order_by("routine_id", "position")
-        )
-        for inst in found:
-            instances.setdefault(inst.routine_id, []).append(inst)
-    out = []
-    for row in rows:
-        member = make(row)
-        out.append((member, _whole(member.kind, row, rel, instances)))
-    return total, out
-
-
-def _whole(
-    kind: str, row: Any, rel: str, instances: Mapping[int, Sequence[m.RoutinePattern]]
-) -> dict[str, Any]:
-    """The fields of a member, from the relation row that named it."""
-    if isinstance(row, m.GamePattern):
-        if kind == "game":
-            return R.game_fields(row.game)
-        return {"key": row.pattern.key, "description": row.pattern.description}
-    if isinstance(row, m.LessonPattern):
-        if kind == "lesson":
-            return R.lesson_fields(row.lesson)
-        return {"key": row.pattern.key, "description": row.pattern.description}
-    if isinstance(row, m.RoutinePattern):
-        if kind == "routine":
-            return R.routine_fields(row.routine, instances.get(row.routine.id, ()))
-        return {"key": row.pattern.key, "description": row.pattern.description}
-    if isinstance(row, m.Routine):
-        return R.routine_fields(row, instances.get(row.id, ()))
-    if isinstance(row, m.Lesson):
-        return R.lesson_fields(row)
-    if isinstance(row, m.Game):
-        return R.game_fields(row)
-    raise AssertionError(f"no member shape for {type(row).__name__} in {rel}")
-
-
 def _light_members(ref: R.Ref, rel: str, owner: int) -> builtins.list[R.Member]:
-    """Every member of one relation as keys and counts only (one query, no model rows).
+    return R.light_members(ref, rel, owner)
 
-    The same rows, in the same order, as :func:`tmsite.entities.records.related` pages; only
-    the columns a link needs are read, so a pattern in thousands of routines stays cheap.
-    """
-    qs, _ = R.relation(ref, rel, owner)
-    if qs.model is m.GamePattern:
-        if ref.kind == "pattern":
-            return [R.Member("game", k, count=c) for k, c in qs.values_list("game__key", "count")]
-        return [R.Member("pattern", k, count=c) for k, c in qs.values_list("pattern__key", "count")]
-    if qs.model is m.LessonPattern:
-        if ref.kind == "pattern":
-            rows = qs.values_list("lesson__key", "count")
-            return [R.Member("lesson", k, count=c) for k, c in rows]
-        return [R.Member("pattern", k, count=c) for k, c in qs.values_list("pattern__key", "count")]
-    if qs.model is m.RoutinePattern:
-        if ref.kind == "pattern":
-            rows = qs.values_list("routine__bank", "routine__addr", "routine__game__key")
-            return [R.Member("routine", R.routine_key(b, a), game=g) for b, a, g in rows]
-        return [R.Member("pattern", k) for k in qs.values_list("pattern__key", flat=True)]
-    if qs.model is m.Routine:
-        rows = qs.values_list("bank", "addr")
-        return [R.Member("routine", R.routine_key(b, a), game=ref.key) for b, a in rows]
-    if qs.model is m.Lesson:
-        return [R.Member("lesson", k) for k in qs.values_list("key", flat=True)]
-    return [R.Member("game", k) for k in qs.values_list("key", flat=True)]
+
+def _renders_as(mount: EntityMount, entity: R.Entity, revision: _Revision) -> builtins.list[Link]:
+    if not revision.now:
+        return []
+    return [
+        Link(
+            "tm:renders-as",
+            str(mount.page_uri(entity.key)),
+            "exact",
+            title="its page on the site",
+            type="text/html",
+        )
+    ]
+
+
+def _cartridge(mount: EntityMount, entity: R.Entity, revision: _Revision) -> builtins.list[Link]:
+    return [
+        Link(
+            "tm:cartridge",
+            str(mount.cartridge_uri(entity.fields["tree"], revision.at)),
+            "exact",
+            title="its source tree in git",
+        )
+    ]
+
+
+#: kind → the links a read of it gives into other mounts (beyond ``tm:data``).
+_OUTWARD: dict[str, Callable[[EntityMount, R.Entity, _Revision], builtins.list[Link]]] = {
+    "game": _renders_as,
+    "lesson": _cartridge,
+}
