@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("T7", "T
 
 
 def stdio_server() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["manage.py", "mcp_stdio"], cwd=ROOT)
+    """``mcp_stdio`` with this run's environment (its own ``TM_VAR_DIR``), not the SDK's default
+    one, which would serve, and write, the checkout's ``var/``."""
+    return StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp_stdio"], cwd=ROOT, env=dict(os.environ)
+    )
 
 
 def test_client_session_over_streamable_http(mcp_url: str) -> None:
