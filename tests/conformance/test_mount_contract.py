@@ -134,11 +134,6 @@ def test_listed_types_equal_stat_types(world: World) -> None:
         assert stat["mimeType"] == child["mimeType"], child["uri"]
 
 
-#: Stats not yet in the shared shape, and the fields they lack: entity's stat names no
-#: ``name`` until the entity mount builds it as a Stat.
-_STAT_LACKS = {"entity": {"name"}}
-
-
 def test_every_stat_has_the_shared_shape(world: World) -> None:
     ns = space(world)
     leaves = [
@@ -150,7 +145,7 @@ def test_every_stat_has_the_shared_shape(world: World) -> None:
     for child in leaves:
         stat = ns.read(child["uri"] + "?as=stat").body
         missing = {"uri", "name", "mimeType", "isCollection"} - set(stat)
-        assert missing == _STAT_LACKS.get(world.mount.name, set()), child["uri"]
+        assert missing == set(), child["uri"]
         assert stat["uri"] == child["uri"] and stat["isCollection"] is False
         if "name" in stat:
             assert stat["name"] == child["name"], child["uri"]

@@ -67,6 +67,7 @@ from tmsite.entities import kinds as K
 from tmsite.entities import records as R
 from tmsite.entities.record_files import RecordError, file_path, parse_records
 from tmsite.mounts import cursor as cursors
+from tmsite.mounts import fs_uris, git_uris, http_uris
 from tmsite.mounts.base import Mount
 from tmsite.mounts.errors import BadArgument, BadFacet, GitError, NoSuchRef, NotFound
 from tmsite.mounts.facets import parse_facets
@@ -79,6 +80,7 @@ from tmsite.mounts.types import (
     LazyEntries,
     Listing,
     Request,
+    Stat,
     Template,
     vnd,
 )
@@ -275,14 +277,14 @@ class EntityMount(Mount):
         return self.entity_uri(member.kind, member.key, member.game, at)
 
     def record_uri(self, file: str, pointer: str, at: str | None) -> TmUri:
-        return TmUri(self.host, "fs", tuple(file.split("/"))).with_params(at=at, pointer=pointer)
+        return fs_uris.checkout_file_uri(self.host, file, at=at, pointer=pointer)
 
     def page_uri(self, game: str) -> TmUri:
-        return TmUri(self.host, "http", (self.site, "autopsy", "games", game))
+        return http_uris.page_uri(self.host, self.site, f"/autopsy/games/{game}")
 
     def cartridge_uri(self, tree: str, at: str | None) -> TmUri:
         parts = tuple(p for p in tree.split("/") if p)
-        return TmUri(self.host, "git", (self.repo_name, *parts), True).with_params(at=at)
+        return git_uris.path_uri(self.host, self.repo_name, parts, collection=True, at=at)
 
     # ---- what a URI names -----------------------------------------------------------------
 
@@ -615,22 +617,20 @@ class EntityMount(Mount):
     def _stat(self, req: Request, entity: R.Entity, revision: _Revision) -> Content:
         at = revision.at
         me = self.entity_uri(entity.kind, entity.key, entity.game, at)
-        body: dict[str, JsonValue] = {
-            "uri": str(me),
+        own: dict[str, JsonValue] = {
             "kind": entity.kind,
             "key": entity.key,
-            "mimeType": vnd(entity.kind),
-            "isCollection": False,
             "record": {"file": entity.file, "pointer": entity.pointer},
             "counts": entity.counts,
             "corrections": len(entity.corrections),
         }
         if entity.game:
-            body["game"] = entity.game
+            own["game"] = entity.game
         if not revision.now:
-            body["at"] = {"ref": at, "commit": revision.commit}
+            own["at"] = {"ref": at, "commit": revision.commit}
         links = [*self._common_links(req, entity, at), Link("alternate", str(me))]
-        return Content(str(req.uri), vnd("stat"), body, links, kind="stat")
+        stat = Stat(str(me), entity.key, vnd(entity.kind), extra=own)
+        return stat.content(str(req.uri), links)
 
     def _set(self, req: Request, ref: R.Ref, revision: _Revision) -> Content:
         sets = set_rels(ref.kind)
