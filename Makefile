@@ -28,7 +28,7 @@ setup: $(VENV)/.installed
 # The demo static site runs beside it, for the http mount to read.
 run: setup
 	@echo "tmsite: http://$(HOST):$(PORT)/api/mcp"
-	$(BIN)/python -m tmsite.mounts.http_static demo_sites/demo.tinymachines.ai \
+	$(BIN)/python -m tmsite.demo.static_site demo_sites/demo.tinymachines.ai \
 		--port $(DEMO_PORT) & demo=$$!; trap "kill $$demo" EXIT INT TERM; \
 	TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT) \
 	$(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py --bind $(HOST):$(PORT) \

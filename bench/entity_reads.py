@@ -37,7 +37,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     from tests.entities.conftest import dump, make_large
-    from tests.entity.conftest import HOST, make_space
+    from tests.entitymount.conftest import HOST, make_space
     from tmsite.entities.loaders import fill, parse_records
 
     autopsy, lessons = make_large(games=10, per_game=500, hot="pad-poll", hot_count=2000)
@@ -75,7 +75,7 @@ def main() -> None:
             times.append((time.perf_counter() - t0) * 1000)
         times.sort()
         p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
-        from tmsite.mounts.parts import wire_size
+        from tmsite.core.parts import wire_size
 
         print(
             f"{label:34} {statistics.median(times):10.2f} {p95:8.2f} "

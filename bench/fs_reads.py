@@ -94,7 +94,7 @@ def main() -> None:
         checkout = make_checkout(base)
         print(f"checkout in {base} built in {time.perf_counter() - started:.1f} s")
         configure(checkout)
-        from tmsite.mounts.fs import FsMount
+        from tmsite.mounts.fs.mount import FsMount
         from tmsite.mounts.namespace import Namespace
 
         # The fs mount alone, configured from settings as the registry does.

@@ -36,7 +36,7 @@ if not settings.configured:
 import git_vs_cli  # noqa: E402
 
 from tmsite import gitstore  # noqa: E402
-from tmsite.mounts.git import GitMount  # noqa: E402
+from tmsite.mounts.git.mount import GitMount  # noqa: E402
 from tmsite.mounts.namespace import Namespace  # noqa: E402
 
 HOST = "bench"

@@ -116,9 +116,9 @@ def reads(count: int) -> None:
 
 
 def links(count: int) -> None:
-    from tmsite.mounts.fs import FsMount
-    from tmsite.mounts.http import HttpMount, Site
-    from tmsite.mounts.http_fetch import FrontDoor
+    from tmsite.mounts.fs.mount import FsMount
+    from tmsite.mounts.http.fetch import FrontDoor
+    from tmsite.mounts.http.mount import HttpMount, Site
 
     print("links of one page (no fetch), as the site grows:")
     for size in (10, 2000):

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from tmsite.mcpclient import Client  # noqa: E402
 
-ARGV = [sys.executable, "-m", "tmsite.demo_server"]
+ARGV = [sys.executable, "-m", "tmsite.demo.mcp_server"]
 ARGS = {"symbol": "Fe"}
 
 

@@ -36,14 +36,14 @@ from django.core.management import call_command  # noqa: E402
 from mcp import Client as SdkClient  # noqa: E402
 from mcp import StdioServerParameters  # noqa: E402
 
-from tmsite.mounts.mcp import McpMount  # noqa: E402
+from tmsite.mounts.mcp.mount import McpMount  # noqa: E402
 from tmsite.mounts.namespace import Namespace  # noqa: E402
 from tmsite.servers import pool  # noqa: E402
 from tmsite.servers.connect import probe_record  # noqa: E402
 from tmsite.servers.index import rederive  # noqa: E402
 from tmsite.servers.models import McpServer  # noqa: E402
 
-ARGV = [sys.executable, "-m", "tmsite.demo_server"]
+ARGV = [sys.executable, "-m", "tmsite.demo.mcp_server"]
 URI = "tm://bench/mcp/elements/element/Fe"
 
 

@@ -11,11 +11,11 @@ from ninja.errors import ValidationError
 from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 
-from tmsite import rest
+from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import endpoint
-from tmsite.mounts.errors import BadArgument, Refusal
 from tmsite.oplog import health
-from tmsite.rest_codes import HTTP_STATUS, REST_PREFIX, refusal_body
+from tmsite.rest import routes as rest
+from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 
 
 class _Encoder(NinjaJSONEncoder):

@@ -10,3 +10,6 @@ class TmsiteConfig(AppConfig):
 
     def ready(self) -> None:
         from tmsite import checks  # noqa: F401  (registers the system checks)
+        from tmsite.mounts import registry
+
+        registry.discover_blocks()  # each mount's blocks assemblers register themselves

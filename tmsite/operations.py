@@ -1,7 +1,7 @@
 """Transport-neutral operations: the only callers of the mounts and the pieces.
 
 MCP methods, MCP tools and REST views are adapters over these functions; each returns plain
-data or raises a ``Refusal`` from ``tmsite.mounts.errors``.
+data or raises a ``Refusal`` from ``tmsite.core.errors``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from django.conf import settings
 
 from tmsite import pieces as piece_records
 from tmsite import probes
-from tmsite.mounts.errors import BadArgument
+from tmsite.core.errors import BadArgument
+from tmsite.core.parts import to_text
+from tmsite.core.types import Content, Template
+from tmsite.core.uri import parse
 from tmsite.mounts.namespace import MapPage
-from tmsite.mounts.parts import to_text
 from tmsite.mounts.registry import namespace
-from tmsite.mounts.types import Content, Template
-from tmsite.mounts.uri import parse
 from tmsite.schemas import Overview, PieceStatus, Resolved
 
 CHIP_MCP_ENDPOINT = "https://6502.tinymachines.ai/api/mcp"

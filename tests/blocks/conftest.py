@@ -19,10 +19,10 @@ from jsonschema import Draft202012Validator
 from tests.peers.processes import assert_none_left, children
 from tmsite.blocks.assemble import blocks_uri
 from tmsite.blocks.schema import SCHEMA
+from tmsite.core.uri import parse
 from tmsite.entities.loaders import load_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.uri import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "tinymachines"
@@ -81,7 +81,7 @@ def blocks_of(space: Namespace, uri: str) -> dict[str, Any]:
 
 @pytest.fixture
 def elements(space: Namespace) -> Iterator[str]:
-    """The demo MCP server (``python -m tmsite.demo_server``, stdio) probed, its map derived.
+    """The demo MCP server (``python -m tmsite.demo.mcp_server``, stdio) probed, its map derived.
 
     Yields its record's address; every child process it started is gone afterwards."""
     from tmsite.servers import pool
@@ -94,7 +94,7 @@ def elements(space: Namespace) -> Iterator[str]:
         name="elements",
         transport="stdio",
         command=sys.executable,
-        args=["-m", "tmsite.demo_server"],
+        args=["-m", "tmsite.demo.mcp_server"],
         start_timeout=10.0,
         call_timeout=10.0,
         description="The chemical elements.",

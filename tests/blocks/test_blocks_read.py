@@ -11,7 +11,7 @@ from tests.blocks.conftest import HOST, blocks_of
 from tmsite.blocks import registry as assemblers
 from tmsite.blocks.registry import AssemblerClash, assembles
 from tmsite.blocks.schema import SCHEMA
-from tmsite.mounts.errors import BadUri
+from tmsite.core.errors import BadUri
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = pytest.mark.spec("BLOCKS", "MANIFEST")
@@ -166,7 +166,7 @@ def test_an_assembler_clash_is_a_loud_error() -> None:
 
 
 def test_long_code_is_cut_with_the_way_to_read_on(space: Namespace, tmp_path: Any) -> None:
-    from tmsite.mounts.fs import FsMount
+    from tmsite.mounts.fs.mount import FsMount
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 20001)))

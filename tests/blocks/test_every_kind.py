@@ -12,12 +12,12 @@ import pytest
 from tests.blocks.conftest import HOST, SEEDS, T, blocks_of, walk
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.blocks.vocabulary import BLOCK_KINDS
-from tmsite.mounts.errors import NotFound
-from tmsite.mounts.fs import FsMount
-from tmsite.mounts.memory import MemoryMount
+from tmsite.core.errors import NotFound
+from tmsite.core.types import Content, Request
+from tmsite.core.uri import parse
+from tmsite.mounts.fs.mount import FsMount
+from tmsite.mounts.memory.mount import MemoryMount
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import Content, Request
-from tmsite.mounts.uri import parse
 
 pytestmark = pytest.mark.spec("BLOCKS")
 
@@ -65,7 +65,7 @@ class VersionedMount(MemoryMount):
         old = MemoryMount(self.host, self.versions[at])
         old.name = self.name
         plain = req.uri.with_params(at=None)
-        from tmsite.mounts.facets import parse_facets
+        from tmsite.core.facets import parse_facets
 
         content = old.read(Request(plain, parse_facets(plain)))
         content.uri = req.text

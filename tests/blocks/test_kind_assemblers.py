@@ -16,8 +16,8 @@ from tests.blocks.conftest import SEEDS, T, blocks_of, walk
 from tmsite.blocks.assemble import SCHEMA_POINTER
 from tmsite.blocks.registry import ASSEMBLERS, GENERIC, find, mount_of
 from tmsite.blocks.schema import SCHEMA
+from tmsite.core.uri import parse
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.uri import parse
 
 pytestmark = pytest.mark.spec("BLOCKS")
 
@@ -241,9 +241,9 @@ def test_the_manifest_kinds_and_renderers(space: Namespace) -> None:
         name = key.split(":", 1)[1]
         if key.startswith("kind:") and name != GENERIC:
             assert by_kind[name][3] == assembler.module, name
-    assert by_kind["game"][3] == "tmsite.blocks.entity"
-    assert by_kind["map"][3] == "tmsite.blocks.mcp"
-    assert by_kind["mount:mcp"][3] == "tmsite.blocks.mcp"
+    assert by_kind["game"][3] == "tmsite.mounts.entity.blocks"
+    assert by_kind["map"][3] == "tmsite.mounts.mcp.blocks"
+    assert by_kind["mount:mcp"][3] == "tmsite.mounts.mcp.blocks"
     mounts = _table_after(body, "Mounts")
     assert {row[0]["text"] for row in mounts["rows"]} == set(space.mounts)
     relations = _table_after(body, "Link relations")

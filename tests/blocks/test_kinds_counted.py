@@ -12,9 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from tests.blocks.conftest import HOST
+from tmsite.core.errors import NotFound
 from tmsite.kinds import counter as counting
 from tmsite.kinds.models import KindCount
-from tmsite.mounts.errors import NotFound
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = pytest.mark.spec("KINDS")

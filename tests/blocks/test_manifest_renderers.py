@@ -9,9 +9,9 @@ from django.test import Client
 
 from tests.blocks.conftest import HOST
 from tmsite.blocks.registry import ASSEMBLERS
-from tmsite.mounts.links import IANA_RELS, TM_RELS
+from tmsite.core.links import IANA_RELS, TM_RELS
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.renderers_catalogue import RENDERERS
+from tmsite.mounts.renderers.catalogue import RENDERERS
 
 pytestmark = pytest.mark.spec("MANIFEST", "RENDERERS")
 

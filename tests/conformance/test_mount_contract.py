@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.worlds import HOST, NOTES, RECORD, WORLDS, World
+from tmsite.core.errors import BadArgument, BadCursor, BadFacet, NotFound, Refusal
+from tmsite.core.parts import to_text
+from tmsite.core.uri import parse
 from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
-from tmsite.mounts.errors import BadArgument, BadCursor, BadFacet, NotFound, Refusal
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.parts import to_text
-from tmsite.mounts.uri import parse
 
 pytestmark = pytest.mark.spec(
     "NS2",
@@ -334,8 +334,8 @@ def test_hostile_uris_are_refused_and_leak_nothing(world: World) -> None:
 
 
 def _req(uri: str):  # type: ignore[no-untyped-def]
-    from tmsite.mounts.facets import parse_facets
-    from tmsite.mounts.types import Request
+    from tmsite.core.facets import parse_facets
+    from tmsite.core.types import Request
 
     parsed = parse(uri)
     return Request(parsed, parse_facets(parsed))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
+from tmsite.core.types import vnd
 from tmsite.entities.loaders import fill, read_checkout
-from tmsite.mounts.entity import EntityMount
-from tmsite.mounts.fs import FsMount
-from tmsite.mounts.types import vnd
+from tmsite.mounts.entity.mount import EntityMount
+from tmsite.mounts.fs.mount import FsMount
 
 ROOT = Path(__file__).resolve().parents[2]
 

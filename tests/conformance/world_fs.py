@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, NOTES, RECORD, SECRET, World
-from tmsite.mounts.fs import FsMount
+from tmsite.mounts.fs.mount import FsMount
 
 
 def world(tmp: Path) -> World:

@@ -14,7 +14,7 @@ from dulwich.objects import Blob, Tree
 
 from tests.conformance.worlds import HOST, NOTES, RECORD, SECRET, World
 from tests.gitstore.builder import DIR, FILE, Builder
-from tmsite.mounts.git import GitMount
+from tmsite.mounts.git.mount import GitMount
 
 
 def world(tmp: Path) -> World:

@@ -1,7 +1,7 @@
 """The http world: the canonical scenario as a static site, served over loopback for real.
 
 A site the box serves but did not build: its files under ``tmp/site``, served by
-:mod:`tmsite.mounts.http_static` on a free loopback port (the site's front door), listed by its
+:mod:`tmsite.demo.static_site` on a free loopback port (the site's front door), listed by its
 ``sitemap.xml``, fenced by its ``robots.txt``, described by its manifest. Beside the listed
 files, a fenced file and an unlisted one hold the secret.
 """
@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, NOTES, RECORD, SECRET, World
-from tmsite.mounts.http import HttpMount, Site
-from tmsite.mounts.http_fetch import FrontDoor
-from tmsite.mounts.http_static import server
+from tmsite.demo.static_site import server
+from tmsite.mounts.http.fetch import FrontDoor
+from tmsite.mounts.http.mount import HttpMount, Site
 
 SITE = "static.example"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
+from tmsite.core.types import vnd
 from tmsite.kinds.counter import KindCounter
-from tmsite.mounts.kinds import KindsMount
-from tmsite.mounts.memory import MemoryMount
+from tmsite.mounts.kinds.mount import KindsMount
+from tmsite.mounts.memory.mount import MemoryMount
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import vnd
 
 
 def world(tmp: Path) -> World:

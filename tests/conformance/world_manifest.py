@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
-from tmsite.mounts.manifest import ManifestMount
-from tmsite.mounts.types import vnd
+from tmsite.core.types import vnd
+from tmsite.mounts.manifest.mount import ManifestMount
 
 
 def world(tmp: Path) -> World:

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
+from tmsite.core.types import vnd
 from tmsite.mcpclient import Client, ProbeResult, probe
-from tmsite.mounts.mcp import McpMount
-from tmsite.mounts.types import vnd
+from tmsite.mounts.mcp.mount import McpMount
 from tmsite.servers.index import rederive
 from tmsite.servers.models import McpServer, ServerDeclaration
 
@@ -25,7 +25,7 @@ _PROBED: list[ProbeResult] = []
 
 def _probe() -> ProbeResult:
     if not _PROBED:
-        with Client.stdio([sys.executable, "-m", "tmsite.demo_server"], cwd=ROOT) as client:
+        with Client.stdio([sys.executable, "-m", "tmsite.demo.mcp_server"], cwd=ROOT) as client:
             _PROBED.append(probe(client))
     return _PROBED[0]
 
@@ -36,7 +36,7 @@ def world(tmp: Path) -> World:
         name="elements",
         description="The chemical elements.",
         command=sys.executable,
-        args=["-m", "tmsite.demo_server"],
+        args=["-m", "tmsite.demo.mcp_server"],
         sources=["the demo dataset"],
         licence_basis="public domain",
     )

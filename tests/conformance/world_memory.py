@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, NOTES, RECORD, World
-from tmsite.mounts.memory import MemoryMount
+from tmsite.mounts.memory.mount import MemoryMount
 
 
 def world(tmp: Path) -> World:

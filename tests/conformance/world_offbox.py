@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
 from tests.gitstore.builder import Builder
-from tmsite.mounts.git import GitMount
-from tmsite.mounts.offbox import OffboxMount
-from tmsite.mounts.types import vnd
+from tmsite.core.types import vnd
+from tmsite.mounts.git.mount import GitMount
+from tmsite.mounts.offbox.mount import OffboxMount
 
 LINEAGE = {
     "note": "Where a build chain leaves the box.",

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, World
-from tmsite.mounts.renderers import RenderersMount
-from tmsite.mounts.types import vnd
+from tmsite.core.types import vnd
+from tmsite.mounts.renderers.mount import RenderersMount
 
 
 def world(tmp: Path) -> World:

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from tests.conformance.worlds import HOST, SECRET, World
-from tmsite.mounts.fs import FsMount
-from tmsite.mounts.trails import TrailMount
-from tmsite.mounts.types import vnd
+from tmsite.core.types import vnd
+from tmsite.mounts.fs.mount import FsMount
+from tmsite.mounts.trail.mount import TrailMount
 
 
 def world(tmp: Path) -> World:

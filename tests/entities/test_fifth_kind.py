@@ -19,12 +19,12 @@ import pytest
 from django.db import connection, models
 from django.test.utils import isolate_apps
 
-from tests.entity.conftest import HOST, make_space
+from tests.entitymount.conftest import HOST, make_space
+from tmsite.core.errors import NotFound
 from tmsite.entities import kinds as K
 from tmsite.entities import models as m
 from tmsite.entities import records as R
 from tmsite.entities.loaders import Records, fill, read_checkout
-from tmsite.mounts.errors import NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
 E = f"tm://{HOST}/entity"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.fs.tree import DENIED_FILES, HOST, NOTES, SECRET, Box, within
-from tmsite.mounts.errors import Denied, NotFound, OutOfRoot, Refusal
-from tmsite.mounts.parts import to_text
-from tmsite.mounts.uri import parse
+from tmsite.core.errors import Denied, NotFound, OutOfRoot, Refusal
+from tmsite.core.parts import to_text
+from tmsite.core.uri import parse
 
 pytestmark = pytest.mark.spec("FS", "RJ1")
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from tests.fs.tree import AWKWARD, HOST, NOTES, RECORD, Box, within
-from tmsite.mounts.errors import BadFacet, NotFound, TooLarge
-from tmsite.mounts.fs import FsMount
+from tmsite.core.errors import BadFacet, NotFound, TooLarge
+from tmsite.core.parts import READ_CAP, to_text
+from tmsite.core.uri import build
+from tmsite.mounts.fs.mount import FsMount
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.parts import READ_CAP, to_text
-from tmsite.mounts.uri import build
 
 pytestmark = pytest.mark.spec("FS", "NS4", "NS5", "NS6")
 

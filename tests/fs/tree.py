@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tmsite.mounts.fs import FsMount
+from tmsite.core.types import Content
+from tmsite.mounts.fs.mount import FsMount
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import Content
 
 HOST = "testbox"
 SECRET = "FS-SECRET-d41d8cd9"

@@ -31,8 +31,8 @@ from dulwich.repo import Repo
 from tests.git_oracle import run_git
 from tests.gitstore.builder import DIR, FILE, Builder
 from tmsite.mounts import registry
-from tmsite.mounts.fs import FsMount
-from tmsite.mounts.git import GitMount
+from tmsite.mounts.fs.mount import FsMount
+from tmsite.mounts.git.mount import GitMount
 from tmsite.mounts.namespace import Namespace
 
 HOST = "gitbox"

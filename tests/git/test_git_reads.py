@@ -8,9 +8,9 @@ import pytest
 
 from tests.git.scenario import BIG, BLOB, FS, HOST, REPO, ROOT, Scenario
 from tests.git_oracle import needs_git
-from tmsite.mounts.errors import BadFacet, Binary, NotFound, TooLarge
+from tmsite.core.errors import BadFacet, Binary, NotFound, TooLarge
+from tmsite.core.parts import READ_CAP, to_text
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.parts import READ_CAP, to_text
 
 pytestmark = pytest.mark.spec("GIT", "NS3", "NS4", "NS5", "LK2")
 
@@ -422,7 +422,7 @@ def test_imported_copies_link_to_their_origin_both_ways(ns: Namespace) -> None:
 
 
 def test_every_tm_link_has_its_inverse_and_every_href_resolves(ns: Namespace) -> None:
-    from tmsite.mounts.links import INVERSE
+    from tmsite.core.links import INVERSE
 
     start = [
         FS + "docs/guide.md",

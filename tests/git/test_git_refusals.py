@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.git.scenario import HOST, REPO, ROOT, SECRET, Scenario
-from tmsite.mounts.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot, Refusal
+from tmsite.core.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot, Refusal
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = pytest.mark.spec("GIT", "RJ1")
@@ -265,7 +265,7 @@ def test_every_gitstore_refusal_has_its_own_row_in_the_translation_table() -> No
     import inspect
 
     from tmsite.gitstore import errors as gitstore_errors
-    from tmsite.mounts.git_errors import refusal
+    from tmsite.mounts.git.errors import refusal
 
     kinds = [
         cls

@@ -14,16 +14,16 @@ from django.core.management import CommandError, call_command
 
 from tests.git.scenario import FS, HOST, REPO, ROOT, Scenario
 from tmsite import gitstore
+from tmsite.core.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot
+from tmsite.core.parts import to_text
+from tmsite.core.uri import parse
 from tmsite.mcp.codes import code_for
 from tmsite.mcp.methods import dispatch
 from tmsite.mcp.protocol import CallContext, RpcError
 from tmsite.mounts import registry
-from tmsite.mounts.errors import BadFacet, Denied, NoSuchRef, NotFound, OutOfRoot
-from tmsite.mounts.fs import FsMount
-from tmsite.mounts.git import GitMount, check_git_settings
+from tmsite.mounts.fs.mount import FsMount
+from tmsite.mounts.git.mount import GitMount, check_git_settings
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.parts import to_text
-from tmsite.mounts.uri import parse
 
 pytestmark = pytest.mark.spec("GIT", "FS", "NS7")
 

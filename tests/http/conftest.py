@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
+from tmsite.demo.static_site import server
 from tmsite.mounts import registry
-from tmsite.mounts.http_static import server
 from tmsite.mounts.namespace import Namespace
 
 HOST = "testbox"
@@ -117,6 +117,6 @@ def ns(live_server: Any, settings: Any, checkout: Path, demo_door: str) -> Itera
 
 
 def uri(*path: str, collection: bool = False, **params: str) -> str:
-    from tmsite.mounts.uri import build
+    from tmsite.core.uri import build
 
     return build(HOST, "http", path, collection=collection, params=params)

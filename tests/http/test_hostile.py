@@ -22,9 +22,9 @@ from tests.http.faults import (
     _Server,
     fault_server,
 )
+from tmsite.core.errors import Refusal
 from tmsite.mounts import registry
-from tmsite.mounts.errors import Refusal
-from tmsite.mounts.http import STAT_CAP
+from tmsite.mounts.http.mount import STAT_CAP
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "RJ1")]

@@ -37,13 +37,13 @@ from typing import Any
 import pytest
 
 from tests.http.conftest import SITE, configure
+from tmsite.core.errors import Refusal
+from tmsite.core.links import INVERSE
+from tmsite.core.types import Content
+from tmsite.core.uri import TmUri, parse
 from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts import registry
-from tmsite.mounts.errors import Refusal
-from tmsite.mounts.links import INVERSE
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import Content
-from tmsite.mounts.uri import TmUri, parse
 from tmsite.site import pages
 from tmsite.trails import index
 

@@ -31,9 +31,9 @@ from django.urls import clear_url_caches
 import tmsite
 from tests.gitstore.builder import Builder
 from tests.http.conftest import HOST, SITE, configure, uri, write
+from tmsite.core.types import Content
 from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import Content
 from tmsite.site import pages
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "LK2", "LK5")]

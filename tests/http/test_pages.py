@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.http.conftest import DEMO, HOST, SECRET, SITE, uri
-from tmsite.mounts.errors import BadFacet, NotFound, Redirect
+from tmsite.core.errors import BadFacet, NotFound, Redirect
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "NS3", "OP3")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.http.conftest import DEMO, uri
-from tmsite.mounts.errors import Binary, Denied, NotFound
+from tmsite.core.errors import Binary, Denied, NotFound
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP")]

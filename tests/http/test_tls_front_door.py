@@ -12,9 +12,9 @@ import pytest
 
 from tests.http.conftest import DEMO, DEMO_DIR, uri
 from tests.http.tls import Authority, Seen, tls_static_server
+from tmsite.core.errors import Unreachable
 from tmsite.mounts import registry
-from tmsite.mounts.errors import Unreachable
-from tmsite.mounts.http import check_sites
+from tmsite.mounts.http.mount import check_sites
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = pytest.mark.spec("HTTP")

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tmsite.mounts.http_static import StaticHandler, server
+from tmsite.demo.static_site import StaticHandler, server
 
 
 def _name(common: str) -> x509.Name:

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spec("OP5")
 
 MODULES = [
     "tests/entities",
-    "tests/entity",
+    "tests/entitymount",
     "tests/servers",
     "tests/oplog/test_log.py",
     "tests/oplog/test_privacy.py",

@@ -28,7 +28,7 @@ from tmsite.mcpclient import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("MCP")]
 
-DEMO = [PYTHON, "-m", "tmsite.demo_server"]
+DEMO = [PYTHON, "-m", "tmsite.demo.mcp_server"]
 MIB = 1024 * 1024
 
 
@@ -263,7 +263,7 @@ def test_environment_is_allow_listed(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_argv_must_be_a_list() -> None:
     with pytest.raises(ValueError, match="list of strings"):
-        Client.stdio("python -m tmsite.demo_server")
+        Client.stdio("python -m tmsite.demo.mcp_server")
     with pytest.raises(ValueError, match="list of strings"):
         Client.stdio([])
     with pytest.raises(ValueError, match="NUL"):

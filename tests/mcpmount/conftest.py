@@ -23,13 +23,13 @@ from tests.peers.processes import (
     sdk_stateless,
     sdk_token,
 )
-from tmsite.mounts.mcp import McpMount
+from tmsite.mounts.mcp.mount import McpMount
 from tmsite.mounts.namespace import Namespace
 from tmsite.servers import pool
 from tmsite.servers.models import McpServer
 
 HOST = "test"
-DEMO = [sys.executable, "-m", "tmsite.demo_server"]
+DEMO = [sys.executable, "-m", "tmsite.demo.mcp_server"]
 BASE = f"tm://{HOST}/mcp/"
 
 __all__ = [

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from tests.mcpmount.conftest import BASE, DEMO
-from tmsite.mounts.errors import BadArgument, BadFacet, NotFound, Unreachable
+from tmsite.core.errors import BadArgument, BadFacet, NotFound, Unreachable
+from tmsite.core.types import vnd
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import vnd
 from tmsite.servers import pool
 from tmsite.servers.connect import probe_record
 from tmsite.servers.index import rederive

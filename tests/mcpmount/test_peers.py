@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.mcpmount.conftest import BASE, HttpPeer, peer
-from tmsite.mounts.errors import Gated, NotFound, Timeout, Unreachable
+from tmsite.core.errors import Gated, NotFound, Timeout, Unreachable
 from tmsite.mounts.namespace import Namespace
 from tmsite.servers import pool
 from tmsite.servers.connect import probe_record

@@ -10,9 +10,9 @@ import pytest
 from django.core import signing
 
 from tests.namespace.world import HOST, body_of
-from tmsite.mounts import cursor as cursors
-from tmsite.mounts.errors import BadCursor
-from tmsite.mounts.fs import FsMount
+from tmsite.core import cursor as cursors
+from tmsite.core.errors import BadCursor
+from tmsite.mounts.fs.mount import FsMount
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = pytest.mark.spec("NS6")

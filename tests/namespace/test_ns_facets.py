@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.namespace.world import HOST
-from tmsite.mounts.errors import BadFacet
-from tmsite.mounts.facets import Facets, parse_facets
-from tmsite.mounts.uri import parse
+from tmsite.core.errors import BadFacet
+from tmsite.core.facets import Facets, parse_facets
+from tmsite.core.uri import parse
 
 pytestmark = pytest.mark.spec("NS3", "NS4")
 

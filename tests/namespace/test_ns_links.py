@@ -9,11 +9,11 @@ from collections.abc import Mapping
 import pytest
 
 from tests.namespace.world import HOST, body_of
+from tmsite.core.errors import BadArgument, BadCursor, BadFacet, NotFound
+from tmsite.core.links import LINK_CAP, Link, order
+from tmsite.core.types import Content, Entry, Listing, Request, vnd
 from tmsite.mounts.base import Mount
-from tmsite.mounts.errors import BadArgument, BadCursor, BadFacet, NotFound
-from tmsite.mounts.links import LINK_CAP, Link, order
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import Content, Entry, Listing, Request, vnd
 
 pytestmark = pytest.mark.spec("LK1", "LK3", "LK4")
 
@@ -111,7 +111,7 @@ def space() -> tuple[Namespace, ManyLinks]:
 
 def every_link(mount: ManyLinks, count: int) -> list[Link]:
     uri = mount.uri(str(count))
-    from tmsite.mounts.facets import parse_facets
+    from tmsite.core.facets import parse_facets
 
     return order(mount.read(Request(uri, parse_facets(uri))).links)
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.namespace.world import HOST, SECRET
 from tmsite import operations
+from tmsite.core.errors import REASONS, REFUSALS, NotFound
+from tmsite.core.parts import READ_CAP
 from tmsite.mcp.codes import CODES, code_for, rpc_error
 from tmsite.mcp.methods import dispatch
 from tmsite.mcp.protocol import (
@@ -21,10 +23,8 @@ from tmsite.mcp.protocol import (
     RpcError,
 )
 from tmsite.mounts import registry
-from tmsite.mounts.errors import REASONS, REFUSALS, NotFound
-from tmsite.mounts.memory import MemoryMount
+from tmsite.mounts.memory.mount import MemoryMount
 from tmsite.mounts.namespace import MAP_PAGE_SIZE, Namespace
-from tmsite.mounts.parts import READ_CAP
 
 pytestmark = pytest.mark.spec("RJ1", "RJ2", "NS6", "NS7", "LK1")
 

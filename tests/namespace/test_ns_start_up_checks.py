@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
 from tmsite.mounts import registry
-from tmsite.mounts.http import check_sites
+from tmsite.mounts.http.mount import check_sites
 from tmsite.mounts.registry import check_enabled_mounts
 
 pytestmark = [

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.namespace.world import HOST
-from tmsite.mounts.errors import BadFacet, BadUri, NotFound
-from tmsite.mounts.fs import FsMount
+from tmsite.core.errors import BadFacet, BadUri, NotFound
+from tmsite.core.uri import MAX_URI_LENGTH, PARAM_ORDER, TmUri, build, parse, quote_segment
+from tmsite.mounts.fs.mount import FsMount
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.uri import MAX_URI_LENGTH, PARAM_ORDER, TmUri, build, parse, quote_segment
 
 pytestmark = pytest.mark.spec("NS1", "NS2", "NS8", "RJ1")
 

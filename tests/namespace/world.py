@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tmsite.mounts.types import Content
+from tmsite.core.types import Content
 
 HOST = "testbox"
 SECRET = "NS-SECRET-7f3a9c"

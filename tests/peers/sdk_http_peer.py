@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from tmsite.demo_server.server import build_server
+from tmsite.demo.mcp_server.server import build_server
 
 
 class RequireToken:

@@ -26,12 +26,12 @@ from tests.namespace.test_ns_tools import payload
 from tests.namespace.world import HOST, SECRET
 from tests.oplog.conftest import CALLER
 from tests.rest.conftest import Hosts
-from tmsite import rest
 from tmsite.api import api
 from tmsite.mcp.codes import RATE_LIMITED
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
 from tmsite.oplog import health
 from tmsite.oplog.clock import FakeClock
+from tmsite.rest import routes as rest
 
 pytestmark = [
     pytest.mark.django_db,

@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from tests.servers.test_commands import form
-from tmsite.mounts.errors import NotFound
-from tmsite.mounts.mcp import McpMount
+from tmsite.core.errors import NotFound
+from tmsite.mounts.mcp.mount import McpMount
 from tmsite.mounts.namespace import Namespace
 from tmsite.servers.models import MapEntry, MapEntryChange, McpServer, ServerChange
 

@@ -24,11 +24,11 @@ from typing import Any
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.registry import find
 from tmsite.blocks.vocabulary import Block
-from tmsite.mounts.errors import BadFacet, Refusal
-from tmsite.mounts.links import Link
-from tmsite.mounts.parts import READ_CAP, dumps, to_text
-from tmsite.mounts.types import Content, Reader, vnd
-from tmsite.mounts.uri import TmUri, parse
+from tmsite.core.errors import BadFacet, Refusal
+from tmsite.core.links import Link
+from tmsite.core.parts import READ_CAP, dumps, to_text
+from tmsite.core.types import Content, Reader, vnd
+from tmsite.core.uri import TmUri, parse
 
 #: The parameter only a blocks read takes: the facet of the thing to assemble.
 OF = "of"

@@ -14,7 +14,7 @@ from tmsite.blocks.assemble import Context
 from tmsite.blocks.generic import json_blocks, mapping, title_of
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
-from tmsite.mounts.types import Content
+from tmsite.core.types import Content
 
 _LISTING_COLUMNS = ("name", "mimeType", "size", "title")
 

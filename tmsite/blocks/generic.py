@@ -15,10 +15,10 @@ from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
 from tmsite.blocks.registry import GENERIC, assembles, base_type
 from tmsite.blocks.vocabulary import Block
-from tmsite.mounts.errors import Refusal
-from tmsite.mounts.parts import to_text
-from tmsite.mounts.types import Content
-from tmsite.mounts.uri import parse
+from tmsite.core.errors import Refusal
+from tmsite.core.parts import to_text
+from tmsite.core.types import Content
+from tmsite.core.uri import parse
 
 _TITLE_KEYS = ("title", "name", "key", "kind")
 _NOTE_KEYS = ("what", "description", "why", "note", "summary")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tmsite.blocks.vocabulary import BLOCK_KINDS, Block
-from tmsite.mounts.types import Content
+from tmsite.core.types import Content
 
 if TYPE_CHECKING:
     from tmsite.blocks.assemble import Context

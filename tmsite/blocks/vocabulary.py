@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tmsite.mounts.links import Link
+from tmsite.core.links import Link
 
 Block = dict[str, Any]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tmsite.mounts.types import Content
+from tmsite.core.types import Content
 
 log = logging.getLogger(__name__)
 

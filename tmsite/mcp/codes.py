@@ -8,8 +8,8 @@ change of the resource-not-found code); parameter refusals are -32602 in both; a
 
 from __future__ import annotations
 
+from tmsite.core.errors import REASONS, Refusal
 from tmsite.mcp.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND, Era, RpcError
-from tmsite.mounts.errors import REASONS, Refusal
 
 RATE_LIMITED = -32000
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from tmsite.core.parts import to_text
+from tmsite.core.types import Content, Entry, Template
 from tmsite.mcp.protocol import META_LINKS_KEY
-from tmsite.mounts.parts import to_text
-from tmsite.mounts.types import Content, Entry, Template
 
 
 def read_result(content: Content) -> dict[str, Any]:

@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
+from tmsite.core.errors import RateLimited
 from tmsite.mcp import envelope
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import Answer, Message
 from tmsite.mcp.protocol import CallContext
-from tmsite.mounts.errors import RateLimited
 from tmsite.oplog import costs, hooks
 
 

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from tmsite import operations
+from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
-from tmsite.mounts.errors import BadArgument, Refusal
 from tmsite.pieces import Licensing
 from tmsite.schemas import (
     LicensingInput,

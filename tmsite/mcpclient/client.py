@@ -2,7 +2,7 @@
 
 Usage::
 
-    with Client.stdio([sys.executable, "-m", "tmsite.demo_server"]) as client:
+    with Client.stdio([sys.executable, "-m", "tmsite.demo.mcp_server"]) as client:
         hs = client.handshake()
         tools = client.list_tools()
         result = client.call_tool("get_element", {"symbol": "Fe"})

@@ -19,13 +19,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import ClassVar, Protocol
 
-from tmsite.mounts import cursor as cursors
-from tmsite.mounts.errors import BadArgument, BadFacet, NotFound, Refusal
-from tmsite.mounts.facets import parse_facets
-from tmsite.mounts.links import Link
-from tmsite.mounts.nearest import MAX_CANDIDATES, MAX_NEAREST, rank
-from tmsite.mounts.types import Content, Entry, Listing, Reader, Request, Template, vnd
-from tmsite.mounts.uri import TmUri, parse
+from tmsite.core import cursor as cursors
+from tmsite.core.errors import BadArgument, BadFacet, NotFound, Refusal
+from tmsite.core.facets import parse_facets
+from tmsite.core.links import Link
+from tmsite.core.nearest import MAX_CANDIDATES, MAX_NEAREST, rank
+from tmsite.core.types import Content, Entry, Listing, Reader, Request, Template, vnd
+from tmsite.core.uri import TmUri, parse
 
 #: Children per listing page.
 PAGE_SIZE = 500

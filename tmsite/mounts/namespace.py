@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from tmsite.core import cursor as cursors
+from tmsite.core.errors import BadArgument, NotFound, Refusal
+from tmsite.core.facets import Facets, parse_facets
+from tmsite.core.links import Link, cap, filtered, order
+from tmsite.core.nearest import rank
+from tmsite.core.parts import apply_part, enforce_cap
+from tmsite.core.types import Content, Entry, FacetAssembler, Request, Template, vnd
+from tmsite.core.uri import TmUri, parse
 from tmsite.kinds import counter as kind_counter
-from tmsite.mounts import cursor as cursors
 from tmsite.mounts.base import PAGE_SIZE, Mount
-from tmsite.mounts.errors import BadArgument, NotFound, Refusal
-from tmsite.mounts.facets import Facets, parse_facets
-from tmsite.mounts.links import Link, cap, filtered, order
-from tmsite.mounts.nearest import rank
-from tmsite.mounts.parts import apply_part, enforce_cap
-from tmsite.mounts.types import Content, Entry, FacetAssembler, Request, Template, vnd
-from tmsite.mounts.uri import TmUri, parse
 
 #: Entries per ``resources/list`` page.
 MAP_PAGE_SIZE = 100

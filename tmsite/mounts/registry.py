@@ -10,28 +10,29 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from importlib import import_module
+from importlib.util import find_spec
 
 from django.conf import settings
 from django.core import checks
 
 from tmsite.blocks.assemble import assemble as assemble_blocks
 from tmsite.check_registry import check
+from tmsite.core.types import FacetAssembler
 from tmsite.mounts.base import Mount
 from tmsite.mounts.namespace import Namespace
-from tmsite.mounts.types import FacetAssembler
 
 #: name → "module:Class". Keep sorted; one line per mount.
 MOUNTS: dict[str, str] = {
-    "entity": "tmsite.mounts.entity:EntityMount",
-    "fs": "tmsite.mounts.fs:FsMount",
-    "git": "tmsite.mounts.git:GitMount",
-    "http": "tmsite.mounts.http:HttpMount",
-    "kinds": "tmsite.mounts.kinds:KindsMount",
-    "manifest": "tmsite.mounts.manifest:ManifestMount",
-    "mcp": "tmsite.mounts.mcp:McpMount",
-    "offbox": "tmsite.mounts.offbox:OffboxMount",
-    "renderers": "tmsite.mounts.renderers:RenderersMount",
-    "trail": "tmsite.mounts.trails:TrailMount",
+    "entity": "tmsite.mounts.entity.mount:EntityMount",
+    "fs": "tmsite.mounts.fs.mount:FsMount",
+    "git": "tmsite.mounts.git.mount:GitMount",
+    "http": "tmsite.mounts.http.mount:HttpMount",
+    "kinds": "tmsite.mounts.kinds.mount:KindsMount",
+    "manifest": "tmsite.mounts.manifest.mount:ManifestMount",
+    "mcp": "tmsite.mounts.mcp.mount:McpMount",
+    "offbox": "tmsite.mounts.offbox.mount:OffboxMount",
+    "renderers": "tmsite.mounts.renderers.mount:RenderersMount",
+    "trail": "tmsite.mounts.trail.mount:TrailMount",
 }
 assert list(MOUNTS) == sorted(MOUNTS), "keep the registry sorted"
 
@@ -41,6 +42,22 @@ def mount_class(name: str) -> type[Mount]:
     cls: type[Mount] = getattr(import_module(module_name), class_name)
     assert issubclass(cls, Mount) and cls.name == name, f"{MOUNTS[name]} is not the {name} mount"
     return cls
+
+
+def discover_blocks() -> None:
+    """Import each registered mount's assemblers, ``tmsite.mounts.<kind>.blocks``, if it has them.
+
+    An assembler module registers itself on import (``tmsite.blocks.registry.assembles``) and
+    the blocks framework never imports a mount, so the registry finds them, as Django's
+    ``autodiscover_modules("admin")`` finds each app's ``admin``. Every registered mount's (and
+    the memory mount's), served or not, so what the manifest publishes does not depend on
+    ``TM_MOUNTS``. Run once at start-up (``TmsiteConfig.ready``); importing twice is a no-op.
+    """
+    modules = [MOUNTS[name].partition(":")[0] for name in MOUNTS]
+    for module in [*modules, "tmsite.mounts.memory.mount"]:
+        blocks = f"{module.rpartition('.')[0]}.blocks"
+        if find_spec(blocks) is not None:
+            import_module(blocks)
 
 
 def enabled_names() -> list[str]:
@@ -69,18 +86,18 @@ def wire(mounts: Mapping[str, Mount]) -> None:
     """
     fs, git, http = mounts.get("fs"), mounts.get("git"), mounts.get("http")
     if fs is not None:
-        from tmsite.mounts.fs import FsMount
+        from tmsite.mounts.fs.mount import FsMount
 
         assert isinstance(fs, FsMount)
     if git is not None:
-        from tmsite.mounts.git import GitMount
+        from tmsite.mounts.git.mount import GitMount
 
         assert isinstance(git, GitMount)
         git.checkout_files = fs.files if fs is not None else None
         if fs is not None:
             fs.history_at = git.read_checkout_at
     if http is not None:
-        from tmsite.mounts.http import HttpMount
+        from tmsite.mounts.http.mount import HttpMount
 
         assert isinstance(http, HttpMount)
         http.fs_roots = frozenset(fs.roots) if fs is not None else frozenset()

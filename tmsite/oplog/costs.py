@@ -26,8 +26,8 @@ from typing import Any
 
 from django.conf import settings
 
-from tmsite.mounts.errors import Refusal
-from tmsite.mounts.uri import TmUri, parse
+from tmsite.core.errors import Refusal
+from tmsite.core.uri import TmUri, parse
 
 COSTS: dict[str, int] = {
     "protocol": 1,

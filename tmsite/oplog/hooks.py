@@ -39,7 +39,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
-from tmsite.mounts.errors import RateLimited
+from tmsite.core.errors import RateLimited
 from tmsite.oplog import buckets, caller, costs, recorder
 from tmsite.oplog.buckets import Decision
 from tmsite.oplog.costs import Priced

@@ -19,8 +19,7 @@ from django.views.decorators.http import require_safe
 
 from tmsite.entities import models as m
 from tmsite.entities import records as R
-
-from . import pages, views
+from tmsite.site import pages, views
 
 #: Where the game pages live.
 GAMES_PREFIX = "/autopsy/games/"

@@ -19,8 +19,8 @@ from django.urls import path, re_path
 from django.utils.cache import get_conditional_response
 from django.views.decorators.http import require_safe
 
-from tmsite.mounts.renderers_catalogue import MODULE_PREFIX, STATIC_DIR
-from tmsite.mounts.uri import TmUri
+from tmsite.core.uri import TmUri
+from tmsite.mounts.renderers.catalogue import MODULE_PREFIX, STATIC_DIR
 
 _ASSET = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\.(?:js|css)", re.ASCII)
 _TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}

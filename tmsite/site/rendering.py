@@ -19,7 +19,7 @@ from typing import Any
 import markdown
 from markdown.extensions.toc import slugify_unicode
 
-from .pages import link_for
+from tmsite.site.pages import link_for
 
 EXTENSIONS = ["fenced_code", "codehilite", "tables", "toc"]
 EXTENSION_CONFIGS: dict[str, dict[str, Any]] = {

@@ -6,7 +6,7 @@ which answers only for files it found under ``docs/``.
 
 from django.urls import include, path, re_path
 
-from . import entity_views, views
+from tmsite.site import entity_views, views
 
 app_name = "site"
 

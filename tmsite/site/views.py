@@ -32,8 +32,8 @@ from django.utils.http import http_date
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
-from . import pages
-from .rendering import render_file
+from tmsite.site import pages
+from tmsite.site.rendering import render_file
 
 #: How long a browser or proxy may reuse a page before asking again (seconds).
 MAX_AGE = 60

@@ -30,9 +30,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
+from tmsite.core.errors import Refusal
+from tmsite.core.uri import TmUri, parse
 from tmsite.entities import models as m
-from tmsite.mounts.errors import Refusal
-from tmsite.mounts.uri import TmUri, parse
 
 #: Where the trails live in the checkout.
 TRAILS_DIR = ("notes", "trails")

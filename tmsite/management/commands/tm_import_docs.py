@@ -17,8 +17,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tmsite import gitstore
-from tmsite.mounts.git_imports import IMPORT_ROOT, Import, ManifestError, read_manifest
-from tmsite.mounts.git_settings import read_settings
+from tmsite.mounts.git.imports import IMPORT_ROOT, Import, ManifestError, read_manifest
+from tmsite.mounts.git.settings import read_settings
 
 
 def _destination(checkout: Path, entry: Import) -> Path:

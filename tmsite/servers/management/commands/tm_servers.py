@@ -220,14 +220,14 @@ class Command(BaseCommand):
             DEMO_NAME,
             {
                 "description": "The demo MCP server shipped with tmsite: the 118 chemical "
-                "elements (python -m tmsite.demo_server).",
+                "elements (python -m tmsite.demo.mcp_server).",
                 "transport": "stdio",
                 "command": sys.executable,
-                "args": ["-m", "tmsite.demo_server"],
+                "args": ["-m", "tmsite.demo.mcp_server"],
                 "cwd": "",
                 "url": "",
                 "token_setting": "",
-                "sources": ["tmsite.demo_server.elements (IUPAC standard atomic weights)"],
+                "sources": ["tmsite.demo.mcp_server.elements (IUPAC standard atomic weights)"],
                 "licence_basis": "Facts of nature: the element table is in the public domain.",
             },
         )

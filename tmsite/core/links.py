@@ -1,0 +1,158 @@
+"""Typed links: the one constructor, the one order, the one cap.
+
+IANA relations carry no confidence; every ``tm:`` relation says ``exact``, ``inferred`` or
+``low`` — the constructor asserts it, so a link cannot be built wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Confidence = Literal["exact", "inferred", "low"]
+CONFIDENCES: tuple[Confidence, ...] = ("exact", "inferred", "low")
+
+IANA_RELS: frozenset[str] = frozenset(
+    {
+        "up",
+        "collection",
+        "item",
+        "alternate",
+        "describedby",
+        "version-history",
+        "latest-version",
+        "help",
+        "next",
+    }
+)
+
+#: Each paired relation and its inverse. The link walk proves both ends exist.
+INVERSE: dict[str, str] = {
+    "tm:source": "tm:renders-as",
+    "tm:renders-as": "tm:source",
+    "tm:generated-by": "tm:generates",
+    "tm:generates": "tm:generated-by",
+    "tm:repository": "tm:working-copy",
+    "tm:working-copy": "tm:repository",
+    "tm:data": "tm:read-by",
+    "tm:read-by": "tm:data",
+    "tm:step": "tm:step-of",
+    "tm:step-of": "tm:step",
+    "tm:found-in": "tm:exhibits",
+    "tm:exhibits": "tm:found-in",
+    "tm:instance": "tm:instance-of",
+    "tm:instance-of": "tm:instance",
+    "tm:demonstrated-by": "tm:demonstrates",
+    "tm:demonstrates": "tm:demonstrated-by",
+    "tm:measures": "tm:measured-by",
+    "tm:measured-by": "tm:measures",
+    "tm:input": "tm:input-of",
+    "tm:input-of": "tm:input",
+}
+#: tm: relations with no inverse.
+ONE_WAY: frozenset[str] = frozenset({"tm:read-with", "tm:pins", "tm:cartridge", "tm:links"})
+TM_RELS: frozenset[str] = frozenset(INVERSE) | ONE_WAY
+
+#: At most this many links on one read; past it the last is ``tm:links`` to ``?as=links``.
+LINK_CAP = 100
+
+
+@dataclass(frozen=True)
+class Link:
+    """One typed link from the thing read to ``href``.
+
+    Attributes:
+        rel: An IANA relation or a ``tm:`` relation.
+        href: A complete tm:// URI (built by ``tmsite.core.uri``).
+        confidence: Required on ``tm:`` relations, absent on IANA ones.
+        title: What the target is, for people.
+        count: How many occurrences this one link stands for.
+        type: The target's media type, when known without reading it.
+    """
+
+    rel: str
+    href: str
+    confidence: Confidence | None = None
+    title: str | None = None
+    count: int | None = None
+    type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.rel.startswith("tm:"):
+            assert self.rel in TM_RELS, f"unknown tm: relation {self.rel!r}"
+            assert self.confidence in CONFIDENCES, f"{self.rel} needs a confidence"
+        else:
+            assert self.rel in IANA_RELS, f"unknown relation {self.rel!r}"
+            assert self.confidence is None, f"IANA relation {self.rel} carries no confidence"
+        assert self.href.startswith("tm://"), f"href must be a tm:// URI, not {self.href!r}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rel": self.rel, "href": self.href}
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
+        if self.title is not None:
+            out["title"] = self.title
+        if self.count is not None:
+            out["count"] = self.count
+        if self.type is not None:
+            out["type"] = self.type
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Link:
+        return cls(
+            rel=data["rel"],
+            href=data["href"],
+            confidence=data.get("confidence"),
+            title=data.get("title"),
+            count=data.get("count"),
+            type=data.get("type"),
+        )
+
+
+def sort_key(link: Link) -> tuple[int, str, str]:
+    """IANA first, then exact, inferred, low; within each by relation, then href."""
+    if link.confidence is None:
+        group = 0
+    else:
+        group = 1 + CONFIDENCES.index(link.confidence)
+    return (group, link.rel, link.href)
+
+
+def order(links: Iterable[Link]) -> list[Link]:
+    """The one link order, duplicates (same rel and href) removed, the first kept."""
+    seen: set[tuple[str, str]] = set()
+    unique: list[Link] = []
+    for link in links:
+        key = (link.rel, link.href)
+        if key not in seen:
+            seen.add(key)
+            unique.append(link)
+    return sorted(unique, key=sort_key)
+
+
+def cap(links: list[Link], links_uri: str) -> list[Link]:
+    """At most ``LINK_CAP`` links; past it, the last one is ``tm:links`` to every link."""
+    if len(links) <= LINK_CAP:
+        return links
+    overflow = Link(
+        "tm:links",
+        links_uri,
+        "exact",
+        title=f"all {len(links)} links, page by page",
+        count=len(links),
+    )
+    return [*links[: LINK_CAP - 1], overflow]
+
+
+def filtered(links: Iterable[Link], rel: str | None, minimum: int | None) -> list[Link]:
+    """The links of one relation and/or with at least ``minimum`` occurrences."""
+    out = []
+    for link in links:
+        if rel is not None and link.rel != rel:
+            continue
+        if minimum is not None and (link.count if link.count is not None else 1) < minimum:
+            continue
+        out.append(link)
+    return out

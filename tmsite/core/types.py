@@ -1,0 +1,218 @@
+"""The shapes mounts return: a read's content, a listing's children, a template."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar, overload
+
+from tmsite.core.facets import Facets
+from tmsite.core.links import Link
+from tmsite.core.uri import TmUri
+
+T = TypeVar("T")
+
+JsonValue = Any  # dict / list / str / int / float / bool / None, as json.dumps takes it
+
+
+#: Media type of what the server assembles.
+def vnd(kind: str) -> str:
+    """``application/vnd.tm.<kind>+json``, the type of a JSON thing the server assembles."""
+    return f"application/vnd.tm.{kind}+json"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One read of one URI: the parsed URI and its checked parameters."""
+
+    uri: TmUri
+    facets: Facets
+
+    @property
+    def text(self) -> str:
+        return str(self.uri)
+
+
+@dataclass
+class Content:
+    """What a read answers.
+
+    Attributes:
+        uri: The URI the answer stands for: what was asked, canonical, with its part kept.
+        mime_type: ``application/vnd.tm.<kind>+json`` for assembled things, else the file's
+            own type.
+        body: ``str`` (text), ``bytes`` (binary, sent base64), or a JSON value (sent as text).
+        links: Every link of the thing; the namespace orders and caps them.
+        kind: The kind of thing read (``listing``, ``file``, ``stat``, ``log`` …).
+        part_applied: The mount already cut the part (``range``/``lines``) asked for.
+        size: The whole thing's size in bytes, when the body is a part of it.
+    """
+
+    uri: str
+    mime_type: str
+    body: str | bytes | JsonValue
+    links: list[Link] = field(default_factory=list)
+    kind: str = "file"
+    part_applied: bool = False
+    size: int | None = None
+
+    @property
+    def is_json(self) -> bool:
+        return not isinstance(self.body, (str, bytes))
+
+
+class Reader(Protocol):
+    """What reads an address through the namespace: its host and its one read path."""
+
+    @property
+    def host(self) -> str: ...
+
+    def read(self, text: object) -> Content:
+        """Read one tm:// URI as every surface reads it.
+
+        Raises:
+            Refusal: the one rejection tree.
+        """
+        ...
+
+
+#: A facet the namespace answers for any address (``?as=blocks``): given the namespace to read
+#: through and the parsed URI, the whole answer. The registry hands these to the namespace.
+FacetAssembler = Callable[[Reader, TmUri], Content]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One child in a listing."""
+
+    uri: str
+    name: str
+    collection: bool
+    mime_type: str | None = None
+    size: int | None = None
+    title: str | None = None
+    redacted: bool = False
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"uri": self.uri, "name": self.name}
+        if self.redacted:
+            out["redacted"] = True
+        elif self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        out["isCollection"] = self.collection
+        if self.size is not None and not self.redacted:
+            out["size"] = self.size
+        if self.title is not None:
+            out["title"] = self.title
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class Stat:
+    """What ``?as=stat`` says of one thing, whatever the mount: the body of every stat.
+
+    ``uri``, ``name``, ``mimeType`` (the type the thing is listed and read as) and
+    ``isCollection`` always; ``size``, ``modified`` (UTC) and ``text`` (whether a plain read
+    answers text) when the mount knows them, absent when it does not; then the mount's own
+    fields (a repository and commit, a status, a count …), in the order given.
+    """
+
+    uri: str
+    name: str
+    mime_type: str
+    collection: bool = False
+    size: int | None = None
+    modified: datetime | None = None
+    text: bool | None = None
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {
+            "uri": self.uri,
+            "name": self.name,
+            "mimeType": self.mime_type,
+            "isCollection": self.collection,
+        }
+        if self.size is not None:
+            out["size"] = self.size
+        if self.modified is not None:
+            out["modified"] = self.modified.isoformat()
+        if self.text is not None:
+            out["text"] = self.text
+        out.update(self.extra)
+        return out
+
+    def content(self, uri: str, links: list[Link]) -> Content:
+        """The stat as a read's answer (``application/vnd.tm.stat+json``)."""
+        return Content(uri, vnd("stat"), self.to_json(), links, kind="stat")
+
+
+class LazyEntries(Sequence[Entry], Generic[T]):
+    """A listing's children made only when a page asks for them, from cheap items (names,
+    keys, tree entries): a listing of 100,000 children builds one page of entries.
+
+    A mount subclasses it with :meth:`entry`; it may override :meth:`page` (to cache a page)
+    or :meth:`item` (to find one item more cheaply than indexing ``items``).
+    """
+
+    def __init__(self, items: Sequence[T]) -> None:
+        self.items = items
+
+    def entry(self, item: T) -> Entry:
+        raise NotImplementedError
+
+    def item(self, index: int) -> T:
+        return self.items[index]
+
+    def page(self, index: slice) -> list[Entry]:
+        return [self.entry(item) for item in self.items[index]]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return self.page(index)
+        return self.entry(self.item(index))
+
+
+@dataclass
+class Listing:
+    """A collection's children, in order, with what the mount adds to the body and links."""
+
+    children: Sequence[Entry]
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    kind: str = "listing"
+
+
+@dataclass(frozen=True)
+class Template:
+    """A resource template: the grammar of one mount, taught to clients."""
+
+    name: str
+    uri_template: str
+    title: str
+    description: str
+    arguments: tuple[str, ...] = ()
+    mime_type: str | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {
+            "uriTemplate": self.uri_template,
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+        }
+        if self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        return out

@@ -1,0 +1,127 @@
+"""A small static file server for a site the box serves but did not build.
+
+The demo site in ``demo_sites/`` and the tests use it: ``python -m tmsite.demo.static_site DIR
+--port N``. GET and HEAD of the regular files under one directory; nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat as stat_module
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from tmsite import mime
+
+
+def _content_type(name: str) -> str:
+    if name.endswith((".html", ".htm")):
+        return "text/html; charset=utf-8"
+    found = mime.by_name(name) or mime.OCTET_STREAM
+    if found.startswith("text/") or found in {"application/json", "application/xml"}:
+        return f"{found}; charset=utf-8"
+    return found
+
+
+_NOT_FOUND = b"<!doctype html><title>Not found</title><p>Not found.\n"
+
+
+class StaticHandler(BaseHTTPRequestHandler):
+    """GET and HEAD of the regular files under one directory; nothing else."""
+
+    root: Path
+    server_version = "tm-static/1"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_HEAD(self) -> None:
+        self._answer(head=True)
+
+    def do_GET(self) -> None:
+        self._answer(head=False)
+
+    def _answer(self, head: bool) -> None:
+        target = self._file()
+        if isinstance(target, tuple):
+            status, location = target
+            body = (
+                b"" if status == 301 else b"<!doctype html><title>Not found</title><p>Not found.\n"
+            )
+            self.send_response(status)
+            if location:
+                self.send_header("Location", location)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+            return
+        data = target.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", _content_type(target.name))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(data)
+
+    def _file(self) -> Path | tuple[int, str | None]:
+        path = unquote(urlsplit(self.path).path)
+        segments = [s for s in path.split("/")[1:]]
+        if any(s in {".", ".."} or "\\" in s or "\x00" in s for s in segments):
+            return 404, None
+        if any(s.startswith(".") and s != ".well-known" for s in segments if s):
+            return 404, None
+        candidate = self.root.joinpath(*[s for s in segments if s])
+        try:
+            real = candidate.resolve(strict=True)
+        except OSError:
+            return 404, None
+        if not real.is_relative_to(self.root):
+            return 404, None
+        if real.is_dir():
+            if not path.endswith("/"):
+                return 301, path + "/"
+            real = real / "index.html"
+        try:
+            info = os.stat(real)
+        except OSError:
+            return 404, None
+        if not stat_module.S_ISREG(info.st_mode):
+            return 404, None
+        return real
+
+
+def server(directory: Path, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    """A static server for ``directory`` bound to ``host:port`` (0: any free port), not started."""
+    root = directory.resolve()
+    handler = type("Handler", (StaticHandler,), {"root": root})
+    httpd = ThreadingHTTPServer((host, port), handler)
+    httpd.daemon_threads = True
+    return httpd
+
+
+def serve(directory: Path, port: int, host: str = "127.0.0.1") -> None:
+    """Serve ``directory`` until interrupted."""
+    httpd = server(directory, port, host)
+    try:
+        httpd.serve_forever()
+    finally:
+        httpd.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Serve a static site on loopback.")
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    serve(args.directory, args.port, args.host)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

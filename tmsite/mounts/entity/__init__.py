@@ -1,0 +1,1 @@
+"""The entity mount and the modules that belong to it."""

@@ -1,0 +1,1 @@
+"""The fs mount and the modules that belong to it."""

@@ -1,0 +1,405 @@
+"""The ``fs`` mount: the allow-listed roots of the served checkout, as files.
+
+``tm://<host>/fs/<root>/<path>`` — the roots (``docs``, ``data``, ``notes`` by default) are the
+only directories offered; the rest of the checkout is unreachable by design. Safety, in order:
+
+1. every decoded segment is checked (no ``.``, ``..``, empty, ``/``, ``\\`` or NUL);
+2. the first segment must be a root;
+3. the path is resolved (symlinks followed) before anything is opened, and must stay inside
+   the resolved root (a component check, so ``docs-old`` is not inside ``docs``);
+4. the deny-list of name patterns is the second net, on the asked and the resolved names:
+   denied entries are listed ``redacted`` and refused ``denied``;
+5. only regular files are opened, with ``O_NOFOLLOW`` and ``O_NONBLOCK``, and checked again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import stat as stat_module
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+
+from tmsite import mime
+from tmsite.core.errors import (
+    BadArgument,
+    BadFacet,
+    Denied,
+    NotFound,
+    OutOfRoot,
+    Refusal,
+    path_refusal,
+)
+from tmsite.core.facets import Facets
+from tmsite.core.links import Link
+from tmsite.core.nearest import MAX_CANDIDATES
+from tmsite.core.parts import READ_CAP, check_range, too_large
+from tmsite.core.paths import CheckoutRoots, PathRefused, denied_name, display
+from tmsite.core.types import (
+    Content,
+    Entry,
+    LazyEntries,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
+from tmsite.core.uri import TmUri
+from tmsite.mounts.base import Mount
+
+#: A file read whole for ``lines`` or text may be at most this large.
+WHOLE_READ_LIMIT = 16 * 1024 * 1024
+FILE_FACETS = ("raw", "stat")
+_FILE_PARAMS = ("as", "at", "lines", "range", "pointer")
+
+
+#: Reads a checkout file as the checkout's repository had it at a revision (``fs/…?at=``):
+#: the fs URI asked and the revision. Handed to the fs mount when git is served.
+HistoryAt = Callable[[TmUri, str], Content]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked path: where it is, and how the client named it."""
+
+    root: str
+    segments: tuple[str, ...]
+    path: Path
+
+
+class FsMount(Mount):
+    name = "fs"
+    title = "The checkout's files"
+    what = "The files of the served checkout under its allow-listed roots (docs, data, notes)."
+    listing_facets = (None, "raw")
+
+    def __init__(self, host: str, checkout: Path, roots: Sequence[str]) -> None:
+        super().__init__(host)
+        self.files = CheckoutRoots(checkout, roots)
+        self.checkout = self.files.checkout
+        self.roots = self.files.names
+        self.root_paths = self.files.paths
+        #: ``?at=`` reads; the registry hands it over when the git mount is served.
+        self.history_at: HistoryAt | None = None
+
+    @classmethod
+    def from_settings(cls, host: str) -> FsMount:
+        return cls(host, Path(settings.TM_CHECKOUT), settings.TM_FS_ROOTS)
+
+    # ---- path safety ------------------------------------------------------------------
+
+    def root_uris(self) -> list[str]:
+        return [str(self.uri(root, collection=True)) for root in self.roots]
+
+    def target(self, uri: TmUri) -> Target:
+        """Check ``uri``'s path and resolve it inside its root.
+
+        Raises:
+            OutOfRoot: a segment that could leave the root, an unknown root, or a resolved
+                path (through symlinks) outside its root.
+            Denied: a segment matching the deny-list, asked or resolved.
+        """
+        try:
+            resolved = self.files.resolve(uri.path)
+        except PathRefused as exc:
+            raise path_refusal(exc, str(uri), self.root_uris()) from None
+        return Target(uri.path[0], uri.path, resolved)
+
+    # ---- the contract ------------------------------------------------------------------
+
+    def list(self, req: Request) -> Listing:
+        uri = req.uri
+        if not uri.path:
+            children = [
+                Entry(str(self.uri(root, collection=True)), f"{root}/", True, vnd("listing"))
+                for root in self.roots
+                if (self.checkout / root).is_dir()
+            ]
+            return Listing(children)
+        target = self.target(uri)
+        try:
+            names = self._scan(target.path)
+        except NotADirectoryError as exc:
+            raise NotFound(
+                str(uri), "that is a file: its URI has no trailing /", nearest=[str(uri.as_leaf())]
+            ) from exc
+        except FileNotFoundError as exc:
+            raise NotFound(str(uri), "no such directory") from exc
+        except OSError as exc:
+            raise NotFound(str(uri), f"no such directory ({exc.strerror})") from exc
+        return Listing(_LazyEntries(self, uri, target.path, names))
+
+    def _scan(self, directory: Path) -> builtins.list[tuple[bool, str]]:
+        """The directory's names, directories first, sorted by bytes; kept per mtime."""
+        info = os.stat(directory)
+        if not stat_module.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(str(directory))
+        key = (str(directory), info.st_ino, info.st_mtime_ns)
+        with _SCAN_LOCK:
+            cached = _SCANS.get(key)
+            if cached is not None:
+                _SCANS.move_to_end(key)
+                return cached
+        out: builtins.list[tuple[bool, str]] = []
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                out.append((not is_dir, entry.name))
+        out.sort(key=lambda item: (item[0], item[1].encode("utf-8", "surrogateescape")))
+        with _SCAN_LOCK:
+            _SCANS[key] = out
+            while len(_SCANS) > _SCAN_CACHE_SIZE:
+                _SCANS.popitem(last=False)
+        return out
+
+    def entry_for(self, parent: TmUri, directory: Path, name: str, is_dir: bool) -> Entry:
+        uri = parent.child(name, collection=is_dir)
+        shown = display(name) + ("/" if is_dir else "")
+        if denied_name(name):
+            return Entry(str(uri), shown, is_dir, redacted=True)
+        try:
+            resolved = self.target(uri).path
+            info = resolved.stat()
+        except (OutOfRoot, Denied, OSError):
+            return Entry(str(uri), shown, is_dir, redacted=True)
+        if is_dir:
+            return Entry(str(uri), shown, True, vnd("listing"))
+        if not stat_module.S_ISREG(info.st_mode):
+            return Entry(str(uri), shown, False, redacted=True)
+        # Typed from the resolved file, as stat types it (a symlink inside is not opened).
+        return Entry(str(uri), shown, False, self._mime(resolved, name), info.st_size)
+
+    def read(self, req: Request) -> Content:
+        if req.facets.at is not None:
+            # The file as the checkout's repository had it then: the git mount reads it.
+            if self.history_at is None:
+                raise BadFacet(req.text, "at= needs the git mount, which is not served", valid=[])
+            return self.history_at(req.uri, req.facets.at)
+        uri = req.uri
+        if not uri.path and not uri.collection:
+            raise self.leaf_as_collection(uri)
+        if uri.collection:
+            req.facets.require_facet(req.text, ("raw",), "a directory")
+        req.facets.require(req.text, _FILE_PARAMS, "a file")
+        req.facets.require_facet(req.text, FILE_FACETS, "a file")
+        target = self.target(uri)
+        if len(uri.path) == 1:
+            raise self.leaf_as_collection(uri)
+        try:
+            info = target.path.stat()
+        except FileNotFoundError as exc:
+            raise NotFound(req.text, "no such file") from exc
+        except OSError as exc:
+            raise NotFound(req.text, f"no such file ({exc.strerror})") from exc
+        if stat_module.S_ISDIR(info.st_mode):
+            raise self.leaf_as_collection(uri)
+        if not stat_module.S_ISREG(info.st_mode):
+            raise Denied(req.text, "only regular files are read")
+        if req.facets.facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            return self._stat(uri, target, info)
+        return self._raw(req, target, info)
+
+    def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+        if argument == "as":
+            return [f for f in FILE_FACETS if f.startswith(value)]
+        if argument != "path":
+            raise BadArgument(
+                None, f"no template argument named {argument!r}", valid=["path", "as"]
+            )
+        directory, _, leaf = value.rpartition("/")
+        if not directory:
+            return [f"{root}/" for root in self.roots if root.startswith(leaf)]
+        uri = self.uri(*directory.split("/"), collection=True)
+        try:
+            children = self.list(Request(uri, _NO_FACETS)).children
+        except Refusal:
+            return []
+        names_of = getattr(children, "names", None)
+        names = names_of() if callable(names_of) else [entry.name for entry in children]
+        # Matched by name first, so only matching files are touched; a redacted entry (a
+        # symlink out, a FIFO) is never offered. At most MAX_CANDIDATES are looked at.
+        out = []
+        for index, name in enumerate(names):
+            if not name.startswith(leaf) or denied_name(name.rstrip("/")):
+                continue
+            entry = children[index]
+            if not entry.redacted:
+                out.append(f"{directory}/{entry.name}")
+                if len(out) >= MAX_CANDIDATES:
+                    break
+        return out
+
+    def templates(self) -> builtins.list[Template]:
+        return [
+            Template(
+                "fs",
+                f"tm://{self.host}/fs/{{+path}}",
+                "A file or directory of the checkout",
+                "Files under the checkout's docs/, data/ and notes/. A path ending in / lists "
+                "its children (500 a page, with a cursor); a file reads as itself. ?as=stat "
+                "gives size, type and modified time; ?range=START-END reads bytes past the 256 "
+                "KiB cap; ?lines=FIRST-LAST and ?pointer=/a/0 read parts. Denied names are "
+                "listed redacted and refused.",
+                ("path", "as"),
+            )
+        ]
+
+    def collections(self, limit: int = 10_000) -> Iterator[Entry]:
+        yield from super().collections(limit)
+        count = 0
+        for root in self.roots:
+            start = self.checkout / root
+            if not start.is_dir():
+                continue
+            for directory, dirnames, _ in os.walk(start):
+                dirnames[:] = sorted(d for d in dirnames if not denied_name(d))
+                rel = Path(directory).relative_to(self.checkout).parts
+                uri = self.uri(*rel, collection=True)
+                try:
+                    self.target(uri)
+                except (OutOfRoot, Denied):
+                    dirnames[:] = []
+                    continue
+                yield Entry(str(uri), "/".join(display(p) for p in rel) + "/", True, vnd("listing"))
+                count += 1
+                if count >= limit:
+                    return
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def _mime(self, path: Path, name: str) -> str:
+        known = mime.by_name(name)
+        if known:
+            return known
+        try:
+            with open_regular(path) as handle:
+                return mime.sniff(handle.read(mime.SNIFF_BYTES))
+        except OSError:
+            return mime.OCTET_STREAM
+
+    def _file_links(self, uri: TmUri) -> builtins.list[Link]:
+        parent = uri.identity.parent()
+        assert parent is not None
+        return [
+            *self.up_links(uri),
+            Link("collection", str(parent)),
+            Link("describedby", str(uri.identity.with_params({"as": "stat"}))),
+        ]
+
+    def _stat(self, uri: TmUri, target: Target, info: os.stat_result) -> Content:
+        name = target.segments[-1]
+        mime_type = self._mime(target.path, name)
+        stat = Stat(
+            str(uri.identity),
+            display(name),
+            mime_type,
+            size=info.st_size,
+            modified=datetime.fromtimestamp(int(info.st_mtime), UTC),
+            text=mime.is_text(mime_type),
+            extra={"path": "/".join(display(s) for s in target.segments)},
+        )
+        links = [*self._file_links(uri), Link("alternate", str(uri.identity))]
+        return stat.content(str(uri), links)
+
+    def _raw(self, req: Request, target: Target, info: os.stat_result) -> Content:
+        uri = req.uri
+        name = target.segments[-1]
+        mime_type = self._mime(target.path, name)
+        size = info.st_size
+        links = self._file_links(uri)
+        span = req.facets.byte_range
+        if span is not None:
+            start, end = check_range(req.text, span, size)
+            with open_regular(target.path) as handle:
+                handle.seek(start)
+                data = handle.read(end - start)
+            shown = uri.with_params(range=f"{start}-{end}")
+            body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
+            return Content(str(shown), mime_type, body, links, "file", True, size)
+        limit = WHOLE_READ_LIMIT if req.facets.part is not None else READ_CAP
+        if size > limit:
+            raise too_large(uri, size)
+        with open_regular(target.path) as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise too_large(uri, len(data))
+        text_body: str | bytes = (
+            data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
+        )
+        return Content(str(uri), mime_type, text_body, links, "file", size=size)
+
+
+class open_regular:
+    """Open a regular file for reading without following a final symlink or blocking."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> _Reader:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(self.path, flags)
+        if not stat_module.S_ISREG(os.fstat(self.fd).st_mode):
+            os.close(self.fd)
+            raise IsADirectoryError(f"{self.path} is not a regular file")
+        return _Reader(self.fd)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+class _Reader:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def seek(self, offset: int) -> None:
+        os.lseek(self.fd, offset, os.SEEK_SET)
+
+    def read(self, count: int) -> bytes:
+        chunks = []
+        while count > 0:
+            chunk = os.read(self.fd, min(count, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            count -= len(chunk)
+        return b"".join(chunks)
+
+
+class _LazyEntries(LazyEntries[tuple[bool, str]]):
+    """A directory's children, stat'ed only when a page asks for them."""
+
+    def __init__(
+        self, mount: FsMount, uri: TmUri, directory: Path, names: list[tuple[bool, str]]
+    ) -> None:
+        super().__init__(names)
+        self.mount = mount
+        self.uri = uri.identity
+        self.directory = directory
+
+    def names(self) -> list[str]:
+        """The children's shown names, without touching the files."""
+        return [display(name) + ("" if is_file else "/") for is_file, name in self.items]
+
+    def entry(self, item: tuple[bool, str]) -> Entry:
+        is_file, name = item
+        return self.mount.entry_for(self.uri, self.directory, name, not is_file)
+
+
+_NO_FACETS = Facets()
+#: Sorted names of recently listed directories, keyed by inode and mtime.
+_SCANS: OrderedDict[tuple[str, int, int], list[tuple[bool, str]]] = OrderedDict()
+_SCAN_LOCK = threading.Lock()
+_SCAN_CACHE_SIZE = 64

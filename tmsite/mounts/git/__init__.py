@@ -1,0 +1,1 @@
+"""The git mount and the modules that belong to it."""

@@ -1,0 +1,1 @@
+"""The http mount and the modules that belong to it."""

@@ -1,0 +1,1 @@
+"""The kinds mount and the modules that belong to it."""

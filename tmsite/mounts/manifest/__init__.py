@@ -1,0 +1,1 @@
+"""The manifest mount and the modules that belong to it."""

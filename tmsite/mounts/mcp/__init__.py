@@ -1,0 +1,1 @@
+"""The mcp mount and the modules that belong to it."""

@@ -1,0 +1,575 @@
+"""The ``mcp`` mount: the MCP servers the box reads, what they declared, and their index maps.
+
+Grammar (``tm://<host>/mcp/…``)::
+
+    mcp/                               the servers (records in tmsite.servers)
+    mcp/<server>/                      the record: what it is, when it was last asked and what
+                                       happened, what it declared; lists prompts/ resources/
+                                       tools/ (once it has declared) and map
+    mcp/<server>/tools/<name>          the tool as the server described it
+                                       (application/vnd.tm.tool+json; ?pointer=/inputSchema)
+    mcp/<server>/prompts/<name>        a prompt as described (vnd.tm.prompt)
+    mcp/<server>/resources/<uri>       a resource or resource template as described, named by
+                                       its upstream URI (vnd.tm.resource / vnd.tm.resource-template)
+    mcp/<server>/map                   the index map, each entry with its confidence
+                                       (application/vnd.tm.map+json)
+    mcp/<server>/<map path>            a path the map names, e.g. mcp/elements/element/Fe: runs
+                                       the entry's tool; the answer is the thing
+                                       (application/vnd.tm.<kind>+json)
+
+Everything but a map-named read comes from the stored declaration: reading the namespace never
+starts a peer, except for a map-named read (and completing a map path's argument when the server
+offers completion). Upstream names and URIs are data: they are path segments percent-encoded by
+:mod:`tmsite.core.uri`, never dereferenced; upstream text was capped when stored. A server
+that has never answered has no ``tools/`` (and the others): asking for them is refused
+``gated`` or ``unreachable`` as its record says. Map-named reads: see
+:mod:`tmsite.mounts.mcp.map`. Tools the map does not name are never run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import PurePath
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import DatabaseError
+
+from tmsite.core.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
+from tmsite.core.links import Confidence, Link
+from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
+from tmsite.mcpclient import Client
+from tmsite.mounts.base import Mount
+from tmsite.mounts.mcp import errors as mcp_errors
+from tmsite.mounts.mcp import map as mcp_map
+from tmsite.servers import grammar, pool
+from tmsite.servers.connect import token_for
+from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
+
+#: The record's collections: segment → (declaration field, key naming an item, kind).
+SECTIONS: dict[str, tuple[str, str, str]] = {
+    "prompts": ("prompts", "name", "prompt"),
+    "resources": ("resources", "uri", "resource"),
+    "tools": ("tools", "name", "tool"),
+}
+_ITEM_PARAMS = ("as", "pointer", "lines", "range")
+_THING_PARAMS = ("as", "pointer", "lines", "range")
+_MAX_DETAIL = 1000
+
+
+class McpMount(Mount):
+    name = "mcp"
+    title = "Other MCP servers"
+    what = (
+        "The MCP servers this box reads: each record says what it is and whether it answered "
+        "when last asked; its tools, resources and prompts as declared; its index map; and the "
+        "things the map names, read through their tools."
+    )
+
+    # ---- records ----------------------------------------------------------------------------
+
+    def _server(self, req: Request, name: str) -> McpServer:
+        record = None
+        if grammar.SERVER_NAME.fullmatch(name):
+            record = McpServer.objects.filter(name=name).first()
+        if record is None:
+            raise NotFound(req.text, f"no MCP server named {name[:60]!r}")
+        return record
+
+    def _declaration(self, req: Request, record: McpServer) -> ServerDeclaration:
+        declared = record.latest_declaration()
+        if declared is not None:
+            return declared
+        raise self._never_answered(req, record)
+
+    def _never_answered(self, req: Request, record: McpServer) -> Refusal:
+        asked = record.last_asked_at.isoformat() if record.last_asked_at else None
+        if record.last_outcome == "gated":
+            return Gated(
+                req.text,
+                f"the MCP server {record.name} wants a credential this box does not hold; it "
+                "has declared nothing yet",
+                tokenSetting=record.token_setting or None,
+                lastAsked=asked,
+            )
+        return Unreachable(
+            req.text,
+            f"the MCP server {record.name} has not answered"
+            + (" when last asked" if asked else ": it has never been asked")
+            + "; nothing is declared yet",
+            failed=record.last_failure or ("not-asked" if asked is None else "unknown"),
+            lastAsked=asked,
+        )
+
+    def _record_body(self, record: McpServer, declared: ServerDeclaration | None) -> JsonValue:
+        where: dict[str, JsonValue] = {"transport": record.transport}
+        if record.transport == "http":
+            parts = urlsplit(record.url)
+            where["url"] = f"{parts.scheme}://{parts.netloc}{parts.path}"
+        else:
+            where["program"] = PurePath(record.command).name
+            where["args"] = list(record.args)
+        body: dict[str, JsonValue] = {
+            "name": record.name,
+            "description": record.description,
+            **where,
+            "needsToken": bool(record.token_setting),
+            "sources": list(record.sources),
+            "licenceBasis": record.licence_basis,
+            "lastAsked": record.last_asked_at.isoformat() if record.last_asked_at else None,
+            "answered": (record.last_outcome == "answered") if record.last_outcome else None,
+            "outcome": record.last_outcome or "never-asked",
+            "failure": record.last_failure or None,
+            "detail": record.last_detail[:_MAX_DETAIL] or None,
+            "lastAnswered": (
+                record.last_answered_at.isoformat() if record.last_answered_at else None
+            ),
+            "declared": None,
+        }
+        if declared is not None:
+            body["declared"] = {
+                "at": declared.asked_at.isoformat(),
+                "seconds": declared.seconds,
+                "protocolVersion": declared.protocol_version,
+                "era": declared.era,
+                "capabilities": declared.capabilities,
+                "serverInfo": declared.server_info,
+                "instructions": declared.instructions or None,
+                "counts": {
+                    "tools": len(declared.tools),
+                    "resources": len(declared.resources),
+                    "resourceTemplates": len(declared.resource_templates),
+                    "prompts": len(declared.prompts),
+                },
+                "listingErrors": declared.listing_errors,
+                "dropped": declared.dropped,
+            }
+        return body
+
+    def _items(self, declared: ServerDeclaration, section: str) -> builtins.list[tuple[str, Any]]:
+        """(segment, item) pairs of one section, in declared order (resources: templates last)."""
+        field, key, _ = SECTIONS[section]
+        items = [(str(i[key]), i) for i in getattr(declared, field) if isinstance(i, dict)]
+        if section == "resources":
+            items += [
+                (str(t["uriTemplate"]), t)
+                for t in declared.resource_templates
+                if isinstance(t, dict)
+            ]
+        return items
+
+    def _item_kind(self, section: str, item: Mapping[str, Any]) -> str:
+        if section == "resources" and "uriTemplate" in item:
+            return "resource-template"
+        return SECTIONS[section][2]
+
+    # ---- the contract -----------------------------------------------------------------------
+
+    def list(self, req: Request) -> Listing:
+        path = req.uri.path
+        if not path:
+            return Listing(
+                [
+                    Entry(
+                        str(self.uri(s.name, collection=True)),
+                        f"{s.name}/",
+                        True,
+                        vnd("server"),
+                        title=(s.description.splitlines() or [s.name])[0][:200],
+                    )
+                    for s in McpServer.objects.all()
+                ]
+            )
+        record = self._server(req, path[0])
+        if len(path) == 1:
+            declared = record.latest_declaration()
+            children = []
+            if declared is not None:
+                for section in SECTIONS:
+                    children.append(
+                        Entry(
+                            str(self.uri(record.name, section, collection=True)),
+                            f"{section}/",
+                            True,
+                            vnd("listing"),
+                        )
+                    )
+            children.append(
+                Entry(
+                    str(self.uri(record.name, "map")), "map", False, vnd("map"), title="index map"
+                )
+            )
+            links = [Link("describedby", str(self.uri(record.name, "map")), title="index map")]
+            return Listing(
+                children, {"server": self._record_body(record, declared)}, links, kind="server"
+            )
+        if len(path) == 2 and path[1] in SECTIONS:
+            declared = self._declaration(req, record)
+            section = path[1]
+            return Listing(
+                [
+                    Entry(
+                        str(self.uri(record.name, section, segment)),
+                        segment,
+                        False,
+                        vnd(self._item_kind(section, item)),
+                        title=_title(item),
+                    )
+                    for segment, item in self._items(declared, section)
+                ],
+                {"server": record.name, "declaredAt": declared.asked_at.isoformat()},
+                [Link("collection", str(self.uri(record.name, collection=True)))],
+            )
+        leaf = req.uri.identity.as_leaf()
+        if (len(path) == 2 and path[1] == "map") or self._matches(record, path[1:]):
+            raise NotFound(req.text, "that is a thing, not a collection", nearest=[str(leaf)])
+        raise NotFound(req.text, "no such collection")
+
+    def read(self, req: Request) -> Content:
+        uri = req.uri
+        if uri.collection or not uri.path:
+            req.facets.require_facet(req.text, ("links",), "a collection")
+            raise BadFacet(req.text, "a collection reads as its listing", valid=["links"])
+        path = uri.path
+        record = self._server(req, path[0])
+        if len(path) == 1 or (len(path) == 2 and path[1] in SECTIONS):
+            raise self.leaf_as_collection(uri)
+        if path[1] in SECTIONS:
+            if len(path) > 3:
+                raise NotFound(req.text, f"a declared {path[1][:-1]} has nothing under it")
+            return self._read_item(req, record, path[1], path[2])
+        if len(path) == 2 and path[1] == "map":
+            return self._read_map(req, record)
+        return self._read_thing(req, record)
+
+    # ---- declared items and the map -----------------------------------------------------
+
+    def _read_item(self, req: Request, record: McpServer, section: str, name: str) -> Content:
+        req.facets.require(req.text, _ITEM_PARAMS, f"a declared {section[:-1]}")
+        req.facets.require_facet(req.text, ("links", "stat"), f"a declared {section[:-1]}")
+        declared = self._declaration(req, record)
+        item = dict(self._items(declared, section)).get(name)
+        if item is None:
+            raise NotFound(req.text, f"{record.name} declared no {section[:-1]} {name[:80]!r}")
+        kind = self._item_kind(section, item)
+        me = self.uri(record.name, section, name)
+        parent = self.uri(record.name, section, collection=True)
+        links = [
+            Link("up", str(parent)),
+            Link("collection", str(parent)),
+            Link("describedby", str(me.with_params({"as": "stat"}))),
+        ]
+        if req.facets.facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            stat = Stat(
+                str(me),
+                name,
+                vnd(kind),
+                size=len(json.dumps(item, ensure_ascii=False).encode()),
+                extra={"server": record.name, "declaredAt": declared.asked_at.isoformat()},
+            )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
+        return Content(req.text, vnd(kind), item, links, kind=kind)
+
+    def _entries(self, record: McpServer) -> builtins.list[MapEntry]:
+        return list(MapEntry.objects.filter(server=record).order_by("path_template"))
+
+    def _matches(self, record: McpServer, path: tuple[str, ...]) -> bool:
+        return mcp_map.match(self._entries(record), path) is not None
+
+    def _read_map(self, req: Request, record: McpServer) -> Content:
+        req.facets.require(req.text, _ITEM_PARAMS, "a map")
+        req.facets.require_facet(req.text, ("links", "stat"), "a map")
+        me = self.uri(record.name, "map")
+        server_uri = str(self.uri(record.name, collection=True))
+        links = [
+            Link("up", server_uri),
+            Link("collection", server_uri),
+            Link("describedby", str(me.with_params({"as": "stat"}))),
+        ]
+        entries = self._entries(record)
+        if req.facets.facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            stat = Stat(
+                str(me),
+                "map",
+                vnd("map"),
+                extra={"entries": len(entries), "server": record.name},
+            )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
+        body_entries: builtins.list[JsonValue] = []
+        for entry in entries:
+            tool_uri = str(self.uri(record.name, "tools", entry.tool))
+            body_entries.append(
+                {
+                    "path": entry.path_template,
+                    "uriTemplate": f"{server_uri}{entry.path_template}",
+                    "tool": entry.tool,
+                    "toolUri": tool_uri,
+                    "arguments": entry.arguments,
+                    "kind": entry.kind,
+                    "mimeType": vnd(entry.kind),
+                    "confidence": entry.confidence,
+                    "origin": entry.origin,
+                    "corrected": entry.touched,
+                    "notes": entry.notes or None,
+                    "derivedBecause": entry.derived_reason or None,
+                    "updatedAt": entry.updated_at.isoformat(),
+                }
+            )
+            links.append(
+                Link(
+                    "tm:read-with",
+                    tool_uri,
+                    _confidence(entry.confidence),
+                    title=f"{entry.path_template} runs {entry.tool}",
+                )
+            )
+        body: dict[str, JsonValue] = {
+            "uri": str(me),
+            "server": record.name,
+            "entries": body_entries,
+            "note": "Only the tools named here are ever run. Derived entries are inferred or "
+            "low; an entry a maintainer confirmed is exact.",
+        }
+        return Content(req.text, vnd("map"), body, links, kind="map")
+
+    # ---- map-named reads ----------------------------------------------------------------
+
+    def _thing_uri(self, record: McpServer, entry: MapEntry, bindings: dict[str, str]) -> str:
+        segments = [
+            bindings.get(s.variable, "") if s.variable else s.text
+            for s in grammar.parse_template(entry.path_template)
+        ]
+        return str(self.uri(record.name, *segments))
+
+    def _read_thing(self, req: Request, record: McpServer) -> Content:
+        entries = self._entries(record)
+        found = mcp_map.match(entries, req.uri.path[1:])
+        if found is None:
+            raise NotFound(
+                req.text, f"neither a declared item nor a path {record.name}'s map names"
+            )
+        req.facets.require(req.text, _THING_PARAMS, "a map-named thing")
+        req.facets.require_facet(req.text, ("links",), "a map-named thing")
+        entry = found.entry
+        map_uri = str(self.uri(record.name, "map"))
+        server_uri = str(self.uri(record.name, collection=True))
+        tool_uri = str(self.uri(record.name, "tools", entry.tool))
+        with mcp_errors.translated(req.text, record):
+            token_for(record)
+        declared = self._declaration(req, record)
+        tool = declared.tool(entry.tool)
+        if tool is None:
+            raise NotFound(
+                req.text,
+                f"the map names the tool {entry.tool!r}, which {record.name} does not declare",
+                nearest=[map_uri],
+            )
+        args = mcp_map.arguments(req.text, found, tool)
+        refused: builtins.list[str] = []
+
+        def call(client: Client) -> Any:
+            before = len(client.refused_requests)
+            result = client.call_tool(entry.tool, args)
+            refused.extend(client.refused_requests[before:])
+            return result
+
+        with mcp_errors.translated(req.text, record):
+            result = pool.run(record, call)
+        if result.is_error:
+            raise mcp_map.tool_error(req.text, result, [map_uri])
+        prov = mcp_map.provenance(record, entry, args, server_uri, tool_uri)
+        if refused:
+            prov["refusedRequests"] = refused
+        body = mcp_map.body_of(result, prov)
+        me = str(req.uri.identity)
+        confidence = _confidence(entry.confidence)
+        links = [
+            Link("up", server_uri),
+            Link("collection", server_uri),
+            Link("describedby", map_uri, title="the index map that names this path"),
+            Link("tm:read-with", tool_uri, confidence, title=f"read with {entry.tool}"),
+        ]
+        field_confidence: Confidence = "low" if confidence == "low" else "inferred"
+        for other, href in mcp_map.field_targets(
+            entries, body, lambda e, b: self._thing_uri(record, e, b)
+        ):
+            if href != me:
+                links.append(
+                    Link("tm:read-with", href, field_confidence, title=f"a {other.kind} it names")
+                )
+        return Content(req.text, vnd(entry.kind), body, links, kind=entry.kind)
+
+    # ---- completion, templates, the map of collections ------------------------------------
+
+    def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+        if argument == "server":
+            names = McpServer.objects.filter(name__startswith=value).values_list("name", flat=True)
+            return [str(n) for n in names[:100]]
+        if argument not in ("tool", "path"):
+            raise BadArgument(
+                None, f"no template argument named {argument!r}", valid=["server", "tool", "path"]
+            )
+        record = McpServer.objects.filter(name=context.get("server", "")).first()
+        if record is None:
+            return []
+        if argument == "tool":
+            declared = record.latest_declaration()
+            if declared is None:
+                return []
+            return [n for n, _ in self._items(declared, "tools") if n.startswith(value)][:100]
+        return self._complete_path(record, value)
+
+    def _complete_path(self, record: McpServer, value: str) -> builtins.list[str]:
+        parts = value.split("/")
+        out: builtins.list[str] = []
+        for entry in self._entries(record):
+            try:
+                segments = grammar.parse_template(entry.path_template)
+            except grammar.GrammarError:
+                continue
+            if len(parts) > len(segments):
+                continue
+            bindings: dict[str, str] = {}
+            if any(
+                (s.variable is None and s.text != p)
+                or (s.variable is not None and bindings.setdefault(s.variable, p) is None)
+                for s, p in zip(segments, parts[:-1], strict=False)
+            ):
+                continue
+            here = segments[len(parts) - 1]
+            prefix = "".join(p + "/" for p in parts[:-1])
+            tail = "/" if len(parts) < len(segments) else ""
+            if here.variable is None:
+                if here.text.startswith(parts[-1]):
+                    out.append(f"{prefix}{here.text}{tail}")
+                continue
+            for found in self._ask_completion(record, entry, here.variable, parts[-1], bindings):
+                out.append(f"{prefix}{found}{tail}")
+        return builtins.list(dict.fromkeys(out))[:100]
+
+    def _ask_completion(
+        self, record: McpServer, entry: MapEntry, variable: str, value: str, bound: dict[str, str]
+    ) -> builtins.list[str]:
+        """Values the server itself completes for ``variable``, when it offers completion."""
+        declared = record.latest_declaration()
+        if declared is None or "completions" not in declared.capabilities:
+            return []
+        names = [k for k, v in entry.arguments.items() if grammar.reference(v) == variable]
+        argument = names[0] if names else variable
+        ref: dict[str, str] | None = None
+        for template in declared.resource_templates:
+            text = template.get("uriTemplate") if isinstance(template, dict) else None
+            if isinstance(text, str) and "{" + argument + "}" in text:
+                ref = {"type": "ref/resource", "uri": text}
+                break
+        if ref is None:
+            for prompt in declared.prompts:
+                declared_args = prompt.get("arguments") if isinstance(prompt, dict) else None
+                if isinstance(declared_args, builtins.list) and any(
+                    isinstance(a, dict) and a.get("name") == argument for a in declared_args
+                ):
+                    ref = {"type": "ref/prompt", "name": str(prompt.get("name"))}
+                    break
+        if ref is None:
+            return []
+        asked = ref
+        try:
+            completion = pool.run(
+                record, lambda c: c.complete(asked, {"name": argument, "value": value})
+            )
+        except mcp_errors.FOREIGN:
+            return []
+        return [
+            v
+            for v in completion.values
+            if 0 < len(v) <= 256 and "/" not in v and not mcp_map._CONTROL.search(v)
+        ]
+
+    def templates(self) -> builtins.list[Template]:
+        base = f"tm://{self.host}/mcp"
+        return [
+            Template(
+                "mcp-server",
+                f"{base}/{{server}}/",
+                "An MCP server the box reads",
+                "Its record: what it is, whether it answered when last asked and when, what it "
+                "declared (capabilities, serverInfo, instructions). Lists tools/, resources/, "
+                "prompts/ (once it has answered) and map. mcp/ lists the servers.",
+                ("server",),
+                vnd("server"),
+            ),
+            Template(
+                "mcp-tool",
+                f"{base}/{{server}}/tools/{{tool}}",
+                "A tool as its server described it",
+                "The declaration, never run from here; ?pointer=/inputSchema reads its schema. "
+                "Tools run only through paths the server's map names.",
+                ("server", "tool"),
+                vnd("tool"),
+            ),
+            Template(
+                "mcp-map",
+                f"{base}/{{server}}/map",
+                "A server's index map",
+                "Which paths name things and which tool reads each, with a confidence: derived "
+                "entries are inferred or low, a maintainer-confirmed one is exact.",
+                ("server",),
+                vnd("map"),
+            ),
+            Template(
+                "mcp-path",
+                f"{base}/{{server}}/{{+path}}",
+                "A thing a server's map names",
+                "A path from the map (e.g. element/Fe) runs the entry's tool with the path's "
+                "segments as arguments; the answer is typed by the entry's kind, links "
+                "tm:read-with to the tool, and carries the server's sources and licence basis "
+                "in _meta. A tool error is not-found; a server that needs a missing token is "
+                "gated; one that does not answer is unreachable or timeout.",
+                ("server", "path"),
+            ),
+        ]
+
+    def collections(self, limit: int = 10_000) -> Iterator[Entry]:
+        yield from super().collections(limit)
+        try:
+            servers = builtins.list(McpServer.objects.all()[:limit])
+            declared = {s.name: s.latest_declaration() is not None for s in servers}
+        except DatabaseError:
+            return
+        for server in servers:
+            yield Entry(
+                str(self.uri(server.name, collection=True)),
+                f"mcp/{server.name}/",
+                True,
+                vnd("server"),
+            )
+            if declared[server.name]:
+                for section in SECTIONS:
+                    yield Entry(
+                        str(self.uri(server.name, section, collection=True)),
+                        f"mcp/{server.name}/{section}/",
+                        True,
+                        vnd("listing"),
+                    )
+
+
+def _confidence(value: str) -> Confidence:
+    if value == "exact":
+        return "exact"
+    if value == "inferred":
+        return "inferred"
+    return "low"
+
+
+def _title(item: Mapping[str, Any]) -> str | None:
+    for key in ("title", "name"):
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            return value[:200]
+    return None

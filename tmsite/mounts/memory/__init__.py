@@ -1,0 +1,1 @@
+"""The memory mount and the modules that belong to it."""

@@ -1,0 +1,1 @@
+"""The offbox mount and the modules that belong to it."""

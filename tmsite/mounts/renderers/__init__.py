@@ -1,0 +1,1 @@
+"""The renderers mount and the modules that belong to it."""

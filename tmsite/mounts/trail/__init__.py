@@ -1,0 +1,1 @@
+"""The trail mount and the modules that belong to it."""

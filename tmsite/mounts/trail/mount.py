@@ -1,0 +1,160 @@
+"""The ``trail`` mount: named, ordered walks through the namespace.
+
+A trail is a file ``notes/trails/<name>.json`` (title, description, steps: each a ``tm://``
+address and a note). It reads two ways: as the file it is, through ``fs/notes/trails/…``
+(unchanged), and as a trail here, ``tm://<host>/trail/<name>``, typed
+``application/vnd.tm.trail+json`` with its steps in order. The two link each other
+``alternate``.
+
+A trail links ``tm:step`` to each step (``exact``: the file states it; the link's title says its
+place). The read of any step carries ``tm:step-of`` to every trail it is on, from the index in
+the database (:mod:`tmsite.trails.index`), matched on the step's address without parameters
+but ``at``. Steps that do not resolve are reported by the system check ``tm.W021`` and by the
+link walk; a trail file that does not parse by ``tm.W020``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+from pathlib import Path
+
+from django.conf import settings
+
+from tmsite.core.errors import BadFacet, NotFound
+from tmsite.core.links import Link
+from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
+from tmsite.core.uri import TmUri
+from tmsite.mounts.base import Mount
+from tmsite.mounts.fs import uris as fs_uris
+from tmsite.mounts.trail import checks as _checks  # noqa: F401  (registers the trail checks)
+from tmsite.trails import index
+
+
+class TrailMount(Mount):
+    name = "trail"
+    title = "Trails"
+    what = "Named, ordered walks through the namespace, each step an address and a note."
+
+    def __init__(self, host: str, checkout: Path) -> None:
+        super().__init__(host)
+        self.checkout = checkout
+
+    @classmethod
+    def from_settings(cls, host: str) -> TrailMount:
+        return cls(host, Path(settings.TM_CHECKOUT))
+
+    def file_uri(self, name: str) -> TmUri:
+        return fs_uris.file_uri(self.host, (*index.TRAILS_DIR, f"{name}.json"))
+
+    def list(self, req: Request) -> Listing:
+        if req.uri.path:
+            if len(req.uri.path) == 1 and req.uri.path[0] in index.scan(self.checkout):
+                raise NotFound(
+                    req.text,
+                    "a trail is not a collection: its URI has no trailing /",
+                    nearest=[str(req.uri.as_leaf())],
+                )
+            raise NotFound(req.text, "trail/ holds trails only, no collections")
+        trails, _ = index.read_all(self.checkout)
+        return Listing(
+            [
+                Entry(
+                    str(self.uri(t.name)),
+                    t.name,
+                    False,
+                    vnd("trail"),
+                    title=t.title,
+                    extra={"steps": len(t.steps)},
+                )
+                for t in trails
+            ]
+        )
+
+    def read(self, req: Request) -> Content:
+        uri = req.uri
+        name = self.flat_leaf(req, "a trail")
+        try:
+            trail = index.read_trail(name, self.checkout)
+        except index.TrailError as exc:
+            raise NotFound(req.text, f"the trail file does not parse: {exc.message}") from None
+        except OSError:
+            raise NotFound(req.text, f"no trail named {name!r}") from None
+        me = self.uri(name)
+        links = [
+            *self.up_links(uri),
+            Link("collection", str(self.root)),
+            Link("describedby", str(me.with_params({"as": "stat"}))),
+            Link("alternate", str(self.file_uri(name)), title="the file this trail is read from"),
+        ]
+        if req.facets.facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            stat = Stat(
+                str(me),
+                name,
+                vnd("trail"),
+                extra={
+                    "title": trail.title,
+                    "steps": len(trail.steps),
+                    "file": str(self.file_uri(name)),
+                },
+            )
+            return stat.content(req.text, [*links, Link("alternate", str(me))])
+        for step in trail.steps:
+            links.append(
+                Link("tm:step", step.uri, "exact", title=f"step {step.position}: {step.note}"[:200])
+            )
+        body: dict[str, JsonValue] = {
+            "uri": str(me),
+            "name": name,
+            "title": trail.title,
+            "description": trail.description,
+            "steps": [{"n": s.position, "uri": s.uri, "note": s.note} for s in trail.steps],
+            "file": str(self.file_uri(name)),
+        }
+        return Content(req.text, vnd("trail"), body, links, kind="trail")
+
+    def links_into(self, uri: TmUri) -> builtins.list[Link]:
+        """``tm:step-of`` on every step's read; ``alternate`` from a trail's file to the trail."""
+        links = []
+        if (
+            uri.mount == "fs"
+            and len(uri.path) == 3
+            and uri.path[:2] == index.TRAILS_DIR
+            and uri.path[2].endswith(".json")
+            and not uri.params
+        ):
+            name = uri.path[2].removesuffix(".json")
+            if name in index.scan(self.checkout):
+                links.append(Link("alternate", str(self.uri(name)), title="read as a trail"))
+        if uri.is_hosts or uri.host != self.host:
+            return links
+        for trail, position, note in index.trails_of(uri, self.checkout):
+            links.append(
+                Link(
+                    "tm:step-of",
+                    str(self.uri(trail)),
+                    "exact",
+                    title=f"step {position} of the trail {trail}: {note}"[:200],
+                )
+            )
+        return links
+
+    def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+        return self.complete_flat_leaf(argument, value, lambda: index.scan(self.checkout))
+
+    def templates(self) -> builtins.list[Template]:
+        return [
+            Template(
+                "trail",
+                f"tm://{self.host}/trail/{{name}}",
+                "A trail through the namespace",
+                "A named, ordered walk: its title, description and steps, each a tm:// address "
+                "and a note, linked tm:step in order (the link title says the place). Every "
+                "step links back tm:step-of. The same trail is the file "
+                "fs/notes/trails/<name>.json. trail/ lists them.",
+                ("name", "as"),
+                vnd("trail"),
+            )
+        ]

@@ -1,0 +1,1 @@
+"""The REST surface: its routes and its wire table."""

@@ -1,0 +1,172 @@
+"""REST routes under ``/api/v1/``: the same operations as the tools, another spelling.
+
+Refusals become HTTP statuses through one table (``rest_codes.HTTP_STATUS``), with the same
+JSON fields the MCP refusal carries in ``data``. Every route is observed by the request log,
+which gets this surface's prefix and refusal from here (``ROUTES``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from tmsite import operations
+from tmsite.core.errors import Refusal
+from tmsite.mcp import tools
+from tmsite.oplog import hooks
+from tmsite.pieces import Licensing
+from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
+from tmsite.schemas import Overview, PieceStatus, Resolved
+
+
+def _asked_uri(route: str, query: Mapping[str, str]) -> str | None:
+    """The URI a route reads (``resolve``), for its ``rate-limited`` refusal."""
+    return query.get("uri") if route.startswith("resolve") else None
+
+
+def refused(refusal: Refusal) -> HttpResponseBase:
+    """A refusal as this surface answers it outside a route (the bucket was short)."""
+    return JsonResponse(refusal_body(refusal), status=HTTP_STATUS[refusal.reason])
+
+
+ROUTES = hooks.Routes("rest", REST_PREFIX, _asked_uri, refused)
+router = Router(tags=["tmsite"])
+# Every route: the caller's rate limit (429 + Retry-After) and a request log row.
+router.add_decorator(hooks.observe_routes(ROUTES), mode="view")
+
+
+class RefusalOut(Schema):
+    error: str = Field(description="What was refused, for people.")
+    reason: str = Field(description="The stable reason a program can branch on.")
+
+
+class ResourceOut(Schema):
+    uri: str
+    name: str
+    title: str | None = None
+    mimeType: str | None = None
+
+
+class ResourceMapOut(Schema):
+    resources: list[ResourceOut]
+    nextCursor: str | None = None
+
+
+class CompletionOut(Schema):
+    values: list[str]
+    total: int
+    hasMore: bool
+
+
+class CompleteQuery(Schema):
+    template: str = Field(description="A uriTemplate from /api/v1/templates.")
+    argument: str = Field(description="The template argument to complete.")
+    value: str = Field(default="", description="What has been typed so far.")
+
+
+_ERRORS: dict[int | frozenset[int], Any] = {frozenset(set(HTTP_STATUS.values())): RefusalOut}
+#: The routes (their path under ``REST_PREFIX``) whose query parameters are a tool's
+#: arguments, for refusing parameters that do not validate as that tool would. ``pieces/{key}``
+#: is not here: a path always validates, and the route checks its query itself.
+TWINS: dict[str, str] = {
+    "overview": "overview",
+    "pieces": "overview",
+    "licensing": "licensing",
+    "resolve": "resolve",
+}
+
+
+def twin_arguments(request: HttpRequest, tool: str, **path: str) -> None:
+    """Hold the query (and path) to the twin tool's arguments: an unknown one, or a missing
+    one, is refused ``bad-argument`` exactly as the tool refuses it."""
+    query = {key: request.GET[key] for key in request.GET}
+    tools.arguments_for(tool, {**query, **path})
+
+
+# Answers leave out what the operation did not set, as the tools do (``exclude_unset``).
+@router.get(
+    "/overview",
+    response={200: Overview, **_ERRORS},
+    summary="What the box is",
+    exclude_unset=True,
+)
+def overview(request: HttpRequest) -> Overview:
+    twin_arguments(request, "overview")
+    return operations.overview()
+
+
+@router.get(
+    "/pieces",
+    response={200: list[PieceStatus], **_ERRORS},
+    summary="Every piece",
+    exclude_unset=True,
+)
+def pieces(request: HttpRequest) -> list[PieceStatus]:
+    twin_arguments(request, "overview")
+    return operations.overview().pieces
+
+
+@router.get(
+    "/pieces/{key}",
+    response={200: PieceStatus, **_ERRORS},
+    summary="One piece",
+    exclude_unset=True,
+)
+def piece(request: HttpRequest, key: str) -> PieceStatus:
+    twin_arguments(request, "piece", key=key)
+    return operations.piece(key)
+
+
+@router.get(
+    "/licensing",
+    response={200: Licensing, **_ERRORS},
+    summary="The licence position",
+    exclude_unset=True,
+)
+def licensing(request: HttpRequest) -> dict[str, Any]:
+    twin_arguments(request, "licensing")
+    return operations.licensing()
+
+
+@router.get(
+    "/resolve",
+    response={200: Resolved, **_ERRORS},
+    summary="Read one tm:// URI",
+    exclude_unset=True,
+)
+def resolve(request: HttpRequest, uri: str) -> Any:
+    twin_arguments(request, "resolve")
+    return operations.resolve(uri)
+
+
+@router.get(
+    "/resources",
+    response={200: ResourceMapOut, **_ERRORS},
+    summary="The map",
+    exclude_unset=True,
+)
+def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]:
+    from tmsite.mcp.convert import resource
+
+    page = operations.resource_map(cursor)
+    out: dict[str, Any] = {"resources": [resource(entry) for entry in page.entries]}
+    if page.next_cursor is not None:
+        out["nextCursor"] = page.next_cursor
+    return out
+
+
+@router.get(
+    "/templates", response={200: list[dict[str, Any]], **_ERRORS}, summary="Resource templates"
+)
+def templates(request: HttpRequest) -> list[dict[str, Any]]:
+    return [item.to_json() for item in operations.templates()]
+
+
+@router.get("/complete", response={200: CompletionOut, **_ERRORS}, summary="Complete an argument")
+def complete(request: HttpRequest, query: Query[CompleteQuery]) -> dict[str, Any]:
+    values = operations.complete(query.template, query.argument, query.value, {})
+    return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
