@@ -106,3 +106,18 @@ def test_no_package_cycles() -> None:
         if u in reach[u]
     }
     assert not cycles, "package cycles:\n" + "\n".join(sorted(cycles))
+
+
+def test_only_the_demo_imports_the_mcp_sdk() -> None:
+    """The official SDK is the demo's dependency (the ``demo`` extra), not the box's."""
+    importers = set()
+    for path in (ROOT / "tmsite").rglob("*.py"):
+        if "demo" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            if any(name == "mcp" or name.startswith("mcp.") for name in names):
+                importers.add(path.relative_to(ROOT).as_posix())
+    assert not importers, f"the mcp SDK imported outside tmsite/demo: {sorted(importers)}"
