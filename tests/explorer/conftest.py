@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.services import missing
 from tmsite.entities.loaders import load_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
@@ -49,9 +50,12 @@ def box(transactional_db: None, settings: Any, live_server: Any) -> Iterator[Nam
 @pytest.fixture
 def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A page of a fresh headless Chromium profile."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing("the playwright package is not installed", "make test installs it")
     if not shutil.which(CHROMIUM):
-        pytest.fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+        missing(f"Chromium is not installed at {CHROMIUM}", "apt-get install chromium")
     # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
     # test itself (fixtures, settings) are synchronous and safe here.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

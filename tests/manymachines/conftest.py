@@ -14,12 +14,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.services import missing
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     url = os.environ.get("TM_TEST_REDIS_URL")
     if not url:
-        pytest.skip("TM_TEST_REDIS_URL is not set (.ci/services.sh sets it)")
+        missing("no Redis: TM_TEST_REDIS_URL is not set", "source .ci/services.sh as root")
     return url
 
 
@@ -28,7 +30,7 @@ def database_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this run, dropped afterwards."""
     url = os.environ.get("TM_TEST_DATABASE_URL")
     if not url:
-        pytest.skip("TM_TEST_DATABASE_URL is not set (.ci/services.sh sets it)")
+        missing("no PostgreSQL: TM_TEST_DATABASE_URL is not set", "source .ci/services.sh as root")
     import psycopg
 
     name = f"tm_mm_{secrets.token_hex(4)}"

@@ -1,0 +1,27 @@
+"""What a test needs from the machine and cannot start itself: one rule for when it is missing.
+
+``make test`` must pass on a machine without root, a browser, PostgreSQL, Redis or nginx, so a
+test that needs one of them is skipped, with a message naming what provides it. Under
+``CI=true`` (``.ci/run`` installs and starts all of them) a missing part fails the test instead:
+a CI run that skipped would report checks it never made.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+import pytest
+
+
+def in_ci() -> bool:
+    """Whether this run is CI's (``CI=true``), where nothing may be skipped for a missing part."""
+    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+def missing(what: str, provides: str) -> NoReturn:
+    """Skip the test for lack of ``what`` (``provides`` says how to get it); fail it in CI."""
+    message = f"{what} ({provides})"
+    if in_ci():
+        pytest.fail(f"{message}; under CI=true a missing part fails instead of skipping")
+    pytest.skip(message)
