@@ -1,4 +1,10 @@
-"""The django-ninja API: the MCP endpoint at ``/api/mcp`` and the REST routes at ``/api/v1/``."""
+"""The django-ninja API: the MCP endpoint at ``/api/mcp`` and the REST routes at ``/api/v1/``.
+
+A refusal raised by a REST route, or parameters ninja cannot validate, are answered here with
+the status of ``tmsite.rest.codes`` and the refusal's fields.
+
+Spec: TL6.
+"""
 
 from __future__ import annotations
 
@@ -47,6 +53,7 @@ api.add_router("/v1", health.router)  # GET /api/v1/health (tmsite.oplog)
 
 @api.exception_handler(Refusal)
 def refusal(request: HttpRequest, exc: Refusal) -> HttpResponse:
+    """A refusal raised in a REST route: its status per reason, its fields as the body."""
     return api.create_response(
         request,
         refusal_body(exc),
@@ -56,8 +63,10 @@ def refusal(request: HttpRequest, exc: Refusal) -> HttpResponse:
 
 @api.exception_handler(ValidationError)
 def invalid_arguments(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    """Parameters that do not validate: ``bad-argument`` (400), worded as the twin tool words
-    it when the route has one, never ninja's bare 422."""
+    """Parameters that do not validate: ``bad-argument`` (400), never ninja's bare 422.
+
+    Worded as the twin tool words it when the route has one.
+    """
     route = request.path.removeprefix(REST_PREFIX)
     twin = rest.TWINS.get(route)
     try:

@@ -16,6 +16,8 @@ type files here, so a file has the same type whichever way it is read. The rules
 Two spellings of the same rules are kept, one per caller: :func:`by_name`, :func:`sniff` and
 :func:`is_text` (the mounts), :func:`guess_mime_by_name`, :func:`guess_mime`,
 :func:`looks_binary` and :func:`is_text_mime` (:mod:`tmsite.gitstore`).
+
+Spec: NS5.
 """
 
 from __future__ import annotations

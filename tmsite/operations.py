@@ -2,6 +2,8 @@
 
 MCP methods, MCP tools and REST views are adapters over these functions; each returns plain
 data or raises a ``Refusal`` from ``tmsite.core.errors``.
+
+Spec: TL4, TL5, TL6.
 """
 
 from __future__ import annotations
@@ -38,14 +40,21 @@ def read(uri: object) -> Content:
 
 
 def resource_map(cursor: str | None) -> MapPage:
+    """One page of the map (root, mounts, collections). Raises ``Refusal`` (``bad-cursor``)."""
     return namespace().resource_map(cursor)
 
 
 def templates() -> list[Template]:
+    """The URI templates: the host list, the root, and each mount's own."""
     return namespace().templates()
 
 
 def complete(template: str, argument: str, value: str, context: Mapping[str, str]) -> list[str]:
+    """Live values for one argument of a published template, given what was typed (uncapped).
+
+    ``context`` holds the arguments already filled. Raises ``Refusal`` (``bad-argument`` for an
+    unknown template or an argument it does not have).
+    """
     return namespace().complete(template, argument, value, context)
 
 

@@ -10,6 +10,8 @@ measured.
 
 The URLs come from the box's own pieces record, so no address guard is applied; the requests
 carry no cookies, no credentials and nothing from the environment (no proxy or ``.netrc``).
+
+Spec: TL4.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Shared schemas: the tools' inputs and outputs, which are also the REST routes' shapes.
 
 A tool's ``inputSchema`` and ``outputSchema`` are generated from these models, and the REST
-routes declare the same models, so the two spellings cannot drift.
+routes declare the same models, so the two spellings cannot drift. A model's docstring is
+its schema's ``description``: it is written for the client that reads the schema.
+
+Spec: TL1, TL6.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ class OverviewInput(_Input):
 
 
 class PieceInput(_Input):
+    """The key of one piece."""
+
     key: str = Field(
         description="The piece's stable key, for example chip-api. An unknown key is refused "
         "with the valid keys."
@@ -34,6 +39,8 @@ class LicensingInput(_Input):
 
 
 class ResolveInput(_Input):
+    """One tm:// URI to read."""
+
     uri: str = Field(
         description="A tm:// URI, with facets and parts in its query string, for example "
         "tm://tinymachines/fs/docs/mcp.md?as=stat. Start at tm://tinymachines/."

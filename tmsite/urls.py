@@ -9,8 +9,12 @@ from tmsite.api import api
 
 
 def package_file(request: HttpRequest, path: str) -> HttpResponseBase:
-    """A static file of an installed package, by its exact path: a path with an empty, ``.`` or
-    ``..`` segment (or a backslash) is not one, rather than being folded onto another file."""
+    """A static file of an installed package, by its exact path.
+
+    Raises:
+        Http404: a path with an empty, ``.`` or ``..`` segment (or a backslash) is not one,
+            rather than being folded onto another file.
+    """
     segments = path.split("/")
     if any(s in {"", ".", ".."} or "\\" in s for s in segments):
         raise Http404("no such file")

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.wsgi import get_wsgi_application
+from typing_extensions import override
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
 
@@ -28,6 +29,7 @@ ENDPOINT_MIDDLEWARE = [
 class EndpointHandler(WSGIHandler):
     """A WSGI handler whose middleware chain is ``ENDPOINT_MIDDLEWARE``."""
 
+    @override
     def load_middleware(self, is_async: bool = False) -> None:
         full = settings.MIDDLEWARE
         settings.MIDDLEWARE = [m for m in full if m in ENDPOINT_MIDDLEWARE]
@@ -42,6 +44,7 @@ endpoint_application = EndpointHandler()
 
 
 def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """The WSGI callable: ``/api/mcp`` through the short chain, everything else the full one."""
     if environ.get("PATH_INFO") == MCP_PATH:
         return endpoint_application(environ, start_response)
     return site_application(environ, start_response)

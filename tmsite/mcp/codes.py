@@ -4,6 +4,8 @@ Resource-style refusals (the thing is missing, fenced, too big, or its backend f
 -32002 for clients of the ``initialize`` era and -32602 from 2026-07-28 on (the specification's
 change of the resource-not-found code); parameter refusals are -32602 in both; a rate limit is
 -32000, an implementation-defined server error. Nothing else turns refusals into codes.
+
+Spec: RJ2.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ assert set(CODES) == set(REASONS), "every reason has a code in each era"
 
 
 def code_for(reason: str, era: Era) -> int:
+    """The JSON-RPC error code of refusal ``reason`` for a client of ``era``."""
     return CODES[reason][era]
 
 

@@ -1,4 +1,10 @@
-"""Namespace answers in MCP's wire shapes."""
+"""Namespace answers in MCP's wire shapes.
+
+A read becomes one text or base64 ``blob`` item with its links under
+``_meta["tinymachines.ai/links"]``.
+
+Spec: LK1.
+"""
 
 from __future__ import annotations
 
@@ -34,4 +40,5 @@ def resource(entry: Entry) -> dict[str, Any]:
 
 
 def template(item: Template) -> dict[str, Any]:
+    """One ``resources/templates/list`` entry (the template's own JSON form)."""
     return item.to_json()

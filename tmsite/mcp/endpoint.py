@@ -23,6 +23,8 @@ order they are applied (the JSON-RPC rules are in ``envelope.py``, with their so
 
 Responses are ``application/json`` with ``Cache-Control: no-store``; never a session id, never an
 event stream.
+
+Spec: T1, T2, T3, T4, T5, T6, T8, T12.
 """
 
 from __future__ import annotations
@@ -204,14 +206,11 @@ def _answer(request: HttpRequest) -> HttpResponse:
 
 
 def _serve(request: HttpRequest) -> HttpResponse:
+    """Apply the module's rules in order; the first that refuses answers."""
     origin = request.headers.get("Origin")
-    if origin is not None and not origin_allowed(origin):
-        return _refuse(403, INVALID_REQUEST, "This Origin may not call this endpoint.")
-    try:
-        request.get_host()
-    except DisallowedHost:
-        return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
-
+    refused = _refuse_caller(request, origin)
+    if refused is not None:
+        return refused
     method = request.method or ""
     if method == "OPTIONS":
         return _preflight(request, origin)
@@ -219,47 +218,84 @@ def _serve(request: HttpRequest) -> HttpResponse:
         response = _refuse(405, INVALID_REQUEST, METHOD_NOT_ALLOWED_SENTENCE, origin)
         response["Allow"] = "POST"
         return response
+    try:
+        value = _parse_body(_checked_body(request))
+        return _dispatch(value, request, origin)
+    except EnvelopeRefusal as refusal:
+        return _json(refusal.body(), refusal.status, origin)
 
+
+def _refuse_caller(request: HttpRequest, origin: str | None) -> HttpResponse | None:
+    """Rule 1: the 403 for a foreign ``Origin``, the 400 for a ``Host`` not served, else None.
+
+    Neither refusal echoes the origin: the caller is not one this endpoint answers.
+    """
+    if origin is not None and not origin_allowed(origin):
+        return _refuse(403, INVALID_REQUEST, "This Origin may not call this endpoint.")
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
+    return None
+
+
+def _checked_body(request: HttpRequest) -> bytes:
+    """Rules 4–6: the body of a POST whose length, ``Content-Type`` and ``Accept`` pass.
+
+    Raises:
+        EnvelopeRefusal: 400 for a ``Content-Length`` that is not a number, 413 for a body over
+            4 MiB (announced or found while reading; the rest is drained), 415, 406.
+    """
     length = request.META.get("CONTENT_LENGTH") or "0"
     try:
         announced = int(length)
     except ValueError:
-        return _refuse(400, INVALID_REQUEST, "The Content-Length header is not a number.", origin)
+        raise EnvelopeRefusal(
+            400, INVALID_REQUEST, "The Content-Length header is not a number."
+        ) from None
     if announced > MAX_BODY_BYTES:
         _drain(request)
-        return _refuse(413, INVALID_REQUEST, "The body is larger than 4 MiB.", origin)
+        raise EnvelopeRefusal(413, INVALID_REQUEST, "The body is larger than 4 MiB.")
     if not _content_type_ok(request):
-        return _refuse(
-            415, INVALID_REQUEST, "The body must be sent as Content-Type: application/json.", origin
+        raise EnvelopeRefusal(
+            415, INVALID_REQUEST, "The body must be sent as Content-Type: application/json."
         )
     if not _accepts_json(request.headers.get("Accept", "")):
-        return _refuse(
-            406, INVALID_REQUEST, "The Accept header must allow application/json.", origin
+        raise EnvelopeRefusal(
+            406, INVALID_REQUEST, "The Accept header must allow application/json."
         )
     raw = _read_body(request)
     if raw is None:
-        return _refuse(413, INVALID_REQUEST, "The body is larger than 4 MiB.", origin)
+        raise EnvelopeRefusal(413, INVALID_REQUEST, "The body is larger than 4 MiB.")
+    return raw
 
+
+def _parse_body(raw: bytes) -> Any:
+    """The body as strict JSON; a parse failure is an id-less -32700 in a 400."""
     try:
-        value = loads_strict(raw)
+        return loads_strict(raw)
     except ParseFailure as exc:
-        return _refuse(400, PARSE_ERROR, f"Parse error: {exc}", origin)
+        raise EnvelopeRefusal(400, PARSE_ERROR, f"Parse error: {exc}") from None
 
+
+def _dispatch(value: Any, request: HttpRequest, origin: str | None) -> HttpResponse:
+    """Rules 7–8: check the version header, then answer one message or a batch.
+
+    Raises:
+        EnvelopeRefusal: -32022 for a ``MCP-Protocol-Version`` not served (echoing the body's id
+            when it is a valid one), and every envelope refusal of ``_single`` and ``_batch``.
+    """
     headers = {k.lower(): v for k, v in request.headers.items()}
     header_version = headers.get("mcp-protocol-version")
     if header_version is not None:
         header_version = header_version.strip(" \t")
     version = header_version or DEFAULT_HEADERLESS_VERSION
-
-    try:
-        if header_version is not None and header_version not in SUPPORTED_VERSIONS:
-            rid = value.get("id") if isinstance(value, dict) else None
-            raise unsupported_version(header_version, rid if valid_id(rid) else None)
-        if isinstance(value, list):
-            return _batch(value, version, origin)
-        return _single(classify(value), version, headers, origin)
-    except EnvelopeRefusal as refusal:
-        return _json(refusal.body(), refusal.status, origin)
+    if header_version is not None and header_version not in SUPPORTED_VERSIONS:
+        rid = value.get("id") if isinstance(value, dict) else None
+        raise unsupported_version(header_version, rid if valid_id(rid) else None)
+    if isinstance(value, list):
+        return _batch(value, version, origin)
+    return _single(classify(value), version, headers, origin)
 
 
 def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:

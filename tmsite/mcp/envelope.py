@@ -49,6 +49,8 @@ Where each rule comes from:
   (``ResultMetaObject``: servers SHOULD include it on every response).
 * **Internal failures**: -32603 with a generic message; the traceback goes to the log (stderr),
   never onto the wire.
+
+Spec: T3, T5, T6, T7.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ class EnvelopeRefusal(Exception):
         self.data = data
 
     def body(self) -> dict[str, Any]:
+        """The JSON-RPC error response this refusal is answered with."""
         return error_response(self.id, self.code, self.message, self.data)
 
 
@@ -146,6 +149,7 @@ class Message:
 
     @property
     def params(self) -> Any:
+        """The raw ``params`` member, unchecked (``None`` when absent)."""
         return self.raw.get("params")
 
 

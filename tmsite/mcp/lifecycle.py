@@ -11,6 +11,8 @@ paragraph of instructions for the model. The version rules:
   ``_meta["io.modelcontextprotocol/serverInfo"]`` (``DiscoverResult`` has no ``serverInfo``
   member; spec PR #3002 moved it into ``_meta``). ``resultType``, ``ttlMs`` and ``cacheScope``
   are added by ``tmsite.mcp.methods.dispatch``.
+
+Spec: T7, T9.
 """
 
 from __future__ import annotations

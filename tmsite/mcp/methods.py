@@ -3,6 +3,8 @@
 Each entry names the handler, the eras that may call it, and whether its result is a list or
 read that carries ``ttlMs``/``cacheScope`` in the stateless era. Handlers are short adapters over
 ``tmsite.operations``; params are validated before the handler runs.
+
+Spec: T7, T10.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ BOTH: frozenset[Era] = frozenset({"2025", "2026"})
 
 @dataclass(frozen=True)
 class Method:
+    """One row of the method table: who answers, in which eras, and for how long it holds."""
+
     handler: Handler
     eras: frozenset[Era] = BOTH
     #: Seconds a 2026-07-28 client may reuse the result (``ttlMs``), or None for no cache hint.

@@ -1,4 +1,11 @@
-"""The resource methods: adapters from JSON-RPC params to ``tmsite.operations``."""
+"""The resource methods: adapters from JSON-RPC params to ``tmsite.operations``.
+
+Params are checked by small pydantic models (extra members allowed, as the protocol adds its own);
+a malformed one is -32602 naming at most five problems. Refusals become JSON-RPC errors through
+``tmsite.mcp.codes``.
+
+Spec: NS7.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +27,14 @@ class _Params(BaseModel):
 
 
 class ListParams(_Params):
+    """``resources/list`` and ``resources/templates/list``: an optional opaque cursor."""
+
     cursor: str | None = None
 
 
 class ReadParams(_Params):
+    """``resources/read``: the ``tm://`` URI to read."""
+
     uri: str
 
 
@@ -43,6 +54,8 @@ class _Context(_Params):
 
 
 class CompleteParams(_Params):
+    """``completion/complete``: the template, the argument being typed, the ones already filled."""
+
     ref: _Ref
     argument: _Argument
     context: _Context | None = None
@@ -63,6 +76,7 @@ def _parse(model: type[M], params: dict[str, Any], method: str) -> M:
 
 
 def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``resources/list``: one page of the map (root, mounts, collections), ``nextCursor`` after."""
     parsed = _parse(ListParams, params, "resources/list")
     try:
         page = operations.resource_map(parsed.cursor)
@@ -75,11 +89,13 @@ def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
 
 
 def list_templates(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``resources/templates/list``: every URI template, in one page."""
     _parse(ListParams, params, "resources/templates/list")
     return {"resourceTemplates": [template(item) for item in operations.templates()]}
 
 
 def read_resource(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``resources/read``: the content and its links; a refusal is the era's JSON-RPC error."""
     parsed = _parse(ReadParams, params, "resources/read")
     try:
         return read_result(operations.read(parsed.uri))
@@ -88,6 +104,12 @@ def read_resource(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
 
 
 def complete(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``completion/complete`` for a resource template argument: at most 100 values.
+
+    Raises:
+        RpcError: ``bad-argument`` for a prompt reference (there are no prompts), an unknown
+            template or an argument it does not have.
+    """
     parsed = _parse(CompleteParams, params, "completion/complete")
     try:
         if parsed.ref.type != "ref/resource" or parsed.ref.uri is None:

@@ -4,6 +4,8 @@
 request to the log as a ``Call`` — its cost, the URI a ``rate-limited`` refusal names, the
 JSON-RPC error that refusal is in the client's era (-32000, HTTP 200, ``data.retryAfter``), and
 how an answer reads in the log. ``observe_exchange`` wraps the HTTP endpoint.
+
+Spec: OP1, OP2.
 """
 
 from __future__ import annotations

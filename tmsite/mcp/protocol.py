@@ -6,6 +6,8 @@ Two eras of the Model Context Protocol are spoken:
   negotiated version in the ``MCP-Protocol-Version`` header (absent means 2025-03-26);
 * the stateless 2026-07-28 era: ``server/discover``, the version and client info in each
   request's ``_meta``, headers checked against the body, ``resultType`` on results.
+
+Spec: T7.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class CallContext:
 
     @property
     def era(self) -> Era:
+        """The era of ``version``: which methods exist and how results are stamped."""
         return era_of(self.version)
 
 
@@ -72,6 +75,7 @@ class RpcError(Exception):
         self.data = data
 
     def to_json(self) -> dict[str, Any]:
+        """The ``error`` member of a JSON-RPC response; ``data`` only when there is some."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data

@@ -16,6 +16,8 @@ request speaks the version this process negotiated with ``initialize`` (``versio
 ``initialize`` selects legacy semantics scoped to the stdio process), or the latest
 initialize-era version before any handshake. Batches are accepted only while that version
 allows them (2025-03-26 and older).
+
+Spec: T11.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class StdioSession:
 
     @property
     def legacy_version(self) -> str:
+        """The version a request without the 2026-07-28 ``_meta`` speaks here."""
         return self.negotiated or LATEST_INITIALIZE_VERSION
 
     def handle_line(self, line: bytes) -> str | None:

@@ -3,7 +3,10 @@
 ``TOOLS`` says name → title, description (written for the model), input and output schemas
 (generated from the models in ``tmsite.schemas``, the same the REST routes use). ``RUNNERS``
 says name → the operation. An advertised tool without a runner, or a runner without a tool, is
-a start-up error (``check_tables``).
+a start-up error (``check_tables``). A refusal inside a tool is a tool error (``isError``)
+whose text is the JSON of the refusal's fields.
+
+Spec: TL1, TL2, TL3, RJ3.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from tmsite.schemas import (
 
 @dataclass(frozen=True)
 class Tool:
+    """One advertised tool: its name, what the model is told, and its input and output models."""
+
     name: str
     title: str
     description: str
@@ -40,6 +45,7 @@ class Tool:
     output_model: type[BaseModel]
 
     def to_json(self) -> dict[str, Any]:
+        """The ``tools/list`` entry: schemas from the models, read-only annotations."""
         return {
             "name": self.name,
             "title": self.title,
@@ -161,6 +167,7 @@ def _listed() -> list[dict[str, Any]]:
 
 
 def list_tools(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``tools/list``: the four tools in table order (built once)."""
     return {"tools": _listed()}
 
 
@@ -175,6 +182,12 @@ def _text_result(payload: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
 
 
 def call_tool(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``tools/call``: run the named tool on its arguments (absent arguments are ``{}``).
+
+    Raises:
+        RpcError: -32602 for an unknown tool name (with ``valid``) or arguments that are not an
+            object; everything after that is a tool result, errors included.
+    """
     name = params.get("name")
     if not isinstance(name, str) or name not in _BY_NAME:
         raise RpcError(

@@ -15,6 +15,7 @@ from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
+from typing_extensions import override
 
 from tmsite.admin_base import ReadOnlyAdmin
 from tmsite.oplog.models import RequestLog
@@ -43,11 +44,15 @@ def aggregates(rows: QuerySet[RequestLog]) -> list[dict[str, Any]]:
 
 @admin.register(RequestLog)
 class RequestLogAdmin(ReadOnlyAdmin):
+    """The request log's one admin page: the day-by-day aggregates in place of a change list."""
+
+    @override
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
         view = self.admin_site.admin_view(self.changelist_view)
         return [path("", view, name="{}_{}_changelist".format(*info))]
 
+    @override
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:

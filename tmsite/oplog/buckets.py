@@ -4,6 +4,8 @@ A caller starts with ``burst`` tokens; a request spends its cost; tokens come ba
 ``refill`` a second up to ``burst``. A request that costs more than is left is refused with
 the whole seconds after which it would pass (``retryAfter``), and nothing is spent.
 
+Spec: OP1.
+
 Where buckets live (``TM_RATE_STORE``):
 
 * ``redis`` — one hash per caller in Redis, updated by one Lua script, so every worker of every
@@ -120,6 +122,8 @@ def digest(secret: bytes, address: str) -> bytes:
 
 
 class Store(Protocol):
+    """Where buckets live: one atomic take per request, whatever shares the store."""
+
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
         """Spend ``cost`` from the caller's bucket if it holds that much.
 
@@ -142,6 +146,7 @@ class MemoryStore:
         self._buckets: dict[bytes, tuple[float, float]] = {}
 
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        """``Store.take`` under this process's lock; a new day forgets every bucket."""
         with self._lock:
             day = int(now // DAY)
             if day != self._day:
@@ -222,6 +227,7 @@ class FileStore:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        """``Store.take`` under the file's lock; a new day (or a foreign file) wipes the table."""
         with self._locked() as table:
             magic, slots, day, secret = _HEADER.unpack_from(table, 0)
             today = int(now // DAY)
@@ -328,6 +334,7 @@ class RedisStore:
         return self._secret[1]
 
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        """``Store.take`` as one Lua script, atomic across every machine on the Redis."""
         cache = self._cache()
         key = cache.make_and_validate_key(
             "tm-rate:b:" + digest(self._day_secret(now), address).hex()
@@ -380,6 +387,7 @@ def store() -> Store:
 
 
 def policy() -> Policy:
+    """The bucket's shape from settings: ``TM_RATE_BURST`` tokens, ``TM_RATE_REFILL`` a second."""
     return Policy(float(settings.TM_RATE_BURST), float(settings.TM_RATE_REFILL))
 
 

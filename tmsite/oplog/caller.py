@@ -7,6 +7,8 @@ with no forwarding header is the box itself (the http mount reading its own fron
 health check, the operator's tools) and is exempt (``TM_RATE_EXEMPT``).
 
 The address is never written anywhere: not to the request log, not to a log line.
+
+Spec: OP1.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ from typing import Protocol
 
 
 class Clock(Protocol):
+    """Anything called for the current time in seconds."""
+
     def __call__(self) -> float:
         """Seconds since the epoch."""
         ...
@@ -27,7 +29,9 @@ class FakeClock:
         self.now = start
 
     def __call__(self) -> float:
+        """The time it was last set to."""
         return self.now
 
     def advance(self, seconds: float) -> None:
+        """Move the time on by ``seconds`` (buckets refill as if that much had passed)."""
         self.now += seconds

@@ -17,6 +17,8 @@ tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piec
 
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
 reprice any kind. The kind is also the request log's ``kind`` column.
+
+Spec: OP1, OP2.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ COSTS: dict[str, int] = {
 }
 #: Paths under ``mcp/<server>/`` that describe the server rather than run one of its tools.
 MCP_DESCRIBING = frozenset({"tools", "resources", "prompts", "map"})
+#: Facets that make a read of any other mount cost more than a file, and the kind they are.
+FACET_KINDS: dict[str, str] = {"log": "history", "blame": "history", "blocks": "blocks"}
 MAX_TARGET = 500
 
 
@@ -64,25 +68,27 @@ class Priced:
 
 
 def price(kind: str) -> int:
+    """Tokens a ``kind`` costs: ``TM_RATE_COSTS`` over ``COSTS``; an unknown kind is a file."""
     table = {**COSTS, **getattr(settings, "TM_RATE_COSTS", {})}
     return int(table.get(kind, table["file"]))
 
 
 def _uri_kind(uri: TmUri) -> str:
-    facet = uri.param("as") or ""
+    """The kind of a read: by mount first (root, page, another server), then by facet."""
     if uri.mount is None:
         return "protocol"
     if uri.mount == "http":
         return "http"
     if uri.mount == "mcp":
-        if len(uri.path) <= 1 or (len(uri.path) >= 2 and uri.path[1] in MCP_DESCRIBING):
-            return "mcp"
-        return "mcp-run"
-    if facet in ("log", "blame"):
-        return "history"
-    if facet == "blocks":
-        return "blocks"
-    return uri.mount
+        return _mcp_kind(uri.path)
+    return FACET_KINDS.get(uri.param("as") or "", uri.mount)
+
+
+def _mcp_kind(path: tuple[str, ...]) -> str:
+    """``mcp`` for a server's record and descriptions, ``mcp-run`` for a path its map runs."""
+    if len(path) <= 1 or path[1] in MCP_DESCRIBING:
+        return "mcp"
+    return "mcp-run"
 
 
 def of_uri(text: object) -> Priced:

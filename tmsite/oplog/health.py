@@ -5,6 +5,8 @@ The database and the cache are what every worker shares, so either failing answe
 ``"status": "degraded"``: the other mounts still serve. A mount is ready when it lists its own
 root within ``MOUNT_DEADLINE`` seconds (or, when it defines ``ready()``, when that returns
 true). Health checks are neither rate-limited nor written to the request log.
+
+Spec: OP5.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def _timed(check: Any) -> dict[str, Any]:
 
 
 def database() -> dict[str, Any]:
+    """A ``SELECT 1`` on the default database: ``ok``, the vendor, how long it took."""
+
     def check() -> dict[str, Any]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -51,6 +55,8 @@ def database() -> dict[str, Any]:
 
 
 def shared_cache() -> dict[str, Any]:
+    """A set, get and delete of a random key in the default cache: ``ok``, backend, time."""
+
     def check() -> dict[str, Any]:
         cache = caches["default"]
         key, value = "tm-health:" + secrets.token_hex(8), secrets.token_hex(8)
@@ -108,6 +114,7 @@ def report() -> tuple[int, dict[str, Any]]:
 
 @router.get("/health", include_in_schema=True, summary="Database, cache and mount readiness")
 def health(request: HttpRequest) -> JsonResponse:
+    """The health report, never cached: 503 when the database or the cache is down."""
     status, body = report()
     response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"

@@ -20,6 +20,8 @@ Headers follow draft-ietf-httpapi-ratelimit-headers (-08 onwards): ``RateLimit-P
 left>;t=<seconds>``, where ``t`` is the seconds until the bucket is full, or, on a refusal,
 until the refused request would pass (the ``Retry-After`` value). A plain read costs one token,
 so ``q`` and ``r`` count reads of files; ``tmsite.oplog.costs`` prices the rest.
+
+Spec: OP1, OP2.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from typing_extensions import override
+
 #: The fields a record may carry into a line; anything else on the record is ignored.
 FIELDS = (
     "event",
@@ -32,6 +34,9 @@ FIELDS = (
 
 
 class JsonFormatter(logging.Formatter):
+    """One compact JSON object per record: time, level, logger, pid, message, ``FIELDS``."""
+
+    @override
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, object] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),

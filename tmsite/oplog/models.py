@@ -3,6 +3,8 @@
 There is deliberately no column for an address, a user agent, a token, a session, a tool's
 arguments, or anything derived from them (no hash either). Rows older than
 ``TM_LOG_RETENTION_DAYS`` (30) are deleted automatically. The log is not in the namespace.
+
+Spec: OP2.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from django.db import models
 
 
 class RequestLog(models.Model):
+    """One request: when, through which door, what it asked, how it ended, bytes and time."""
+
     at = models.DateTimeField(db_index=True, help_text="When the request arrived (UTC).")
     surface = models.CharField(
         max_length=16, help_text="mcp-http, mcp-stdio or rest: which door it came through."

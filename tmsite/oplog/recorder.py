@@ -11,6 +11,8 @@ row), and a failed write is dropped with a warning: the log never fails a reques
 
 Retention: after a flush, at most once an hour per process, rows older than
 ``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand.
+
+Spec: OP2.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Row:
     duration_us: int = 0
 
     def model(self) -> RequestLog:
+        """The unsaved ``RequestLog`` instance this row is written as."""
         from tmsite.oplog.models import RequestLog
 
         return RequestLog(**asdict(self))

@@ -2,6 +2,8 @@
 
 Refusals become HTTP statuses through this one table, with the same JSON fields the MCP
 refusal carries in ``data`` (``refusal_body``).
+
+Spec: TL6.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Refusals become HTTP statuses through one table (``rest_codes.HTTP_STATUS``), with the same
 JSON fields the MCP refusal carries in ``data``. Every route is observed by the request log,
 which gets this surface's prefix and refusal from here (``ROUTES``).
+
+Spec: TL6.
 """
 
 from __future__ import annotations
@@ -40,11 +42,15 @@ router.add_decorator(hooks.observe_routes(ROUTES), mode="view")
 
 
 class RefusalOut(Schema):
+    """The body of every refused route: the message and the refusal's stable fields."""
+
     error: str = Field(description="What was refused, for people.")
     reason: str = Field(description="The stable reason a program can branch on.")
 
 
 class ResourceOut(Schema):
+    """One entry of the map, as ``resources/list`` gives it."""
+
     uri: str
     name: str
     title: str | None = None
@@ -52,17 +58,23 @@ class ResourceOut(Schema):
 
 
 class ResourceMapOut(Schema):
+    """One page of the map; ``nextCursor`` asks for the next."""
+
     resources: list[ResourceOut]
     nextCursor: str | None = None
 
 
 class CompletionOut(Schema):
+    """Completed values (at most 100), how many there are, and whether more were cut."""
+
     values: list[str]
     total: int
     hasMore: bool
 
 
 class CompleteQuery(Schema):
+    """The query of ``/complete``: which template argument, and what was typed."""
+
     template: str = Field(description="A uriTemplate from /api/v1/templates.")
     argument: str = Field(description="The template argument to complete.")
     value: str = Field(default="", description="What has been typed so far.")
@@ -81,8 +93,11 @@ TWINS: dict[str, str] = {
 
 
 def twin_arguments(request: HttpRequest, tool: str, **path: str) -> None:
-    """Hold the query (and path) to the twin tool's arguments: an unknown one, or a missing
-    one, is refused ``bad-argument`` exactly as the tool refuses it."""
+    """Hold the query (and path) to the twin tool's arguments.
+
+    Raises:
+        BadArgument: an unknown argument, or a missing one, exactly as the tool refuses it.
+    """
     query = {key: request.GET[key] for key in request.GET}
     tools.arguments_for(tool, {**query, **path})
 
@@ -95,6 +110,7 @@ def twin_arguments(request: HttpRequest, tool: str, **path: str) -> None:
     exclude_unset=True,
 )
 def overview(request: HttpRequest) -> Overview:
+    """The ``overview`` tool's answer: what the box is, every piece measured now."""
     twin_arguments(request, "overview")
     return operations.overview()
 
@@ -106,6 +122,7 @@ def overview(request: HttpRequest) -> Overview:
     exclude_unset=True,
 )
 def pieces(request: HttpRequest) -> list[PieceStatus]:
+    """The pieces of ``overview`` alone, each measured now."""
     twin_arguments(request, "overview")
     return operations.overview().pieces
 
@@ -117,6 +134,7 @@ def pieces(request: HttpRequest) -> list[PieceStatus]:
     exclude_unset=True,
 )
 def piece(request: HttpRequest, key: str) -> PieceStatus:
+    """The ``piece`` tool's answer; an unknown key is ``bad-argument`` with the valid keys."""
     twin_arguments(request, "piece", key=key)
     return operations.piece(key)
 
@@ -128,6 +146,7 @@ def piece(request: HttpRequest, key: str) -> PieceStatus:
     exclude_unset=True,
 )
 def licensing(request: HttpRequest) -> dict[str, Any]:
+    """The ``licensing`` tool's answer: code licences and data terms, from the pieces."""
     twin_arguments(request, "licensing")
     return operations.licensing()
 
@@ -139,6 +158,7 @@ def licensing(request: HttpRequest) -> dict[str, Any]:
     exclude_unset=True,
 )
 def resolve(request: HttpRequest, uri: str) -> Any:
+    """The ``resolve`` tool's answer for ``uri``: its content with the links in the body."""
     twin_arguments(request, "resolve")
     return operations.resolve(uri)
 
@@ -150,6 +170,7 @@ def resolve(request: HttpRequest, uri: str) -> Any:
     exclude_unset=True,
 )
 def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]:
+    """One page of ``resources/list``: the root, the mounts and the collections."""
     from tmsite.mcp.convert import resource
 
     page = operations.resource_map(cursor)
@@ -163,10 +184,12 @@ def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]
     "/templates", response={200: list[dict[str, Any]], **_ERRORS}, summary="Resource templates"
 )
 def templates(request: HttpRequest) -> list[dict[str, Any]]:
+    """``resources/templates/list``: every URI template with its grammar."""
     return [item.to_json() for item in operations.templates()]
 
 
 @router.get("/complete", response={200: CompletionOut, **_ERRORS}, summary="Complete an argument")
 def complete(request: HttpRequest, query: Query[CompleteQuery]) -> dict[str, Any]:
+    """``completion/complete`` for one template argument, without filled context."""
     values = operations.complete(query.template, query.argument, query.value, {})
     return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}

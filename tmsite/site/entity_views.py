@@ -6,6 +6,8 @@ named routines. The page rule is :func:`game_path`; the ``entity`` mount links a
 ``tm:renders-as`` to this page, and the page ``tm:source`` back to the game. The pages are
 listed for the sitemap (and the ``http`` mount) through
 :func:`tmsite.site.pages.register_pages`.
+
+Spec: OP3.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ address through the REST route ``/api/v1/resolve`` as ``?as=blocks``, the manife
 colours and handles, and the renderers for media types — nothing else. The modules are served
 here, from ``static/explorer/``, by the project itself (with or without DEBUG), each with an
 ETag; the renderers mount publishes their SHA-256 so the page checks what it imports.
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ Client text never becomes a path on disk: the inverse only matches against an in
 files found by walking ``docs/`` (symlinks that leave ``docs/`` and non-regular files are left
 out). The index is cached and rebuilt when the modification time of any directory under
 ``docs/`` changes, so adding, removing or renaming a file is seen on the next request.
+
+Spec: OP3, HTTP.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Literal
 from urllib.parse import quote, unquote, urlsplit
 
 from django.conf import settings
@@ -102,6 +105,23 @@ def page_for(relpath: str) -> str | None:
     Returns:
         The page's URL path (``/docs/nes/pile``, ``/ja/docs``…) or None.
     """
+    inner_parts = _document_stem(relpath)
+    if inner_parts is None:
+        return None
+    found = _language_of(inner_parts)
+    if found is None:
+        return None
+    lang, inner_parts = found
+    if inner_parts[-1] == "index":
+        inner_parts = inner_parts[:-1]
+    return _docs_url(lang, "/".join(inner_parts))
+
+
+def _document_stem(relpath: str) -> list[str] | None:
+    """Rules 1–2: the segments under ``docs/`` of a Markdown file that may make a page.
+
+    The extension is stripped from the last segment; None for anything else.
+    """
     if "\\" in relpath or "\x00" in relpath or relpath.startswith("/"):
         return None
     parts = relpath.split("/")
@@ -114,17 +134,24 @@ def page_for(relpath: str) -> str | None:
     inner_parts[-1] = name[: -len(PAGE_EXT)]
     if not all(_segment_ok(p) for p in inner_parts):
         return None
+    return inner_parts
+
+
+def _language_of(inner_parts: list[str]) -> tuple[str, list[str]] | None:
+    """Rule 3 (and the rest of rule 2): the page's language and the segments after its prefix.
+
+    None when nothing is left after ``ja/`` (``docs/ja.md`` makes neither a Japanese page nor
+    an English one), or when the first segment is owner storage or another language.
+    """
     lang = LANGUAGES[0]
     if inner_parts[0] in LANGUAGES[1:]:
         lang = inner_parts[0]
         inner_parts = inner_parts[1:]
-        if not inner_parts:  # docs/ja.md: neither a Japanese page nor an English one
+        if not inner_parts:
             return None
     if inner_parts[0] in NO_PAGE_DIRS or inner_parts[0] in LANGUAGES[1:]:
         return None
-    if inner_parts[-1] == "index":
-        inner_parts = inner_parts[:-1]
-    return _docs_url(lang, "/".join(inner_parts))
+    return lang, inner_parts
 
 
 def link_for(source: str, lang: str, href: str) -> str | None:
@@ -174,6 +201,7 @@ _index: _Index | None = None
 
 
 def _walk(root: Path) -> _Index:
+    """Index ``docs/`` under ``root``: every directory walked, every file that makes a page."""
     docs = root / DOCS_DIR
     dirs: list[tuple[str, int]] = []
     files: set[str] = set()
@@ -192,25 +220,40 @@ def _walk(root: Path) -> _Index:
         except OSError:
             continue
         for entry in entries:
-            if not _segment_ok(entry.name):
-                continue
-            path = Path(entry.path)
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(path)
-                    continue
-                if not entry.name.endswith(PAGE_EXT):
-                    continue
-                mode = os.stat(path).st_mode  # follows a symlink: it must end in a regular file
-                real = path.resolve(strict=True)
-            except OSError:
-                continue
-            if not stat.S_ISREG(mode) or not real.is_relative_to(docs_real):
-                continue
-            rel = path.relative_to(root).as_posix()
-            if page_for(rel) is not None:
-                files.add(rel)
+            kind = _entry_kind(entry, docs_real)
+            if kind == "directory":
+                pending.append(Path(entry.path))
+            elif kind == "document":
+                rel = Path(entry.path).relative_to(root).as_posix()
+                if page_for(rel) is not None:
+                    files.add(rel)
     return _Index(root, tuple(sorted(dirs)), frozenset(files))
+
+
+def _entry_kind(
+    entry: os.DirEntry[str], docs_real: Path
+) -> Literal["directory", "document"] | None:
+    """What one entry of a walked directory is to the index: walked into, indexed, or skipped.
+
+    Hidden and private names, and anything that cannot be stat-ed, are skipped; a directory is
+    not followed through a symlink; a ``.md`` file is a document only when it (through any
+    symlink) is a regular file inside ``docs/``.
+    """
+    if not _segment_ok(entry.name):
+        return None
+    path = Path(entry.path)
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return "directory"
+        if not entry.name.endswith(PAGE_EXT):
+            return None
+        mode = os.stat(path).st_mode  # follows a symlink: it must end in a regular file
+        real = path.resolve(strict=True)
+    except OSError:
+        return None
+    if not stat.S_ISREG(mode) or not real.is_relative_to(docs_real):
+        return None
+    return "document"
 
 
 def _fresh(index: _Index) -> bool:

@@ -4,6 +4,8 @@ The extensions are the site's fixed set: fenced code blocks, code highlighted by
 CSS classes (the colours live in ``static/site.css``), tables, and a table of contents that
 gives every heading an ``id`` and a permalink. Relative links from one document to another
 Markdown file are rewritten to the page that file makes (:func:`tmsite.site.pages.link_for`).
+
+Spec: OP3.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ switch), the content in ``<main>``. Documents come from the checkout's ``docs/``
 rule of :mod:`tmsite.site.pages`, rendered by :mod:`tmsite.site.rendering`. Every answer carries
 an ``ETag`` (and a ``Last-Modified`` where one file makes it) and honours conditional requests;
 HEAD answers like GET.
+
+Spec: OP3.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def _frame(
     """The context every page template needs.
 
     Args:
+        request: the request being answered (for the template's context processors).
         lang: the page's language.
         title: the page's own title (the ``<h1>``), or None for the front page.
         here: which site link is current (``home``, ``docs``, ``pieces`` or ``""``).

@@ -1,4 +1,7 @@
-"""``python manage.py mcp_stdio``: serve MCP over newline-delimited JSON on stdin/stdout."""
+"""``python manage.py mcp_stdio``: serve MCP over newline-delimited JSON on stdin/stdout.
+
+Spec: T11.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,20 @@ import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from typing_extensions import override
 
 from tmsite.mcp.stdio import serve
 
 
 class Command(BaseCommand):
+    """The stdio transport as a command: serves until stdin closes, exits with its status."""
+
     help = (
         "Serve the MCP methods over stdio: one JSON-RPC message per line on stdin, one response "
         "per line on stdout, logs on stderr; exits 0 when stdin closes."
     )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         status = serve(sys.stdin.buffer, sys.stdout.buffer)
         if status:

@@ -5,6 +5,8 @@ this command performs the copies it lists, and the ``git`` mount reads the same 
 each copy to its origin. Each origin is read through :mod:`tmsite.gitstore` (dulwich, no
 subprocess) at the entry's ref or the repository's default, and written to the checkout only
 inside ``docs/``, atomically, and only when its bytes differ.
+
+Spec: GIT.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from tmsite import gitstore
 from tmsite.mounts.git.imports import IMPORT_ROOT, Import, ManifestError, read_manifest
@@ -50,11 +53,14 @@ def _write(path: Path, data: bytes) -> bool:
 
 
 class Command(BaseCommand):
+    """Perform (or, with ``--check``, verify) every copy the import manifest lists."""
+
     help = (
         "Copy every doc the import manifest names from its neighbouring repository into the "
         "checkout's docs/ (through dulwich; only files whose bytes changed are written)."
     )
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--check",
@@ -62,6 +68,7 @@ class Command(BaseCommand):
             help="write nothing; exit non-zero when a copy differs from its origin",
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         conf = read_settings()
         checkout = conf.checkout

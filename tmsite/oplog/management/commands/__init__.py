@@ -1,0 +1,1 @@
+"""``tm_purge_log``: the request log's retention, on demand."""
