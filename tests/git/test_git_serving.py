@@ -22,12 +22,14 @@ from tmsite.mcp.methods import dispatch
 from tmsite.mcp.protocol import CallContext, RpcError
 from tmsite.mounts import registry
 from tmsite.mounts.fs.mount import FsMount
+from tmsite.mounts.git.imports import ManifestError, parse_manifest
 from tmsite.mounts.git.mount import GitMount, check_git_settings
 from tmsite.mounts.namespace import Namespace
 
 pytestmark = pytest.mark.spec("GIT", "FS", "NS7")
 
 TEMPLATE = f"tm://{HOST}/git/{{repo}}/{{+path}}{{?at,as,n}}"
+_ENTRY = {"repo": "lib", "path": "x", "to": "docs/x.md"}
 
 
 # ---- completion and templates -------------------------------------------------------------
@@ -120,6 +122,35 @@ def test_each_check_refuses_its_mistake(settings: Any, scenario: Scenario, tmp_p
     settings.TM_IMPORTS_FILE = None
     settings.TM_CHECKOUT = tmp_path / "plain"
     assert ids(check_git_settings()) == ["tm.W010"]
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        ([], "expected an object with an 'imports' list"),
+        ({"imports": ["docs/x.md"]}, "imports[0] must be an object"),
+        ({"imports": [{"repo": "lib", "path": "x"}]}, "imports[0] takes repo, path, to"),
+        ({"imports": [{**_ENTRY, "from": "x"}]}, "(unknown: ['from'], missing: [])"),
+        ({"imports": [{**_ENTRY, "repo": ""}]}, "imports[0].repo must be a non-empty string"),
+        ({"imports": [{**_ENTRY, "to": "data/x.md"}]}, "imports[0].to must lie under docs/"),
+        ({"imports": [{**_ENTRY, "path": "a/.env"}]}, "imports[0].path 'a/.env' names a denied"),
+        ({"imports": [{**_ENTRY, "ref": 1}]}, "imports[0].ref must be a string"),
+        ({"imports": [{**_ENTRY, "ref": "a..b"}]}, "imports[0].ref: "),
+        ({"imports": [_ENTRY, {**_ENTRY, "path": "y"}]}, "imports[1].to 'docs/x.md' is imported"),
+    ],
+)
+def test_the_import_manifest_is_refused_naming_the_entry(data: object, why: str) -> None:
+    with pytest.raises(ManifestError) as refused:
+        parse_manifest(data, "m.json")
+    assert str(refused.value).startswith("m.json: ") and why in str(refused.value)
+
+
+def test_the_import_manifest_is_indexed_both_ways() -> None:
+    second = {**_ENTRY, "to": "docs/y.md", "ref": "v1"}
+    manifest = parse_manifest({"imports": [_ENTRY, second]}, "m.json")
+    assert [entry.ref for entry in manifest.entries] == [None, "v1"]
+    assert manifest.by_copy["docs/y.md"].ref == "v1"
+    assert manifest.by_origin[("lib", "x")] == manifest.entries
 
 
 def test_the_mount_serves_what_the_check_reads(
@@ -268,6 +299,14 @@ def test_fs_at_refusals(ns: Namespace) -> None:
         fs_at(ns, FS + "docs/renamed.md?at=v1")
     assert refused.value.data["nearest"][0].startswith(FS + "docs/")
     assert refused.value.data["nearest"][0].endswith("?at=v1")
+    with pytest.raises(NotFound) as refused:
+        fs_at(ns, FS + "docs/nes?at=HEAD")
+    assert refused.value.message == "that is a directory at that revision"
+    assert refused.value.data == {
+        "reason": "not-found",
+        "uri": FS + "docs/nes?at=HEAD",
+        "nearest": [],
+    }
 
 
 # ---- a pinned default, caching, threads ------------------------------------------------------

@@ -3,6 +3,8 @@
 A cursor carries an offset and a short digest of the listing it belongs to (the identity URI
 and the parameters that shape the listing), signed with the box's key. A cursor from another
 listing, an edited one, or one past its age is refused ``bad-cursor``: it is never guessed.
+
+Spec: NS6.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Every refusal has a stable ``reason`` a client can branch on, the refused URI, a
 people, and helper fields (``nearest``, ``size``, ``valid`` …). Foreign exceptions (OSError,
 dulwich, httpx, an MCP peer) are translated at a mount's edge. How a reason becomes a wire code
 is decided in one table per surface (``tmsite.mcp.codes`` for MCP, ``tmsite.rest.routes`` for REST).
+
+Spec: RJ1.
 """
 
 from __future__ import annotations
@@ -191,8 +193,11 @@ assert tuple(REFUSALS) == REASONS, "every reason has exactly one class"
 
 
 def path_refusal(exc: PathRefused, uri: str, roots: Sequence[str]) -> Refusal:
-    """The refusal of a checkout path the shared rules refuse: ``denied``, or ``out-of-root``
-    with the served ``roots`` (and, for an unknown root, the roots as ``nearest``)."""
+    """The refusal of a checkout path the shared rules refuse.
+
+    ``denied`` for a deny-listed name; else ``out-of-root`` with the served ``roots`` (and, for
+    an unknown root, the roots as ``nearest``).
+    """
     if exc.denied:
         return Denied(uri, exc.why)
     return OutOfRoot(

@@ -5,6 +5,8 @@ Representation (``as``), revision (``at``), sizes (``n``, ``depth``), parts (``l
 ASCII digits only — no sign, no ``_``, no Unicode digits, no more than nine of them. Which
 parameters a target honours is the mount's to say (``Facets.require``); an unknown one is
 refused ``bad-facet`` naming the valid ones.
+
+Spec: NS3, NS4.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 IANA relations carry no confidence; every ``tm:`` relation says ``exact``, ``inferred`` or
 ``low`` — the constructor asserts it, so a link cannot be built wrong.
+
+Spec: LK1, LK3, LK4.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class Link:
         assert self.href.startswith("tm://"), f"href must be a tm:// URI, not {self.href!r}"
 
     def to_json(self) -> dict[str, Any]:
+        """The wire form: ``rel`` and ``href``, then only the optional fields that are set."""
         out: dict[str, Any] = {"rel": self.rel, "href": self.href}
         if self.confidence is not None:
             out["confidence"] = self.confidence
@@ -101,6 +104,7 @@ class Link:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Link:
+        """The link a :meth:`to_json` dict stands for, checked again by the constructor."""
         return cls(
             rel=data["rel"],
             href=data["href"],

@@ -1,4 +1,7 @@
-"""Ranking the addresses nearest to one that does not resolve."""
+"""Ranking the addresses nearest to one that does not resolve.
+
+Spec: NS8.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ def rank(
         wanted: The name that did not resolve.
         candidates: ``(name, uri)`` pairs.
         exclude: A URI never to suggest (the refused one).
+        limit: How many URIs to return at most.
 
     Names compare lowercased without a trailing ``/``; ties break on a shared three-character
     start, then on the name.

@@ -2,6 +2,8 @@
 
 Applied once, after a mount has read, so every mount honours parts the same way; a mount that
 can cut a part more cheaply (seeking in a large file) does so and marks it applied.
+
+Spec: NS4, NS6.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def to_text(body: str | bytes | JsonValue) -> str:
 
 
 def dumps(value: JsonValue) -> str:
+    """Compact JSON text, non-ASCII kept as is: how a JSON body is cut and measured."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -4,6 +4,8 @@ The fs mount serves the checkout's allow-listed roots; the git mount reads the s
 revision (``fs/…?at=``) and links a repository's files to their working copies. Both apply
 these rules, so a name refused in one is refused in the other. Nothing here raises a
 namespace refusal: :class:`PathRefused` says why, and the mount turns it into one.
+
+Spec: FS.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def display(name: str) -> str:
 
 
 def plain(segment: str) -> bool:
-    """Whether a decoded segment is a plain name (no ``.``, ``..``, empty, ``/``, ``\\``, NUL)."""
+    r"""Whether a decoded segment is a plain name (no ``.``, ``..``, empty, ``/``, ``\``, NUL)."""
     return segment not in {"", ".", ".."} and not any(ch in segment for ch in "/\\\x00")
 
 

@@ -1,4 +1,7 @@
-"""The shapes mounts return: a read's content, a listing's children, a template."""
+"""The shapes mounts return: a read's content, a listing's children, a template.
+
+Spec: NS5.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ class Request:
 
     @property
     def text(self) -> str:
+        """The URI's canonical text: what refusals echo as ``data.uri``."""
         return str(self.uri)
 
 
@@ -59,6 +63,7 @@ class Content:
 
     @property
     def is_json(self) -> bool:
+        """Whether the body is a JSON value (neither text nor bytes)."""
         return not isinstance(self.body, (str, bytes))
 
 
@@ -66,7 +71,9 @@ class Reader(Protocol):
     """What reads an address through the namespace: its host and its one read path."""
 
     @property
-    def host(self) -> str: ...
+    def host(self) -> str:
+        """The host whose namespace this reads (``tm://<host>/``)."""
+        ...
 
     def read(self, text: object) -> Content:
         """Read one tm:// URI as every surface reads it.
@@ -96,6 +103,7 @@ class Entry:
     extra: dict[str, JsonValue] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The child as a listing shows it; a redacted one shows neither type nor size."""
         out: dict[str, JsonValue] = {"uri": self.uri, "name": self.name}
         if self.redacted:
             out["redacted"] = True
@@ -130,6 +138,7 @@ class Stat:
     extra: dict[str, JsonValue] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The body of the stat: the fixed fields, those known, then the mount's own."""
         out: dict[str, JsonValue] = {
             "uri": self.uri,
             "name": self.name,
@@ -151,8 +160,10 @@ class Stat:
 
 
 class LazyEntries(Sequence[Entry], Generic[T]):
-    """A listing's children made only when a page asks for them, from cheap items (names,
-    keys, tree entries): a listing of 100,000 children builds one page of entries.
+    """A listing's children made only when a page asks for them, from cheap items.
+
+    The items are names, keys or tree entries: a listing of 100,000 children builds one page
+    of entries.
 
     A mount subclasses it with :meth:`entry`; it may override :meth:`page` (to cache a page)
     or :meth:`item` (to find one item more cheaply than indexing ``items``).
@@ -162,12 +173,15 @@ class LazyEntries(Sequence[Entry], Generic[T]):
         self.items = items
 
     def entry(self, item: T) -> Entry:
+        """The listing entry for one item; every subclass writes it."""
         raise NotImplementedError
 
     def item(self, index: int) -> T:
+        """The item at ``index`` (by default, by indexing ``items``)."""
         return self.items[index]
 
     def page(self, index: slice) -> list[Entry]:
+        """The entries of the items ``index`` selects: one page of a listing."""
         return [self.entry(item) for item in self.items[index]]
 
     def __len__(self) -> int:
@@ -207,6 +221,7 @@ class Template:
     mime_type: str | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The template as ``resources/templates/list`` shows it (not its ``arguments``)."""
         out: dict[str, JsonValue] = {
             "uriTemplate": self.uri_template,
             "name": self.name,

@@ -1,4 +1,4 @@
-"""The one module that parses and builds every ``tm://`` URI.
+r"""The one module that parses and builds every ``tm://`` URI.
 
 Shape: ``tm://<host>/<mount>/<segment>/…[/][?<param>=<value>&…]``.
 
@@ -6,11 +6,13 @@ Shape: ``tm://<host>/<mount>/<segment>/…[/][?<param>=<value>&…]``.
 * A trailing ``/`` marks a collection. Past the mount, the segments are the backend's own.
 * Segments are percent-decoded exactly once, after splitting, to ``str`` with
   ``surrogateescape`` so a file name that is not UTF-8 keeps its bytes. A decoded segment may
-  therefore hold ``/``, ``\\`` or NUL: mounts refuse those, the parser only carries them.
+  therefore hold ``/``, ``\`` or NUL: mounts refuse those, the parser only carries them.
 * Query parameters are representation (facets) and parts, never identity. Each key may appear
   once. Built URIs put them in one canonical order.
 
 Nothing else in tmsite concatenates a ``tm://`` string.
+
+Spec: NS2.
 """
 
 from __future__ import annotations
@@ -65,21 +67,26 @@ class TmUri:
 
     @property
     def is_hosts(self) -> bool:
+        """Whether this is ``tm://``, the list of hosts."""
         return self.host == ""
 
     @property
     def is_root(self) -> bool:
+        """Whether this is a host's root, ``tm://<host>/``, which lists the mounts."""
         return self.host != "" and self.mount is None
 
     @property
     def is_mount_root(self) -> bool:
+        """Whether this names a mount itself (``tm://<host>/<mount>/``), nothing below it."""
         return self.mount is not None and not self.path
 
     @property
     def query(self) -> dict[str, str]:
+        """The parameters as a dict (each key appears once, so nothing is lost)."""
         return dict(self.params)
 
     def param(self, name: str) -> str | None:
+        """The value of parameter ``name``, or None when it is not given."""
         for key, value in self.params:
             if key == name:
                 return value
@@ -125,9 +132,11 @@ class TmUri:
         return TmUri(self.host, self.mount, (*self.path, name), collection)
 
     def as_collection(self) -> TmUri:
+        """The same URI with a trailing ``/`` (parameters kept)."""
         return replace(self, collection=True)
 
     def as_leaf(self) -> TmUri:
+        """The same URI without a trailing ``/`` (parameters kept)."""
         return replace(self, collection=False)
 
     def parent(self) -> TmUri | None:
@@ -159,27 +168,12 @@ def parse(text: object) -> TmUri:
             percent-escape or query that does not decode.
         BadFacet: a query parameter given twice.
     """
-    if not isinstance(text, str):
-        raise BadUri(None, "a tm:// URI must be a string")
-    if len(text) > MAX_URI_LENGTH:
-        raise BadUri(text[:200] + "…", f"the URI is longer than {MAX_URI_LENGTH} characters")
-    if any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in text):
-        raise BadUri(text, "a URI holds no spaces or control characters; percent-encode them")
-    scheme, sep, rest = text.partition("://")
-    if not sep or scheme != SCHEME:
-        raise BadUri(text, "only tm:// URIs are served here")
-    if "#" in rest:
-        raise BadUri(text, "a tm:// URI has no fragment; parts are query parameters")
+    text, rest = _split_scheme(text)
     rest, _, query = rest.partition("?")
-    authority, _, path = rest.partition("/")
-    if "@" in authority:
-        raise BadUri(text, "a tm:// URI has no userinfo")
-    if ":" in authority:
-        raise BadUri(text, "a tm:// URI has no port")
-    if "%" in authority:
-        # A decoded host could hold '/' or non-UTF-8 bytes that no built URI can echo.
-        raise BadUri(text, "a tm:// host is a plain name, never percent-encoded")
-    host = authority
+    host, _, path = rest.partition("/")
+    for char, why in _NOT_IN_HOST:
+        if char in host:
+            raise BadUri(text, why)
     params = _parse_query(query, text)
     if not host:
         if path:
@@ -191,6 +185,31 @@ def parse(text: object) -> TmUri:
     raw_segments = path[:-1].split("/") if collection else path.split("/")
     segments = tuple(_decode(segment, text) for segment in raw_segments)
     return TmUri(host, segments[0], segments[1:], collection, params)
+
+
+#: What a host may not hold, in the order it is checked, and the sentence refusing it.
+_NOT_IN_HOST: tuple[tuple[str, str], ...] = (
+    ("@", "a tm:// URI has no userinfo"),
+    (":", "a tm:// URI has no port"),
+    # A decoded host could hold '/' or non-UTF-8 bytes that no built URI can echo.
+    ("%", "a tm:// host is a plain name, never percent-encoded"),
+)
+
+
+def _split_scheme(text: object) -> tuple[str, str]:
+    """Client text, checked as a whole, and what follows its ``tm://``."""
+    if not isinstance(text, str):
+        raise BadUri(None, "a tm:// URI must be a string")
+    if len(text) > MAX_URI_LENGTH:
+        raise BadUri(text[:200] + "…", f"the URI is longer than {MAX_URI_LENGTH} characters")
+    if any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in text):
+        raise BadUri(text, "a URI holds no spaces or control characters; percent-encode them")
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme != SCHEME:
+        raise BadUri(text, "only tm:// URIs are served here")
+    if "#" in rest:
+        raise BadUri(text, "a tm:// URI has no fragment; parts are query parameters")
+    return text, rest
 
 
 def _decode(segment: str, text: str) -> str:
@@ -242,6 +261,7 @@ def build_text(uri: TmUri) -> str:
 
 
 def encode_query(params: Iterable[tuple[str, str]]) -> str:
+    """The query string of ``params``: percent-encoded, in ``PARAM_ORDER``, then by name."""
     order = {name: index for index, name in enumerate(PARAM_ORDER)}
     ordered = sorted(params, key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     return "&".join(

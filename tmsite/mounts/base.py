@@ -10,6 +10,8 @@ the shared mount suite. It says what it is with class attributes and implements:
 
 Written once here: paging a listing with signed cursors, ``nearest`` from the deepest existing
 ancestor, ``links`` of a target (for ``?as=links``), ``exists``, and the ``up`` link.
+
+Spec: NS2, NS6, NS8.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ class Served(Reader, Protocol):
     """What a mount sees of the namespace that serves it: the read path and its mounts."""
 
     @property
-    def mounts(self) -> Mapping[str, Mount]: ...
+    def mounts(self) -> Mapping[str, Mount]:
+        """The namespace's mounts by name, the one asking among them."""
+        ...
 
 
 class Mount(ABC):
@@ -105,6 +109,7 @@ class Mount(ABC):
 
     @property
     def root(self) -> TmUri:
+        """This mount's root collection, ``tm://<host>/<name>/``."""
         return TmUri(self.host, self.name, (), True)
 
     def uri(self, *path: str, collection: bool = False, **params: str | None) -> TmUri:
@@ -150,6 +155,7 @@ class Mount(ABC):
         return self.resolve(req).links
 
     def exists(self, uri: TmUri) -> bool:
+        """Whether ``uri`` resolves on this mount: any refusal means it does not."""
         try:
             self.resolve(Request(uri, parse_facets(uri)))
         except Refusal:

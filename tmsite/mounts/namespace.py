@@ -2,6 +2,8 @@
 
 ``Namespace.read`` is the one path every read takes, whatever surface asked: parse, dispatch
 to the mount, fill ``nearest``, ``?as=links``, parts, the read cap, link order and link cap.
+
+Spec: NS1, NS6, NS7, LK4.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ _LINK_FILTERS = ("as", "rel", "min", "cursor")
 
 @dataclass(frozen=True)
 class MapPage:
+    """One page of the ``resources/list`` map, and the cursor to the next (None on the last)."""
+
     entries: list[Entry]
     next_cursor: str | None
 
@@ -57,9 +61,11 @@ class Namespace:
 
     @property
     def root(self) -> TmUri:
+        """The host's root, ``tm://<host>/``: it lists the mounts."""
         return TmUri(self.host, collection=True)
 
     def help_uri(self) -> str:
+        """The document a client should read first (``HELP_PATH``): the root links it ``help``."""
         mount, *path = HELP_PATH
         return str(TmUri(self.host, mount, tuple(path)))
 
@@ -107,6 +113,11 @@ class Namespace:
         return [link for mount in self.mounts.values() for link in mount.links_into(uri)]
 
     def mount_for(self, uri: TmUri) -> Mount:
+        """The mount ``uri`` names (``uri`` is below the root).
+
+        Raises:
+            NotFound: no mount has that name; ``nearest`` holds the closest mount roots.
+        """
         assert uri.mount is not None
         mount = self.mounts.get(uri.mount)
         if mount is None:
@@ -215,6 +226,7 @@ class Namespace:
             yield from mount.collections()
 
     def templates(self) -> list[Template]:
+        """Every published template: the hosts, the root, then each mount's, in mount order."""
         host_template = Template(
             "hosts",
             "tm://",

@@ -3,6 +3,8 @@
 ``TM_MOUNTS`` may narrow the list (tests do); a name in it that is not a mount fails loudly at
 start-up (system check ``tm.E001``), as does a registry line whose class is not the mount it
 names (``mount_class`` asserts it when the checks import every mount).
+
+Spec: NS1, BLOCKS.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ assert list(MOUNTS) == sorted(MOUNTS), "keep the registry sorted"
 
 
 def mount_class(name: str) -> type[Mount]:
+    """The class the registry line ``name`` names, imported on first use.
+
+    It must be a ``Mount`` whose ``name`` is ``name``: the assertion is what the start-up
+    checks rely on to catch a registry line pointing at the wrong class.
+    """
     module_name, _, class_name = MOUNTS[name].partition(":")
     cls: type[Mount] = getattr(import_module(module_name), class_name)
     assert issubclass(cls, Mount) and cls.name == name, f"{MOUNTS[name]} is not the {name} mount"
@@ -61,6 +68,7 @@ def discover_blocks() -> None:
 
 
 def enabled_names() -> list[str]:
+    """The mounts to serve: ``TM_MOUNTS``, sorted, when it is set; else every registered one."""
     wanted = getattr(settings, "TM_MOUNTS", None)
     return sorted(wanted) if wanted is not None else list(MOUNTS)
 

@@ -1,15 +1,17 @@
-"""The ``fs`` mount: the allow-listed roots of the served checkout, as files.
+r"""The ``fs`` mount: the allow-listed roots of the served checkout, as files.
 
 ``tm://<host>/fs/<root>/<path>`` — the roots (``docs``, ``data``, ``notes`` by default) are the
 only directories offered; the rest of the checkout is unreachable by design. Safety, in order:
 
-1. every decoded segment is checked (no ``.``, ``..``, empty, ``/``, ``\\`` or NUL);
+1. every decoded segment is checked (no ``.``, ``..``, empty, ``/``, ``\`` or NUL);
 2. the first segment must be a root;
 3. the path is resolved (symlinks followed) before anything is opened, and must stay inside
    the resolved root (a component check, so ``docs-old`` is not inside ``docs``);
 4. the deny-list of name patterns is the second net, on the asked and the resolved names:
    denied entries are listed ``redacted`` and refused ``denied``;
 5. only regular files are opened, with ``O_NOFOLLOW`` and ``O_NONBLOCK``, and checked again.
+
+Spec: FS.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
+from typing_extensions import override
 
 from tmsite import mime
 from tmsite.core.errors import (
@@ -75,6 +78,12 @@ class Target:
 
 
 class FsMount(Mount):
+    """The checkout's allow-listed roots, listed and read by the rules above.
+
+    ``files`` holds the rules (:class:`~tmsite.core.paths.CheckoutRoots`), shared with the git
+    mount's ``fs/…?at=`` reads; ``history_at`` is how those reads reach git.
+    """
+
     name = "fs"
     title = "The checkout's files"
     what = "The files of the served checkout under its allow-listed roots (docs, data, notes)."
@@ -91,11 +100,13 @@ class FsMount(Mount):
 
     @classmethod
     def from_settings(cls, host: str) -> FsMount:
+        """The mount over ``TM_CHECKOUT`` with the roots ``TM_FS_ROOTS``."""
         return cls(host, Path(settings.TM_CHECKOUT), settings.TM_FS_ROOTS)
 
     # ---- path safety ------------------------------------------------------------------
 
     def root_uris(self) -> list[str]:
+        """The URIs of the served roots, which an ``out-of-root`` refusal names."""
         return [str(self.uri(root, collection=True)) for root in self.roots]
 
     def target(self, uri: TmUri) -> Target:
@@ -114,6 +125,7 @@ class FsMount(Mount):
 
     # ---- the contract ------------------------------------------------------------------
 
+    @override
     def list(self, req: Request) -> Listing:
         uri = req.uri
         if not uri.path:
@@ -163,6 +175,11 @@ class FsMount(Mount):
         return out
 
     def entry_for(self, parent: TmUri, directory: Path, name: str, is_dir: bool) -> Entry:
+        """The listing entry of ``name`` in ``directory``, typed as its stat would type it.
+
+        A denied name, one that resolves out of its root, or one that is not a regular file
+        or directory is listed ``redacted``: it is shown, never offered.
+        """
         uri = parent.child(name, collection=is_dir)
         shown = display(name) + ("/" if is_dir else "")
         if denied_name(name):
@@ -179,12 +196,30 @@ class FsMount(Mount):
         # Typed from the resolved file, as stat types it (a symlink inside is not opened).
         return Entry(str(uri), shown, False, self._mime(resolved, name), info.st_size)
 
+    @override
     def read(self, req: Request) -> Content:
         if req.facets.at is not None:
-            # The file as the checkout's repository had it then: the git mount reads it.
-            if self.history_at is None:
-                raise BadFacet(req.text, "at= needs the git mount, which is not served", valid=[])
-            return self.history_at(req.uri, req.facets.at)
+            return self._read_at(req, req.facets.at)
+        uri = req.uri
+        self._check_params(req)
+        target = self.target(uri)
+        if len(uri.path) == 1:
+            raise self.leaf_as_collection(uri)
+        info = self._regular_file(req, target)
+        if req.facets.facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            return self._stat(uri, target, info)
+        return self._raw(req, target, info)
+
+    def _read_at(self, req: Request, at: str) -> Content:
+        """The file as the checkout's repository had it then: the git mount reads it."""
+        if self.history_at is None:
+            raise BadFacet(req.text, "at= needs the git mount, which is not served", valid=[])
+        return self.history_at(req.uri, at)
+
+    def _check_params(self, req: Request) -> None:
+        """Refuse what no read of this URI honours, before the path is touched."""
         uri = req.uri
         if not uri.path and not uri.collection:
             raise self.leaf_as_collection(uri)
@@ -192,9 +227,9 @@ class FsMount(Mount):
             req.facets.require_facet(req.text, ("raw",), "a directory")
         req.facets.require(req.text, _FILE_PARAMS, "a file")
         req.facets.require_facet(req.text, FILE_FACETS, "a file")
-        target = self.target(uri)
-        if len(uri.path) == 1:
-            raise self.leaf_as_collection(uri)
+
+    def _regular_file(self, req: Request, target: Target) -> os.stat_result:
+        """The stat of the file ``target`` resolved to, refused unless it is a regular file."""
         try:
             info = target.path.stat()
         except FileNotFoundError as exc:
@@ -202,15 +237,12 @@ class FsMount(Mount):
         except OSError as exc:
             raise NotFound(req.text, f"no such file ({exc.strerror})") from exc
         if stat_module.S_ISDIR(info.st_mode):
-            raise self.leaf_as_collection(uri)
+            raise self.leaf_as_collection(req.uri)
         if not stat_module.S_ISREG(info.st_mode):
             raise Denied(req.text, "only regular files are read")
-        if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
-            return self._stat(uri, target, info)
-        return self._raw(req, target, info)
+        return info
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument == "as":
             return [f for f in FILE_FACETS if f.startswith(value)]
@@ -241,6 +273,7 @@ class FsMount(Mount):
                     break
         return out
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
@@ -256,6 +289,7 @@ class FsMount(Mount):
             )
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         count = 0

@@ -4,6 +4,8 @@ A log body holds ``commits`` (each ``commit``, ``short``, ``author``, ``date``, 
 ``uri``: the file at that commit). Blame is either JSON ``lines`` (each ``line``, ``commit``,
 ``text`` and optionally ``author``/``date``/``uri``) or the text of ``git blame`` with full
 shas; either way the code is shown once, annotated where the commit changes.
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def _file_at(source: str, sha: str) -> str | None:
 def blame(ctx: Context, content: Content) -> list[Block]:
     """The file's text, each run of lines annotated with the commit that last changed it.
 
-    Annotations carry the file's own line numbers, as ``firstLine`` does."""
+    Annotations carry the file's own line numbers, as ``firstLine`` does.
+    """
     source = content.uri
     texts: list[str] = []
     notes: list[dict[str, Any]] = []

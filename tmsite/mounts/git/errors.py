@@ -9,6 +9,8 @@ own is a ``git-error``.
 What a refusal suggests (refs, siblings, roots) is addressed by the read it interrupted: a
 :class:`RepoRead` suggests the repository's URIs, a :class:`CheckoutRead` (an fs file read at a
 revision, ``fs/…?at=``) the same fs file at real refs.
+
+Spec: GIT, RJ1.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import singledispatch
+
+from typing_extensions import override
 
 from tmsite import gitstore
 from tmsite.core.errors import BadFacet, Denied, GitError, NoSuchRef, NotFound, OutOfRoot, Refusal
@@ -69,17 +73,21 @@ class RepoRead:
 class CheckoutRead(RepoRead):
     """An fs file read at a revision: what it suggests is fs files (files only) at real refs."""
 
+    @override
     def at_ref(self, ref: str) -> str:
         return str(self.uri.identity.with_params(at=ref))
 
+    @override
     def roots(self) -> list[str]:
         return [str(fs_uris.dir_uri(self.host, self.uri.path[:1]))]
 
+    @override
     def sibling(self, parts: tuple[str, ...], is_dir: bool) -> str | None:
         if is_dir:
             return None  # fs reads at a revision are files only
         return str(fs_uris.file_uri(self.host, parts, at=self.uri.param("at")))
 
+    @override
     def fallback(self) -> list[str]:
         return []
 

@@ -16,6 +16,8 @@ performs the copies it lists, and the ``git`` mount reads it to link each copy
 lives in the checkout (under ``docs/``), ``ref`` (optional) the branch, tag or commit copied
 from — the repository's default when absent. Every path is checked as the mounts check
 client paths: plain segments only, nothing the deny-list refuses.
+
+Spec: GIT, LK2.
 """
 
 from __future__ import annotations
@@ -82,6 +84,40 @@ def _checked_path(source: str, index: int, key: str, value: object) -> str:
     return "/".join(parts)
 
 
+def _checked_entry(source: str, index: int, item: object) -> Import:
+    """Entry ``index`` of the manifest, checked alone: its keys, then each value in turn."""
+    if not isinstance(item, dict):
+        raise ManifestError(f"{source}: imports[{index}] must be an object")
+    unknown = sorted(set(item) - _KEYS)
+    missing = [key for key in _REQUIRED if key not in item]
+    if unknown or missing:
+        raise ManifestError(
+            f"{source}: imports[{index}] takes repo, path, to and optionally ref"
+            f" (unknown: {unknown}, missing: {missing})"
+        )
+    repo = item["repo"]
+    if not isinstance(repo, str) or not repo:
+        raise ManifestError(f"{source}: imports[{index}].repo must be a non-empty string")
+    path = _checked_path(source, index, "path", item["path"])
+    to = _checked_path(source, index, "to", item["to"])
+    if to.split("/", 1)[0] != IMPORT_ROOT or "/" not in to:
+        raise ManifestError(f"{source}: imports[{index}].to must lie under {IMPORT_ROOT}/")
+    return Import(repo, path, to, _checked_ref(source, index, item.get("ref")))
+
+
+def _checked_ref(source: str, index: int, ref: object) -> str | None:
+    """An entry's ``ref``: absent, or a string of a ref's shape."""
+    if ref is None:
+        return None
+    if not isinstance(ref, str):
+        raise ManifestError(f"{source}: imports[{index}].ref must be a string")
+    try:
+        gitstore.validate_ref(ref)
+    except gitstore.BadRef as exc:
+        raise ManifestError(f"{source}: imports[{index}].ref: {exc.why}") from exc
+    return ref
+
+
 def parse_manifest(data: object, source: str) -> Manifest:
     """Check and index a manifest already parsed from JSON.
 
@@ -94,36 +130,12 @@ def parse_manifest(data: object, source: str) -> Manifest:
     by_copy: dict[str, Import] = {}
     by_origin: dict[tuple[str, str], list[Import]] = {}
     for index, item in enumerate(data["imports"]):
-        if not isinstance(item, dict):
-            raise ManifestError(f"{source}: imports[{index}] must be an object")
-        unknown = sorted(set(item) - _KEYS)
-        missing = [key for key in _REQUIRED if key not in item]
-        if unknown or missing:
-            raise ManifestError(
-                f"{source}: imports[{index}] takes repo, path, to and optionally ref"
-                f" (unknown: {unknown}, missing: {missing})"
-            )
-        repo = item["repo"]
-        if not isinstance(repo, str) or not repo:
-            raise ManifestError(f"{source}: imports[{index}].repo must be a non-empty string")
-        path = _checked_path(source, index, "path", item["path"])
-        to = _checked_path(source, index, "to", item["to"])
-        if to.split("/", 1)[0] != IMPORT_ROOT or "/" not in to:
-            raise ManifestError(f"{source}: imports[{index}].to must lie under {IMPORT_ROOT}/")
-        ref = item.get("ref")
-        if ref is not None:
-            if not isinstance(ref, str):
-                raise ManifestError(f"{source}: imports[{index}].ref must be a string")
-            try:
-                gitstore.validate_ref(ref)
-            except gitstore.BadRef as exc:
-                raise ManifestError(f"{source}: imports[{index}].ref: {exc.why}") from exc
-        if to in by_copy:
-            raise ManifestError(f"{source}: imports[{index}].to {to!r} is imported twice")
-        entry = Import(repo, path, to, ref)
+        entry = _checked_entry(source, index, item)
+        if entry.to in by_copy:
+            raise ManifestError(f"{source}: imports[{index}].to {entry.to!r} is imported twice")
         entries.append(entry)
-        by_copy[to] = entry
-        by_origin.setdefault((repo, path), []).append(entry)
+        by_copy[entry.to] = entry
+        by_origin.setdefault((entry.repo, entry.path), []).append(entry)
     return Manifest(
         tuple(entries), by_copy, {key: tuple(value) for key, value in by_origin.items()}
     )
@@ -158,8 +170,10 @@ class ManifestCache:
         self._value: Manifest = EMPTY
 
     def get(self) -> Manifest:
-        """The current manifest; an unreadable or invalid one counts as empty (a system
-        check reports it at start-up)."""
+        """The current manifest, read again when the file changes.
+
+        An unreadable or invalid one counts as empty (a system check reports it at start-up).
+        """
         if self.path is None:
             return EMPTY
         try:

@@ -24,6 +24,8 @@ What a target reads as (``?as=``):
 (:mod:`tmsite.mounts.git.errors`). Reads at a commit are immutable: gitstore caches what it
 reads, and the bodies this mount assembles are cached beside them, keyed by repository,
 commit, path and facet.
+
+Spec: GIT, FS, LK2.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.core import checks
+from typing_extensions import override
 
 from tmsite import gitstore, mime
 from tmsite.check_registry import check
@@ -134,6 +137,7 @@ class At:
 
     @property
     def shown(self) -> str:
+        """The revision as bodies name it: the label asked, or ``HEAD`` for the default."""
         return self.label if self.label is not None else "HEAD"
 
 
@@ -149,11 +153,15 @@ class Target:
 
     @property
     def path(self) -> str:
+        """The path in the repository, ``/``-joined (``""`` for its root)."""
         return "/".join(self.parts)
 
     def cache_key(self, host: str, facet: str, *more: object) -> tuple[object, ...]:
-        """The key of a body assembled for this target: the URIs in it name the host and the
-        repository as served, so both are part of it beside the commit and the path."""
+        """The key of a body assembled for this target.
+
+        The URIs in the body name the host and the repository as served, so both are part of
+        the key beside the commit and the path.
+        """
         return (
             host,
             self.served.name,
@@ -170,6 +178,13 @@ class Target:
 
 
 class GitMount(Mount):
+    """The served repositories by name, read through gitstore by the order of checks above.
+
+    ``checkout_repo`` names the repository of the served checkout (its files link to their
+    fs working copies, and fs's ``?at=`` reads come here); ``imports_file`` is the import
+    manifest that links copied docs to their origins.
+    """
+
     name = "git"
     title = "Git repositories"
     what = (
@@ -205,8 +220,10 @@ class GitMount(Mount):
 
     @classmethod
     def from_settings(cls, host: str) -> GitMount:
-        """The mount the settings describe (a checkout that is not a repository is left out;
-        the system check ``tm.W010`` says so)."""
+        """The mount the settings describe.
+
+        A checkout that is not a repository is left out; the system check ``tm.W010`` says so.
+        """
         conf = read_settings()
         repos: dict[str, str | Path] = dict(conf.neighbours)
         name = conf.checkout_name
@@ -223,6 +240,7 @@ class GitMount(Mount):
     # ---- addresses -------------------------------------------------------------------------
 
     def repo_root(self, name: str, at: str | None = None) -> TmUri:
+        """The URI of repository ``name``'s root, at ``at`` (None: the default revision)."""
         return git_uris.repo_root(self.host, name, at)
 
     def path_uri(
@@ -234,6 +252,11 @@ class GitMount(Mount):
     # ---- checks, in order ------------------------------------------------------------------
 
     def served(self, uri: TmUri) -> Served:
+        """The repository ``uri`` names (its first segment below the mount).
+
+        Raises:
+            NotFound: no repository of that name is served; ``nearest`` holds the closest.
+        """
         name = uri.path[0]
         found = self.repos.get(name)
         if found is None:
@@ -246,13 +269,14 @@ class GitMount(Mount):
         return found
 
     def handle(self, served: Served, uri: TmUri) -> gitstore.GitRepo:
+        """``served``'s repository handle; one that does not open is a ``git-error`` on ``uri``."""
         try:
             return served.handle()
         except gitstore.GitError as exc:
             raise GitError(str(uri), f"the repository could not be opened: {exc.detail}") from exc
 
     def asked(self, uri: TmUri, served: Served, repo: gitstore.GitRepo | None) -> RepoRead:
-        """The read gitstore's refusals are translated for (:mod:`.git_errors`)."""
+        """The read gitstore's refusals are translated for (:mod:`.errors`)."""
         return RepoRead(self.host, uri, served.name, repo)
 
     def check_at(self, uri: TmUri, repo: gitstore.GitRepo, served: Served) -> None:
@@ -266,8 +290,11 @@ class GitMount(Mount):
     def resolved(
         self, served: Served, repo: gitstore.GitRepo, label: str | None
     ) -> gitstore.Resolved:
-        """``label`` resolved in ``served``; an answer is trusted for ``REF_TTL`` seconds, so a
-        burst of reads reads the ref store once (raises gitstore's refusals)."""
+        """``label`` resolved in ``served`` (raises gitstore's refusals).
+
+        An answer is trusted for ``REF_TTL`` seconds, so a burst of reads reads the ref store
+        once.
+        """
         key = (served.name, label)
         now = time.monotonic()
         cached = self._resolved.get(key)
@@ -281,12 +308,19 @@ class GitMount(Mount):
         return found
 
     def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:
+        """The revision ``uri``'s ``at`` names, resolved; gitstore's refusals translated."""
         label = uri.param("at")
         with refusals(self.asked(uri, served, repo)):
             found = self.resolved(served, repo, label)
         return At(found.commit, label, found.is_default)
 
     def check_path(self, uri: TmUri, served: Served) -> tuple[str, ...]:
+        """The path below the repository, normalised by gitstore and checked by the deny-list.
+
+        Raises:
+            OutOfRoot: a segment that is not a plain name.
+            Denied: a segment the deny-list names.
+        """
         with refusals(self.asked(uri, served, None)):
             parts = gitstore.normalise(uri.path[1:])
         if any(denied_name(part) for part in parts):
@@ -308,6 +342,7 @@ class GitMount(Mount):
 
     # ---- the contract ------------------------------------------------------------------------
 
+    @override
     def resolve(self, req: Request) -> Content:
         uri = req.uri
         if not uri.path:
@@ -323,11 +358,11 @@ class GitMount(Mount):
             if t.node.kind == "submodule":
                 return self.read_submodule(req, t)
             if t.node.kind != "tree":
-                leaf = str(uri.as_leaf().keeping(*self.sticky_params))
-                raise NotFound(req.text, "that is a file: its URI has no trailing /", [leaf])
+                raise self.file_as_directory(req)
             return self.listing(req)
         return self.read(req)
 
+    @override
     def list(self, req: Request) -> Listing:
         uri = req.uri
         if not uri.path:
@@ -357,20 +392,14 @@ class GitMount(Mount):
         links.extend(self.latest(t, collection=True))
         return Listing(_TreeEntries(self, t, visible, depth), extra, links, kind="tree")
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         if not uri.path:
             raise self.leaf_as_collection(uri)
         facet = req.facets.facet
         if uri.collection:
-            req.facets.require_facet(req.text, TREE_FACETS, "a directory")
-            t = self.target(req, _PARAMS["log"])
-            if t.node.kind == "submodule":
-                return self.read_submodule(req, t)
-            if t.node.kind != "tree":
-                leaf = str(uri.as_leaf().keeping(*self.sticky_params))
-                raise NotFound(req.text, "that is a file: its URI has no trailing /", [leaf])
-            return self.read_log(req, t)
+            return self.read_directory(req)
         wanted = _PARAMS.get(facet or "raw", ())
         if facet not in (None, *ALL_FACETS):
             req.facets.require_facet(req.text, FILE_FACETS, "a file")
@@ -379,28 +408,47 @@ class GitMount(Mount):
         if kind == "tree":
             raise self.leaf_as_collection(uri)
         if kind == "submodule":
-            req.facets.require_facet(req.text, SUBMODULE_FACETS, "a submodule")
-            req.facets.require(req.text, ("as", "at", *_PARAMS[facet or "record"]), "a submodule")
-            if facet == "log":
-                return self.read_log(req, t)
-            return self.read_submodule(req, t)
+            return self.read_submodule_as(req, t, facet)
         req.facets.require_facet(req.text, FILE_FACETS, "a file")
         req.facets.require(req.text, ("as", "at", *wanted), f"a file read as {facet or 'raw'}")
-        if facet == "stat":
-            return self.read_stat(req, t)
+        readers = {"stat": self.read_stat, "log": self.read_log, "blame": self.read_blame}
+        return readers.get(facet or "raw", self.read_raw)(req, t)
+
+    def read_directory(self, req: Request) -> Content:
+        """A directory under a facet that is not its tree: its ``log``.
+
+        A submodule asked with a trailing ``/`` reads as its pin record.
+        """
+        req.facets.require_facet(req.text, TREE_FACETS, "a directory")
+        t = self.target(req, _PARAMS["log"])
+        if t.node.kind == "submodule":
+            return self.read_submodule(req, t)
+        if t.node.kind != "tree":
+            raise self.file_as_directory(req)
+        return self.read_log(req, t)
+
+    def read_submodule_as(self, req: Request, t: Target, facet: str | None) -> Content:
+        """A submodule as ``facet`` asks: its pin record (default, ``stat``) or its ``log``."""
+        req.facets.require_facet(req.text, SUBMODULE_FACETS, "a submodule")
+        req.facets.require(req.text, ("as", "at", *_PARAMS[facet or "record"]), "a submodule")
         if facet == "log":
             return self.read_log(req, t)
-        if facet == "blame":
-            return self.read_blame(req, t)
-        return self.read_raw(req, t)
+        return self.read_submodule(req, t)
 
+    def file_as_directory(self, req: Request) -> NotFound:
+        """The refusal for a file asked with a trailing ``/``: it points at the file."""
+        leaf = str(req.uri.as_leaf().keeping(*self.sticky_params))
+        return NotFound(req.text, "that is a file: its URI has no trailing /", [leaf])
+
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
-        if argument == "repo":
-            return [name for name in self.repos if name.startswith(value)][:COMPLETION_LIMIT]
-        if argument == "as":
-            return [facet for facet in ALL_FACETS if facet.startswith(value)]
-        if argument == "n":
-            return [n for n in N_SUGGESTIONS if n.startswith(value)]
+        fixed: dict[str, Iterable[str]] = {
+            "repo": self.repos,
+            "as": ALL_FACETS,
+            "n": N_SUGGESTIONS,
+        }
+        if argument in fixed:
+            return [v for v in fixed[argument] if v.startswith(value)][:COMPLETION_LIMIT]
         if argument not in ("at", "path"):
             raise BadArgument(
                 None,
@@ -410,13 +458,26 @@ class GitMount(Mount):
         served = self.repos.get(context.get("repo", ""))
         if served is None:
             return []
+        if argument == "at":
+            return self._complete_at(served, value)
+        return self._complete_path(served, value, context.get("at") or None)
+
+    def _complete_at(self, served: Served, value: str) -> builtins.list[str]:
+        """The refs of ``served`` starting with ``value``: ``HEAD``, branches, then tags."""
+        try:
+            branches, tags = gitstore.list_refs(served.handle())
+        except (gitstore.GitStoreError, ValueError):
+            return []
+        names = ["HEAD", *branches, *tags]
+        return [n for n in names if n.startswith(value)][:COMPLETION_LIMIT]
+
+    def _complete_path(self, served: Served, value: str, label: str | None) -> builtins.list[str]:
+        """The paths at revision ``label`` completing ``value``, one directory level at a time.
+
+        Denied names are never offered, nor is anything below a denied directory.
+        """
         try:
             repo = served.handle()
-            if argument == "at":
-                branches, tags = gitstore.list_refs(repo)
-                names = ["HEAD", *branches, *tags]
-                return [n for n in names if n.startswith(value)][:COMPLETION_LIMIT]
-            label = context.get("at") or None
             commit = self.resolved(served, repo, label).commit
             directory, _, leaf = value.rpartition("/")
             parts = gitstore.normalise(directory) if directory else ()
@@ -435,6 +496,7 @@ class GitMount(Mount):
                 break
         return out
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
@@ -455,6 +517,7 @@ class GitMount(Mount):
             )
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         for name, served in self.repos.items():
@@ -479,8 +542,10 @@ class GitMount(Mount):
         return Link(rel, str(uri), title=title)
 
     def latest(self, t: Target, *, collection: bool) -> builtins.list[Link]:
-        """``latest-version`` to the default revision, when reading another that the path
-        still exists at."""
+        """``latest-version`` to the default revision, when reading another one.
+
+        Only when the path still exists at the default revision, as the same kind of thing.
+        """
         if t.at.is_default:
             return []
         try:
@@ -531,8 +596,10 @@ class GitMount(Mount):
         return fs_uris.file_uri(self.host, parts)
 
     def checkout_links(self, t: Target) -> builtins.list[Link]:
-        """``tm:working-copy`` (a file of the checkout) and ``tm:generates`` (an import's
-        origin), on the default read of a file."""
+        """The links of the default read of a file to its copies on the fs mount.
+
+        ``tm:working-copy`` for a file of the checkout, ``tm:generates`` for an import's origin.
+        """
         links: builtins.list[Link] = []
         if t.node.kind != "blob":
             return links
@@ -548,8 +615,11 @@ class GitMount(Mount):
         return links
 
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
-        """An fs file's ``tm:repository`` (the same file in the checkout's repository) or, for
-        an imported copy, ``tm:generated-by`` its origin; ``version-history`` either way."""
+        """The links of an fs file into git: its history, and where its content comes from.
+
+        ``tm:repository`` (the same file in the checkout's repository) or, for an imported
+        copy, ``tm:generated-by`` its origin; ``version-history`` either way.
+        """
         if (
             uri.mount != "fs"
             or uri.collection
@@ -595,9 +665,16 @@ class GitMount(Mount):
     # ---- reads ---------------------------------------------------------------------------------
 
     def blob_mime(self, t: Target) -> str:
+        """The type of what ``t`` reads, as listings show it (a file by name, else sniffed)."""
         return blob_mime(t.repo, t.node.kind, t.parts[-1], t.node.sha)
 
     def read_raw(self, req: Request, t: Target) -> Content:
+        """The file's bytes (text when its type is text), or the ``range`` asked.
+
+        Raises:
+            TooLarge: the file is over the read cap (over ``WHOLE_READ_LIMIT`` when a part
+                is asked, since the part is cut from the whole).
+        """
         uri = req.uri
         size = t.node.size or 0
         mime_type = self.blob_mime(t)
@@ -616,6 +693,10 @@ class GitMount(Mount):
         return Content(req.text, mime_type, text, links, "file", size=size)
 
     def read_stat(self, req: Request, t: Target) -> Content:
+        """The stat of a file or symlink at the revision: type, mode, blob sha, size.
+
+        A symlink's stat also says its ``target``, as text; it is never followed.
+        """
         key = t.cache_key(self.host, "mount-stat")
         body = read_get(key)
         if body is None:
@@ -644,6 +725,11 @@ class GitMount(Mount):
         return Content(req.text, vnd("stat"), body, self.file_links(t, "stat"), kind="stat")
 
     def read_log(self, req: Request, t: Target) -> Content:
+        """The ``n`` newest commits that changed the path, each linked at that commit.
+
+        A commit at which the path no longer exists links the repository's root there and
+        says ``deleted``.
+        """
         n = req.facets.n or DEFAULT_LOG
         key = t.cache_key(self.host, "mount-log", n, t.node.kind)
         body = read_get(key)
@@ -687,6 +773,13 @@ class GitMount(Mount):
         return Content(req.text, vnd("log"), body, links, kind="log")
 
     def read_blame(self, req: Request, t: Target) -> Content:
+        """The commit of every line of a text file, all of them or those ``lines`` names.
+
+        Raises:
+            Binary: the file is not text.
+            TooLarge: the file is over ``WHOLE_READ_LIMIT``.
+            BadFacet: ``lines`` starts past the last line.
+        """
         mime_type = self.blob_mime(t)
         if not mime.is_text(mime_type):
             raise Binary(
@@ -738,6 +831,11 @@ class GitMount(Mount):
         return Content(req.text, vnd("blame"), cut, links, "blame", part_applied=True)
 
     def read_submodule(self, req: Request, t: Target) -> Content:
+        """A submodule's pin record: its URL, the pinned commit, and ``tm:pins``.
+
+        ``tm:pins`` links the pinned commit in the served repository the URL names, when
+        that repository is served and has the commit.
+        """
         req.facets.require(req.text, ("as", "at", "pointer"), "a submodule")
         key = t.cache_key(self.host, "mount-submodule")
         body = read_get(key)
@@ -795,28 +893,8 @@ class GitMount(Mount):
                 ``no-such-ref`` with nearest fs URIs at real refs, ``not-found``…).
         """
         text = str(fs_uri)
-        facets_given = {key for key, _ in fs_uri.params}
-        allowed = {"at", "as", "lines", "range", "pointer"}
-        if facets_given - allowed:
-            raise BadFacet(
-                text,
-                f"a file at a revision takes {', '.join(sorted(allowed))}",
-                valid=sorted(allowed),
-            )
-        facet = fs_uri.param("as")
-        if facet not in (None, "raw", "stat"):
-            raise BadFacet(text, f"a file has no ?as={facet}", valid=["raw", "stat"])
-        files = self.checkout_files
-        if files is None:
-            raise BadFacet(text, "at= reads the fs mount's files, which are not served", valid=[])
-        roots_uris = [str(fs_uris.root_uri(self.host, r)) for r in files.names]
-        try:
-            files.check_plain(fs_uri.path)
-            if fs_uri.collection or len(fs_uri.path) < 2:
-                raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
-            files.check_named(fs_uri.path)
-        except PathRefused as exc:
-            raise path_refusal(exc, text, roots_uris) from None
+        facet = _checkout_facet(fs_uri, text)
+        self.check_checkout_path(fs_uri, text)
         served = self.repos.get(self.checkout_repo or "")
         if served is None:
             raise BadFacet(text, "at= needs the checkout's repository, which is not served")
@@ -827,21 +905,9 @@ class GitMount(Mount):
                 gitstore.validate_ref(label)
             found = self.resolved(served, repo, label)
             node = gitstore.lookup(repo, found.commit, fs_uri.path)
-        if node.kind == "tree":
-            raise NotFound(text, "that is a directory at that revision", nearest=[])
-        if node.kind == "submodule":
-            raise NotFound(text, "that is a submodule at that revision", nearest=[])
-        git_uri = self.path_uri(served.name, fs_uri.path, collection=False, at=at)
-        parent = fs_uris.dir_uri(self.host, fs_uri.path[:-1])
-        links = [
-            Link("up", str(parent)),
-            Link("collection", str(parent)),
-            Link("alternate", str(git_uri), title="the same file in the repository"),
-            Link("version-history", str(git_uri.with_params({"as": "log"}))),
-            Link("latest-version", str(fs_uri.identity), title="the file as it is now"),
-        ]
-        if facet != "stat":
-            links.append(Link("describedby", str(fs_uri.keeping("at", **{"as": "stat"}))))
+        if node.kind in _NOT_A_FILE_AT:
+            raise NotFound(text, _NOT_A_FILE_AT[node.kind], nearest=[])
+        links = self.checkout_at_links(fs_uri, served.name, at, facet)
         mime_type = blob_mime(repo, node.kind, fs_uri.path[-1], node.sha)
         if facet == "stat":
             if fs_uri.param("lines") or fs_uri.param("range"):
@@ -865,8 +931,64 @@ class GitMount(Mount):
         content.links = links
         return content
 
+    def check_checkout_path(self, fs_uri: TmUri, text: str) -> None:
+        """Refuse an fs path ``?at=`` does not read, by the fs mount's rules, before any lookup.
+
+        Raises:
+            BadFacet: the fs mount is not served, or the path is a root or a directory.
+            OutOfRoot: a segment that is not a plain name, or an unknown root.
+            Denied: a name the deny-list names.
+        """
+        files = self.checkout_files
+        if files is None:
+            raise BadFacet(text, "at= reads the fs mount's files, which are not served", valid=[])
+        roots_uris = [str(fs_uris.root_uri(self.host, r)) for r in files.names]
+        try:
+            files.check_plain(fs_uri.path)
+            if fs_uri.collection or len(fs_uri.path) < 2:
+                raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
+            files.check_named(fs_uri.path)
+        except PathRefused as exc:
+            raise path_refusal(exc, text, roots_uris) from None
+
+    def checkout_at_links(
+        self, fs_uri: TmUri, repo_name: str, at: str, facet: str | None
+    ) -> builtins.list[Link]:
+        """The links of an fs file read at ``at``: its directory, git, history, and now."""
+        git_uri = self.path_uri(repo_name, fs_uri.path, collection=False, at=at)
+        parent = fs_uris.dir_uri(self.host, fs_uri.path[:-1])
+        links = [
+            Link("up", str(parent)),
+            Link("collection", str(parent)),
+            Link("alternate", str(git_uri), title="the same file in the repository"),
+            Link("version-history", str(git_uri.with_params({"as": "log"}))),
+            Link("latest-version", str(fs_uri.identity), title="the file as it is now"),
+        ]
+        if facet != "stat":
+            links.append(Link("describedby", str(fs_uri.keeping("at", **{"as": "stat"}))))
+        return links
+
 
 # ---- helpers ---------------------------------------------------------------------------------
+
+#: The parameters an fs file read at a revision takes.
+_CHECKOUT_AT_PARAMS = frozenset({"at", "as", "lines", "range", "pointer"})
+#: What an fs path at a revision may be instead of a file, and the sentence refusing it.
+_NOT_A_FILE_AT = {
+    "tree": "that is a directory at that revision",
+    "submodule": "that is a submodule at that revision",
+}
+
+
+def _checkout_facet(fs_uri: TmUri, text: str) -> str | None:
+    """The facet of an fs file read at a revision (None: raw), its parameters checked."""
+    if {key for key, _ in fs_uri.params} - _CHECKOUT_AT_PARAMS:
+        allowed = sorted(_CHECKOUT_AT_PARAMS)
+        raise BadFacet(text, f"a file at a revision takes {', '.join(allowed)}", valid=allowed)
+    facet = fs_uri.param("as")
+    if facet not in (None, "raw", "stat"):
+        raise BadFacet(text, f"a file has no ?as={facet}", valid=["raw", "stat"])
+    return facet
 
 
 def _facets_of(uri: TmUri) -> Any:
@@ -903,8 +1025,10 @@ def blob_mime(repo: gitstore.GitRepo, kind: str, name: str, sha: str) -> str:
 
 
 def _visible(entries: list[gitstore.TreeEntry], base_depth: int) -> list[gitstore.TreeEntry]:
-    """Entries minus everything below a denied directory (the denied entry itself stays,
-    to be listed redacted)."""
+    """Entries minus everything below a denied directory.
+
+    The denied entry itself stays, to be listed redacted.
+    """
     out: list[gitstore.TreeEntry] = []
     hidden: str | None = None
     for entry in entries:

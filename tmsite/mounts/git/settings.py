@@ -1,5 +1,7 @@
-"""The git mount's settings, parsed once: what the mount is built from and what the start-up
-check (``tm.E010``–``tm.E014``, ``tm.W010``) looks at are the same reading.
+"""The git mount's settings, parsed once, for the mount and for its start-up check alike.
+
+What the mount is built from and what the start-up check (``tm.E010``–``tm.E014``,
+``tm.W010``) looks at are the same reading.
 
 * ``TM_CHECKOUT`` (the settings' default: the project's directory) and ``TM_CHECKOUT_REPO``,
   the name its repository is served under;
@@ -10,6 +12,8 @@ check (``tm.E010``–``tm.E014``, ``tm.W010``) looks at are the same reading.
 
 What can be judged from the values alone is judged here (a problem per mistake, in the order
 configured); what needs a repository opened is left to the check.
+
+Spec: GIT.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ The counts come from :mod:`tmsite.kinds.counter`: per-process counters the names
 every finished read, flushed to the database in batches; a read here adds this process's
 pending counts to the stored ones, so it is exact for this process and at most one batch behind
 for the others.
+
+Spec: KINDS.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Mapping
+
+from typing_extensions import override
 
 from tmsite.core.errors import BadArgument, NotFound
 from tmsite.core.links import Link
@@ -27,6 +31,8 @@ _KIND = re.compile(r"[a-z][a-z0-9-]{0,63}", re.ASCII)
 
 
 class KindsMount(Mount):
+    """The kinds served, read from ``counter`` (and, with ``store``, from the database)."""
+
     name = "kinds"
     title = "The kinds served"
     what = "Every kind of thing this host has served: how often, as what, with which links."
@@ -41,6 +47,7 @@ class KindsMount(Mount):
     def _served(self) -> dict[str, Seen]:
         return served(self.counter, self.store)
 
+    @override
     def list(self, req: Request) -> Listing:
         if req.uri.path:
             raise NotFound(req.text, "kinds/ has no collection below it")
@@ -57,6 +64,7 @@ class KindsMount(Mount):
         ]
         return Listing(children, extra={"total": len(children)})
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         if uri.collection:
@@ -94,11 +102,13 @@ class KindsMount(Mount):
         body = {"uri": str(me), **seen.to_json(name)}
         return Content(req.text, vnd("kind"), body, links, kind="kind")
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "kind":
             raise BadArgument(None, f"no template argument named {argument!r}", valid=["kind"])
         return [kind for kind in self._served() if kind.startswith(value)][:101]
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(

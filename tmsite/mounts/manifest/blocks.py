@@ -8,6 +8,8 @@
   media type and per link relation it was served with, and its handles in the manifest.
 * A renderer (``renderers/<type>/<subtype>``) reads as the module that draws that media type:
   its URL, media type and SHA-256.
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations

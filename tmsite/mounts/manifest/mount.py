@@ -12,6 +12,8 @@ alone (``manifest/relations``):
 * ``renderers`` — per media type, the module that draws it and its SHA-256.
 
 The explorer page reads this and nothing else to know how to draw.
+
+Spec: MANIFEST.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from typing_extensions import override
 
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.blocks.schema import SCHEMA
@@ -143,6 +147,7 @@ SECTIONS = ("blocks", "kinds", "mounts", "relations", "renderers")
 
 
 def relations() -> dict[str, dict[str, Any]]:
+    """Every link relation by name: its colour family and colour, IANA or not, its inverse."""
     out: dict[str, dict[str, Any]] = {}
     for rel in sorted(IANA_RELS | TM_RELS):
         family = _FAMILY_OF[rel]
@@ -158,8 +163,11 @@ def relations() -> dict[str, dict[str, Any]]:
 
 
 def kind_handles() -> dict[str, dict[str, Any]]:
-    """Per kind (per media type, and ``mount:<name>`` for the kinds a mount takes from data),
-    the facets it may offer and the blocks it yields."""
+    """The handles of each kind: the facets it may offer, the blocks it yields, by whom.
+
+    Keyed by kind, by media type, and by ``mount:<name>`` for the kinds a mount takes from
+    data; a kind without an assembler of its own is drawn by the generic one.
+    """
     out: dict[str, dict[str, Any]] = {}
     generic = ASSEMBLERS["kind:generic"].yields
     for kind in sorted(set(KIND_FACETS) | {k[5:] for k in ASSEMBLERS if k.startswith("kind:")}):
@@ -187,11 +195,14 @@ def kind_handles() -> dict[str, dict[str, Any]]:
 
 
 class ManifestMount(Mount):
+    """The manifest, built on each read from the namespace it is served in."""
+
     name = "manifest"
     title = "The manifest"
     what = "The visual language as data: shapes, colours, handles, blocks and renderers."
 
     def mounts(self) -> dict[str, dict[str, Any]]:
+        """Each served mount (and this one) by name: its shape, title and what it holds."""
         served = getattr(getattr(self, "namespace", None), "mounts", {})
         names = sorted(set(served) | {self.name})
         out = {}
@@ -205,6 +216,7 @@ class ManifestMount(Mount):
         return out
 
     def document(self) -> dict[str, Any]:
+        """The whole manifest, as ``tm://<host>/manifest`` reads."""
         return {
             "mounts": self.mounts(),
             "shapes": list(SHAPES),
@@ -217,6 +229,10 @@ class ManifestMount(Mount):
         }
 
     def section(self, name: str) -> Any:
+        """One section of the manifest (one of ``SECTIONS``), with what it needs to be drawn.
+
+        ``relations`` comes with the families and line styles, ``mounts`` with the shapes.
+        """
         document = self.document()
         if name == "relations":
             return {
@@ -228,6 +244,7 @@ class ManifestMount(Mount):
             return {"mounts": document["mounts"], "shapes": document["shapes"]}
         return {name: document[name]}
 
+    @override
     def list(self, req: Request) -> Listing:
         if req.uri.path:
             raise NotFound(req.text, "the manifest's sections have nothing under them")
@@ -236,6 +253,7 @@ class ManifestMount(Mount):
             links=[Link("alternate", str(self.uri()), title="the whole manifest")],
         )
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         if uri.collection:
@@ -277,11 +295,13 @@ class ManifestMount(Mount):
             body.update(self.section(name))
         return Content(req.text, vnd("manifest"), body, links, kind="manifest")
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "section":
             raise BadArgument(None, f"no template argument named {argument!r}", valid=["section"])
         return [s for s in SECTIONS if s.startswith(value)]
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(

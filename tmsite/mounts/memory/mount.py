@@ -10,6 +10,8 @@ import builtins
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from typing_extensions import override
+
 from tmsite.core.errors import BadArgument, BadFacet, NotFound, OutOfRoot
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
@@ -21,6 +23,8 @@ Tree = Mapping[str, Any]  # name → str (a text file) or Tree (a directory)
 
 
 class MemoryMount(Mount):
+    """A ``tree`` of names: a string is a text file, a mapping a directory."""
+
     name = "memory"
     title = "An in-memory tree"
     what = "A tree of text files held in memory."
@@ -39,6 +43,7 @@ class MemoryMount(Mount):
             node = node[segment]
         return node
 
+    @override
     def list(self, req: Request) -> Listing:
         node = self._node(req.uri)
         if not isinstance(node, Mapping):
@@ -58,6 +63,7 @@ class MemoryMount(Mount):
     def _type(self, name: str) -> str:
         return by_name(name) or "text/plain"
 
+    @override
     def read(self, req: Request) -> Content:
         if req.uri.collection:
             req.facets.require_facet(req.text, (), "a directory")
@@ -82,6 +88,7 @@ class MemoryMount(Mount):
             return stat.content(req.text, [*links, Link("alternate", me)])
         return Content(req.text, mime_type, node, links)
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "path":
             raise BadArgument(None, f"no template argument named {argument!r}", valid=["path"])
@@ -107,6 +114,7 @@ class MemoryMount(Mount):
             if entry.collection:
                 yield entry
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(

@@ -5,6 +5,8 @@ An offbox body holds ``name``, ``what``, ``why``, ``exposed`` (always false), ``
 (where data/lineage.json holds it). It reads as a heading naming it, a note of what it is, a
 warning note of why it is not served, a kv of its fields (the record followable) and a table of
 the scripts, each followable, with what it does to the node.
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def record_uri(source: str, record: dict[str, Any]) -> str | None:
 
 @assembles(kinds=("offbox",), yields=("heading", "note", "kv", "table"))
 def offbox(ctx: Context, content: Content) -> list[Block]:
+    """An offbox node: what it is, why it is not served (a warning), its record, its scripts.
+
+    A body without a ``name`` (a stat, a part) is drawn as the JSON it is.
+    """
     body = mapping(content.body)
     source = content.uri
     if "name" not in body:

@@ -12,6 +12,8 @@ the repository holds them now (no ``at``). Facets: none, or ``stat``.
 The record is read from the checkout and parsed by
 :func:`tmsite.entities.loaders.parse_lineage`; it is read again when its size or modification
 time changes. A record that does not parse makes every node ``not-found`` with the reason.
+
+Spec: OFFBOX, LK2.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from django.conf import settings
+from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, NotFound
 from tmsite.core.links import Link
@@ -33,6 +36,8 @@ from tmsite.mounts.git import uris as git_uris
 
 
 class OffboxMount(Mount):
+    """The offbox nodes of the lineage record in ``checkout``; scripts are in ``repo_name``."""
+
     name = "offbox"
     title = "What is kept off the box"
     what = (
@@ -49,6 +54,7 @@ class OffboxMount(Mount):
 
     @classmethod
     def from_settings(cls, host: str) -> OffboxMount:
+        """The mount over ``TM_CHECKOUT``, its scripts in the repository ``TM_CHECKOUT_REPO``."""
         return cls(
             host, Path(settings.TM_CHECKOUT), getattr(settings, "TM_CHECKOUT_REPO", "tmsite")
         )
@@ -83,10 +89,12 @@ class OffboxMount(Mount):
         return {node.name: node for node in nodes}
 
     def script_uri(self, path: str) -> TmUri:
+        """The git mount's URI of a script of the checkout (at the default revision)."""
         return git_uris.file_uri(self.host, self.repo_name, path)
 
     # ---- the contract ---------------------------------------------------------------------
 
+    @override
     def list(self, req: Request) -> Listing:
         if req.uri.path:
             if len(req.uri.path) == 1 and req.uri.path[0] in self._by_name(req):
@@ -104,6 +112,7 @@ class OffboxMount(Mount):
             ]
         )
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         name = self.flat_leaf(req, "an offbox node")
@@ -167,6 +176,7 @@ class OffboxMount(Mount):
                 links.append(Link("tm:input", href, "exact", title=node.what))
         return links
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         return self.complete_flat_leaf(argument, value, self._names)
 
@@ -176,6 +186,7 @@ class OffboxMount(Mount):
             return []
         return [n.name for n in nodes]
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
@@ -191,5 +202,6 @@ class OffboxMount(Mount):
             )
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)

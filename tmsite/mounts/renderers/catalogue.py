@@ -2,6 +2,8 @@
 
 Data, not a mount: the ``renderers`` mount serves it, the manifest publishes it whole
 (:func:`catalogue`), the explorer serves the modules it names.
+
+Spec: RENDERERS.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ assert list(RENDERERS) == sorted(RENDERERS), "keep the renderers sorted"
 
 
 def module_url(file_name: str) -> str:
+    """Where the site serves a module of ``STATIC_DIR`` (a path on the site, not a URI)."""
     return MODULE_PREFIX + file_name
 
 
@@ -37,6 +40,7 @@ def digest(file_name: str) -> str:
 
 
 def families() -> dict[str, list[str]]:
+    """The media type families with their subtypes, both sorted (``*`` a whole family)."""
     out: dict[str, list[str]] = {}
     for media in RENDERERS:
         family, _, subtype = media.partition("/")

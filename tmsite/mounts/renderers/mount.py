@@ -5,6 +5,8 @@
 address on the site (``module``, served by the site itself) and the SHA-256 of the file as it is
 served, computed from the file when read — so a viewer can check what it imports. ``*`` stands
 for a whole family (``renderers/image/*``). ``?as=stat`` is a renderer's metadata.
+
+Spec: RENDERERS.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import builtins
 import hashlib
 from collections.abc import Iterator, Mapping
+
+from typing_extensions import override
 
 from tmsite.core.errors import BadArgument, NotFound, OutOfRoot
 from tmsite.core.links import Link
@@ -27,11 +31,14 @@ from tmsite.mounts.renderers.catalogue import (
 
 
 class RenderersMount(Mount):
+    """The renderers' catalogue, two levels deep: a family, then a subtype."""
+
     name = "renderers"
     title = "The renderers"
     what = "Per media type, the browser module that draws it: its address and SHA-256."
 
     def renderer_uri(self, media_type: str) -> str:
+        """The address of the renderer for ``media_type`` on this host."""
         return renderer_uri(self.host, media_type)
 
     def _plain_names(self, req: Request) -> None:
@@ -40,6 +47,7 @@ class RenderersMount(Mount):
             if segment in {"", ".", ".."} or any(ch in segment for ch in "/\\\x00"):
                 raise OutOfRoot(req.text, "a media type is two plain names", roots=[str(self.root)])
 
+    @override
     def list(self, req: Request) -> Listing:
         self._plain_names(req)
         path = req.uri.path
@@ -71,6 +79,7 @@ class RenderersMount(Mount):
             )
         return Listing(children)
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         if uri.collection:
@@ -109,11 +118,13 @@ class RenderersMount(Mount):
         }
         return Content(req.text, vnd("renderer"), body, links, kind="renderer")
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "type":
             raise BadArgument(None, f"no template argument named {argument!r}", valid=["type"])
         return [media for media in RENDERERS if media.startswith(value)]
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
@@ -128,6 +139,7 @@ class RenderersMount(Mount):
             )
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         for family in families():
