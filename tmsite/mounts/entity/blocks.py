@@ -7,6 +7,8 @@ description, a kv of its scalar fields (the record followable), a kv per object 
 routine kinds, a lesson's patterns with counts) and one table per relation, read from the
 relation's own set so each row is a member in record order and the table says where it came
 from (the set's address, its total, and its next page).
+
+Spec: BLOCKS, ENT.
 """
 
 from __future__ import annotations
@@ -123,13 +125,23 @@ def entity(ctx: Context, content: Content) -> list[Block]:
     label = next((str(fields[f]) for f in _HEADING_FIELDS if isinstance(fields.get(f), str)), "")
     title = f"{kind} {key}" + (f" — {label}" if label and label != key else "")
     blocks: list[Block] = [v.heading(source, title)]
-    noted = None
-    for name in _NOTE_FIELDS:
-        if isinstance(fields.get(name), str) and fields[name]:
-            blocks.append(v.note(source, fields[name]))
-            noted = name
-            break
-    record: dict[str, Any] = mapping(body.get("record"))
+    noted = next((f for f in _NOTE_FIELDS if isinstance(fields.get(f), str) and fields[f]), None)
+    if noted is not None:
+        blocks.append(v.note(source, fields[noted]))
+    blocks.append(v.kv(source, _scalar_items(source, body, fields, key, noted)))
+    blocks += _object_fields(source, fields)
+    related: dict[str, Any] = mapping(body.get("related"))
+    for rel, about in related.items():
+        if isinstance(about, dict) and isinstance(about.get("set"), str):
+            total = about.get("total") if isinstance(about.get("total"), int) else None
+            blocks.extend(relation_table(ctx, rel, about["set"], total))
+    return blocks + _corrections(source, body)
+
+
+def _scalar_items(
+    source: str, body: dict[str, Any], fields: dict[str, Any], key: str, noted: str | None
+) -> list[tuple[str, Any, str | None]]:
+    """The kv of a thing: its key, its game, its scalar fields (but the noted one), its record."""
     items: list[tuple[str, Any, str | None]] = [("key", key, None)]
     if isinstance(body.get("game"), str):
         items.append(("game", body["game"], _game_uri(source, body["game"])))
@@ -137,10 +149,16 @@ def entity(ctx: Context, content: Content) -> list[Block]:
         if name in {noted, "key"} or isinstance(value, dict | list):
             continue
         items.append((name, value, href_of(value)))
+    record: dict[str, Any] = mapping(body.get("record"))
     if record:
         where = f"{record.get('file', '')}#{record.get('pointer', '')}"
         items.append(("record", where, href_of(record.get("uri"))))
-    blocks.append(v.kv(source, items))
+    return items
+
+
+def _object_fields(source: str, fields: dict[str, Any]) -> list[Block]:
+    """A heading and a kv per object field, a heading and a table per list of objects."""
+    blocks: list[Block] = []
     for name, value in fields.items():
         if isinstance(value, dict) and value:
             blocks.append(v.heading(source, name, 2))
@@ -152,16 +170,16 @@ def entity(ctx: Context, content: Content) -> list[Block]:
             rows = [[v.scalar(item.get(c)) for c in columns] for item in value]
             blocks.append(v.heading(source, name, 2))
             blocks.append(v.table(source, columns, rows, total=len(value)))
-    related: dict[str, Any] = mapping(body.get("related"))
-    for rel, about in related.items():
-        if isinstance(about, dict) and isinstance(about.get("set"), str):
-            total = about.get("total") if isinstance(about.get("total"), int) else None
-            blocks.extend(relation_table(ctx, rel, about["set"], total))
-    corrections = [c for c in body.get("corrections") or [] if isinstance(c, dict)]
-    if corrections:
-        columns = [k for k in corrections[0] if not isinstance(corrections[0][k], dict | list)]
-        blocks.append(v.heading(source, "Corrections applied", 2))
-        blocks.append(
-            v.table(source, columns, [[v.scalar(c.get(k)) for k in columns] for c in corrections])
-        )
     return blocks
+
+
+def _corrections(source: str, body: dict[str, Any]) -> list[Block]:
+    """The maintainers' corrections applied to the record, as a table (none: nothing)."""
+    corrections = [c for c in body.get("corrections") or [] if isinstance(c, dict)]
+    if not corrections:
+        return []
+    columns = [k for k in corrections[0] if not isinstance(corrections[0][k], dict | list)]
+    return [
+        v.heading(source, "Corrections applied", 2),
+        v.table(source, columns, [[v.scalar(c.get(k)) for k in columns] for c in corrections]),
+    ]

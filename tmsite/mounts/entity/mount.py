@@ -46,6 +46,8 @@ Keys are checked against the ASCII shapes of :mod:`tmsite.entities.records` befo
 A key of the wrong shape names nothing: it is refused ``not-found`` (never ``bad-uri``: the
 URI itself is well formed) with ``expected`` saying the shape and ``nearest`` the real keys
 nearest to it. Every read costs a constant number of SQL queries, whatever the record's size.
+
+Spec: ENT, LK2, NS3.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from typing import Any, overload
 from django.conf import settings
 from django.db import DatabaseError
 from django.db.models import QuerySet
+from typing_extensions import override
 
 from tmsite import gitstore
 from tmsite.core import cursor as cursors
@@ -232,6 +235,8 @@ class _Entries(LazyEntries[str]):
 
 
 class EntityMount(Mount):
+    """``entity/``: the records' things by kind and key, now or at a revision of the records."""
+
     name = "entity"
     title = "The autopsy's things"
     what = (
@@ -258,6 +263,7 @@ class EntityMount(Mount):
 
     @classmethod
     def from_settings(cls, host: str) -> EntityMount:
+        """The mount over the served checkout, its repository's name and the site it serves."""
         return cls(
             host,
             Path(settings.TM_CHECKOUT),
@@ -270,21 +276,26 @@ class EntityMount(Mount):
     def entity_uri(
         self, kind: str, key: str, game: str | None = None, at: str | None = None
     ) -> TmUri:
+        """The address of one thing (``game`` for a kind that lives under a game)."""
         parent = K.KINDS[kind].parent
         path = (parent, str(game), kind, key) if parent else (kind, key)
         params = (("at", at),) if at is not None else ()
         return TmUri(self.host, self.name, path, False, params)
 
     def member_uri(self, member: R.Member, at: str | None) -> TmUri:
+        """The address of a relation's member, at the revision the read is at."""
         return self.entity_uri(member.kind, member.key, member.game, at)
 
     def record_uri(self, file: str, pointer: str, at: str | None) -> TmUri:
+        """The fs address of the part of a record file that holds a thing (``tm:data``)."""
         return fs_uris.checkout_file_uri(self.host, file, at=at, pointer=pointer)
 
     def page_uri(self, game: str) -> TmUri:
+        """The http address of a game's page on the site (``tm:renders-as``)."""
         return http_uris.page_uri(self.host, self.site, f"/autopsy/games/{game}")
 
     def cartridge_uri(self, tree: str, at: str | None) -> TmUri:
+        """The git address of a lesson's source tree in the checkout's repository."""
         parts = tuple(p for p in tree.split("/") if p)
         return git_uris.path_uri(self.host, self.repo_name, parts, collection=True, at=at)
 
@@ -434,6 +445,7 @@ class EntityMount(Mount):
 
     # ---- the contract -------------------------------------------------------------------
 
+    @override
     def list(self, req: Request) -> Listing:
         target = self.target(req.uri)
         if target.listing is None:
@@ -497,6 +509,7 @@ class EntityMount(Mount):
             extra=extra,
         )
 
+    @override
     def read(self, req: Request) -> Content:
         target = self.target(req.uri)
         if target.listing is not None:
@@ -693,6 +706,7 @@ class EntityMount(Mount):
 
     # ---- links held about other mounts' things --------------------------------------------
 
+    @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
         if uri.mount == "fs" and "/".join(uri.path) in _record_files():
             pointer = uri.param("pointer")
@@ -753,27 +767,18 @@ class EntityMount(Mount):
 
     # ---- completion, templates, the map ---------------------------------------------------
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
-        arguments = ("kind", "key", "game", "routine", "as", "rel")
-        if argument not in arguments:
+        completer = _COMPLETERS.get(argument)
+        if completer is None:
             raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=list(arguments)
+                None, f"no template argument named {argument!r}", valid=list(_COMPLETERS)
             )
-        if argument == "kind":
-            return [k for k in K.top_kinds() if k.startswith(value)]
-        if argument == "as":
-            return [f for f in ("links", "set", "stat") if f.startswith(value)]
-        if argument == "rel":
-            kind = context.get("kind", "")
-            every = {r: r for k in K.KINDS for r in set_rels(k)}
-            rels = (set_rels(kind) if kind in K.KINDS else {}) or every
-            return sorted(r for r in rels if r.startswith(value))[:100]
-        if argument == "routine":
-            return self._complete_child("routine", value, context.get("game", ""))
-        kind = "game" if argument == "game" else context.get("kind", "pattern")
-        if kind not in K.top_kinds():
-            return []
-        if not value.isascii() or len(value) > 64:
+        return completer(self, value, context)
+
+    def _complete_key(self, kind: str, value: str) -> builtins.list[str]:
+        """The keys of the top kind ``kind`` that start with ``value`` (100 at most)."""
+        if kind not in K.top_kinds() or not value.isascii() or len(value) > 64:
             return []
         model = K.KINDS[kind].model
         qs = model._default_manager.filter(key__startswith=value).order_by("key")
@@ -788,6 +793,7 @@ class EntityMount(Mount):
         declared = K.KINDS[kind]
         return _prefixed(R.keys(kind, parent), value, lambda row: declared.key_of(row)[0])
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
@@ -817,6 +823,7 @@ class EntityMount(Mount):
             ),
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         for kind in K.top_kinds():
@@ -859,6 +866,29 @@ def _prefixed(qs: QuerySet[Any], value: str, key: Callable[[Any], str]) -> built
             if len(out) >= 100:
                 break
     return out
+
+
+def _complete_rel(mount: EntityMount, value: str, context: Mapping[str, str]) -> builtins.list[str]:
+    """The ``rel`` values of the context's kind (of every kind when it names no such kind)."""
+    kind = context.get("kind", "")
+    every = {r: r for k in K.KINDS for r in set_rels(k)}
+    rels = (set_rels(kind) if kind in K.KINDS else {}) or every
+    return sorted(r for r in rels if r.startswith(value))[:100]
+
+
+#: Template argument → how it is completed, in the order ``bad-argument`` lists them.
+_COMPLETERS: dict[str, Callable[[EntityMount, str, Mapping[str, str]], builtins.list[str]]] = {
+    "kind": lambda mount, value, context: [k for k in K.top_kinds() if k.startswith(value)],
+    "key": lambda mount, value, context: mount._complete_key(context.get("kind", "pattern"), value),
+    "game": lambda mount, value, context: mount._complete_key("game", value),
+    "routine": lambda mount, value, context: mount._complete_child(
+        "routine", value, context.get("game", "")
+    ),
+    "as": lambda mount, value, context: [
+        f for f in ("links", "set", "stat") if f.startswith(value)
+    ],
+    "rel": _complete_rel,
+}
 
 
 def _light_members(ref: R.Ref, rel: str, owner: int) -> builtins.list[R.Member]:

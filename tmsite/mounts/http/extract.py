@@ -7,6 +7,8 @@ and heading permalinks (``class="headerlink"``).
 Block elements break lines; whitespace folds to one space except inside ``pre``, whose lines are
 kept as written. Lines are stripped (``pre`` lines only on the right), empty lines outside
 ``pre`` dropped, and the text ends with a newline.
+
+Spec: HTTP.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class _Collector(HTMLParser):
 
 
 def _lines(pieces: list[tuple[bool, str]]) -> str:
+    """The text of a container's pieces: one line per block, ``pre`` lines as written."""
     lines: list[tuple[bool, str]] = []  # (from a pre, text)
     current: list[str] = []
     current_pre = False
@@ -143,7 +146,12 @@ def _lines(pieces: list[tuple[bool, str]]) -> str:
             current_pre = True
             current.append(chunk)
     flush()
-    # A blank pre line is text only between two written lines of the same pre.
+    out = _without_stray_blank_pre(lines)
+    return "\n".join(out) + "\n" if out else ""
+
+
+def _without_stray_blank_pre(lines: list[tuple[bool, str]]) -> list[str]:
+    """The lines' text, keeping a blank pre line only between two written pre lines."""
     out: list[str] = []
     last_pre = False
     for index, (is_pre, text) in enumerate(lines):
@@ -153,7 +161,7 @@ def _lines(pieces: list[tuple[bool, str]]) -> str:
                 continue
         out.append(text)
         last_pre = is_pre
-    return "\n".join(out) + "\n" if out else ""
+    return out
 
 
 def page_text(document: str) -> str:

@@ -18,6 +18,8 @@ Every fetch:
   per-process *self-fetch slots* without waiting: see :class:`SelfFetchBudget`.
 
 Failures are :class:`FetchFailed` with a ``kind`` the mount maps to a refusal.
+
+Spec: HTTP.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 #: What a fetch failed with: the mount maps each to a refusal reason.
@@ -114,6 +117,7 @@ class Fetched:
     encoded: bool = False
 
     def header(self, name: str) -> str | None:
+        """The first header named ``name`` (any case), or None."""
         wanted = name.lower()
         for key, value in self.headers:
             if key.lower() == wanted:
@@ -122,10 +126,12 @@ class Fetched:
 
     @property
     def content_type(self) -> str:
+        """The ``Content-Type`` as sent, parameters and all (octet-stream when absent)."""
         return self.header("Content-Type") or "application/octet-stream"
 
     @property
     def media_type(self) -> str:
+        """The media type alone, lower-cased, without parameters (octet-stream when absent)."""
         return self.content_type.split(";")[0].strip().lower() or "application/octet-stream"
 
     @property
@@ -235,6 +241,7 @@ class SelfFetchBudget:
         self._held = 0
 
     def acquire(self) -> bool:
+        """Take a slot if one is free, at once; False when all ``limit`` are held."""
         with self._lock:
             if self._held >= self.limit:
                 return False
@@ -242,11 +249,13 @@ class SelfFetchBudget:
             return True
 
     def release(self) -> None:
+        """Give back a slot taken by :meth:`acquire`."""
         with self._lock:
             self._held -= 1
 
     @property
     def held(self) -> int:
+        """How many slots are held now."""
         return self._held
 
 
@@ -262,9 +271,12 @@ PROCESS_BUDGET = SelfFetchBudget(4)
 def _tls_context(
     verify: bool, ca_file: str | None, default_file: str | None, default_dir: str | None
 ) -> ssl.SSLContext:
-    """A client context, made once per way of verifying: loading the authorities costs tens of
-    milliseconds, more than a whole page fetch over loopback. The system's default paths are
-    part of the key, so pointing ``SSL_CERT_FILE`` elsewhere takes effect."""
+    """A client context, made once per way of verifying.
+
+    Loading the authorities costs tens of milliseconds, more than a whole page fetch over
+    loopback. The system's default paths are part of the key, so pointing ``SSL_CERT_FILE``
+    elsewhere takes effect.
+    """
     del default_file, default_dir  # the key only: create_default_context reads them itself
     context = ssl.create_default_context(cafile=ca_file)
     if not verify:
@@ -316,6 +328,7 @@ class Fetcher:
             cap: The most body bytes (decoded) to keep.
             truncate: At the cap, stop and answer what was read (``complete=False``) instead of
                 failing ``too-large``.
+            method: The request method, sent as given (``GET`` unless a caller asks otherwise).
 
         Raises:
             FetchFailed: timeout, unreachable, too-large or busy.
@@ -400,19 +413,39 @@ def _content_length(headers: list[tuple[str, str]]) -> int | None:
     return None
 
 
+#: Failure → the sentence ``unreachable`` says about it; the first class that matches wins, so
+#: a subclass comes before its base.
+_DESCRIPTIONS: tuple[tuple[type[BaseException], Callable[[Any], str]], ...] = (
+    (
+        ConnectionRefusedError,
+        lambda exc: "the front door refused the connection (nothing listens there)",
+    ),
+    (
+        http.client.IncompleteRead,
+        lambda exc: (
+            f"the body ended after {len(exc.partial)} bytes, short of the length it announced"
+        ),
+    ),
+    (
+        ssl.SSLCertVerificationError,
+        lambda exc: (
+            f"TLS failed: the front door's certificate is not trusted ({exc.verify_message})"
+        ),
+    ),
+    (ssl.SSLError, lambda exc: f"TLS failed: {exc.reason or exc}"),
+    (
+        http.client.HTTPException,
+        lambda exc: f"the answer is not well-formed HTTP ({type(exc).__name__})",
+    ),
+    (ConnectionError, lambda exc: "the connection was closed before a whole answer arrived"),
+)
+
+
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ConnectionRefusedError):
-        return "the front door refused the connection (nothing listens there)"
-    if isinstance(exc, http.client.IncompleteRead):
-        return f"the body ended after {len(exc.partial)} bytes, short of the length it announced"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return f"TLS failed: the front door's certificate is not trusted ({exc.verify_message})"
-    if isinstance(exc, ssl.SSLError):
-        return f"TLS failed: {exc.reason or exc}"
-    if isinstance(exc, http.client.HTTPException):
-        return f"the answer is not well-formed HTTP ({type(exc).__name__})"
-    if isinstance(exc, ConnectionError):
-        return "the connection was closed before a whole answer arrived"
+    """One sentence on why a fetch failed, for ``unreachable``."""
+    for kind, say in _DESCRIPTIONS:
+        if isinstance(exc, kind):
+            return say(exc)
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"the fetch failed: {text}"
 
@@ -445,12 +478,10 @@ def _read_body(
         raise FetchFailed("too-large", f"the body is {declared} bytes", size=declared)
     out = bytearray()
     while True:
-        if time.monotonic() >= deadline:
-            raise FetchFailed("timeout", "the body was still arriving at the deadline")
+        _before_deadline(deadline)
         chunk = response.read1(_CHUNK)
         if not chunk:
-            if time.monotonic() >= deadline:
-                raise FetchFailed("timeout", "the body was still arriving at the deadline")
+            _before_deadline(deadline)
             missing = response.length
             if missing:  # the connection ended before the length it announced
                 raise FetchFailed(
@@ -458,24 +489,34 @@ def _read_body(
                     f"the body ended {missing} bytes short of the length it announced",
                 )
             break
-        if decoder is not None:
-            room = cap - len(out) + 1
-            piece = decoder.decompress(chunk, room)
-            out += piece
-            overflow = bool(decoder.unconsumed_tail) or len(out) > cap
-        else:
-            out += chunk
-            overflow = len(out) > cap
-        if overflow:
-            if truncate:
-                return bytes(out[:cap]), False, decoder is not None
-            raise FetchFailed(
-                "too-large", f"the body is more than {cap} bytes (decoded)", size=len(out)
-            )
+        if _take(out, chunk, decoder, cap):
+            return _over_cap(out, cap, truncate, decoder is not None, " (decoded)")
     if decoder is not None:
         out += decoder.flush(cap - len(out) + 1)
         if len(out) > cap:
-            if truncate:
-                return bytes(out[:cap]), False, True
-            raise FetchFailed("too-large", f"the body is more than {cap} bytes", size=len(out))
+            return _over_cap(out, cap, truncate, True, "")
     return bytes(out), True, decoder is not None
+
+
+def _before_deadline(deadline: float) -> None:
+    """Refuse ``timeout`` once the deadline has passed while the body is read."""
+    if time.monotonic() >= deadline:
+        raise FetchFailed("timeout", "the body was still arriving at the deadline")
+
+
+def _take(out: bytearray, chunk: bytes, decoder: zlib._Decompress | None, cap: int) -> bool:
+    """Add a chunk to ``out`` (inflated no further than one byte past the cap): over the cap?"""
+    if decoder is None:
+        out += chunk
+        return len(out) > cap
+    out += decoder.decompress(chunk, cap - len(out) + 1)
+    return bool(decoder.unconsumed_tail) or len(out) > cap
+
+
+def _over_cap(
+    out: bytearray, cap: int, truncate: bool, encoded: bool, what: str
+) -> tuple[bytes, bool, bool]:
+    """A body past the cap: its first ``cap`` bytes when truncating, else ``too-large``."""
+    if truncate:
+        return bytes(out[:cap]), False, encoded
+    raise FetchFailed("too-large", f"the body is more than {cap} bytes{what}", size=len(out))

@@ -23,6 +23,8 @@ Representations (``?as=``):
 
 A 3xx is ``redirect`` (never followed), a 404 ``not-found`` with the nearest pages, any other
 status of 400 or more, or a failed fetch, ``unreachable``, the deadline ``timeout``.
+
+Spec: HTTP, NS3, LK2.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from urllib.parse import quote, urljoin
 
 from django.conf import settings
 from django.core import checks
+from typing_extensions import override
 
 from tmsite import mime
 from tmsite.check_registry import check
@@ -230,6 +233,7 @@ def _tree(paths: Sequence[str]) -> _Node:
 
 
 def url_path(segments: Sequence[str], collection: bool) -> str:
+    """The URL path of a page's segments: ``/`` for none, a trailing ``/`` for a collection."""
     if not segments:
         return "/"
     return "/" + "/".join(segments) + ("/" if collection else "")
@@ -241,6 +245,8 @@ def request_target(path: str) -> str:
 
 
 class HttpMount(Mount):
+    """``http/``: the configured sites, each a tree of the pages it serves, fetched on read."""
+
     name = "http"
     title = "The sites this box serves"
     what = (
@@ -279,6 +285,7 @@ class HttpMount(Mount):
 
     @classmethod
     def from_settings(cls, host: str) -> HttpMount:
+        """The mount over ``TM_SITES``, with the deadline, body cap and self-fetch limit set."""
         return cls(
             host,
             sites_from_settings(),
@@ -292,6 +299,7 @@ class HttpMount(Mount):
 
     @property
     def self_sites(self) -> builtins.list[Site]:
+        """The configured sites this project renders itself (kind ``self``), in order."""
         return [site for site in self.sites.values() if site.kind == "self"]
 
     @property
@@ -301,6 +309,7 @@ class HttpMount(Mount):
         return own[0] if own else None
 
     def site_root(self, site: str) -> TmUri:
+        """The collection of the site named ``site``."""
         return http_uris.site_root(self.host, site)
 
     def page_uri(self, site: str, path: str) -> TmUri:
@@ -443,6 +452,12 @@ class HttpMount(Mount):
         return facts
 
     def tree(self, site: Site) -> tuple[_Node, SiteFacts | None]:
+        """The pages ``site`` serves as a tree, and for a static site what it publishes.
+
+        Raises:
+            Unreachable: a static site's robots.txt or sitemap.xml cannot be read.
+            Timeout: one of them took longer than the deadline.
+        """
         if site.kind == "static":
             facts = self.facts(site)
             return _tree(facts.paths), facts
@@ -500,6 +515,7 @@ class HttpMount(Mount):
 
     # ---- the contract -------------------------------------------------------------------
 
+    @override
     def list(self, req: Request) -> Listing:
         uri = req.uri
         if not uri.path:
@@ -559,6 +575,7 @@ class HttpMount(Mount):
             title=note.title if note else None,
         )
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         if not uri.path:
@@ -797,9 +814,15 @@ class HttpMount(Mount):
     def _git_uri(self, relpath: str) -> str:
         return str(git_uris.file_uri(self.host, self.repo, relpath))
 
+    @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
-        """Links into fs (a document's pages, a record's readers and writer) and git (a view
-        module's pages, a script's records)."""
+        """Links into fs and git about the site's pages, records, view modules and scripts.
+
+        On fs (read now, not ``at``): a document links ``tm:renders-as`` to its pages; a record
+        ``tm:read-by`` to the pages whose code reads it and ``tm:generated-by`` to the script
+        that writes it. On git (at ``HEAD``): a view module links ``tm:renders-as`` to the pages
+        its views render; a script ``tm:generates`` to the records it writes.
+        """
         if uri.mount == "fs" and not uri.collection and uri.param("at") is None:
             if len(uri.path) >= 2 and uri.path[0] == "docs":
                 return self._renders_as("/".join(uri.path))
@@ -902,6 +925,7 @@ class HttpMount(Mount):
 
     # ---- completion, templates, the map ---------------------------------------------------
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument == "site":
             return [name for name in self.sites if name.startswith(value)]
@@ -933,6 +957,7 @@ class HttpMount(Mount):
                 break
         return out
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
@@ -950,6 +975,7 @@ class HttpMount(Mount):
             )
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         count = 0

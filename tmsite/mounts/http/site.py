@@ -15,6 +15,8 @@ Such a site is known only by what it publishes:
 
 A small static file server for such a site (the demo site in ``demo_sites/``, the tests) is
 :mod:`tmsite.demo.static_site`.
+
+Spec: HTTP.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class AuxError(Exception):
 
 @dataclass(frozen=True)
 class Rule:
+    """One ``Allow`` or ``Disallow`` line: a path pattern with ``*`` and a final ``$``."""
+
     allow: bool
     pattern: str
 
@@ -68,6 +72,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Robots:
+    """The rules that apply to us, or ``fence_all`` (the reason) when none can be trusted."""
+
     rules: tuple[Rule, ...] = ()
     fence_all: str | None = None
 
@@ -88,6 +94,19 @@ class Robots:
 
 def parse_robots(text: str, agent: str = AGENT) -> Robots:
     """The rules of the group for ``agent``, else of ``*`` (RFC 9309)."""
+    groups = _robots_groups(text)
+    chosen: list[Rule] = []
+    for wanted in (agent.lower(), "*"):
+        for group_agents, group_rules in groups:
+            if wanted in group_agents:
+                chosen.extend(group_rules)
+        if chosen:
+            break
+    return Robots(tuple(chosen))
+
+
+def _robots_groups(text: str) -> list[tuple[list[str], list[Rule]]]:
+    """The groups of a robots.txt in order: (its user agents, lower-cased; its rules)."""
     groups: list[tuple[list[str], list[Rule]]] = []
     agents: list[str] = []
     rules: list[Rule] = []
@@ -109,14 +128,7 @@ def parse_robots(text: str, agent: str = AGENT) -> Robots:
                 rules.append(Rule(key == "allow", value))
     if agents:
         groups.append((agents, rules))
-    chosen: list[Rule] = []
-    for wanted in (agent.lower(), "*"):
-        for group_agents, group_rules in groups:
-            if wanted in group_agents:
-                chosen.extend(group_rules)
-        if chosen:
-            break
-    return Robots(tuple(chosen))
+    return groups
 
 
 # ---- sitemap.xml -----------------------------------------------------------------------------
@@ -164,6 +176,8 @@ def site_path(url: str, site: str) -> str | None:
 
 @dataclass(frozen=True)
 class PageNote:
+    """What the manifest says of one listed page: its title, the files it is made of, its size."""
+
     title: str | None = None
     files: tuple[str, ...] = ()
     size: int | None = None

@@ -18,6 +18,8 @@
   longest common path, ``/docs/``); if that would be the site root, by each page. Only a
   reader carries ``tm:data``, and every record names its readers with ``tm:read-by`` at the
   same confidence — both ends come from one table, so they cannot disagree.
+
+Spec: HTTP, LK2, LK5.
 """
 
 from __future__ import annotations
@@ -221,36 +223,52 @@ def _load(name: str) -> _Module | None:
 
 
 def _index(name: str, tree: ast.Module, is_package: bool) -> _Module:
+    """A module's top-level functions, what its imports name, and its record constants."""
     info = _Module(name)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             info.functions[node.name] = node
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                info.imports[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0],
-                    None,
-                )
+            _index_import(info, node)
         elif isinstance(node, ast.ImportFrom):
-            base = _resolve_relative(name, node.level, node.module, is_package)
-            for alias in node.names:
-                local = alias.asname or alias.name
-                submodule = f"{base}.{alias.name}" if base else alias.name
-                if _project_module(submodule) is not None:
-                    info.imports[local] = (submodule, None)
-                else:
-                    info.imports[local] = (base, alias.name)
+            _index_import_from(info, node, is_package)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
-            value = node.value
-            if value is None:
-                continue
-            found = _reads_in(value)
-            if found:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        info.constants[target.id] = found
+            _index_assign(info, node)
     return info
+
+
+def _index_import(info: _Module, node: ast.Import) -> None:
+    """``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``."""
+    for alias in node.names:
+        info.imports[alias.asname or alias.name.split(".")[0]] = (
+            alias.name if alias.asname else alias.name.split(".")[0],
+            None,
+        )
+
+
+def _index_import_from(info: _Module, node: ast.ImportFrom, is_package: bool) -> None:
+    """``from m import x`` binds ``x`` to the module ``m.x`` when it is one, else to ``m``'s x."""
+    base = _resolve_relative(info.name, node.level, node.module, is_package)
+    for alias in node.names:
+        local = alias.asname or alias.name
+        submodule = f"{base}.{alias.name}" if base else alias.name
+        if _project_module(submodule) is not None:
+            info.imports[local] = (submodule, None)
+        else:
+            info.imports[local] = (base, alias.name)
+
+
+def _index_assign(info: _Module, node: ast.Assign | ast.AnnAssign) -> None:
+    """A module constant whose value names records (``PATH = ... "data/x.json"``)."""
+    if node.value is None:
+        return
+    found = _reads_in(node.value)
+    if not found:
+        return
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        if isinstance(target, ast.Name):
+            info.constants[target.id] = found
 
 
 def _flatten_div(node: ast.expr) -> list[ast.expr]:
@@ -275,7 +293,7 @@ def _pairs(operands: list[ast.expr]) -> set[str]:
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    """ids of the constant nodes that are docstrings (or other bare string statements)."""
+    """Ids of the constant nodes that are docstrings (or other bare string statements)."""
     out: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -398,6 +416,7 @@ class RouteTable:
 
 
 def language_of(url_path: str) -> str:
+    """The language of a page by its path's first segment (``/ja/…``), else the default."""
     for lang in pages.LANGUAGES[1:]:
         if url_path == f"/{lang}" or url_path.startswith(f"/{lang}/"):
             return lang
@@ -426,29 +445,11 @@ def route_table(page_paths: list[str]) -> RouteTable:
     if cached is not None:
         return cached
     table = RouteTable()
-    groups: dict[tuple[str, str, str], tuple[View, list[str]]] = {}
-    for path in page_paths:
-        view = view_for(path)
-        if view is None:
-            continue
-        if view.source is not None:
-            table.renders.setdefault(view.source, []).append(path)
-        group_key = (view.route, view.module, view.function)
-        groups.setdefault(group_key, (view, []))[1].append(path)
-    for view, paths in groups.values():
+    for view, paths in _routes(page_paths, table.renders).values():
         records = records_read(view.module, view.function)
         if not records:
             continue
-        english = [p for p in paths if language_of(p) == pages.LANGUAGES[0]]
-        if not english:
-            continue
-        readers: list[str]
-        if view.dynamic:
-            common = _common_collection(english)
-            readers = [common] if common is not None else english
-        else:
-            readers = english
-        for reader in readers:
+        for reader in _readers(view, paths):
             held = table.readers.setdefault(reader, {})
             for record, confidence in records.items():
                 held[record] = best(held.get(record), confidence)
@@ -460,6 +461,31 @@ def route_table(page_paths: list[str]) -> RouteTable:
             _table_cache.clear()
         _table_cache[key] = table
     return table
+
+
+def _routes(
+    page_paths: list[str], renders: dict[str, list[str]]
+) -> dict[tuple[str, str, str], tuple[View, list[str]]]:
+    """The pages grouped by the route and view that render them; ``renders`` filled on the way."""
+    groups: dict[tuple[str, str, str], tuple[View, list[str]]] = {}
+    for path in page_paths:
+        view = view_for(path)
+        if view is None:
+            continue
+        if view.source is not None:
+            renders.setdefault(view.source, []).append(path)
+        group_key = (view.route, view.module, view.function)
+        groups.setdefault(group_key, (view, []))[1].append(path)
+    return groups
+
+
+def _readers(view: View, paths: list[str]) -> list[str]:
+    """Who reads for a route: its pages in the default language, or their common collection."""
+    english = [p for p in paths if language_of(p) == pages.LANGUAGES[0]]
+    if view.dynamic and english:
+        common = _common_collection(english)
+        return [common] if common is not None else english
+    return english
 
 
 def page_readers(url_path: str) -> dict[str, Confidence]:
@@ -526,7 +552,7 @@ def _stamp(paths: Iterable[Path]) -> tuple[tuple[str, float], ...]:
 
 
 def writers(checkout: Path) -> dict[str, dict[str, Confidence]]:
-    """record name → {script name: confidence}, for the records under ``data/``.
+    """Record name → {script name: confidence}, for the records under ``data/``.
 
     ``exact`` when the record's own ``note`` or ``_`` names ``scripts/<file>``; otherwise
     ``inferred`` for each script whose text names the record's file.

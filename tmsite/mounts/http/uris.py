@@ -2,6 +2,8 @@
 
 ``tm://<host>/http/<site>/`` is a site, ``http/<site>/<path>`` the page at that URL path (a
 path ending in ``/`` is a collection, as the URL is).
+
+Spec: HTTP, NS2.
 """
 
 from __future__ import annotations

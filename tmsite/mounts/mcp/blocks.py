@@ -11,6 +11,8 @@
 * A thing a map names (any kind the map declares, so it is registered for the mount, not a
   kind) is the tool's answer drawn as JSON, then how it was read: the server, the tool (both
   followable), the map entry and its confidence, the arguments and when it was called.
+
+Spec: BLOCKS, MCP.
 """
 
 from __future__ import annotations
@@ -44,35 +46,10 @@ def server(ctx: Context, content: Content) -> list[Block]:
     if outcome not in (None, "answered"):
         why = record.get("failure") or record.get("detail") or outcome
         blocks.append(v.note(source, f"when last asked: {outcome} ({why})", "warning"))
-    facts = [
-        (key, value, href_of(value))
-        for key, value in record.items()
-        if key not in {"name", "description", "declared"} and not isinstance(value, dict | list)
-    ]
-    for key in ("sources", "args"):
-        if isinstance(record.get(key), list) and record[key]:
-            facts.append((key, ", ".join(str(s) for s in record[key]), None))
-    blocks.append(v.kv(source, facts))
+    blocks.append(v.kv(source, _record_facts(record)))
     declared = record.get("declared")
     if isinstance(declared, dict):
-        blocks.append(v.heading(source, "Declared", 2))
-        items: list[tuple[str, Any, str | None]] = [
-            (key, declared.get(key), None)
-            for key in ("at", "seconds", "protocolVersion", "era")
-            if key in declared
-        ]
-        info = declared.get("serverInfo")
-        if isinstance(info, dict):
-            items += [(f"serverInfo.{k}", val, None) for k, val in info.items()]
-        counts = declared.get("counts")
-        if isinstance(counts, dict):
-            items += [(k, val, None) for k, val in counts.items()]
-        blocks.append(v.kv(source, items))
-        if isinstance(declared.get("instructions"), str) and declared["instructions"]:
-            blocks.append(v.note(source, declared["instructions"]))
-        for key in ("listingErrors", "dropped"):
-            if declared.get(key):
-                blocks.append(v.note(source, f"{key}: {v.scalar(declared[key])}", "warning"))
+        blocks += _declared_blocks(source, declared)
     children = [c for c in body.get("children") or [] if isinstance(c, dict)]
     if children:
         rows = [
@@ -84,6 +61,42 @@ def server(ctx: Context, content: Content) -> list[Block]:
             for child in children
         ]
         blocks.append(v.table(source, ["name", "title", "mimeType"], rows))
+    return blocks
+
+
+def _record_facts(record: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+    """The record's scalar fields (followable when they are addresses), then its lists joined."""
+    facts = [
+        (key, value, href_of(value))
+        for key, value in record.items()
+        if key not in {"name", "description", "declared"} and not isinstance(value, dict | list)
+    ]
+    for key in ("sources", "args"):
+        if isinstance(record.get(key), list) and record[key]:
+            facts.append((key, ", ".join(str(s) for s in record[key]), None))
+    return facts
+
+
+def _declared_blocks(source: str, declared: dict[str, Any]) -> list[Block]:
+    """What the server declared when last asked: when, who it is, counts, its instructions."""
+    blocks: list[Block] = [v.heading(source, "Declared", 2)]
+    items: list[tuple[str, Any, str | None]] = [
+        (key, declared.get(key), None)
+        for key in ("at", "seconds", "protocolVersion", "era")
+        if key in declared
+    ]
+    info = declared.get("serverInfo")
+    if isinstance(info, dict):
+        items += [(f"serverInfo.{k}", val, None) for k, val in info.items()]
+    counts = declared.get("counts")
+    if isinstance(counts, dict):
+        items += [(k, val, None) for k, val in counts.items()]
+    blocks.append(v.kv(source, items))
+    if isinstance(declared.get("instructions"), str) and declared["instructions"]:
+        blocks.append(v.note(source, declared["instructions"]))
+    for key in ("listingErrors", "dropped"):
+        if declared.get(key):
+            blocks.append(v.note(source, f"{key}: {v.scalar(declared[key])}", "warning"))
     return blocks
 
 

@@ -12,6 +12,8 @@ the box does not hold (``tmsite.servers.connect.TokenMissing``) — leaves the m
   nested deeper than the client's depth cap — the message itself, or the JSON a lone text item
   carries — is ``failed: too-deep`` with ``limit`` and ``what`` (``message`` or ``text``):
   refused before it is parsed, never served as text.
+
+Spec: MCP, RJ1.
 """
 
 from __future__ import annotations

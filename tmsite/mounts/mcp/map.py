@@ -1,5 +1,7 @@
-"""The ``mcp`` mount's map-named reads: match a path, check its arguments, run the tool, shape
-the answer, translate every failure.
+"""The ``mcp`` mount's map-named reads: match, check the arguments, shape the tool's answer.
+
+A path is matched to a map entry, its arguments are checked, the tool is run, the answer is
+shaped into the thing, and every failure is translated.
 
 Decisions, in one place:
 
@@ -25,6 +27,8 @@ Decisions, in one place:
   the server no longer declares is ``not-found`` too.
 * **Faults** (the client's errors, a missing token) translate in one place,
   :mod:`tmsite.mounts.mcp.errors`.
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 @dataclass(frozen=True)
 class Match:
+    """A map entry a path fits: its parsed template and the segment bound to each variable."""
+
     entry: MapEntry
     segments: tuple[grammar.Segment, ...]
     bindings: dict[str, str]
@@ -139,48 +145,78 @@ def arguments(uri: str, found: Match, tool: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
-def _convert(uri: str, name: str, text: str, prop: Mapping[str, Any]) -> Any:
-    kind = prop.get("type")
-    value: Any = text
+#: A path segment read as a JSON Schema scalar type: whether it fits, what it becomes, and
+#: the refusal's words when it does not fit. Other types take the segment as a string, or
+#: refuse it.
+_SCALARS: dict[str, tuple[Callable[[str], bool], Callable[[str], Any], str]] = {
+    "integer": (
+        lambda text: bool(_INTEGER.fullmatch(text)),
+        int,
+        "an integer (ASCII digits) is expected",
+    ),
+    "number": (
+        lambda text: bool(_NUMBER.fullmatch(text)),
+        lambda text: float(text) if "." in text else int(text),
+        "a number is expected",
+    ),
+    "boolean": (
+        lambda text: text in {"true", "false"},
+        lambda text: text == "true",
+        "true or false is expected",
+    ),
+}
 
-    def refuse(why: str) -> errors.BadArgument:
-        return errors.BadArgument(
+
+def _convert(uri: str, name: str, text: str, prop: Mapping[str, Any]) -> Any:
+    """The segment ``text`` as the argument ``name`` the property schema ``prop`` describes.
+
+    Raises:
+        BadArgument: the segment has the wrong form, is not in ``enum``, or is out of bounds.
+    """
+    kind = prop.get("type")
+    scalar = _SCALARS.get(kind) if isinstance(kind, str) else None
+    why: str | None = None
+    value: Any = text
+    if scalar is not None:
+        fits, convert, expected = scalar
+        if fits(text):
+            value = convert(text)
+        else:
+            why = expected
+    elif kind not in (None, "string") and not (isinstance(kind, list) and "string" in kind):
+        why = f"the tool takes a {kind} here, which a path segment cannot give"
+    if why is None:
+        enum = prop.get("enum")
+        if isinstance(enum, list) and value not in enum:
+            why = "one of the listed values is expected"
+        else:
+            why = _out_of_bounds(value, prop)
+    if why is not None:
+        raise errors.BadArgument(
             uri, f"{name}: {why}", argument=name, valid=_expects(prop) or [str(kind)]
         )
-
-    if kind == "integer":
-        if not _INTEGER.fullmatch(text):
-            raise refuse("an integer (ASCII digits) is expected")
-        value = int(text)
-    elif kind == "number":
-        if not _NUMBER.fullmatch(text):
-            raise refuse("a number is expected")
-        value = float(text) if "." in text else int(text)
-    elif kind == "boolean":
-        if text not in {"true", "false"}:
-            raise refuse("true or false is expected")
-        value = text == "true"
-    elif kind not in (None, "string") and not (isinstance(kind, list) and "string" in kind):
-        raise refuse(f"the tool takes a {kind} here, which a path segment cannot give")
-    enum = prop.get("enum")
-    if isinstance(enum, list) and value not in enum:
-        raise refuse("one of the listed values is expected")
-    if isinstance(value, str):
-        low, high = prop.get("minLength"), prop.get("maxLength")
-        if isinstance(low, int) and len(value) < low:
-            raise refuse(f"at least {low} characters")
-        if isinstance(high, int) and len(value) > high:
-            raise refuse(f"at most {high} characters")
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        low, high = prop.get("minimum"), prop.get("maximum")
-        if isinstance(low, int | float) and value < low:
-            raise refuse(f"at least {low}")
-        if isinstance(high, int | float) and value > high:
-            raise refuse(f"at most {high}")
     return value
 
 
+def _out_of_bounds(value: Any, prop: Mapping[str, Any]) -> str | None:
+    """Why ``value`` breaks the schema's length (strings) or numeric bounds, or None."""
+    if isinstance(value, str):
+        low, high = prop.get("minLength"), prop.get("maxLength")
+        if isinstance(low, int) and len(value) < low:
+            return f"at least {low} characters"
+        if isinstance(high, int) and len(value) > high:
+            return f"at most {high} characters"
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = prop.get("minimum"), prop.get("maximum")
+        if isinstance(low, int | float) and value < low:
+            return f"at least {low}"
+        if isinstance(high, int | float) and value > high:
+            return f"at most {high}"
+    return None
+
+
 def tool_error(uri: str, result: ToolResult, nearest: list[str]) -> errors.NotFound:
+    """The refusal for a tool's ``isError`` answer: ``not-found``, its words in ``toolError``."""
     text = result.text
     if len(text) > MAX_TOOL_ERROR:
         text = text[: MAX_TOOL_ERROR - 1] + "…"
@@ -215,6 +251,7 @@ def body_of(result: ToolResult, provenance: dict[str, Any]) -> dict[str, Any]:
 def provenance(
     record: McpServer, entry: MapEntry, args: dict[str, Any], server_uri: str, tool_uri: str
 ) -> dict[str, Any]:
+    """How a thing was read: server, tool, arguments, map entry, when, and the server's sources."""
     return {
         "server": record.name,
         "serverUri": server_uri,

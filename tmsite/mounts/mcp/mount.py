@@ -24,6 +24,8 @@ offers completion). Upstream names and URIs are data: they are path segments per
 that has never answered has no ``tools/`` (and the others): asking for them is refused
 ``gated`` or ``unreachable`` as its record says. Map-named reads: see
 :mod:`tmsite.mounts.mcp.map`. Tools the map does not name are never run.
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import DatabaseError
+from typing_extensions import override
 
 from tmsite.core.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
 from tmsite.core.links import Confidence, Link
@@ -60,6 +63,8 @@ _MAX_DETAIL = 1000
 
 
 class McpMount(Mount):
+    """``mcp/``: the server records, their stored declarations and maps, and map-named reads."""
+
     name = "mcp"
     title = "Other MCP servers"
     what = (
@@ -167,6 +172,7 @@ class McpMount(Mount):
 
     # ---- the contract -----------------------------------------------------------------------
 
+    @override
     def list(self, req: Request) -> Listing:
         path = req.uri.path
         if not path:
@@ -227,6 +233,7 @@ class McpMount(Mount):
             raise NotFound(req.text, "that is a thing, not a collection", nearest=[str(leaf)])
         raise NotFound(req.text, "no such collection")
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         if uri.collection or not uri.path:
@@ -407,6 +414,7 @@ class McpMount(Mount):
 
     # ---- completion, templates, the map of collections ------------------------------------
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument == "server":
             names = McpServer.objects.filter(name__startswith=value).values_list("name", flat=True)
@@ -491,6 +499,7 @@ class McpMount(Mount):
             if 0 < len(v) <= 256 and "/" not in v and not mcp_map._CONTROL.search(v)
         ]
 
+    @override
     def templates(self) -> builtins.list[Template]:
         base = f"tm://{self.host}/mcp"
         return [
@@ -535,6 +544,7 @@ class McpMount(Mount):
             ),
         ]
 
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         try:

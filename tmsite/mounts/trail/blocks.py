@@ -1,4 +1,7 @@
-"""The trail assembler: a named, ordered walk through addresses, drawn as a trail."""
+"""The trail assembler: a named, ordered walk through addresses, drawn as a trail.
+
+Spec: BLOCKS, TRAILS.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,10 @@ from tmsite.core.types import Content
 
 @assembles(kinds=("trail",), yields=("heading", "note", "trail"))
 def trail(ctx: Context, content: Content) -> list[Block]:
+    """A heading, the description as a note, then one ``trail`` block of the steps in order.
+
+    A step without a string ``uri`` is left out; a step without ``n`` takes its place.
+    """
     body = mapping(content.body)
     source = content.uri
     title = title_of(body, source)

@@ -8,6 +8,8 @@
 
 The trail mount imports this module, so its checks are registered with the mount's; they are
 handed the way to build the process namespace (``check_registry.namespace_check``).
+
+Spec: TRAILS.
 """
 
 from __future__ import annotations
@@ -65,12 +67,15 @@ def step_problem(namespace: Served, uri: str, host: str) -> str | None:
     parsed = parse(uri)
     if parsed.host != host:
         return f"the host is {parsed.host!r}, this box is {host!r}"
-    if parsed.mount is not None and parsed.mount not in namespace.mounts:
-        if parsed.mount in REMOTE_MOUNTS:
-            return None
-        return f"no mount {parsed.mount!r} is served"
     if parsed.mount in REMOTE_MOUNTS:
         return None
+    if parsed.mount is not None and parsed.mount not in namespace.mounts:
+        return f"no mount {parsed.mount!r} is served"
+    return _read_problem(namespace, uri)
+
+
+def _read_problem(namespace: Served, uri: str) -> str | None:
+    """Why reading a step on a served mount fails, or None (too large or denied still resolve)."""
     try:
         namespace.read(uri)
     except Refusal as refusal:

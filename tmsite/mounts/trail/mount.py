@@ -11,6 +11,8 @@ place). The read of any step carries ``tm:step-of`` to every trail it is on, fro
 the database (:mod:`tmsite.trails.index`), matched on the step's address without parameters
 but ``at``. Steps that do not resolve are reported by the system check ``tm.W021`` and by the
 link walk; a trail file that does not parse by ``tm.W020``.
+
+Spec: TRAILS, LK2.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from django.conf import settings
+from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, NotFound
 from tmsite.core.links import Link
@@ -32,6 +35,8 @@ from tmsite.trails import index
 
 
 class TrailMount(Mount):
+    """``trail/``: one leaf per parsable trail file in the checkout's ``notes/trails/``."""
+
     name = "trail"
     title = "Trails"
     what = "Named, ordered walks through the namespace, each step an address and a note."
@@ -42,11 +47,14 @@ class TrailMount(Mount):
 
     @classmethod
     def from_settings(cls, host: str) -> TrailMount:
+        """The mount over the served checkout (``TM_CHECKOUT``), as the registry builds it."""
         return cls(host, Path(settings.TM_CHECKOUT))
 
     def file_uri(self, name: str) -> TmUri:
+        """The ``fs/notes/trails/<name>.json`` address the trail ``name`` is read from."""
         return fs_uris.file_uri(self.host, (*index.TRAILS_DIR, f"{name}.json"))
 
+    @override
     def list(self, req: Request) -> Listing:
         if req.uri.path:
             if len(req.uri.path) == 1 and req.uri.path[0] in index.scan(self.checkout):
@@ -71,6 +79,7 @@ class TrailMount(Mount):
             ]
         )
 
+    @override
     def read(self, req: Request) -> Content:
         uri = req.uri
         name = self.flat_leaf(req, "a trail")
@@ -115,6 +124,7 @@ class TrailMount(Mount):
         }
         return Content(req.text, vnd("trail"), body, links, kind="trail")
 
+    @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
         """``tm:step-of`` on every step's read; ``alternate`` from a trail's file to the trail."""
         links = []
@@ -141,9 +151,11 @@ class TrailMount(Mount):
             )
         return links
 
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         return self.complete_flat_leaf(argument, value, lambda: index.scan(self.checkout))
 
+    @override
     def templates(self) -> builtins.list[Template]:
         return [
             Template(
