@@ -132,6 +132,38 @@ def test_checks_report_bad_files_and_steps_that_do_not_resolve(
     assert "the host is 'elsewhere'" in texts
 
 
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"title": " ", "description": "d", "steps": []}, "title must be a non-empty string"),
+        ({"title": "t", "steps": []}, "description must be a non-empty string"),
+        ({"title": "t", "description": "d", "steps": []}, "steps must be a non-empty array"),
+        ({"title": "t", "description": "d", "steps": ["x"]}, "steps[0] must be an object"),
+        (
+            {"title": "t", "description": "d", "steps": [{"uri": f"{T}/", "note": ""}]},
+            "steps[0].note must be a non-empty string",
+        ),
+        (
+            {"title": "t", "description": "d", "steps": [{"uri": 7, "note": "n"}]},
+            "steps[0].uri must be a tm:// address",
+        ),
+        (
+            {"title": "t", "description": "d", "steps": [{"uri": "http://x/", "note": "n"}]},
+            "steps[0].uri: ",
+        ),
+        (
+            {"title": "t", "description": "d", "steps": [{"uri": "tm://", "note": "n"}]},
+            "steps[0].uri must name a host",
+        ),
+    ],
+)
+def test_a_trail_file_is_refused_naming_what_is_wrong(data: dict[str, Any], problem: str) -> None:
+    with pytest.raises(index.TrailError) as refused:
+        index.parse_trail("bad", json.dumps(data).encode())
+    assert refused.value.message.startswith(problem)
+    assert str(refused.value).startswith("notes/trails/bad.json: ")
+
+
 def test_the_shipped_trails_parse_and_their_local_steps_resolve(
     ns: Namespace, process_space: Any
 ) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from tests.git_oracle import needs_git
-from tests.gitstore.conftest import PIN_1, PIN_2, World
+from tests.gitstore.builder import Builder
+from tests.gitstore.conftest import DAY, PIN_1, PIN_2, World, blame_lines
 from tmsite import gitstore
 from tmsite.gitstore import NotABlob, PathNotFound
 
@@ -120,6 +122,26 @@ def test_blame_attribution(world: World, repo: gitstore.GitRepo) -> None:
     assert lines["line 20 fixed in merge"] == c["m1"]  # made in the merge itself
     assert lines["line 21 added in c7"] == c["c7"]
     assert "line 12" not in lines
+
+
+def test_blame_gathers_what_both_sides_of_a_merge_hand_to_their_base(tmp_path: Path) -> None:
+    # Each side of the merge keeps lines of the base that the other changed or dropped, so both
+    # hand suspects to the base: it must own all of them.
+    b = Builder.init(str(tmp_path / "repo"))
+    base = b.commit("base", {"f.txt": blame_lines("A", "B", "C", "D")}, when=0)
+    left = b.commit("left", {"f.txt": blame_lines("A1", "C", "D")}, [base], when=DAY)
+    right = b.commit("right", {"f.txt": blame_lines("A", "B", "C2", "D")}, [base], when=2 * DAY)
+    merged = blame_lines("A1", "B", "C2", "D")
+    merge = b.commit("merge", {"f.txt": merged}, [left, right], when=3 * DAY)
+    b.repo.close()
+    repo = gitstore.open_repo(tmp_path / "repo")
+    lines = gitstore.blame(repo, merge.decode(), "f.txt")
+    assert [(line.text, line.commit) for line in lines] == [
+        ("A1", left.decode()),
+        ("B", base.decode()),
+        ("C2", right.decode()),
+        ("D", base.decode()),
+    ]
 
 
 def test_blame_edge_cases(world: World, repo: gitstore.GitRepo) -> None:

@@ -129,6 +129,14 @@ def test_decode_caps_bytes() -> None:
             {"jsonrpc": "2.0", "id": 1, "error": {"code": "x", "message": "m"}},
             "an error needs an integer code and a string message",
         ),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": True, "message": "m"}},
+            "an error needs an integer code and a string message",
+        ),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000}},
+            "an error needs an integer code and a string message",
+        ),
         ({"jsonrpc": "2.0", "id": 1, "method": 7}, "a method must be a string"),
         (
             {"jsonrpc": "2.0", "id": {}, "method": "ping"},

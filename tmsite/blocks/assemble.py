@@ -12,6 +12,8 @@ into blocks, its links become ``link`` blocks, and the body lists every address 
 * A read at a revision (``at=``) also gets a ``diff`` against the same address now.
 * ``facets`` in the body are the thing's handles: the ``as`` values its mount honours, asked of
   the mount itself (a read with ``as=facets`` is refused ``bad-facet`` naming the valid ones).
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Context:
         return self.namespace.read(text)
 
     def try_read(self, target: TmUri | str) -> Content | None:
+        """Like :meth:`read`, but None where the namespace refuses (still recorded as read)."""
         try:
             return self.read(target)
         except Refusal:
@@ -83,6 +86,7 @@ def target_of(uri: TmUri) -> TmUri:
 
 
 def schema_uri(host: str) -> str:
+    """The address of the blocks schema in ``host``'s manifest (a blocks body's ``schema``)."""
     return str(TmUri(host, "manifest").with_params(pointer=SCHEMA_POINTER))
 
 
@@ -161,6 +165,22 @@ def refusal_blocks(source: str, refusal: Refusal) -> list[Block]:
         v.heading(where, f"Refused: {refusal.reason}"),
         v.finding(where, refusal.reason, refusal.message, data, str(data.get("uri", source))),
     ]
+    unique = _unique([*_follow_options(data), *_facet_options(where, refusal)])
+    if unique:
+        prompt = (
+            "Did you mean one of these?"
+            if refusal.reason in {"not-found", "no-such-ref"}
+            else "Where to go instead"
+        )
+        blocks.append(v.question(where, prompt, unique))
+    return blocks
+
+
+def _follow_options(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, address) for the ``tm://`` addresses a refusal's helper fields hold.
+
+    The nearest ones and the roots first, each labelled by its name, then :data:`_FOLLOW`'s.
+    """
     options: list[tuple[str, str]] = []
     for key in ("nearest", "roots"):
         for href in data.get(key) or []:
@@ -170,27 +190,31 @@ def refusal_blocks(source: str, refusal: Refusal) -> list[Block]:
         href = data.get(key)
         if isinstance(href, str) and href.startswith("tm://"):
             options.append((label, href))
-    if refusal.reason == "bad-facet" and where != "tm://":
-        try:
-            base = parse(where)
-        except Refusal:
-            base = None
-        if base is not None:
-            for facet in data.get("valid") or []:
-                if isinstance(facet, str) and _FACET.fullmatch(facet):
-                    options.append((f"as {facet}", str(base.with_params({"as": facet}))))
+    return options
+
+
+def _facet_options(where: str, refusal: Refusal) -> list[tuple[str, str]]:
+    """For a ``bad-facet`` refusal, (``as <facet>``, address) for each facet it names valid."""
+    if refusal.reason != "bad-facet" or where == "tm://":
+        return []
+    try:
+        base = parse(where)
+    except Refusal:
+        return []
+    return [
+        (f"as {facet}", str(base.with_params({"as": facet})))
+        for facet in refusal.data.get("valid") or []
+        if isinstance(facet, str) and _FACET.fullmatch(facet)
+    ]
+
+
+def _unique(options: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The options in order, each address kept once (with its first label)."""
     unique: list[tuple[str, str]] = []
     for label, href in options:
         if all(href != kept for _, kept in unique):
             unique.append((label, href))
-    if unique:
-        prompt = (
-            "Did you mean one of these?"
-            if refusal.reason in {"not-found", "no-such-ref"}
-            else "Where to go instead"
-        )
-        blocks.append(v.question(where, prompt, unique))
-    return blocks
+    return unique
 
 
 def _label(href: str) -> str:

@@ -3,6 +3,8 @@
 A listing (and a tree, the hosts, the mounts) is a table whose first column follows each
 child, with ``next`` when there is another page; a stat is a kv; ``?as=links`` is a table of
 links with its own ``next``.
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A JSON object reads as a heading (its title, name or key), a note (what it is), 
 scalar fields, and a list or table per list field; text reads as code of its own media type
 (a viewer draws markdown, HTML or plain text with the renderer for that type); bytes read as
 media whose bytes are at ``?as=raw``.
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ LANGUAGES: dict[str, str] = {
 
 
 def title_of(body: dict[str, Any], uri: str) -> str:
+    """What a JSON object is called: its title, name, key or kind, else its address's name."""
     for key in _TITLE_KEYS:
         value = body.get(key)
         if isinstance(value, str) and value:
@@ -91,19 +94,21 @@ def json_blocks(source: str, body: Any, *, title: str | None = None) -> list[Blo
         blocks.append(v.kv(source, scalars))
     for key, value in body.items():
         if isinstance(value, dict) and value:
-            blocks.append(v.heading(source, key, 2))
-            inner = [
-                (k, val, href_of(val))
-                for k, val in value.items()
-                if not isinstance(val, dict | list)
-            ]
-            nested = {k: val for k, val in value.items() if isinstance(val, dict | list)}
-            if inner:
-                blocks.append(v.kv(source, inner))
-            for name, val in nested.items():
-                blocks.extend(list_blocks(source, f"{key} · {name}", val))
+            blocks.extend(_section_blocks(source, key, value))
         elif isinstance(value, list) and value:
             blocks.extend(list_blocks(source, key, value))
+    return blocks
+
+
+def _section_blocks(source: str, key: str, value: dict[str, Any]) -> list[Block]:
+    """An object field: a level-2 heading, a kv of its scalars, a list block per nested value."""
+    blocks: list[Block] = [v.heading(source, key, 2)]
+    inner = [(k, val, href_of(val)) for k, val in value.items() if not isinstance(val, dict | list)]
+    nested = {k: val for k, val in value.items() if isinstance(val, dict | list)}
+    if inner:
+        blocks.append(v.kv(source, inner))
+    for name, val in nested.items():
+        blocks.extend(list_blocks(source, f"{key} · {name}", val))
     return blocks
 
 

@@ -7,6 +7,8 @@ MCP server's index map names take whatever kind the map declares), and says whic
 it yields (the manifest publishes that). Lookup, for a read: its kind, then the mount that
 served it, then its exact media type, then its family, then the generic fallback (kv of a JSON
 object, code for text, media for bytes).
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class AssemblerClash(Exception):
 
 @dataclass(frozen=True)
 class Assembler:
+    """One registered assembler: its key, its function, the block kinds it yields, its module."""
+
     key: str
     fn: AssembleFn
     yields: tuple[str, ...]
@@ -78,6 +82,7 @@ def assembles(
 
 
 def base_type(media_type: str) -> str:
+    """A media type without parameters, lower-cased: ``Text/HTML; charset=x`` → ``text/html``."""
     return media_type.split(";")[0].strip().lower()
 
 

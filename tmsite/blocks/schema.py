@@ -3,6 +3,8 @@
 Its address is ``tm://<host>/manifest?pointer=/blocks/schema``: the manifest holds it, so a
 viewer that reads the manifest has the schema too. Every ``?as=blocks`` read validates against
 it (the tests check every kind the namespace serves).
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ finding  ``reason``, ``message``, ``data`` (the refusal's fields), ``target``
 trail    ``title``, ``steps``: ``{n, href, note}``
 link     ``rel``, ``href``, ``confidence``?, ``title``?, ``type``?, ``count``?
 ======== =====================================================================================
+
+Spec: BLOCKS.
 """
 
 from __future__ import annotations
@@ -71,14 +73,17 @@ def scalar(value: Any) -> Scalar:
 
 
 def heading(source: str, text: str, level: int = 1, media_type: str | None = None) -> Block:
+    """A heading, ``level`` clamped to 1–3; ``media_type`` is the type of what it heads."""
     return block("heading", source, text=text, level=max(1, min(level, 3)), mediaType=media_type)
 
 
 def note(source: str, text: str, tone: str = "info") -> Block:
+    """A short text about the thing; ``tone`` is ``info`` or ``warning``."""
     return block("note", source, text=text, tone=tone)
 
 
 def kv(source: str, items: Iterable[tuple[str, Any] | tuple[str, Any, str | None]]) -> Block:
+    """Key-value rows from ``(key, value)`` or ``(key, value, href)``; values made scalar."""
     rows = []
     for item in items:
         key, value = item[0], item[1]
@@ -91,6 +96,7 @@ def kv(source: str, items: Iterable[tuple[str, Any] | tuple[str, Any, str | None
 
 
 def bullet(text: str, href: str | None = None, type_: str | None = None) -> dict[str, Any]:
+    """One item of a list block: its text, and the address and type it points to, if any."""
     out: dict[str, Any] = {"text": text}
     if href:
         out["href"] = href
@@ -100,6 +106,7 @@ def bullet(text: str, href: str | None = None, type_: str | None = None) -> dict
 
 
 def listing(source: str, items: Sequence[dict[str, Any]], ordered: bool = False) -> Block:
+    """A list block of :func:`bullet` items."""
     return block("list", source, items=list(items), ordered=ordered)
 
 
@@ -117,6 +124,7 @@ def table(
     total: int | None = None,
     next_page: str | None = None,
 ) -> Block:
+    """A table; ``total`` is the whole count when rows are a page, ``next_page`` the next one."""
     return block(
         "table",
         source,
@@ -134,6 +142,7 @@ def event(
     who: str | None = None,
     detail: str | None = None,
 ) -> dict[str, Any]:
+    """One entry of a timeline: when, what, and optionally its address, who and a detail."""
     out: dict[str, Any] = {"when": when, "title": title}
     for key, value in (("href", href), ("who", who), ("detail", detail)):
         if value:
@@ -142,10 +151,12 @@ def event(
 
 
 def timeline(source: str, events: Sequence[dict[str, Any]]) -> Block:
+    """A timeline of :func:`event` entries, newest first."""
     return block("timeline", source, events=list(events))
 
 
 def diff(source: str, old: str, new: str, lines: Sequence[dict[str, str]]) -> Block:
+    """The lines that changed between the addresses ``old`` and ``new``."""
     return block("diff", source, old=old, new=new, lines=list(lines))
 
 
@@ -157,6 +168,7 @@ def code(
     first_line: int = 1,
     annotations: Sequence[dict[str, Any]] | None = None,
 ) -> Block:
+    """Text to show as it is, of ``media_type``, numbered from ``first_line``, maybe annotated."""
     return block(
         "code",
         source,
@@ -171,10 +183,12 @@ def code(
 def media(
     source: str, media_type: str, href: str, size: int | None = None, title: str | None = None
 ) -> Block:
+    """Bytes to draw by their type (an image…): they are read at ``href``."""
     return block("media", source, mediaType=media_type, href=href, size=size, title=title)
 
 
 def question(source: str, prompt: str, options: Sequence[tuple[str, str]]) -> Block:
+    """A choice of addresses, ``(label, href)``, for a reader to follow."""
     return block(
         "question",
         source,
@@ -184,12 +198,15 @@ def question(source: str, prompt: str, options: Sequence[tuple[str, str]]) -> Bl
 
 
 def finding(source: str, reason: str, message: str, data: Mapping[str, Any], target: str) -> Block:
+    """A refusal as a block: its reason, message and fields, and the address refused."""
     return block("finding", source, reason=reason, message=message, data=dict(data), target=target)
 
 
 def trail(source: str, title: str, steps: Sequence[dict[str, Any]]) -> Block:
+    """A trail's steps, in order."""
     return block("trail", source, title=title, steps=list(steps))
 
 
 def link(source: str, found: Link) -> Block:
+    """One link of the read, with the fields it carries."""
     return block("link", source, **found.to_json())

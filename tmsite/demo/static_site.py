@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from typing_extensions import override
+
 from tmsite import mime
 
 
@@ -36,13 +38,16 @@ class StaticHandler(BaseHTTPRequestHandler):
     server_version = "tm-static/1"
     protocol_version = "HTTP/1.1"
 
+    @override
     def log_message(self, format: str, *args: Any) -> None:
         return
 
     def do_HEAD(self) -> None:
+        """Answer HEAD: the headers GET would send, no body."""
         self._answer(head=True)
 
     def do_GET(self) -> None:
+        """Answer GET: the file, a 301 to a directory's slash form, or a 404."""
         self._answer(head=False)
 
     def _answer(self, head: bool) -> None:
@@ -70,30 +75,46 @@ class StaticHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def _file(self) -> Path | tuple[int, str | None]:
+        """The regular file the request names, or the (status, Location) to answer instead.
+
+        404 for anything refused or absent; 301 to the slash form of a directory's address.
+        """
         path = unquote(urlsplit(self.path).path)
-        segments = [s for s in path.split("/")[1:]]
-        if any(s in {".", ".."} or "\\" in s or "\x00" in s for s in segments):
-            return 404, None
-        if any(s.startswith(".") and s != ".well-known" for s in segments if s):
-            return 404, None
-        candidate = self.root.joinpath(*[s for s in segments if s])
-        try:
-            real = candidate.resolve(strict=True)
-        except OSError:
-            return 404, None
-        if not real.is_relative_to(self.root):
+        real = _resolve(self.root, path.split("/")[1:])
+        if real is None:
             return 404, None
         if real.is_dir():
             if not path.endswith("/"):
                 return 301, path + "/"
             real = real / "index.html"
-        try:
-            info = os.stat(real)
-        except OSError:
-            return 404, None
-        if not stat_module.S_ISREG(info.st_mode):
-            return 404, None
-        return real
+        return real if _is_regular(real) else (404, None)
+
+
+def _resolve(root: Path, segments: list[str]) -> Path | None:
+    """The real path ``segments`` name under ``root``, or None when refused or absent.
+
+    Refused: a dot segment, a backslash or NUL, a hidden name (but ``.well-known``), and any
+    path whose real location (symlinks followed) is outside ``root``.
+    """
+    if any(s in {".", ".."} or "\\" in s or "\x00" in s for s in segments):
+        return None
+    if any(s.startswith(".") and s != ".well-known" for s in segments if s):
+        return None
+    candidate = root.joinpath(*[s for s in segments if s])
+    try:
+        real = candidate.resolve(strict=True)
+    except OSError:
+        return None
+    return real if real.is_relative_to(root) else None
+
+
+def _is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (never a device, pipe or socket)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat_module.S_ISREG(info.st_mode)
 
 
 def server(directory: Path, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
@@ -115,6 +136,7 @@ def serve(directory: Path, port: int, host: str = "127.0.0.1") -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The command line: ``DIR [--port N] [--host H]``; serves until interrupted."""
     parser = argparse.ArgumentParser(description="Serve a static site on loopback.")
     parser.add_argument("directory", type=Path)
     parser.add_argument("--port", type=int, default=8001)

@@ -13,6 +13,8 @@ The decision: **the records stay the source of truth, and the admin keeps correc
   field back to the record's value is itself a correction (it records the revert).
 * Corrections are listed read-only: they are never edited or deleted, so the history of every
   field stays whole.
+
+Spec: OP4.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from django.contrib import admin
 from django.forms import ModelForm
 from django.http import HttpRequest
+from typing_extensions import override
 
 from tmsite.admin_base import ReadOnlyAdmin
 from tmsite.entities import models as m
@@ -43,18 +46,24 @@ class _ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 class GamePatternInline(_ReadOnlyInline):
+    """A game's patterns and how often each occurs, read-only."""
+
     model = m.GamePattern
     fields = ("pattern", "count")
     readonly_fields = fields
 
 
 class RoutinePatternInline(_ReadOnlyInline):
+    """A routine's patterns with the evidence each rests on, read-only."""
+
     model = m.RoutinePattern
     fields = ("pattern", "evidence")
     readonly_fields = fields
 
 
 class LessonPatternInline(_ReadOnlyInline):
+    """A lesson's patterns and their counts, read-only."""
+
     model = m.LessonPattern
     fields = ("pattern", "count")
     readonly_fields = fields
@@ -65,20 +74,25 @@ class EntityAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     entity = ""
 
+    @override
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         editable = set(self.model.CORRECTABLE)
         names = [f.name for f in self.model._meta.fields if f.name not in editable]
         return [n for n in names if n not in {"id", "load_token"}]
 
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    @override
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     def correction_key(self, obj: Any) -> str:
+        """The key a correction of ``obj`` is filed under: the entity's own key."""
         return str(obj.key)
 
+    @override
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
@@ -103,6 +117,8 @@ class EntityAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(m.Pattern)
 class PatternAdmin(EntityAdmin):
+    """Patterns: their description may be corrected."""
+
     entity = "pattern"
     list_display = ("key", "description", "position")
     search_fields = ("key", "description")
@@ -111,6 +127,8 @@ class PatternAdmin(EntityAdmin):
 
 @admin.register(m.Game)
 class GameAdmin(EntityAdmin):
+    """Games: their name may be corrected; filtered by mapper and bank counts."""
+
     entity = "game"
     list_display = ("key", "name", "mapper", "prg", "chr", "position")
     list_filter = ("mapper", "prg", "chr")
@@ -120,6 +138,8 @@ class GameAdmin(EntityAdmin):
 
 @admin.register(m.Routine)
 class RoutineAdmin(EntityAdmin):
+    """Routines: name and kind may be corrected; filed under ``<game>/<routine key>``."""
+
     entity = "routine"
     list_display = ("name", "routine_key", "game", "bank", "kind")
     list_filter = ("kind", "game", "patterns")
@@ -127,12 +147,15 @@ class RoutineAdmin(EntityAdmin):
     list_select_related = ("game",)
     inlines = (RoutinePatternInline,)
 
+    @override
     def correction_key(self, obj: Any) -> str:
         return f"{obj.game.key}/{obj.routine_key}"
 
 
 @admin.register(m.Lesson)
 class LessonAdmin(EntityAdmin):
+    """Lessons: title, kind and description may be corrected."""
+
     entity = "lesson"
     list_display = ("key", "title", "kind", "game", "tree")
     list_filter = ("kind", "game")

@@ -24,6 +24,8 @@ routine   ``game``             game       (its parent)
 lesson    ``pattern``          pattern    ``tm:demonstrates``     ``count``
 lesson    ``measures``         game       ``tm:measures``
 ========  ===================  =========  ======================  ======================
+
+Spec: ENT.
 """
 
 from __future__ import annotations

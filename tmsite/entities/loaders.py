@@ -12,6 +12,8 @@ Two steps, kept apart so the entity mount can read a record "as it stood" at an 
   :mod:`tmsite.entities.kinds`: each kind's rows, then each relation's link rows.
 
 :func:`load_checkout` does both for a checkout directory; ``manage.py tm_load_records`` calls it.
+
+Spec: ENT, OP4.
 """
 
 from __future__ import annotations
@@ -79,22 +81,27 @@ class LoadReport:
 
     @property
     def patterns(self) -> int:
+        """Pattern rows written."""
         return self.written.get("patterns", 0)
 
     @property
     def games(self) -> int:
+        """Game rows written."""
         return self.written.get("games", 0)
 
     @property
     def routines(self) -> int:
+        """Routine rows written."""
         return self.written.get("routines", 0)
 
     @property
     def lessons(self) -> int:
+        """Lesson rows written."""
         return self.written.get("lessons", 0)
 
     @property
     def instances(self) -> int:
+        """Routine pattern instances written (a routine's pattern with its evidence)."""
         return self.written.get("instances", 0)
 
 

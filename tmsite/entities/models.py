@@ -6,6 +6,8 @@ entity keeps the record's own values of the fields a maintainer may correct (``r
 place in the record file (``position``), so its JSON pointer can be rebuilt. A hand correction is
 a :class:`Correction` row: who, when, which field, the value, and what the record said; reloads
 apply the latest correction of each field again, so corrections outlive reloads.
+
+Spec: ENT, OP4, TRAILS.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ Each field is checked by one validator that says what is wrong in the records' o
 first problem pydantic reports becomes the :class:`RecordError` (each entry's fields in document
 order, then the checks across fields: a key that is not its digest's prefix, duplicates,
 totals). :func:`parse_lineage` validates ``data/lineage.json`` for the offbox mount.
+
+Spec: ENT, OFFBOX.
 """
 
 from __future__ import annotations

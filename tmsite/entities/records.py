@@ -15,6 +15,8 @@ revision's record, parsed with :func:`~tmsite.entities.record_files.parse_record
 
 What varies by kind — models, key shapes, pointers, fields, relations — is the table of
 :mod:`tmsite.entities.kinds`; every function here reads it, none names a kind.
+
+Spec: ENT.
 """
 
 from __future__ import annotations
@@ -154,6 +156,7 @@ class Page:
         return end if end < self.total and self.items else None
 
     def as_json(self) -> dict[str, Any]:
+        """The page as JSON, with ``next_offset`` (null after the last page)."""
         return {
             "items": [i.as_json() for i in self.items],
             "total": self.total,
@@ -182,6 +185,7 @@ class Entity:
         return {rel: page.total for rel, page in self.related.items()}
 
     def as_json(self) -> dict[str, Any]:
+        """The entity as JSON: its fields, a first page of each relation, its record's place."""
         return {
             "kind": self.kind,
             "key": self.key,
@@ -496,8 +500,10 @@ class Snapshot:
             self._members.setdefault((relation.member, back, edge.far), []).append(near)
 
     def keys(self, kind: str, parent: str | None = None) -> list[str]:
-        """The keys of ``kind`` in record order (under ``parent``, for a kind that lives under
-        another)."""
+        """The keys of ``kind`` in record order.
+
+        For a kind that lives under another, only those under ``parent``.
+        """
         return [key for key, under in self.entries[kind] if under == parent]
 
     def members(self, ref: Ref, rel: str) -> list[Member]:

@@ -18,6 +18,8 @@ from the diagonal runs directly (:func:`unique_blocks`, the same pairs without i
 programme). It agrees with git's xdiff wherever an edit has one placement; where
 identical lines (blank lines, a repeated brace) let an edit be placed in several ways, the two
 may pick different ones and so blame a neighbouring identical line differently.
+
+Spec: GIT.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ Suspect = tuple[int, int]
 
 
 def split_lines(data: bytes) -> list[bytes]:
-    """Lines as git counts them: split on ``\\n`` only, a final unterminated line included."""
+    r"""Lines as git counts them: split on ``\n`` only, a final unterminated line included."""
     if not data:
         return []
     lines = data.split(b"\n")
@@ -63,9 +65,10 @@ MAX_RUNS = 64
 
 
 def unique_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]] | None:
-    """``SequenceMatcher(None, a, b, autojunk=False)``'s matching blocks when ``b`` has no
-    repeated line, found without its dynamic programme; None when ``b`` repeats a line or the
-    sequences share too many separate runs.
+    """``SequenceMatcher(None, a, b, autojunk=False)``'s matching blocks, found directly.
+
+    Returns None when ``b`` repeats a line or the sequences share too many separate runs;
+    the caller then runs the matcher itself.
 
     With no junk and no repeats in ``b``, every line of ``a`` matches at most one line of
     ``b``, so the common blocks are the diagonal runs ``a[i + t] == b[j + t]``. The matcher
@@ -77,7 +80,19 @@ def unique_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]] 
     where = {line: index for index, line in enumerate(b)}
     if len(where) != len(b):
         return None
-    runs: list[tuple[int, int, int]] = []  # (start in a, start in b, length)
+    runs = _diagonal_runs(a, where)
+    if runs is None:
+        return None
+    return _split_windows(runs, len(a), len(b))
+
+
+def _diagonal_runs(a: list[bytes], where: dict[bytes, int]) -> list[tuple[int, int, int]] | None:
+    """The runs ``(start in a, start in b, length)`` where ``a`` follows ``b`` line for line.
+
+    ``where`` maps each line of ``b`` to its index. None once there are more than
+    :data:`MAX_RUNS` runs.
+    """
+    runs: list[tuple[int, int, int]] = []
     get = where.get
     start = -1
     start_j = 0
@@ -97,8 +112,15 @@ def unique_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]] 
             start, prev_j = -1, -2
     if start >= 0:
         runs.append((start, start_j, len(a) - start))
+    return runs
+
+
+def _split_windows(
+    runs: list[tuple[int, int, int]], len_a: int, len_b: int
+) -> list[tuple[int, int, int]]:
+    """The matcher's blocks: the longest run clipped to each window, windows split around it."""
     blocks: list[tuple[int, int, int]] = []
-    queue = [(0, len(a), 0, len(b))]
+    queue = [(0, len_a, 0, len_b)]
     while queue:
         alo, ahi, blo, bhi = queue.pop()
         best_i, best_j, best_k = alo, blo, 0
@@ -167,61 +189,7 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
         return cached  # type: ignore[no-any-return]
 
     final_lines = _lines(repo, node.sha)
-    owner: list[str] = [""] * len(final_lines)
-    blobs: dict[str, str | None] = {commit: node.sha}
-    reader = PathReader(repo, parts)
-
-    def blob_of(sha: str) -> str | None:
-        if sha in blobs:
-            return blobs[sha]
-        found = reader.entry(repo.walk_info(sha)[0])
-        ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
-        blob = blobs[sha] = found[1] if found is not None and ok else None
-        return blob
-
-    pending: dict[str, list[Suspect]] = {commit: [(i, i) for i in range(len(final_lines))]}
-    counter = 0
-    queue = [(-repo.walk_info(commit)[2], counter, commit)]
-
-    def give(parent: str, suspects: list[Suspect]) -> None:
-        nonlocal counter
-        if not suspects:
-            return
-        if parent in pending:
-            pending[parent].extend(suspects)
-            return
-        pending[parent] = suspects
-        counter += 1
-        heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
-
-    while queue:
-        _t, _n, sha = heapq.heappop(queue)
-        suspects = pending.pop(sha, None)
-        if not suspects:
-            continue
-        mine = blob_of(sha)
-        assert mine is not None
-        parents = repo.walk_info(sha)[1]
-        if len(parents) == 1:
-            same: str | None = parents[0] if blob_of(parents[0]) == mine else None
-        else:
-            same = next((p for p in parents if blob_of(p) == mine), None)
-        if same is not None:
-            give(same, suspects)
-            continue
-        remaining = suspects
-        for parent in parents:
-            theirs = blob_of(parent)
-            if theirs is None or not remaining:
-                continue
-            mapping = line_map(_lines(repo, theirs), _lines(repo, mine))
-            give(
-                parent, [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0]
-            )
-            remaining = [(final, here) for final, here in remaining if mapping[here] < 0]
-        for final, _here in remaining:
-            owner[final] = sha
-
+    owner = _Walk(repo, commit, parts, node.sha, len(final_lines)).run()
     who: dict[str, tuple[str, str]] = {}
     for sha in set(owner):
         info = repo.commit(sha)
@@ -239,3 +207,72 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
             )
         )
     return read_put(key, out, 200 + sum(len(t) + 150 for t in final_lines))
+
+
+class _Walk:
+    """One blame walk (steps 1–5 of the module docstring): the queue, and who holds what."""
+
+    def __init__(
+        self, repo: GitRepo, commit: str, parts: tuple[str, ...], sha: str, count: int
+    ) -> None:
+        self.repo = repo
+        self.reader = PathReader(repo, parts)
+        self.blobs: dict[str, str | None] = {commit: sha}
+        self.owner: list[str] = [""] * count
+        self.pending: dict[str, list[Suspect]] = {commit: [(i, i) for i in range(count)]}
+        self.counter = 0
+        self.queue = [(-repo.walk_info(commit)[2], self.counter, commit)]
+
+    def blob_of(self, sha: str) -> str | None:
+        """The blob (or symlink) id at the path in commit ``sha``; None if it has no file there."""
+        if sha in self.blobs:
+            return self.blobs[sha]
+        found = self.reader.entry(self.repo.walk_info(sha)[0])
+        ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
+        blob = self.blobs[sha] = found[1] if found is not None and ok else None
+        return blob
+
+    def give(self, parent: str, suspects: list[Suspect]) -> None:
+        """Pass ``suspects`` to ``parent``, queueing it by committer date if it is new."""
+        if not suspects:
+            return
+        if parent in self.pending:
+            self.pending[parent].extend(suspects)
+            return
+        self.pending[parent] = suspects
+        self.counter += 1
+        heapq.heappush(self.queue, (-self.repo.walk_info(parent)[2], self.counter, parent))
+
+    def run(self) -> list[str]:
+        """Walk to the end; for each line of the final file, the commit it is blamed on."""
+        while self.queue:
+            _t, _n, sha = heapq.heappop(self.queue)
+            suspects = self.pending.pop(sha, None)
+            if suspects:
+                self.visit(sha, suspects)
+        return self.owner
+
+    def visit(self, sha: str, suspects: list[Suspect]) -> None:
+        """Hand ``sha``'s suspects to its parents (steps 3–4) and blame the rest on it (5)."""
+        mine = self.blob_of(sha)
+        assert mine is not None
+        parents = self.repo.walk_info(sha)[1]
+        if len(parents) == 1:
+            same: str | None = parents[0] if self.blob_of(parents[0]) == mine else None
+        else:
+            same = next((p for p in parents if self.blob_of(p) == mine), None)
+        if same is not None:
+            self.give(same, suspects)
+            return
+        remaining = suspects
+        for parent in parents:
+            theirs = self.blob_of(parent)
+            if theirs is None or not remaining:
+                continue
+            mapping = line_map(_lines(self.repo, theirs), _lines(self.repo, mine))
+            self.give(
+                parent, [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0]
+            )
+            remaining = [(final, here) for final, here in remaining if mapping[here] < 0]
+        for final, _here in remaining:
+            self.owner[final] = sha

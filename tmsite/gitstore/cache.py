@@ -11,6 +11,8 @@ least-recently-used maps bounded by an estimate of the bytes they hold keep thos
 When Django is configured and the setting ``TM_GITSTORE_DJANGO_CACHE`` names a cache alias, the
 finished answers are also kept there, so that several worker processes share them; the setting
 is off by default because in-process memory is faster for one process.
+
+Spec: GIT.
 """
 
 from __future__ import annotations

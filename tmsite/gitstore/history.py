@@ -18,13 +18,15 @@ A commit's root tree, parents and date come from the commit-graph when there is 
 is found by :class:`~tmsite.gitstore.tree.PathReader`, which reads only the trees on the path
 and remembers each subtree's answer, so a subtree the walk has met costs one dictionary lookup;
 each commit's entry is computed once per walk.
+
+Spec: GIT.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from tmsite.gitstore.cache import read_get, read_put
@@ -75,20 +77,9 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
     while queue:
         _neg_time, _n, sha = heapq.heappop(queue)
         parents: tuple[str, ...] = repo.walk_info(sha)[1]
-        if not parts:
-            show = True
-        elif not parents:
-            show = entry(sha) is not None
-        elif len(parents) == 1:
-            show = entry(parents[0]) != entry(sha)
-        else:
-            mine = entry(sha)
-            same = next((p for p in parents if entry(p) == mine), None)
-            if same is None:
-                show = True
-            else:
-                show = False
-                parents = (same,)
+        show = True
+        if parts:
+            show, parents = _changed(entry, sha, parents)
         if show:
             yield sha
         for parent in parents:
@@ -96,6 +87,26 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
                 seen.add(parent)
                 counter += 1
                 heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
+
+
+def _changed(
+    entry: Callable[[str], tuple[int, str] | None], sha: str, parents: tuple[str, ...]
+) -> tuple[bool, tuple[str, ...]]:
+    """Whether commit ``sha`` changed the path's entry, and the parents to walk on from it.
+
+    A root commit changed it if it has the path; a commit with one parent if the entries
+    differ. A merge changed it only if no parent has the very same entry; otherwise the walk
+    follows the first parent that has it and leaves the others.
+    """
+    if not parents:
+        return entry(sha) is not None, parents
+    if len(parents) == 1:
+        return entry(parents[0]) != entry(sha), parents
+    mine = entry(sha)
+    same = next((p for p in parents if entry(p) == mine), None)
+    if same is None:
+        return True, parents
+    return False, (same,)
 
 
 def log(repo: GitRepo, commit: str, path: Iterable[str] | str = "", n: int = 20) -> list[LogEntry]:

@@ -1,4 +1,7 @@
-"""Paths inside a tree: normalised once, refused when they could leave it."""
+"""Paths inside a tree: normalised once, refused when they could leave it.
+
+Spec: GIT.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,11 @@ from tmsite.gitstore.errors import HostileName, OutOfRoot
 
 
 def normalise(segments: Iterable[str] | str) -> tuple[str, ...]:
-    """Check a path, given as its segments (or as one slash-separated string), for reading.
+    r"""Check a path, given as its segments (or as one slash-separated string), for reading.
 
     A string is split on ``/``; one trailing slash is allowed (a directory) and ``""`` is the
     root. Nothing is collapsed: a ``..`` or ``.`` segment, an empty segment (``a//b``, a
-    leading ``/``), and a segment holding ``/``, ``\\`` or NUL are refused rather than
+    leading ``/``), and a segment holding ``/``, ``\`` or NUL are refused rather than
     interpreted, so no spelling can reach outside the tree.
 
     Args:

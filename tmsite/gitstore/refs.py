@@ -3,6 +3,8 @@
 Client text is never handed to a revision parser and never turned into a file path: a ref name
 is matched against the set of names read from the ref store, an abbreviated id against the
 object index, a date against committer dates on the default ref's first-parent chain.
+
+Spec: GIT.
 """
 
 from __future__ import annotations
@@ -114,6 +116,15 @@ def validate_ref(text: str) -> RefText:
     Raises:
         BadRef: with the rule the text broke.
     """
+    _refuse_unsafe(text)
+    if _DATE_SHAPED.fullmatch(text):
+        return RefText(text, "date", _parse_date(text))
+    _refuse_bad_name(text)
+    return RefText(text, "name")
+
+
+def _refuse_unsafe(text: str) -> None:
+    """Refuse what no ref, name or date, may be: empty, too long, an option, control or space."""
     if not text:
         raise BadRef(text, "the ref is empty")
     if len(text) > MAX_REF_LENGTH:
@@ -124,8 +135,10 @@ def validate_ref(text: str) -> RefText:
         raise BadRef(text, "control characters are not allowed")
     if any(ch.isspace() for ch in text):
         raise BadRef(text, "spaces are not allowed")
-    if _DATE_SHAPED.fullmatch(text):
-        return RefText(text, "date", _parse_date(text))
+
+
+def _refuse_bad_name(text: str) -> None:
+    """Refuse a text that is not a date and breaks a rule of git's ref names."""
     for needle, why in _FORBIDDEN:
         if needle in text:
             raise BadRef(text, why)
@@ -138,7 +151,6 @@ def validate_ref(text: str) -> RefText:
         raise BadRef(text, "no segment of a ref may start with '-'")
     if text.endswith(".lock") or text.endswith("."):
         raise BadRef(text, "a ref may not end with '.lock' or '.'")
-    return RefText(text, "name")
 
 
 def _is_clean_name(name: str) -> bool:

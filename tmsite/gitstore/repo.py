@@ -17,6 +17,8 @@ dulwich's reader and its records decoded one at a time when asked for.
 Commits and trees are parsed here from the raw object text (client text never reaches a
 revision parser, and no porcelain is used): a commit keeps only what the library uses — its
 tree, parents, author name and dates, and subject — and never the e-mail addresses.
+
+Spec: GIT.
 """
 
 from __future__ import annotations
@@ -97,10 +99,10 @@ TreeData = dict[str, tuple[int, str]]
 
 
 def is_hostile_name(name: str) -> bool:
-    """Whether a tree entry name is one the library never returns or descends into.
+    r"""Whether a tree entry name is one the library never returns or descends into.
 
     Refused: the empty name, ``.``, ``..``, ``.git`` in any letter case, and names holding
-    ``/``, ``\\`` or NUL (a well-formed tree cannot contain those, a crafted one can).
+    ``/``, ``\`` or NUL (a well-formed tree cannot contain those, a crafted one can).
     """
     return (
         name in ("", ".", "..")
@@ -207,9 +209,9 @@ def parse_walk(raw: bytes) -> tuple[str, tuple[str, ...], int]:
 
 
 def find_in_tree(raw: bytes, name: bytes) -> tuple[int, str] | None:
-    """The ``(mode, id)`` of the first entry called ``name`` in a raw tree, or None.
+    r"""The ``(mode, id)`` of the first entry called ``name`` in a raw tree, or None.
 
-    Entries are ``<octal mode> <name>\\0<20-byte id>``; the scan stops at the name.
+    Entries are ``<octal mode> <name>\0<20-byte id>``; the scan stops at the name.
     """
     pos = 0
     size = len(raw)
@@ -497,18 +499,40 @@ class GitRepo:
         """
         buf = pack.data._buffer()
         chain: list[tuple[int, int, int]] = []  # (offset, data position, inflated size)
+        type_num, data = self._chain_down(pack, buf, offset, depth, chain)
+        for link, (link_at, pos, size) in enumerate(reversed(chain)):
+            data = b"".join(apply_delta(data, inflate(buf, pos, size)))
+            if link < len(chain) - 1:
+                self._keep_base(pack, link_at, type_num, data)
+        return type_num, data
+
+    def _chain_down(
+        self,
+        pack: Pack,
+        buf: bytes | mmap.mmap,
+        offset: int,
+        depth: int,
+        chain: list[tuple[int, int, int]],
+    ) -> tuple[int, bytes]:
+        """Follow the delta chain from ``offset`` to its base: the base's type and content.
+
+        Each delta met is appended to ``chain`` as (offset, data position, inflated size),
+        newest first; the walk stops at a whole object, a cached link or a ref-delta's base.
+
+        Raises:
+            ValueError: the chain is too deep, a base offset is bad or an entry type unknown.
+        """
         at = offset
         while True:
             cached = self._bases.get((id(pack), at))
             if cached is not None:
-                type_num, data = cached
-                break
+                return cached
             type_num, size, pos = entry_header(buf, at)
             if type_num <= TAG:
                 data = inflate(buf, pos, size)
                 if chain:
                     self._keep_base(pack, at, type_num, data)
-                break
+                return type_num, data
             if len(chain) + depth >= MAX_DELTA_DEPTH:
                 raise ValueError("delta chain too deep")
             if type_num == OFS_DELTA:
@@ -520,15 +544,9 @@ class GitRepo:
             elif type_num == REF_DELTA:
                 base_id = bytes(buf[pos : pos + 20])
                 chain.append((at, pos + 20, size))
-                type_num, data = self._read_binary(base_id, depth + len(chain))
-                break
+                return self._read_binary(base_id, depth + len(chain))
             else:
                 raise ValueError(f"unknown pack entry type {type_num}")
-        for link, (link_at, pos, size) in enumerate(reversed(chain)):
-            data = b"".join(apply_delta(data, inflate(buf, pos, size)))
-            if link < len(chain) - 1:
-                self._keep_base(pack, link_at, type_num, data)
-        return type_num, data
 
     def _keep_base(self, pack: Pack, offset: int, type_num: int, data: bytes) -> None:
         if self._base_bytes + len(data) > BASE_CACHE_BYTES:
@@ -804,9 +822,10 @@ class GitRepo:
         return raw
 
     def sizes(self, shas: list[str]) -> list[int]:
-        """The sizes of many objects at once, under one hold of the lock (a listing asks for
-        thousands): a whole object's from its pack entry header, read in place; the others
-        from the cache, else as :meth:`header` finds them.
+        """The sizes of many objects at once, under one hold of the lock.
+
+        A listing asks for thousands. A whole object's size comes from its pack entry header,
+        read in place; the others' from the cache, else as :meth:`header` finds them.
 
         Raises:
             GitError: an object is missing or unreadable.
@@ -814,36 +833,10 @@ class GitRepo:
         out = [-1] * len(shas)
         try:
             with self._lock:
-                if self._indexes is None:
-                    self._indexes = [self._index_reader(pack) for pack in self._packs]
-                try:
-                    direct = [
-                        (reader, pack.data._buffer())
-                        for pack, reader in zip(self._packs, self._indexes, strict=True)
-                        if reader is not None
-                    ]
-                except (AttributeError, ValueError):
-                    direct = []
-                if len(direct) != len(self._packs):
-                    direct = []  # an index this reader cannot search: every object the long way
+                direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
-                    for reader, buf in direct:
-                        offset = reader.offset(binary)
-                        if offset is None:
-                            continue
-                        byte = buf[offset]
-                        if (byte >> 4) & 7 <= TAG:
-                            size = byte & 0x0F
-                            shift = 4
-                            pos = offset + 1
-                            while byte & 0x80:
-                                byte = buf[pos]
-                                pos += 1
-                                size |= (byte & 0x7F) << shift
-                                shift += 7
-                            out[at] = size
-                        break
+                    out[at] = _packed_size(direct, binary)
                     if out[at] < 0:
                         cached = OBJECTS.get((self.path, "size", sha))
                         if cached is not None:
@@ -856,9 +849,54 @@ class GitRepo:
             raise GitError(f"an object could not be read: {exc.__class__.__name__}") from exc
         return out
 
+    def _direct_indexes(self) -> list[tuple[PackIndexReader, bytes | mmap.mmap]]:
+        """Each pack's index reader with its mapped bytes (lock held); empty if any is unusable.
+
+        Empty means every object is found the long way, since an object may sit in a pack
+        whose index this reader cannot search.
+        """
+        if self._indexes is None:
+            self._indexes = [self._index_reader(pack) for pack in self._packs]
+        try:
+            direct = [
+                (reader, pack.data._buffer())
+                for pack, reader in zip(self._packs, self._indexes, strict=True)
+                if reader is not None
+            ]
+        except (AttributeError, ValueError):
+            direct = []
+        if len(direct) != len(self._packs):
+            direct = []  # an index this reader cannot search: every object the long way
+        return direct
+
     def size(self, sha: str) -> int:
         """The size in bytes of object ``sha`` (cached once known; from the pack header)."""
         return self._header_field(sha, "size")
+
+
+def _packed_size(direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes) -> int:
+    """The size of a whole (non-delta) object from its pack entry header; -1 if not so found.
+
+    The header's first byte holds the type and the low four bits of the size, each further
+    byte (while the high bit is set) seven more bits.
+    """
+    for reader, buf in direct:
+        offset = reader.offset(binary)
+        if offset is None:
+            continue
+        byte = buf[offset]
+        if (byte >> 4) & 7 > TAG:
+            return -1
+        size = byte & 0x0F
+        shift = 4
+        pos = offset + 1
+        while byte & 0x80:
+            byte = buf[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+        return size
+    return -1
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:

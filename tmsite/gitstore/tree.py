@@ -1,4 +1,7 @@
-"""Reading trees and blobs at a commit: lookup, listing, content, sizes, ``.gitmodules``."""
+"""Reading trees and blobs at a commit: lookup, listing, content, sizes, ``.gitmodules``.
+
+Spec: GIT.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ transaction; the process writes what is left at exit (a stdio server writes then
 that fails (no database yet, a locked SQLite file) keeps its counts for the next one. Reads
 made only to assemble another read (the addresses a blocks read consults) are not served and
 are not counted: they run inside ``quiet()``.
+
+Spec: KINDS.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Seen:
     last: datetime | None = None
 
     def merge(self, other: Seen) -> None:
+        """Add ``other``'s counts and tallies to these, widening first and last served."""
         self.count += other.count
         self.media_types.update(other.media_types)
         self.rels.update(other.rels)
@@ -62,6 +65,7 @@ class Seen:
             self.last = other.last
 
     def to_json(self, kind: str) -> dict[str, Any]:
+        """What ``kinds/<kind>`` reads as: counts, tallies sorted by name, ISO times or null."""
         return {
             "kind": kind,
             "count": self.count,
@@ -213,4 +217,5 @@ COUNTER = KindCounter()
 
 
 def record(content: Content) -> None:
+    """Count one served read in the process's counter (see :meth:`KindCounter.record`)."""
     COUNTER.record(content)

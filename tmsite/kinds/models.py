@@ -1,4 +1,7 @@
-"""One row per kind of thing this host has served, since it began recording."""
+"""One row per kind of thing this host has served, since it began recording.
+
+Spec: KINDS.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,8 @@ depth caps, cursor cycles, responses to ids never sent, and server→client requ
 elicitation, roots…) answered with -32601 and never acted on.
 
 One call is in flight at a time; a lock makes a client safe to share between threads.
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -113,8 +115,10 @@ class ToolResult:
         return "\n".join(str(c.get("text", "")) for c in self.content if c.get("type") == "text")
 
     def data(self) -> Any:
-        """The result as data: ``structuredContent`` if sent, else the JSON a lone text item
-        carries (as koyu-mcp's tools return), else None (the text is not JSON).
+        """The result as data, or None when there is none.
+
+        That is ``structuredContent`` if sent, else the JSON a lone text item carries (as
+        koyu-mcp's tools return), else None (the text is not JSON).
 
         Raises:
             TooDeep: the lone text item nests arrays and objects deeper than ``max_depth``. The
@@ -493,6 +497,16 @@ class Client:
             return result
 
     def _list(self, method: str, key: str, required: str, capability: str) -> list[JSONObject]:
+        """Every entry of a paged list method, following ``nextCursor`` to the end.
+
+        A first page refused with method-not-found by a server that did not declare
+        ``capability`` is an empty list.
+
+        Raises:
+            TooLarge: more pages or entries than the limits allow.
+            ProtocolError: a page or an entry is malformed, or a cursor comes back.
+            PeerError: the server refused a page.
+        """
         items: list[JSONObject] = []
         seen: set[str] = set()
         cursor: str | None = None
@@ -508,29 +522,12 @@ class Client:
                 if exc.code == jsonrpc.METHOD_NOT_FOUND and not declared and pages == 1:
                     return []
                 raise
-            page = result.get(key, [])
-            if not isinstance(page, list):
-                raise ProtocolError(f"{method}: {key} is not a list")
-            for item in page:
-                if not isinstance(item, dict) or not isinstance(item.get(required), str):
-                    raise ProtocolError(
-                        f"{method}: an entry without a string {required}",
-                        jsonrpc.excerpt(repr(item)),
-                    )
-            items.extend(page)
+            items.extend(_page_entries(method, key, required, result))
             if len(items) > self.limits.max_items:
                 raise TooLarge("items", self.limits.max_items, len(items))
-            nxt = result.get("nextCursor")
-            if nxt is None or nxt == "":
+            cursor = _next_cursor(method, result, seen, pages)
+            if cursor is None:
                 return items
-            if not isinstance(nxt, str):
-                raise ProtocolError(f"{method}: nextCursor is not a string")
-            if nxt in seen:
-                raise ProtocolError(
-                    f"{method}: cursor cycle (a cursor came back after {pages} pages)", nxt[:200]
-                )
-            seen.add(nxt)
-            cursor = nxt
 
     def list_tools(self) -> list[JSONObject]:
         """Every tool, all pages, as the server described them."""
@@ -674,3 +671,40 @@ def _header_value(value: str) -> str:
     ):
         return value
     return f"=?base64?{base64.b64encode(value.encode()).decode('ascii')}?="
+
+
+def _page_entries(method: str, key: str, required: str, result: JSONObject) -> list[JSONObject]:
+    """The entries of one page of a list method, each an object with a string ``required``.
+
+    Raises:
+        ProtocolError: the page is not a list, or an entry lacks its string ``required``.
+    """
+    page = result.get(key, [])
+    if not isinstance(page, list):
+        raise ProtocolError(f"{method}: {key} is not a list")
+    for item in page:
+        if not isinstance(item, dict) or not isinstance(item.get(required), str):
+            raise ProtocolError(
+                f"{method}: an entry without a string {required}",
+                jsonrpc.excerpt(repr(item)),
+            )
+    return page
+
+
+def _next_cursor(method: str, result: JSONObject, seen: set[str], pages: int) -> str | None:
+    """The cursor of the next page (added to ``seen``), or None after the last page.
+
+    Raises:
+        ProtocolError: the cursor is not a string, or is one already followed (a cycle).
+    """
+    nxt = result.get("nextCursor")
+    if nxt is None or nxt == "":
+        return None
+    if not isinstance(nxt, str):
+        raise ProtocolError(f"{method}: nextCursor is not a string")
+    if nxt in seen:
+        raise ProtocolError(
+            f"{method}: cursor cycle (a cursor came back after {pages} pages)", nxt[:200]
+        )
+    seen.add(nxt)
+    return nxt

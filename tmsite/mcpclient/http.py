@@ -6,6 +6,8 @@ Bodies are read while streaming and stopped at the byte cap; an event stream is 
 event until the response to the request arrives. Server→client requests that arrive on a stream
 are answered with -32601 in a POST of their own. A session id issued on the handshake is sent on
 every later request and released with DELETE on close.
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -206,6 +208,13 @@ class HttpTransport:
     def _read(
         self, response: httpx.Response, method: str, deadline: Deadline, *, expect_reply: bool
     ) -> Iterator[tuple[Any, int]]:
+        """The messages an answer carries, each with its HTTP status, once the status is checked.
+
+        Raises:
+            Gated: HTTP 401 or 403.
+            Unreachable: another error status whose body is no JSON-RPC error.
+            ProtocolError: a status, session id or content type this transport does not take.
+        """
         status = response.status_code
         if status in (401, 403):
             raise Gated(
@@ -216,18 +225,34 @@ class HttpTransport:
         if status >= 400:
             yield from self._error_body(response, method)
             return
+        if self._carries_reply(response, method, expect_reply=expect_reply):
+            yield from self._messages(response, method, deadline)
+
+    def _carries_reply(self, response: httpx.Response, method: str, *, expect_reply: bool) -> bool:
+        """Whether a success answer is to be read for messages; keeps the session id it sets.
+
+        Raises:
+            ProtocolError: a 202 or 204 where a reply was due, another status than 200, or a
+                session id that is not visible ASCII.
+        """
+        status = response.status_code
         if status in (202, 204):
             if expect_reply:
                 raise ProtocolError(f"HTTP {status} with no response to {method}")
-            return
+            return False
         if status != 200:
             raise ProtocolError(f"unexpected HTTP {status} for {method}")
         if method == "initialize" and (sid := response.headers.get(SESSION_HEADER)) is not None:
             if not _SESSION_ID.match(sid):
                 raise ProtocolError("the session id is not visible ASCII", sid[:80])
             self.session_id = sid
-        if not expect_reply:
-            return
+        return expect_reply
+
+    def _messages(
+        self, response: httpx.Response, method: str, deadline: Deadline
+    ) -> Iterator[tuple[Any, int]]:
+        """The messages of a 200 answer: one JSON body, or the data of each stream event."""
+        status = response.status_code
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype == "application/json":
             yield (

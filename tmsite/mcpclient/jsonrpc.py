@@ -4,6 +4,8 @@ Decoding is strict (no NaN or Infinity, objects only); classification separates 
 server→client requests and notifications; a server→client request is never acted on — it is
 answered with -32601 (``ping`` excepted, which is answered with an empty result as the
 specification asks of every party).
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ def check_depth(raw: bytes, max_depth: int, part: str = "message") -> None:
 
 
 def decode(raw: bytes, limit: int, *, max_depth: int = MAX_DEPTH, part: str = "message") -> Any:
-    """Parse one message's bytes as JSON, refusing more than ``limit`` bytes and nesting deeper
-    than ``max_depth``.
+    """Parse one message's bytes as JSON, refusing oversized or overdeep ones.
+
+    More than ``limit`` bytes, or nesting deeper than ``max_depth``, is refused before parsing.
 
     Raises:
         TooLarge: the message is over the byte cap.
@@ -114,13 +117,35 @@ def classify(message: Any) -> Kind:
     if message.get("jsonrpc") != "2.0":
         raise ProtocolError('a message must carry "jsonrpc": "2.0"', excerpt(json.dumps(message)))
     if "method" in message:
-        if not isinstance(message["method"], str):
-            raise ProtocolError("a method must be a string", excerpt(json.dumps(message)))
-        if "id" not in message:
-            return "notification"
-        if not _valid_id(message["id"]):
-            raise ProtocolError("a request id must be a string or an integer")
-        return "request"
+        return _classify_call(message)
+    _check_response(message)
+    return "response"
+
+
+def _classify_call(message: JSONObject) -> Kind:
+    """A message with a method: a notification without an id, else a request.
+
+    Raises:
+        ProtocolError: the method is not a string, or the id neither a string nor an integer.
+    """
+    if not isinstance(message["method"], str):
+        raise ProtocolError("a method must be a string", excerpt(json.dumps(message)))
+    if "id" not in message:
+        return "notification"
+    if not _valid_id(message["id"]):
+        raise ProtocolError("a request id must be a string or an integer")
+    return "request"
+
+
+def _check_response(message: JSONObject) -> None:
+    """Refuse a response that is malformed: its id, its result or its error.
+
+    A null id is allowed on an error only (the server could not read the request).
+
+    Raises:
+        ProtocolError: not exactly one of result and error, no id or a bad one, a result that
+            is not an object, an error without an integer code and a string message.
+    """
     has_result, has_error = "result" in message, "error" in message
     if has_result == has_error:
         raise ProtocolError(
@@ -133,18 +158,20 @@ def classify(message: Any) -> Kind:
         raise ProtocolError("a response id must be a string or an integer")
     if has_result and not isinstance(message["result"], dict):
         raise ProtocolError("a result must be an object", excerpt(json.dumps(message)))
-    if has_error:
-        error = message["error"]
-        if (
-            not isinstance(error, dict)
-            or not isinstance(error.get("code"), int)
-            or isinstance(error.get("code"), bool)
-            or not isinstance(error.get("message"), str)
-        ):
-            raise ProtocolError(
-                "an error needs an integer code and a string message", excerpt(json.dumps(message))
-            )
-    return "response"
+    if has_error and not _is_error_object(message["error"]):
+        raise ProtocolError(
+            "an error needs an integer code and a string message", excerpt(json.dumps(message))
+        )
+
+
+def _is_error_object(error: Any) -> bool:
+    """Whether a response's ``error`` is an object with an integer code and a string message."""
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error.get("code"), bool)
+        and isinstance(error.get("message"), str)
+    )
 
 
 def _valid_id(value: Any) -> bool:

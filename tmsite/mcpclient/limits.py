@@ -1,4 +1,7 @@
-"""Caps and deadlines shared by both transports."""
+"""Caps and deadlines shared by both transports.
+
+Spec: MCP.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ stderr into the log, capped, keeping a short tail to explain failures. Writes go
 non-blocking pipe under the call's deadline. Any fault that leaves the stream unusable — a
 deadline passed, a protocol error, an oversize message, the child gone — kills the process group
 and closes the transport; later calls fail with :class:`Unreachable` naming the first fault.
+
+Spec: MCP.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@
   :class:`~tmsite.servers.models.MapEntryChange` per changed field and marks the entry
   ``touched``: the index driver never changes it again. Adding and deleting are kept too.
 * Declarations and changes are read-only: history is never edited.
+
+Spec: OP4.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
+from typing_extensions import override
 
 from tmsite.admin_base import ReadOnlyAdmin
 from tmsite.servers import changes
@@ -29,6 +32,8 @@ from tmsite.servers.index import rederive
 
 @admin.register(m.McpServer)
 class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Server records: listed by how they last answered, every field change kept, probed at will."""
+
     list_display = (
         "name",
         "transport",
@@ -50,6 +55,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     )
     actions = ("probe_now", "rederive_maps")
 
+    @override
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
@@ -63,6 +69,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description="Ask the selected servers now (probe, then re-derive maps)")
     def probe_now(self, request: HttpRequest, queryset: QuerySet[m.McpServer]) -> None:
+        """Probe each selected server now and, when it answered, re-derive its map."""
         for server in queryset:
             outcome = probe_record(server)
             text = f"{server.name}: {outcome.outcome}"
@@ -76,6 +83,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description="Re-derive the selected servers' maps (hand corrections kept)")
     def rederive_maps(self, request: HttpRequest, queryset: QuerySet[m.McpServer]) -> None:
+        """Re-derive each selected server's map from its latest declaration; corrections kept."""
         for server in queryset:
             summary = rederive(server)
             self.message_user(
@@ -87,6 +95,8 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(m.MapEntry)
 class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Map entries, corrected item by item: each changed field kept, the entry then ``touched``."""
+
     list_display = (
         "server",
         "path_template",
@@ -102,10 +112,12 @@ class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_select_related = ("server",)
     readonly_fields = ("origin", "derived_key", "derived_reason", "touched", "updated_at")
 
+    @override
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(self.readonly_fields)
         return (*fields, "server") if obj is not None else fields
 
+    @override
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
@@ -124,11 +136,13 @@ class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             obj.updated_at = timezone.now()
         super().save_model(request, obj, form, change)
 
+    @override
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         user, name = changes.who(request.user)
         changes.log_entry_removed(obj, user, name)
         super().delete_model(request, obj)
 
+    @override
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         user, name = changes.who(request.user)
         for obj in queryset:
@@ -138,6 +152,8 @@ class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(m.MapEntryChange)
 class MapEntryChangeAdmin(ReadOnlyAdmin):
+    """The history of map entry corrections, read-only."""
+
     list_display = (
         "changed_at",
         "server_name",
@@ -155,6 +171,8 @@ class MapEntryChangeAdmin(ReadOnlyAdmin):
 
 @admin.register(m.ServerChange)
 class ServerChangeAdmin(ReadOnlyAdmin):
+    """The history of server record changes, read-only."""
+
     list_display = ("changed_at", "server_name", "field", "old", "new", "changed_by_name")
     list_filter = ("server_name", "field", "changed_by_name")
     search_fields = ("server_name", "field", "changed_by_name")
@@ -163,6 +181,8 @@ class ServerChangeAdmin(ReadOnlyAdmin):
 
 @admin.register(m.ServerDeclaration)
 class ServerDeclarationAdmin(ReadOnlyAdmin):
+    """What each server declared when asked, read-only."""
+
     list_display = ("server", "asked_at", "protocol_version", "era", "seconds")
     list_filter = ("server", "era")
     search_fields = ("server__name",)

@@ -1,7 +1,11 @@
+"""The Django app of the MCP server records, their declarations and index maps."""
+
 from django.apps import AppConfig
 
 
 class ServersConfig(AppConfig):
+    """App ``tm_servers``: its tables keep the label they were created under."""
+
     name = "tmsite.servers"
     label = "tm_servers"
     verbose_name = "MCP servers"

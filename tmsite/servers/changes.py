@@ -2,6 +2,8 @@
 
 Used by the admin and by commands, so both keep the same trail: one change row per changed
 field; a corrected map entry is marked ``touched`` so re-deriving never overwrites it.
+
+Spec: OP4.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def correct_entry(entry: MapEntry, changes: Mapping[str, Any], user: Any, name: 
 
 
 def log_entry_added(entry: MapEntry, user: Any, name: str) -> None:
+    """Keep a maintainer's new entry: one ``add`` change with every correctable value."""
     MapEntryChange.objects.create(
         entry=entry,
         server_name=entry.server.name,
@@ -76,6 +79,7 @@ def log_entry_added(entry: MapEntry, user: Any, name: str) -> None:
 
 
 def log_entry_removed(entry: MapEntry, user: Any, name: str) -> None:
+    """Keep a maintainer's deletion: one ``remove`` change with the values the entry had."""
     MapEntryChange.objects.create(
         entry=entry,
         server_name=entry.server.name,

@@ -12,12 +12,15 @@ without a string name/uri are dropped and counted) and always records on the ser
 asked and what happened: ``answered``, ``gated`` (a token missing or refused) or
 ``unreachable`` (no answer: spawn failed, the process exited, a deadline passed, the peer broke
 the protocol or sent too much — ``last_failure`` says which).
+
+Spec: MCP.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,6 +78,7 @@ def token_for(record: McpServer) -> str | None:
 
 
 def working_directory(record: McpServer) -> Path:
+    """Where a stdio server runs: the record's ``cwd`` under the checkout, else the checkout."""
     base = Path(settings.BASE_DIR)
     return (base / record.cwd).resolve() if record.cwd else base
 
@@ -118,20 +122,22 @@ class Outcome:
     declaration: ServerDeclaration | None = None
 
 
+#: (error class, outcome, its ``last_failure``), tried in order; the first class that matches.
+_DESCRIBED: tuple[tuple[type[McpClientError], str, Callable[[Any], str]], ...] = (
+    (Gated, "gated", lambda exc: f"http-{exc.status}" if exc.status else "token-missing"),
+    (Timeout, "unreachable", lambda _exc: "timeout"),
+    (Unreachable, "unreachable", lambda exc: exc.what),
+    (TooLarge, "unreachable", lambda _exc: "too-large"),
+    (ProtocolError, "unreachable", lambda _exc: "protocol"),
+    (PeerError, "unreachable", lambda _exc: "refused"),
+)
+
+
 def describe(exc: McpClientError) -> tuple[str, str]:
     """(outcome, failure) for a client error raised before anything was declared."""
-    if isinstance(exc, Gated):
-        return "gated", f"http-{exc.status}" if exc.status else "token-missing"
-    if isinstance(exc, Timeout):
-        return "unreachable", "timeout"
-    if isinstance(exc, Unreachable):
-        return "unreachable", exc.what
-    if isinstance(exc, TooLarge):
-        return "unreachable", "too-large"
-    if isinstance(exc, ProtocolError):
-        return "unreachable", "protocol"
-    if isinstance(exc, PeerError):
-        return "unreachable", "refused"
+    for kind, outcome, failure in _DESCRIBED:
+        if isinstance(exc, kind):
+            return outcome, failure(exc)
     return "unreachable", "error"
 
 

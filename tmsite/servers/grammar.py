@@ -5,6 +5,8 @@ A map entry's **path template** names things under ``mcp/<server>/``: segments s
 segment is a literal and not one of the record's own children (``tools``, ``resources``,
 ``prompts``, ``map``); a variable appears once; at most eight segments. Its **arguments** map
 each tool argument to ``"{variable}"`` (the path segment) or to a constant JSON value.
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -113,6 +115,11 @@ def reference(value: Any) -> str | None:
 
 
 def check_kind(kind: str) -> str:
+    """The kind a map entry types its answers by, unchanged once checked.
+
+    Raises:
+        GrammarError: it is not lowercase letters, digits and ``-``, starting with a letter.
+    """
     if not isinstance(kind, str) or not KIND.fullmatch(kind):
         raise GrammarError("a kind is lowercase letters, digits and '-', starting with a letter")
     return kind

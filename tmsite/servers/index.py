@@ -20,6 +20,8 @@ mapped, updates derived entries no maintainer touched, and removes derived entri
 maintainer touched whose tool is no longer derived. A touched entry (``touched``: a maintainer
 changed it) is never changed, nor is a path a maintainer's entry already holds. Every change is
 a :class:`~tmsite.servers.models.MapEntryChange` by ``"index driver"``.
+
+Spec: MCP.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class Derived:
     reason: str
 
     def values(self) -> dict[str, Any]:
+        """The entry's correctable fields as :class:`~tmsite.servers.models.MapEntry` holds them."""
         return {
             "path_template": self.path_template,
             "tool": self.tool,
@@ -112,28 +115,15 @@ def identifier_like(name: str, schema: Any) -> bool:
 
 
 def derive_tool(tool: dict[str, Any]) -> Derived | str:
-    """The entry one tool derives, or why it derives none."""
-    name = tool.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", name):
-        return "its name is not a plain identifier"
-    schema = tool.get("inputSchema")
-    if not isinstance(schema, dict):
-        return "no input schema"
-    props = schema.get("properties")
-    props = props if isinstance(props, dict) else {}
-    required = schema.get("required")
-    if not isinstance(required, list) or not required:
-        return "no required arguments: it does not name one thing"
-    if not all(isinstance(r, str) and grammar.ENV_NAME.fullmatch(r) for r in required):
-        return "an argument name is not a plain identifier"
-    loose = [r for r in required if not identifier_like(r, props.get(r))]
-    if loose:
-        return f"required argument {loose[0]!r} is not identifier-like"
+    """The entry one tool derives, or why it derives none (the rules of the module docstring)."""
+    ordered = _identifier_arguments(tool)
+    if isinstance(ordered, str):
+        return ordered
+    name: str = tool["name"]
     annotations = tool.get("annotations")
     annotations = annotations if isinstance(annotations, dict) else {}
     if annotations.get("readOnlyHint") is False or annotations.get("destructiveHint") is True:
         return "its annotations say it writes"
-    ordered = [p for p in props if p in required] + [r for r in required if r not in props]
     arguments = {arg: f"{{{arg}}}" for arg in ordered}
     tail = "/".join(f"{{{arg}}}" for arg in ordered)
     prefixed = _READ_PREFIX.fullmatch(name)
@@ -158,6 +148,31 @@ def derive_tool(tool: dict[str, Any]) -> Derived | str:
             f"{name} is marked read-only and takes identifiers only ({', '.join(ordered)})",
         )
     return "its name does not start like a read of one thing"
+
+
+def _identifier_arguments(tool: dict[str, Any]) -> list[str] | str:
+    """A tool's required arguments in schema order, or why it does not read one thing by them.
+
+    The tool must have a plain name, an input schema and at least one required argument, each
+    with a plain name and an identifier-like schema (:func:`identifier_like`).
+    """
+    name = tool.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", name):
+        return "its name is not a plain identifier"
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict):
+        return "no input schema"
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    required = schema.get("required")
+    if not isinstance(required, list) or not required:
+        return "no required arguments: it does not name one thing"
+    if not all(isinstance(r, str) and grammar.ENV_NAME.fullmatch(r) for r in required):
+        return "an argument name is not a plain identifier"
+    loose = [r for r in required if not identifier_like(r, props.get(r))]
+    if loose:
+        return f"required argument {loose[0]!r} is not identifier-like"
+    return [p for p in props if p in required] + [r for r in required if r not in props]
 
 
 def derive(declaration: ServerDeclaration) -> tuple[list[Derived], dict[str, str]]:
@@ -186,6 +201,12 @@ def derive(declaration: ServerDeclaration) -> tuple[list[Derived], dict[str, str
 
 @dataclass
 class Summary:
+    """What one :func:`rederive` did to a map.
+
+    The paths added, updated, removed and kept as corrected; and, by tool, why a tool was
+    not mapped.
+    """
+
     added: list[str]
     updated: list[str]
     removed: list[str]
@@ -207,52 +228,67 @@ def rederive(server: McpServer) -> Summary:
         taken = {e.path_template: e for e in entries}
         wanted = {d.tool for d in derived}
         for gone in entries:
-            if gone.origin != "derived" or gone.touched or gone.derived_key in wanted:
-                continue
-            _log(gone, "remove", "*", _values(gone), None, now)
-            summary.removed.append(gone.path_template)
-            taken.pop(gone.path_template, None)
-            gone.delete()
+            if gone.origin == "derived" and not gone.touched and gone.derived_key not in wanted:
+                _log(gone, "remove", "*", _values(gone), None, now)
+                summary.removed.append(gone.path_template)
+                taken.pop(gone.path_template, None)
+                gone.delete()
         for item in derived:
-            entry = by_key.get(item.tool)
-            if entry is not None and entry.touched:
-                summary.kept.append(entry.path_template)
-                continue
-            holder = taken.get(item.path_template)
-            if holder is not None and holder is not entry:
-                summary.skipped[item.tool] = (
-                    f"{item.path_template!r} is held by another entry ({holder.tool})"
-                )
-                continue
-            if entry is None:
-                entry = MapEntry(
-                    server=server,
-                    origin="derived",
-                    derived_key=item.tool,
-                    derived_reason=item.reason,
-                    updated_at=now,
-                    **item.values(),
-                )
-                entry.save()
-                _log(entry, "derive", "*", None, _values(entry), now)
-                summary.added.append(entry.path_template)
-                taken[entry.path_template] = entry
-                continue
-            changed = []
-            for field, value in item.values().items():
-                old = getattr(entry, field)
-                if old != value:
-                    _log(entry, "rederive", field, old, value, now)
-                    setattr(entry, field, value)
-                    changed.append(field)
-            if changed or entry.derived_reason != item.reason:
-                taken.pop(entry.path_template, None)
-                entry.derived_reason = item.reason
-                entry.updated_at = now
-                entry.save()
-                taken[entry.path_template] = entry
-                summary.updated.append(entry.path_template)
+            _apply(server, item, by_key.get(item.tool), taken, summary, now)
     return summary
+
+
+def _apply(
+    server: McpServer,
+    item: Derived,
+    entry: MapEntry | None,
+    taken: dict[str, MapEntry],
+    summary: Summary,
+    now: Any,
+) -> None:
+    """Bring one derived item into the map, ``entry`` being the one it derived before.
+
+    A touched entry is kept; a path another entry holds is skipped; otherwise the entry is
+    added, or its changed fields are rewritten (each change logged). ``taken`` (path → entry)
+    follows along.
+    """
+    if entry is not None and entry.touched:
+        summary.kept.append(entry.path_template)
+        return
+    holder = taken.get(item.path_template)
+    if holder is not None and holder is not entry:
+        summary.skipped[item.tool] = (
+            f"{item.path_template!r} is held by another entry ({holder.tool})"
+        )
+        return
+    if entry is None:
+        entry = MapEntry(
+            server=server,
+            origin="derived",
+            derived_key=item.tool,
+            derived_reason=item.reason,
+            updated_at=now,
+            **item.values(),
+        )
+        entry.save()
+        _log(entry, "derive", "*", None, _values(entry), now)
+        summary.added.append(entry.path_template)
+        taken[entry.path_template] = entry
+        return
+    changed = []
+    for field, value in item.values().items():
+        old = getattr(entry, field)
+        if old != value:
+            _log(entry, "rederive", field, old, value, now)
+            setattr(entry, field, value)
+            changed.append(field)
+    if changed or entry.derived_reason != item.reason:
+        taken.pop(entry.path_template, None)
+        entry.derived_reason = item.reason
+        entry.updated_at = now
+        entry.save()
+        taken[entry.path_template] = entry
+        summary.updated.append(entry.path_template)
 
 
 def _values(entry: MapEntry) -> dict[str, Any]:

@@ -12,6 +12,8 @@
   and re-deriving leaves it alone.
 * :class:`MapEntryChange` and :class:`ServerChange` — every change, field by field, with who and
   when (``changed_by_name`` is ``"index driver"`` for derivation). Rows are never edited.
+
+Spec: MCP, OP4.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from typing_extensions import override
 
 from tmsite.servers import grammar
 
@@ -111,23 +114,42 @@ class McpServer(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @override
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if not grammar.SERVER_NAME.fullmatch(self.name or ""):
             errors["name"] = "lowercase letters, digits and '-'"
         if self.transport == "stdio":
-            if not self.command:
-                errors["command"] = "a stdio server needs a program"
-            if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
-                errors["args"] = "a list of strings"
-            elif any("\0" in a for a in [self.command, *self.args]):
-                errors["args"] = "no NUL in a program or argument"
+            errors.update(self._stdio_errors())
         elif self.transport == "http":
-            parts = urlsplit(self.url or "")
-            if parts.scheme not in {"http", "https"} or not parts.hostname:
-                errors["url"] = "an http:// or https:// URL"
-            elif parts.username or parts.password:
-                errors["url"] = "no credentials in the URL: name a token setting instead"
+            errors.update(self._http_errors())
+        errors.update(self._setting_errors())
+        if errors:
+            raise ValidationError(errors)
+
+    def _stdio_errors(self) -> dict[str, str]:
+        """What is wrong with a stdio record's program and arguments, by field."""
+        errors: dict[str, str] = {}
+        if not self.command:
+            errors["command"] = "a stdio server needs a program"
+        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+            errors["args"] = "a list of strings"
+        elif any("\0" in a for a in [self.command, *self.args]):
+            errors["args"] = "no NUL in a program or argument"
+        return errors
+
+    def _http_errors(self) -> dict[str, str]:
+        """What is wrong with an HTTP record's URL (a scheme, a host, no credentials)."""
+        parts = urlsplit(self.url or "")
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            return {"url": "an http:// or https:// URL"}
+        if parts.username or parts.password:
+            return {"url": "no credentials in the URL: name a token setting instead"}
+        return {}
+
+    def _setting_errors(self) -> dict[str, str]:
+        """What is wrong with the fields both transports share, by field."""
+        errors: dict[str, str] = {}
         if not isinstance(self.env_allow, list) or not all(
             isinstance(n, str) and grammar.ENV_NAME.fullmatch(n) for n in self.env_allow
         ):
@@ -140,13 +162,14 @@ class McpServer(models.Model):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0 < value <= 600:
                 errors[name] = "seconds, more than 0 and at most 600"
-        if errors:
-            raise ValidationError(errors)
+        return errors
 
     def argv(self) -> list[str]:
+        """A stdio server's program and its arguments, as one list (never a shell line)."""
         return [self.command, *self.args]
 
     def latest_declaration(self) -> ServerDeclaration | None:
+        """What the server declared the last time it answered, or None if it never did."""
         return self.declarations.order_by("-asked_at", "-id").first()
 
 
@@ -180,6 +203,7 @@ class ServerDeclaration(models.Model):
         return f"{self.server.name} at {self.asked_at:%Y-%m-%d %H:%M:%S}"
 
     def tool(self, name: str) -> dict[str, Any] | None:
+        """The tool called ``name`` as the server described it, or None."""
         for tool in self.tools:
             if isinstance(tool, dict) and tool.get("name") == name:
                 return tool
@@ -235,6 +259,7 @@ class MapEntry(models.Model):
     def __str__(self) -> str:
         return f"{self.server.name}/{self.path_template}"
 
+    @override
     def clean(self) -> None:
         errors: dict[str, str] = {}
         try:

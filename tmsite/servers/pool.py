@@ -1,5 +1,6 @@
-"""Warm clients: one started client per server, process-wide, so a map-named read does not pay
-a cold start every time.
+"""Warm clients: one started client per server, process-wide.
+
+A map-named read then does not pay a cold start every time.
 
 * Bounded: at most ``TM_MCP_WARM_MAX`` servers (default 8) are kept; starting one more closes
   the least recently used.
@@ -10,6 +11,8 @@ a cold start every time.
   gone, a protocol break, too much data) closes the client — its process group is killed — and
   drops it, so the next read starts afresh.
 * Everything is closed at interpreter exit (``atexit``) and by :func:`close_all` (tests).
+
+Spec: MCP.
 """
 
 from __future__ import annotations

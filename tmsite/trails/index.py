@@ -15,6 +15,8 @@ trail is seen on the next read. ``manage.py tm_index_trails`` rebuilds it by han
 A step's *target* is its address without parameters except ``at`` — the identity the link walk
 compares — so reading ``git/tmsite/docs/x.md?as=log`` and ``git/tmsite/docs/x.md`` both find
 a trail whose step names either.
+
+Spec: TRAILS.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
@@ -61,11 +64,14 @@ class Step:
 
     @property
     def target(self) -> str:
+        """The identity the step is indexed under (see :func:`target_of`)."""
         return target_of(parse(self.uri))
 
 
 @dataclass(frozen=True)
 class Trail:
+    """One parsed trail file: its name (the file's stem), title, description and steps."""
+
     name: str
     title: str
     description: str
@@ -78,6 +84,7 @@ def target_of(uri: TmUri) -> str:
 
 
 def trails_dir(checkout: Path | None = None) -> Path:
+    """``notes/trails/`` of ``checkout`` (by default the served checkout)."""
     return Path(checkout or settings.TM_CHECKOUT).joinpath(*TRAILS_DIR)
 
 
@@ -116,35 +123,50 @@ def parse_trail(name: str, content: bytes) -> Trail:
         raise TrailError(name, f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise TrailError(name, "must be an object with title, description and steps")
-    texts = {}
-    for field in ("title", "description"):
-        value = data.get(field)
-        if not isinstance(value, str) or not value.strip() or len(value) > 2000:
-            raise TrailError(name, f"{field} must be a non-empty string")
-        texts[field] = value
+    texts = {field: _text(name, data, field) for field in ("title", "description")}
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise TrailError(name, "steps must be a non-empty array")
     if len(raw_steps) > MAX_STEPS:
         raise TrailError(name, f"at most {MAX_STEPS} steps")
-    steps = []
-    for index, raw in enumerate(raw_steps):
-        where = f"steps[{index}]"
-        if not isinstance(raw, dict):
-            raise TrailError(name, f"{where} must be an object with uri and note")
-        uri_text, note = raw.get("uri"), raw.get("note")
-        if not isinstance(note, str) or not note.strip():
-            raise TrailError(name, f"{where}.note must be a non-empty string")
-        if not isinstance(uri_text, str) or len(uri_text) > MAX_STEP_URI:
-            raise TrailError(name, f"{where}.uri must be a tm:// address")
-        try:
-            uri = parse(uri_text)
-        except Refusal as exc:
-            raise TrailError(name, f"{where}.uri: {exc.message}") from None
-        if uri.is_hosts:
-            raise TrailError(name, f"{where}.uri must name a host")
-        steps.append(Step(index + 1, str(uri), note))
+    steps = [_step(name, index, raw) for index, raw in enumerate(raw_steps)]
     return Trail(name, texts["title"], texts["description"], tuple(steps))
+
+
+def _text(name: str, data: dict[str, Any], field: str) -> str:
+    """A trail's ``title`` or ``description``: a non-blank string of at most 2000 characters.
+
+    Raises:
+        TrailError: it is missing, blank, too long or not a string.
+    """
+    value = data.get(field)
+    if not isinstance(value, str) or not value.strip() or len(value) > 2000:
+        raise TrailError(name, f"{field} must be a non-empty string")
+    return value
+
+
+def _step(name: str, index: int, raw: Any) -> Step:
+    """Step ``index`` (0-based) of a trail, its address made canonical.
+
+    Raises:
+        TrailError: it is not an object with a non-blank note and a ``tm://`` address that
+            parses and names a host.
+    """
+    where = f"steps[{index}]"
+    if not isinstance(raw, dict):
+        raise TrailError(name, f"{where} must be an object with uri and note")
+    uri_text, note = raw.get("uri"), raw.get("note")
+    if not isinstance(note, str) or not note.strip():
+        raise TrailError(name, f"{where}.note must be a non-empty string")
+    if not isinstance(uri_text, str) or len(uri_text) > MAX_STEP_URI:
+        raise TrailError(name, f"{where}.uri must be a tm:// address")
+    try:
+        uri = parse(uri_text)
+    except Refusal as exc:
+        raise TrailError(name, f"{where}.uri: {exc.message}") from None
+    if uri.is_hosts:
+        raise TrailError(name, f"{where}.uri must name a host")
+    return Step(index + 1, str(uri), note)
 
 
 def read_trail(name: str, checkout: Path | None = None) -> Trail:

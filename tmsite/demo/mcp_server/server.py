@@ -5,6 +5,8 @@ schemas; failures are tool errors the model can read). Resources: ``elements://a
 dataset is and its terms), ``elements://table`` (the whole table as JSON) and the template
 ``elements://element/{symbol}``, whose argument completes from the symbols. One prompt,
 ``explain_element``.
+
+Spec: OP5.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class ElementOut(BaseModel):
 
     @classmethod
     def of(cls, element: Element) -> ElementOut:
+        """The element as the tools answer it."""
         return cls(**asdict(element))
 
 
@@ -97,6 +100,14 @@ def build_server() -> MCPServer[Any]:
         instructions=INSTRUCTIONS,
         version=VERSION,
     )
+    _add_tools(server)
+    _add_resources(server)
+    _add_prompt(server)
+    return server
+
+
+def _add_tools(server: MCPServer[Any]) -> None:
+    """The three read-only tools, in the order ``tools/list`` gives them."""
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(
@@ -138,6 +149,10 @@ def build_server() -> MCPServer[Any]:
         chunk = ELEMENTS[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
         return PageOut(page=page, pages=pages, elements=[ElementOut.of(e) for e in chunk])
 
+
+def _add_resources(server: MCPServer[Any]) -> None:
+    """The two fixed resources and the one-element template, in listing order."""
+
     @server.resource(
         "elements://about",
         name="about",
@@ -171,6 +186,10 @@ def build_server() -> MCPServer[Any]:
             raise ValueError(f"No element has the symbol {symbol!r}.")
         return json.dumps(asdict(found), ensure_ascii=False)
 
+
+def _add_prompt(server: MCPServer[Any]) -> None:
+    """The one prompt, and completion of the ``symbol`` argument (prompt and template)."""
+
     @server.prompt(
         title="Explain an element", description="Ask for a short account of one element."
     )
@@ -192,5 +211,3 @@ def build_server() -> MCPServer[Any]:
         prefix = argument.value.strip().lower()
         values = [e.symbol for e in ELEMENTS if e.symbol.lower().startswith(prefix)]
         return Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
-
-    return server

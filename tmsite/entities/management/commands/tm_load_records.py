@@ -1,4 +1,7 @@
-"""``manage.py tm_load_records [--checkout PATH]``: fill the entity tables from the records."""
+"""``manage.py tm_load_records [--checkout PATH]``: fill the entity tables from the records.
+
+Spec: ENT.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +10,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from tmsite.entities.loaders import RecordError, load_checkout
 
 
 class Command(BaseCommand):
+    """``manage.py tm_load_records``: load the records, re-apply corrections, say what changed."""
+
     help = "Load data/autopsy.json and data/lessons.json into the entity tables (idempotent)."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--checkout",
@@ -22,6 +29,7 @@ class Command(BaseCommand):
             help="The checkout whose data/ records to load (default: TM_CHECKOUT).",
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         checkout: Path = options["checkout"] or Path(settings.TM_CHECKOUT)
         try:

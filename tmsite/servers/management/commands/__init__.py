@@ -1,0 +1,1 @@
+"""``manage.py tm_servers``."""

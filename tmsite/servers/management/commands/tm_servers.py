@@ -15,18 +15,21 @@ it, ``--`` and options included, is the server's (``--stdio uv run -- server`` s
 ``uv`` with ``["run", "--", "server"]``). One ``--`` straight after ``--stdio`` only separates
 and is dropped. Changes made here are kept as changes by ``manage.py tm_servers``, like the
 admin's.
+
+Spec: MCP, OP5.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from typing_extensions import override
 
 from tmsite.servers import changes
 from tmsite.servers.connect import probe_record
@@ -70,8 +73,11 @@ class _Parser(CommandParser):
 
 
 class Command(BaseCommand):
+    """``manage.py tm_servers``: the server records kept from the command line (see the module)."""
+
     help = "Add, list, probe, re-derive and remove the MCP servers the box reads."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
         add = sub.add_parser("add", help="add or replace a server record", rest_option="--stdio")
@@ -98,29 +104,17 @@ class Command(BaseCommand):
         remove.add_argument("names", nargs="+")
         sub.add_parser("ensure-demo", help="register the demo server, probe it, confirm its map")
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
-        action = options["action"]
-        if action == "add":
-            self._add(options)
-        elif action == "list":
-            self._list()
-        elif action == "probe":
-            names = options["names"]
-            if options["all"]:
-                names = list(McpServer.objects.values_list("name", flat=True))
-            if not names:
-                raise CommandError("name the servers to probe, or --all")
-            for server in self._servers(names):
-                self._probe(server, derive=not options["no_derive"])
-        elif action == "derive":
-            for server in self._servers(options["names"]):
-                self._derive(server)
-        elif action == "remove":
-            for server in self._servers(options["names"]):
-                server.delete()
-                self.stdout.write(f"{server.name}: removed")
-        else:
-            self._ensure_demo()
+        actions: dict[str, Callable[[dict[str, Any]], None]] = {
+            "add": self._add,
+            "list": lambda _options: self._list(),
+            "probe": self._probe_named,
+            "derive": self._derive_named,
+            "remove": self._remove_named,
+            "ensure-demo": lambda _options: self._ensure_demo(),
+        }
+        actions[options["action"]](options)
 
     # ---- actions ----------------------------------------------------------------------------
 
@@ -130,6 +124,24 @@ class Command(BaseCommand):
         if missing:
             raise CommandError(f"no server named {', '.join(missing)}")
         return [found[n] for n in names]
+
+    def _probe_named(self, options: dict[str, Any]) -> None:
+        names = options["names"]
+        if options["all"]:
+            names = list(McpServer.objects.values_list("name", flat=True))
+        if not names:
+            raise CommandError("name the servers to probe, or --all")
+        for server in self._servers(names):
+            self._probe(server, derive=not options["no_derive"])
+
+    def _derive_named(self, options: dict[str, Any]) -> None:
+        for server in self._servers(options["names"]):
+            self._derive(server)
+
+    def _remove_named(self, options: dict[str, Any]) -> None:
+        for server in self._servers(options["names"]):
+            server.delete()
+            self.stdout.write(f"{server.name}: removed")
 
     def _add(self, options: dict[str, Any]) -> None:
         values: dict[str, Any] = {
