@@ -267,6 +267,6 @@ def test_a_missing_git_oracle_skips_but_fails_under_ci(
     with pytest.raises(outcome) as stopped:
         git_cli()
     assert "not on PATH (apt-get install git)" in str(stopped.value)
-    assert ("under CI=true an oracle test fails instead of skipping" in str(stopped.value)) is (
+    assert ("under CI=true a missing part fails instead of skipping" in str(stopped.value)) is (
         ci == "true"
     )
