@@ -105,10 +105,13 @@ MAPPER = K.Kind(
 def mappers(db: None) -> Iterator[Records]:
     """The fifth kind declared, its tables made, the shipped records loaded; then forgotten."""
     editor = connection.schema_editor()
+    editor.deferred_sql = []  # where table_sql leaves the foreign keys on PostgreSQL
     with connection.cursor() as cursor:
         for model in (Mapper, MapperGame):
             sql, params = editor.table_sql(model)
             cursor.execute(sql, params)
+        for statement in editor.deferred_sql:
+            cursor.execute(str(statement))
     K.declare(MAPPER)
     try:
         records = read_checkout(ROOT)

@@ -69,11 +69,11 @@ def test_nginx_two_machines_postgresql_redis(
             body = reply.json()
             return str(body["error"]["data"]["reason"]) if "error" in body else "ok"
 
+        # The first page read goes alone, well inside the budget; the rest race for what is left.
+        assert one(0) == "ok", "a page read through nginx answers"
         with ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(one, range(40)))
+            results = ["ok", *pool.map(one, range(1, 40))]
         outcomes = Counter(results)
-        # the first page read comes among the first eight requests, well inside the budget
-        assert results[0] == "ok", "a page read through nginx answers"
         assert {results[i] for i in range(0, 40, 10)} <= {"ok", "rate-limited"}
     # every worker of both machines spent from one Redis bucket of 24 tokens
     assert outcomes["rate-limited"] > 0
