@@ -875,27 +875,13 @@ class GitRepo:
 
 
 def _packed_size(direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes) -> int:
-    """The size of a whole (non-delta) object from its pack entry header; -1 if not so found.
-
-    The header's first byte holds the type and the low four bits of the size, each further
-    byte (while the high bit is set) seven more bits.
-    """
+    """The size of a whole (non-delta) object from its pack entry header; -1 if not so found."""
     for reader, buf in direct:
         offset = reader.offset(binary)
         if offset is None:
             continue
-        byte = buf[offset]
-        if (byte >> 4) & 7 > TAG:
-            return -1
-        size = byte & 0x0F
-        shift = 4
-        pos = offset + 1
-        while byte & 0x80:
-            byte = buf[pos]
-            pos += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-        return size
+        type_num, size, _ = entry_header(buf, offset)
+        return -1 if type_num > TAG else size
     return -1
 
 
