@@ -78,7 +78,7 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             method=message.method,
             protocol=ctx.version,
             priced=costs.of_message(message.method, message.params),
-            uri=asked_uri(message),
+            uri=lambda: asked_uri(message),
             run=lambda: envelope.run_request(message, ctx),
             refuse=refuse,
             outcome=answer_outcome,

@@ -175,7 +175,8 @@ class Call(Generic[A]):
         method: What was asked (the JSON-RPC method).
         protocol: The protocol version the request speaks.
         priced: Its kind and cost (``tmsite.oplog.costs``).
-        uri: The URI it reads, named by a ``rate-limited`` refusal (None: no URI).
+        uri: The URI it reads, named by a ``rate-limited`` refusal (None: no URI); asked for
+            only when the bucket refuses, so an allowed call does not dig for it.
         run: Answer it.
         refuse: The surface's answer to a refusal (the bucket was short).
         outcome: How an answer reads in the log: ``ok``, a reason, ``rpc<code>``.
@@ -186,7 +187,7 @@ class Call(Generic[A]):
     method: str
     protocol: str
     priced: Priced
-    uri: str | None
+    uri: Callable[[], str | None]
     run: Callable[[], A]
     refuse: Callable[[RateLimited], A]
     outcome: Callable[[A], str]
@@ -250,7 +251,7 @@ def observe_call(call: Call[A]) -> A:
         decision = buckets.take(exchange.caller, priced.cost)
         exchange.decision = decision
         if not decision.allowed:
-            answer = call.refuse(refusal(decision, call.uri))
+            answer = call.refuse(refusal(decision, call.uri()))
     if answer is None:
         answer = call.run()
     row = Row(
