@@ -54,9 +54,7 @@ class StaticHandler(BaseHTTPRequestHandler):
         target = self._file()
         if isinstance(target, tuple):
             status, location = target
-            body = (
-                b"" if status == 301 else b"<!doctype html><title>Not found</title><p>Not found.\n"
-            )
+            body = b"" if status == 301 else _NOT_FOUND
             self.send_response(status)
             if location:
                 self.send_header("Location", location)

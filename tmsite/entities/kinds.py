@@ -41,6 +41,7 @@ from django.db import models
 from tmsite.entities import models as m
 from tmsite.entities.record_files import (
     BANK_NUMBER,
+    GAME_KEY_RE,
     KEY_HINT,
     KEY_RE,
     GameRecord,
@@ -474,7 +475,7 @@ declare(
         name="game",
         plural="games",
         model=m.Game,
-        shape=KeyShape(re.compile(r"[0-9a-f]{12}", re.ASCII), "must be 12 lowercase hex digits"),
+        shape=KeyShape(GAME_KEY_RE, "must be 12 lowercase hex digits"),
         source="autopsy",
         where=("games", Slot("position")),
         fields=game_fields,

@@ -1,6 +1,6 @@
 """REST routes under ``/api/v1/``: the same operations as the tools, another spelling.
 
-Refusals become HTTP statuses through one table (``rest_codes.HTTP_STATUS``), with the same
+Refusals become HTTP statuses through one table (``tmsite.rest.codes.HTTP_STATUS``), with the same
 JSON fields the MCP refusal carries in ``data``. Every route is observed by the request log,
 which gets this surface's prefix and refusal from here (``ROUTES``).
 

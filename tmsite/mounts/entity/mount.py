@@ -160,7 +160,7 @@ class _Revision:
         owner = _owner_id(ref)
         if owner is None:
             return {}
-        return {rel: _light_members(ref, rel, owner) for rel in rels}
+        return {rel: R.light_members(ref, rel, owner) for rel in rels}
 
     def keys(self, kind: str, game: str | None = None) -> Sequence[str]:
         if self.snapshot is not None:
@@ -889,10 +889,6 @@ _COMPLETERS: dict[str, Callable[[EntityMount, str, Mapping[str, str]], builtins.
     ],
     "rel": _complete_rel,
 }
-
-
-def _light_members(ref: R.Ref, rel: str, owner: int) -> builtins.list[R.Member]:
-    return R.light_members(ref, rel, owner)
 
 
 def _renders_as(mount: EntityMount, entity: R.Entity, revision: _Revision) -> builtins.list[Link]:

@@ -94,7 +94,6 @@ class FsMount(Mount):
         self.files = CheckoutRoots(checkout, roots)
         self.checkout = self.files.checkout
         self.roots = self.files.names
-        self.root_paths = self.files.paths
         #: ``?at=`` reads; the registry hands it over when the git mount is served.
         self.history_at: HistoryAt | None = None
 

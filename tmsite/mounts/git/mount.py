@@ -942,14 +942,14 @@ class GitMount(Mount):
         files = self.checkout_files
         if files is None:
             raise BadFacet(text, "at= reads the fs mount's files, which are not served", valid=[])
-        roots_uris = [str(fs_uris.root_uri(self.host, r)) for r in files.names]
         try:
             files.check_plain(fs_uri.path)
             if fs_uri.collection or len(fs_uri.path) < 2:
                 raise BadFacet(text, "at= reads files; list directories in the git mount", valid=[])
             files.check_named(fs_uri.path)
         except PathRefused as exc:
-            raise path_refusal(exc, text, roots_uris) from None
+            roots = [str(fs_uris.root_uri(self.host, r)) for r in files.names]
+            raise path_refusal(exc, text, roots) from None
 
     def checkout_at_links(
         self, fs_uri: TmUri, repo_name: str, at: str, facet: str | None
