@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from tests.services import missing
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -120,7 +122,9 @@ http {{
 @contextmanager
 def nginx(upstreams: list[str], work: Path, port: int | None = None) -> Iterator[str]:
     """nginx on loopback with ``deploy/nginx/tmsite.conf`` in front of ``upstreams``."""
-    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    binary = os.environ.get("TM_NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(binary).is_file():
+        missing(f"nginx is not installed at {binary}", "apt-get install nginx")
     port = port or free_port()
     work.mkdir(parents=True, exist_ok=True)
     site = (ROOT / "deploy" / "nginx" / "tmsite.conf").read_text()
