@@ -167,10 +167,26 @@ def test_stdio_requests_are_recorded_too() -> None:
     assert (row.surface, row.method, row.protocol, row.outcome) == (
         "mcp-stdio",
         "initialize",
-        "2025-11-25",
+        "2025-06-18",
         "ok",
     )
     assert row.bytes == len(reply.encode())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("asked", "recorded"),
+    [("2025-11-25", "2025-11-25"), ("2024-11-05", "2024-11-05"), ("1999-01-01", "2025-11-25")],
+)
+def test_a_handshake_is_recorded_in_the_version_it_negotiates(asked: str, recorded: str) -> None:
+    """No header comes with ``initialize``: the row says what the answer agreed, not 2025-03-26."""
+    reply = post(
+        Client(),
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": asked}},
+    )
+    assert reply.json()["result"]["protocolVersion"] == recorded
+    [row] = rows()
+    assert (row.method, row.protocol, row.outcome) == ("initialize", recorded, "ok")
 
 
 @pytest.mark.django_db

@@ -70,12 +70,18 @@ def instructions() -> str:
     )
 
 
+def negotiated_version(params: Any) -> str:
+    """The version ``initialize`` answers: the client's when it is one we speak, else our latest."""
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    if isinstance(requested, str) and requested in INITIALIZE_VERSIONS:
+        return requested
+    return LATEST_INITIALIZE_VERSION
+
+
 def initialize(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    """Answer the handshake: the client's version when it is one we speak, else our latest."""
-    requested = params.get("protocolVersion")
-    version = requested if requested in INITIALIZE_VERSIONS else LATEST_INITIALIZE_VERSION
+    """Answer the handshake in the version ``negotiated_version`` picks."""
     return {
-        "protocolVersion": version,
+        "protocolVersion": negotiated_version(params),
         "capabilities": capabilities(),
         "serverInfo": server_info(),
         "instructions": instructions(),

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 
 from tmsite.core.errors import RateLimited
-from tmsite.mcp import envelope
+from tmsite.mcp import envelope, lifecycle
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import Answer, Message
 from tmsite.mcp.protocol import CallContext
@@ -76,7 +76,12 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
         hooks.Call(
             surface=f"mcp-{ctx.transport}",
             method=message.method,
-            protocol=ctx.version,
+            # A handshake is recorded in the version it negotiates, not the one it arrived under.
+            protocol=(
+                lifecycle.negotiated_version(message.params)
+                if message.method == "initialize"
+                else ctx.version
+            ),
             priced=costs.of_message(message.method, message.params),
             uri=lambda: asked_uri(message),
             run=lambda: envelope.run_request(message, ctx),
