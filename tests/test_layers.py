@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
-    0: "core mime",
+    0: "core mime icon",
     1: "gitstore mcpclient check_registry admin_base",
     2: "blocks",
     3: "entities servers kinds trails site.pages",

@@ -40,7 +40,7 @@ def read(uri: object) -> Content:
 
 
 def resource_map(cursor: str | None) -> MapPage:
-    """One page of the map (root, mounts, collections). Raises ``Refusal`` (``bad-cursor``)."""
+    """One page of the map (root, help, collections). Raises ``Refusal`` (``bad-cursor``)."""
     return namespace().resource_map(cursor)
 
 

@@ -232,6 +232,10 @@ TM_IMPORTS_FILE = Path(os.environ.get("TM_IMPORTS_FILE", TM_CHECKOUT / "data" / 
 TM_SITE_HOST = os.environ.get("TM_SITE_HOST", "tinymachines.ai")
 #: Where pages are fetched from, as a visitor would: a loopback address (nginx, or this server).
 TM_FRONT_DOOR = os.environ.get("TM_FRONT_DOOR", "http://127.0.0.1:8000")
+#: The box's public front door: the origin clients and visitors reach it at, which
+#: ``serverInfo`` gives as ``websiteUrl`` and its icons' URLs are on (by default the loopback
+#: door, which is the public one on the embedded default).
+TM_PUBLIC_URL = os.environ.get("TM_PUBLIC_URL", TM_FRONT_DOOR).rstrip("/")
 #: The sites the http mount reads: this project's own, and a static site it serves as built.
 TM_SITES: dict[str, dict[str, str]] = {
     TM_SITE_HOST: {"kind": "self"},

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,6 +160,12 @@ def test_denied_names_and_non_regular_files_are_denied_and_tell_nothing(
     assert answer.data == {"reason": "denied", "uri": str(parse(box.uri(tail)))}
 
 
+def mtime_z(path: Path) -> str:
+    """A file's mtime as ``lastModified`` spells it: ISO 8601, UTC, to the second, ``Z``."""
+    moment = datetime.fromtimestamp(int(path.stat().st_mtime), UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def children(box: Box, tail: str) -> dict[str, dict[str, Any]]:
     body = within(5, lambda: box.body(box.uri(tail)))
     assert SECRET not in json.dumps(body)
@@ -185,12 +193,14 @@ def test_listing_redacts_what_it_will_not_serve(box: Box) -> None:
         entry = listed[name]
         assert entry["redacted"] is True, name
         assert "size" not in entry and "mimeType" not in entry, name
+        assert "annotations" not in entry, name
     assert listed["notes.md"] == {
         "uri": DOCS + "notes.md",
         "name": "notes.md",
         "mimeType": "text/markdown",
         "isCollection": False,
         "size": len(NOTES),
+        "annotations": {"lastModified": mtime_z(box.checkout / "docs" / "notes.md")},
     }
     assert listed[".gitignore"]["size"] == len("*.pyc\n")
     assert to_text(box.read(DOCS + ".gitignore").body) == "*.pyc\n"

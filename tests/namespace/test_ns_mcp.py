@@ -178,9 +178,11 @@ def test_resources_list_is_a_map_paged_100_at_a_time(
     for i in range(250):
         (checkout / "docs" / "many" / f"d{i:03d}").mkdir(parents=True)
     (checkout / "docs" / "many" / "d000" / "leaf.md").write_text("leaf\n")
+    (checkout / "docs" / "mcp.md").write_text("# read me first\n")
     resources, pages = walk_map(ctx)
     uris = [item["uri"] for item in resources]
-    expected = {f"tm://{HOST}/", f"tm://{HOST}/fs/"}
+    help_uri = f"tm://{HOST}/fs/docs/mcp.md"
+    expected = {f"tm://{HOST}/", help_uri, f"tm://{HOST}/fs/"}
     for root in ("docs", "data", "notes"):
         for directory, dirnames, _ in os.walk(checkout / root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -189,8 +191,10 @@ def test_resources_list_is_a_map_paged_100_at_a_time(
     assert len(uris) == len(set(uris)) == len(expected) > 250
     assert set(uris) == expected
     assert pages == -(-len(expected) // MAP_PAGE_SIZE)
-    assert all(uri.endswith("/") for uri in uris), "no leaves on the map"
-    assert all(item["mimeType"].startswith("application/vnd.tm.") for item in resources)
+    assert uris[:2] == [f"tm://{HOST}/", help_uri], "the root, then the document to read first"
+    collections = resources[:1] + resources[2:]
+    assert all(item["uri"].endswith("/") for item in collections), "no other leaf on the map"
+    assert all(item["mimeType"].startswith("application/vnd.tm.") for item in collections)
 
 
 @ERAS

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,18 @@ def test_a_whole_client_session(live_server: Any, loopback_pieces: str) -> None:
     assert len(listed) == len(set(listed)), "no resource twice across pages"
     assert "tm://tinymachines/" in listed and "tm://tinymachines/fs/docs/" in listed
     leaves = [uri for uri in listed if not uri.endswith("/")]
-    assert leaves == ["tm://tinymachines/manifest"], "the map: collections, and single addresses"
+    assert leaves == ["tm://tinymachines/fs/docs/mcp.md", "tm://tinymachines/manifest"], (
+        "the map: collections, the help document and single addresses"
+    )
+    root, help_doc = seen["pages"][0].resources[:2]
+    assert str(root.uri) == "tm://tinymachines/" and str(help_doc.uri) == leaves[0]
+    assert root.annotations is not None and help_doc.annotations is not None
+    assert root.annotations.audience == help_doc.annotations.audience == ["user", "assistant"]
+    assert (root.annotations.priority, help_doc.annotations.priority) == (1.0, 0.9)
+    mtime = int((ROOT / "docs" / "mcp.md").stat().st_mtime)
+    assert help_doc.annotations.last_modified == (
+        datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
     templates = {t.uri_template for t in seen["templates"]}
     assert {"tm://", "tm://tinymachines/", "tm://tinymachines/fs/{+path}"} <= templates
@@ -138,6 +150,8 @@ def test_a_whole_client_session(live_server: Any, loopback_pieces: str) -> None:
 
     content = seen["read"].contents[0]
     assert content.mime_type == "text/markdown"
+    assert isinstance(content, types.TextResourceContents)
+    assert help_doc.size == len(content.text.encode()), "the map's size is the read's bytes"
     assert content.text == (ROOT / "docs" / "mcp.md").read_text()
 
     assert seen["complete"].completion.values == ["docs/mcp.md"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from tmsite.core.facets import Facets
@@ -89,9 +89,26 @@ class Reader(Protocol):
 FacetAssembler = Callable[[Reader, TmUri], Content]
 
 
+def iso_utc(moment: datetime) -> str:
+    """``moment`` in ISO 8601, UTC, to the second, spelled with ``Z`` (``lastModified``)."""
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Emphasis:
+    """Who a thing is for and how much it matters: MCP's ``audience`` and ``priority``."""
+
+    audience: tuple[str, ...]
+    priority: float
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One child in a listing."""
+    """One child in a listing, or one entry of the ``resources/list`` map.
+
+    ``size`` is the byte length of what a plain read answers, ``modified`` when the thing last
+    changed (UTC), ``emphasis`` who it is for; each only when the mount knows it.
+    """
 
     uri: str
     name: str
@@ -101,9 +118,24 @@ class Entry:
     title: str | None = None
     redacted: bool = False
     extra: dict[str, JsonValue] = field(default_factory=dict)
+    modified: datetime | None = None
+    emphasis: Emphasis | None = None
+
+    def annotations(self) -> dict[str, JsonValue] | None:
+        """MCP's ``annotations`` of the entry (``lastModified``, ``audience``, ``priority``).
+
+        None when there are none; a redacted entry says no more than its name.
+        """
+        out: dict[str, JsonValue] = {}
+        if self.emphasis is not None:
+            out["audience"] = list(self.emphasis.audience)
+            out["priority"] = self.emphasis.priority
+        if self.modified is not None and not self.redacted:
+            out["lastModified"] = iso_utc(self.modified)
+        return out or None
 
     def to_json(self) -> dict[str, JsonValue]:
-        """The child as a listing shows it; a redacted one shows neither type nor size."""
+        """The child as a listing shows it; a redacted one shows neither type, size nor time."""
         out: dict[str, JsonValue] = {"uri": self.uri, "name": self.name}
         if self.redacted:
             out["redacted"] = True
@@ -114,6 +146,9 @@ class Entry:
             out["size"] = self.size
         if self.title is not None:
             out["title"] = self.title
+        annotations = self.annotations()
+        if annotations is not None:
+            out["annotations"] = annotations
         out.update(self.extra)
         return out
 

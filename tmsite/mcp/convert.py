@@ -30,12 +30,17 @@ def read_result(content: Content) -> dict[str, Any]:
 
 
 def resource(entry: Entry) -> dict[str, Any]:
-    """One ``resources/list`` entry."""
+    """One ``resources/list`` entry: a ``Resource``; ``size`` and ``annotations`` when known."""
     out: dict[str, Any] = {"uri": entry.uri, "name": entry.name}
     if entry.title is not None:
         out["title"] = entry.title
     if entry.mime_type is not None:
         out["mimeType"] = entry.mime_type
+    if entry.size is not None and not entry.redacted:
+        out["size"] = entry.size
+    annotations = entry.annotations()
+    if annotations is not None:
+        out["annotations"] = annotations
     return out
 
 

@@ -12,6 +12,10 @@ paragraph of instructions for the model. The version rules:
   member; spec PR #3002 moved it into ``_meta``). ``resultType``, ``ttlMs`` and ``cacheScope``
   are added by ``tmsite.mcp.methods.dispatch``.
 
+``serverInfo`` says what the server is (``description``), where the box is (``websiteUrl``, its
+public front door) and shows its icon (``icons``, same origin, SVG and PNG), as 2025-11-25 added
+them; older revisions' clients ignore members they do not know.
+
 Spec: T7, T9.
 """
 
@@ -22,6 +26,7 @@ from typing import Any
 from django.conf import settings
 
 import tmsite
+from tmsite import icon
 from tmsite.mcp.protocol import (
     INITIALIZE_VERSIONS,
     LATEST_INITIALIZE_VERSION,
@@ -42,14 +47,36 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def server_info() -> dict[str, str]:
-    """The server's ``Implementation``: the host it answers for, a title, the package version."""
+def public_url() -> str:
+    """The box's public front door (``TM_PUBLIC_URL``), without a trailing ``/``."""
+    return str(getattr(settings, "TM_PUBLIC_URL", settings.TM_FRONT_DOOR)).rstrip("/")
+
+
+def server_info() -> dict[str, Any]:
+    """The server's ``Implementation``: who it answers for, what it is, where, and its icon.
+
+    ``websiteUrl`` is the box's public front door (its site's front page); the icons are
+    served by the box on that same origin (:mod:`tmsite.icon`).
+    """
     host: str = settings.TM_HOST
+    origin = public_url()
     return {
         "name": host,
         "title": f"{host}: the box's documents, data, pages and pieces over MCP",
         "version": tmsite.__version__,
+        "description": (
+            f"The box {host}, read-only: its documents, data, repositories, pages, records and "
+            "the MCP servers it reads, as one tm:// namespace of typed, linked resources, and "
+            "tools that say what the six pieces of the 6502 work are and whether they answer."
+        ),
+        "websiteUrl": f"{origin}/",
+        "icons": box_icons(),
     }
+
+
+def box_icons() -> list[dict[str, object]]:
+    """The box's icon (SVG and PNG) at its public front door: the server's and every tool's."""
+    return icon.icons(public_url())
 
 
 def instructions() -> str:

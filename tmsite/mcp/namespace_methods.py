@@ -76,7 +76,7 @@ def _parse(model: type[M], params: dict[str, Any], method: str) -> M:
 
 
 def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    """``resources/list``: one page of the map (root, mounts, collections), ``nextCursor`` after."""
+    """``resources/list``: one page of the map (root, help, collections), ``nextCursor`` after."""
     parsed = _parse(ListParams, params, "resources/list")
     try:
         page = operations.resource_map(parsed.cursor)

@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tmsite import operations
+from tmsite import icon, operations
 from tmsite.core.errors import BadArgument, Refusal
+from tmsite.mcp.lifecycle import public_url
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
 from tmsite.pieces import Licensing
 from tmsite.schemas import (
@@ -36,28 +37,35 @@ from tmsite.schemas import (
 
 @dataclass(frozen=True)
 class Tool:
-    """One advertised tool: its name, what the model is told, and its input and output models."""
+    """One advertised tool: its name, what the model is told, its input and output models.
+
+    ``open_world``: whether it reaches beyond the box (``openWorldHint``). Every tool reads and
+    changes nothing, here or elsewhere (read-only, so neither destructive nor anything but
+    idempotent).
+    """
 
     name: str
     title: str
     description: str
     input_model: type[BaseModel]
     output_model: type[BaseModel]
+    open_world: bool
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``tools/list`` entry: schemas from the models, read-only annotations."""
+    def to_json(self, icons: list[dict[str, object]]) -> dict[str, Any]:
+        """The ``tools/list`` entry: schemas from the models, the box's ``icons``, the hints."""
         return {
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": input_schema(self.input_model),
             "outputSchema": self.output_model.model_json_schema(),
+            "icons": icons,
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": True,
                 "destructiveHint": False,
                 "idempotentHint": True,
-                "openWorldHint": self.name in {"overview", "piece"},
+                "openWorldHint": self.open_world,
             },
         }
 
@@ -83,6 +91,7 @@ TOOLS: tuple[Tool, ...] = (
         "behind the 6502 API's own MCP endpoint, named in the answer. Takes no arguments.",
         OverviewInput,
         Overview,
+        open_world=True,  # it measures the pieces' public surfaces, off the box
     ),
     Tool(
         "piece",
@@ -92,6 +101,7 @@ TOOLS: tuple[Tool, ...] = (
         "refused with the list of valid keys, never guessed.",
         PieceInput,
         PieceStatus,
+        open_world=True,  # the same measurement, of one piece
     ),
     Tool(
         "licensing",
@@ -102,6 +112,7 @@ TOOLS: tuple[Tool, ...] = (
         "relicensing or charging. Takes no arguments.",
         LicensingInput,
         Licensing,
+        open_world=False,  # the pieces' own records, on the box
     ),
     Tool(
         "resolve",
@@ -115,6 +126,8 @@ TOOLS: tuple[Tool, ...] = (
         "base64.",
         ResolveInput,
         Resolved,
+        # The mcp mount runs other servers' tools (those its map says read one thing).
+        open_world=True,
     ),
 )
 
@@ -162,13 +175,14 @@ _BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
 @cache
-def _listed() -> list[dict[str, Any]]:
-    return [tool.to_json() for tool in TOOLS]
+def _listed(origin: str) -> list[dict[str, Any]]:
+    icons = icon.icons(origin)
+    return [tool.to_json(icons) for tool in TOOLS]
 
 
 def list_tools(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    """``tools/list``: the four tools in table order (built once)."""
-    return {"tools": _listed()}
+    """``tools/list``: the four tools in table order (built once per public front door)."""
+    return {"tools": _listed(public_url())}
 
 
 def _text_result(payload: dict[str, Any], *, is_error: bool) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from tmsite.core import cursor as cursors
 from tmsite.core.errors import BadArgument, NotFound, Refusal
@@ -17,7 +18,15 @@ from tmsite.core.facets import Facets, parse_facets
 from tmsite.core.links import Link, cap, filtered, order
 from tmsite.core.nearest import rank
 from tmsite.core.parts import apply_part, enforce_cap
-from tmsite.core.types import Content, Entry, FacetAssembler, Request, Template, vnd
+from tmsite.core.types import (
+    Content,
+    Emphasis,
+    Entry,
+    FacetAssembler,
+    Request,
+    Template,
+    vnd,
+)
 from tmsite.core.uri import TmUri, parse
 from tmsite.kinds import counter as kind_counter
 from tmsite.mounts.base import PAGE_SIZE, Mount
@@ -27,6 +36,12 @@ MAP_PAGE_SIZE = 100
 #: The document a client should read first.
 HELP_PATH = ("fs", "docs", "mcp.md")
 _LINK_FILTERS = ("as", "rel", "min", "cursor")
+#: Who the two starting points are for and how much they matter (MCP ``audience`` and
+#: ``priority``): the root, where every walk starts, and the document to read first.
+EMPHASIS = {
+    "root": Emphasis(("user", "assistant"), 1.0),
+    "help": Emphasis(("user", "assistant"), 0.9),
+}
 
 
 @dataclass(frozen=True)
@@ -208,7 +223,10 @@ class Namespace:
     # ---- the map, templates, completion ------------------------------------------------------
 
     def resource_map(self, cursor: str | None) -> MapPage:
-        """The ``resources/list`` map: root, hosts, mounts and collections, no leaves."""
+        """The ``resources/list`` map: the root, the help document, mounts and collections.
+
+        The help document is the map's one leaf; every other leaf is found by listing.
+        """
         scope = f"tm-map:{self.host}"
         offset = cursors.redeem(cursor, scope) if cursor is not None else 0
         entries: list[Entry] = []
@@ -221,9 +239,47 @@ class Namespace:
         return MapPage(entries, None)
 
     def _map_entries(self) -> Iterator[Entry]:
-        yield Entry(str(self.root), self.host, True, vnd("mounts"), title=f"The box {self.host}")
+        yield Entry(
+            str(self.root),
+            self.host,
+            True,
+            vnd("mounts"),
+            title=f"The box {self.host}",
+            emphasis=EMPHASIS["root"],
+        )
+        help_entry = self._help_entry()
+        if help_entry is not None:
+            yield help_entry
         for mount in self.mounts.values():
             yield from mount.collections()
+
+    def _help_entry(self) -> Entry | None:
+        """The document to read first, the map's one leaf: typed, sized and dated by its stat.
+
+        None when its mount does not serve it.
+        """
+        name, *path = HELP_PATH
+        mount = self.mounts.get(name)
+        if mount is None:
+            return None
+        uri = TmUri(self.host, name, tuple(path)).with_params({"as": "stat"})
+        try:
+            stat = mount.resolve(Request(uri, parse_facets(uri))).body
+        except Refusal:
+            return None
+        if not isinstance(stat, dict):
+            return None
+        modified = stat.get("modified")
+        return Entry(
+            self.help_uri(),
+            "/".join(HELP_PATH),
+            False,
+            stat["mimeType"],
+            stat.get("size"),
+            title="How to use this server: the document to read first",
+            modified=datetime.fromisoformat(modified) if modified else None,
+            emphasis=EMPHASIS["help"],
+        )
 
     def templates(self) -> list[Template]:
         """Every published template: the hosts, the root, then each mount's, in mount order."""

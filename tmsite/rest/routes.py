@@ -48,6 +48,14 @@ class RefusalOut(Schema):
     reason: str = Field(description="The stable reason a program can branch on.")
 
 
+class AnnotationsOut(Schema):
+    """Who an entry is for, how much it matters, when it last changed (ISO 8601, UTC)."""
+
+    audience: list[str] | None = None
+    priority: float | None = None
+    lastModified: str | None = None
+
+
 class ResourceOut(Schema):
     """One entry of the map, as ``resources/list`` gives it."""
 
@@ -55,6 +63,8 @@ class ResourceOut(Schema):
     name: str
     title: str | None = None
     mimeType: str | None = None
+    size: int | None = None
+    annotations: AnnotationsOut | None = None
 
 
 class ResourceMapOut(Schema):
@@ -170,7 +180,7 @@ def resolve(request: HttpRequest, uri: str) -> Any:
     exclude_unset=True,
 )
 def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]:
-    """One page of ``resources/list``: the root, the mounts and the collections."""
+    """One page of ``resources/list``: the root, the help document, mounts and collections."""
     from tmsite.mcp.convert import resource
 
     page = operations.resource_map(cursor)

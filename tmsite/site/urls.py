@@ -6,6 +6,7 @@ which answers only for files it found under ``docs/``.
 
 from django.urls import include, path, re_path
 
+from tmsite import icon
 from tmsite.site import entity_views, views
 
 app_name = "site"
@@ -19,6 +20,8 @@ urlpatterns = [
     path("sitemap.xml", views.sitemap, name="sitemap"),
     path("robots.txt", views.robots, name="robots"),
     path("static/site.css", views.stylesheet, name="stylesheet"),
+    # The box's icon, one route per form (serverInfo and tools/list name them).
+    *(path(i.path, views.icon_file, {"name": i.file}, name=f"icon-{i.file}") for i in icon.ICONS),
     path("", include("tmsite.site.explorer")),  # /explore and its modules
     # The entity pages (another issue) add their routes here, and list themselves for the
     # sitemap with tmsite.site.pages.register_pages("entity", ...).

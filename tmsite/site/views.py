@@ -34,6 +34,7 @@ from django.utils.http import http_date
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
+from tmsite import icon
 from tmsite.site import pages
 from tmsite.site.rendering import render_file
 
@@ -373,6 +374,19 @@ def robots(request: HttpRequest) -> HttpResponseBase:
     body = f"User-agent: *\nAllow: /\n\nSitemap: {sitemap_url}\n"
     response = HttpResponse(body, content_type="text/plain; charset=utf-8")
     return _finish(request, response, None)
+
+
+@require_safe
+def icon_file(request: HttpRequest, name: str) -> HttpResponseBase:
+    """One form of the box's icon (:data:`tmsite.icon.ICONS`), served by the project itself.
+
+    An SVG may carry script: it is sent with a policy that runs none and loads nothing.
+    """
+    found = next(i for i in icon.ICONS if i.file == name)
+    response = HttpResponse(found.location.read_bytes(), content_type=found.mime_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return _finish(request, response, found.location.stat().st_mtime)
 
 
 @require_safe

@@ -129,7 +129,13 @@ class FsMount(Mount):
         uri = req.uri
         if not uri.path:
             children = [
-                Entry(str(self.uri(root, collection=True)), f"{root}/", True, vnd("listing"))
+                Entry(
+                    str(self.uri(root, collection=True)),
+                    f"{root}/",
+                    True,
+                    vnd("listing"),
+                    modified=_modified((self.checkout / root).stat()),
+                )
                 for root in self.roots
                 if (self.checkout / root).is_dir()
             ]
@@ -189,11 +195,12 @@ class FsMount(Mount):
         except (OutOfRoot, Denied, OSError):
             return Entry(str(uri), shown, is_dir, redacted=True)
         if is_dir:
-            return Entry(str(uri), shown, True, vnd("listing"))
+            return Entry(str(uri), shown, True, vnd("listing"), modified=_modified(info))
         if not stat_module.S_ISREG(info.st_mode):
             return Entry(str(uri), shown, False, redacted=True)
         # Typed from the resolved file, as stat types it (a symlink inside is not opened).
-        return Entry(str(uri), shown, False, self._mime(resolved, name), info.st_size)
+        mime_type = self._mime(resolved, name)
+        return Entry(str(uri), shown, False, mime_type, info.st_size, modified=_modified(info))
 
     @override
     def read(self, req: Request) -> Content:
@@ -305,7 +312,12 @@ class FsMount(Mount):
                 except (OutOfRoot, Denied):
                     dirnames[:] = []
                     continue
-                yield Entry(str(uri), "/".join(display(p) for p in rel) + "/", True, vnd("listing"))
+                try:
+                    modified = _modified(os.stat(directory))
+                except OSError:
+                    modified = None
+                name = "/".join(display(p) for p in rel) + "/"
+                yield Entry(str(uri), name, True, vnd("listing"), modified=modified)
                 count += 1
                 if count >= limit:
                     return
@@ -339,7 +351,7 @@ class FsMount(Mount):
             display(name),
             mime_type,
             size=info.st_size,
-            modified=datetime.fromtimestamp(int(info.st_mtime), UTC),
+            modified=_modified(info),
             text=mime.is_text(mime_type),
             extra={"path": "/".join(display(s) for s in target.segments)},
         )
@@ -436,3 +448,8 @@ _NO_FACETS = Facets()
 _SCANS: OrderedDict[tuple[str, int, int], list[tuple[bool, str]]] = OrderedDict()
 _SCAN_LOCK = threading.Lock()
 _SCAN_CACHE_SIZE = 64
+
+
+def _modified(info: os.stat_result) -> datetime:
+    """When a file or directory last changed, to the second, UTC (as its stat says)."""
+    return datetime.fromtimestamp(int(info.st_mtime), UTC)

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -368,7 +369,14 @@ class GitMount(Mount):
         if not uri.path:
             req.facets.require(req.text, ("as", "cursor"), "the list of repositories")
             children = [
-                Entry(str(self.repo_root(name)), f"{name}/", True, vnd("tree"), title=s.title)
+                Entry(
+                    str(self.repo_root(name)),
+                    f"{name}/",
+                    True,
+                    vnd("tree"),
+                    title=s.title,
+                    modified=self.last_commit_time(s),
+                )
                 for name, s in self.repos.items()
             ]
             return Listing(children)
@@ -522,8 +530,26 @@ class GitMount(Mount):
         yield from super().collections(limit)
         for name, served in self.repos.items():
             yield Entry(
-                str(self.repo_root(name)), f"git/{name}/", True, vnd("tree"), title=served.title
+                str(self.repo_root(name)),
+                f"git/{name}/",
+                True,
+                vnd("tree"),
+                title=served.title,
+                modified=self.last_commit_time(served),
             )
+
+    def last_commit_time(self, served: Served) -> datetime | None:
+        """When the repository last changed at its default revision: that commit's time.
+
+        None when it does not open or has no default revision (an empty repository).
+        """
+        try:
+            repo = served.handle()
+            commit = self.resolved(served, repo, None).commit
+            seconds = repo.commit(commit).commit_time
+        except gitstore.GitStoreError:
+            return None
+        return datetime.fromtimestamp(seconds, UTC)
 
     # ---- links -------------------------------------------------------------------------------
 

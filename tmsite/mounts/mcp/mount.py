@@ -31,17 +31,19 @@ Spec: MCP.
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import DatabaseError
+from django.db.models import Max
 from typing_extensions import override
 
 from tmsite.core.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
 from tmsite.core.links import Confidence, Link
+from tmsite.core.parts import dumps
 from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.mcpclient import Client
 from tmsite.mounts.base import Mount
@@ -176,6 +178,7 @@ class McpMount(Mount):
     def list(self, req: Request) -> Listing:
         path = req.uri.path
         if not path:
+            declared_at = _declared_at()
             return Listing(
                 [
                     Entry(
@@ -184,6 +187,7 @@ class McpMount(Mount):
                         True,
                         vnd("server"),
                         title=(s.description.splitlines() or [s.name])[0][:200],
+                        modified=declared_at.get(s.pk),
                     )
                     for s in McpServer.objects.all()
                 ]
@@ -200,6 +204,7 @@ class McpMount(Mount):
                             f"{section}/",
                             True,
                             vnd("listing"),
+                            modified=declared.asked_at,
                         )
                     )
             children.append(
@@ -221,7 +226,9 @@ class McpMount(Mount):
                         segment,
                         False,
                         vnd(self._item_kind(section, item)),
+                        _size(item),
                         title=_title(item),
+                        modified=declared.asked_at,
                     )
                     for segment, item in self._items(declared, section)
                 ],
@@ -275,7 +282,7 @@ class McpMount(Mount):
                 str(me),
                 name,
                 vnd(kind),
-                size=len(json.dumps(item, ensure_ascii=False).encode()),
+                size=_size(item),
                 extra={"server": record.name, "declaredAt": declared.asked_at.isoformat()},
             )
             return stat.content(req.text, [*links, Link("alternate", str(me))])
@@ -549,24 +556,38 @@ class McpMount(Mount):
         yield from super().collections(limit)
         try:
             servers = builtins.list(McpServer.objects.all()[:limit])
-            declared = {s.name: s.latest_declaration() is not None for s in servers}
+            declared_at = _declared_at()
         except DatabaseError:
             return
         for server in servers:
+            when = declared_at.get(server.pk)
             yield Entry(
                 str(self.uri(server.name, collection=True)),
                 f"mcp/{server.name}/",
                 True,
                 vnd("server"),
+                modified=when,
             )
-            if declared[server.name]:
+            if when is not None:
                 for section in SECTIONS:
                     yield Entry(
                         str(self.uri(server.name, section, collection=True)),
                         f"mcp/{server.name}/{section}/",
                         True,
                         vnd("listing"),
+                        modified=when,
                     )
+
+
+def _declared_at() -> dict[int, datetime]:
+    """When each server's latest declaration was asked for, by server id (one query)."""
+    rows = ServerDeclaration.objects.values("server_id").annotate(at=Max("asked_at"))
+    return {row["server_id"]: row["at"] for row in rows}
+
+
+def _size(item: JsonValue) -> int:
+    """The bytes a declared item reads as: its compact JSON, as every JSON body is sent."""
+    return len(dumps(item).encode())
 
 
 def _confidence(value: str) -> Confidence:
