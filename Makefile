@@ -1,5 +1,6 @@
 # tmsite — the two commands are `make run` and `make test`; both set themselves up.
-PYTHON ?= python3
+# The Python the venv is made with: empty for the first 3.11–3.13 found (scripts/find-python).
+PYTHON ?=
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
@@ -8,11 +9,16 @@ HOST   ?= 127.0.0.1
 WORKERS ?= 2
 THREADS ?= 8
 
-.PHONY: run test setup lint typecheck check conformance bench clean
+.PHONY: run test setup lint typecheck check conformance bench clean which-python
 
+# python3 when it is 3.11, 3.12 or 3.13, else python3.13, python3.12, python3.11; with none of
+# them, make stops with one sentence saying what to install.
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	python=$$(PYTHON='$(PYTHON)' ./scripts/find-python) && "$$python" -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+
+which-python:
+	@PYTHON='$(PYTHON)' ./scripts/find-python
 
 # Installs the pinned dependencies (constraints.txt pins every transitive package).
 $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python

@@ -9,6 +9,8 @@ ended and how long it took.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
@@ -27,6 +29,31 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
 # The app is loaded in each worker: database connections, the request-log buffer and its
 # flusher thread belong to one process.
 preload_app = False
+
+
+def on_starting(server: Any) -> None:
+    """Run the start-up checks (``manage.py check``) before any worker starts; stop on an error.
+
+    They run in a child process, so the master loads nothing of the app (each worker does).
+    A failing check (``tm.E002`` for a ``TM_DATABASE_URL`` that cannot be used, …) ends the
+    start with its message and exit status 1, as ``manage.py check`` and ``runserver`` do.
+    """
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
+    if server.cfg.pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [server.cfg.pythonpath, *filter(None, [env.get("PYTHONPATH")])]
+        )
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "check", "--fail-level", "ERROR"],
+        cwd=server.cfg.chdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError("the start-up checks failed:\n" + (done.stderr or done.stdout).strip())
 
 
 def post_fork(server: Any, worker: Any) -> None:

@@ -4,9 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.checks import register
+from django.conf import settings
+from django.core.checks import Error, register
 
-from tmsite.check_registry import CHECKS, NAMESPACE_CHECKS
+from tmsite.check_registry import CHECKS, NAMESPACE_CHECKS, check
+
+DATABASE_URL_HINT = (
+    "Set TM_DATABASE_URL to postgres://user:password@host:5432/name (query options such as "
+    "?sslmode=require&connect_timeout=5 are passed to the driver) or sqlite:////absolute/path, "
+    "percent-encoding @ : / ? # in the user name and password; or unset it for SQLite in var/."
+)
+
+
+@check
+def database_url() -> list[Any]:
+    """``tm.E002``: ``TM_DATABASE_URL``, when set, names a database the box can use.
+
+    ``tmsite.settings`` never fails on a bad URL (a traceback at import says nothing useful):
+    it keeps why in ``TM_DATABASE_URL_PROBLEM`` and serves no database until it is mended.
+    """
+    problem = str(getattr(settings, "TM_DATABASE_URL_PROBLEM", ""))
+    if not problem:
+        return []
+    return [
+        Error(f"TM_DATABASE_URL cannot be used: {problem}", hint=DATABASE_URL_HINT, id="tm.E002")
+    ]
 
 
 @register()
@@ -21,8 +43,8 @@ def tmsite_checks(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     for name in registry.MOUNTS:  # a mount registers its own checks when imported
         registry.mount_class(name)
     messages: list[Any] = []
-    for check in CHECKS:
-        messages.extend(check())
+    for part_check in CHECKS:
+        messages.extend(part_check())
     if any(message.is_serious() for message in messages):
         return messages  # the namespace cannot be built from this configuration: read nothing
     for namespace_check in NAMESPACE_CHECKS:

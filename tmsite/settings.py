@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
+import dj_database_url
 import django_stubs_ext
 
 # Lets admin and model classes be subscripted for the type checker at run time.
@@ -98,30 +99,87 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict[str, object]:
-    """``TM_DATABASE_URL`` (``postgres://user:pass@host:port/name``), else SQLite in ``var/``."""
-    url = os.environ.get("TM_DATABASE_URL", "")
+#: The database URL schemes the box runs on.
+DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
+#: What stands in for a database URL that cannot be used: every query fails, nothing is
+#: written to a database the URL did not name, and the start-up check ``tm.E002`` says why.
+_NO_DATABASE: dict[str, object] = {"ENGINE": "django.db.backends.dummy"}
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """The Django database settings a ``TM_DATABASE_URL`` names, query options kept.
+
+    The URL is parsed by ``dj-database-url``: ``?sslmode=require&connect_timeout=5`` become
+    ``OPTIONS`` (digits as integers) handed to the driver as they are. PostgreSQL connections
+    are kept for 60 seconds; SQLite waits 20 seconds for a lock unless the URL says otherwise.
+
+    Raises:
+        ValueError: the URL does not parse, has a scheme the box does not run on, or names no
+            database; the message says which, and never repeats the URL (it may hold a
+            password).
+    """
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        raise ValueError("it is not a URL: it must start with postgres:// or sqlite://")
+    if scheme.lower() not in DATABASE_SCHEMES:
+        raise ValueError(
+            f"its scheme {scheme[:20]!r} is not one the box runs on (postgres:// or sqlite://)"
+        )
+    try:
+        config: dict[str, object] = dict(dj_database_url.parse(url))
+    except ValueError:
+        raise ValueError(f"it does not parse as a URL ({_url_fault(url)})") from None
+    config["PORT"] = str(config.get("PORT") or "")
+    options = config.setdefault("OPTIONS", {})
+    assert isinstance(options, dict)
+    if scheme.lower() != "sqlite":
+        if not config.get("NAME"):
+            raise ValueError("it names no database (the path after the host, e.g. /tmsite)")
+        config["CONN_MAX_AGE"] = 60
+    elif config.get("NAME") in ("", ":memory:"):
+        raise ValueError("it names no SQLite file (an in-memory database is not shared)")
+    else:
+        options.setdefault("timeout", 20)
+    if not options:
+        del config["OPTIONS"]
+    return config
+
+
+def _url_fault(url: str) -> str:
+    """Which part of a database URL does not parse, without repeating any of it.
+
+    Not even the port: an unencoded ``/`` in a password ends the host there, and what follows
+    the user name is then read as the port.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return str(exc)  # "Invalid IPv6 URL": urlsplit's own messages quote nothing
+    try:
+        parts.port  # noqa: B018  (reading it is the test)
+    except ValueError:
+        return "what stands as its port is not a number from 0 to 65535"
+    return "a part of it is not percent-encoded"
+
+
+def _database() -> tuple[dict[str, object], str]:
+    """``TM_DATABASE_URL``, else SQLite in ``var/``; and why the URL cannot be used, or ``""``."""
+    url = os.environ.get("TM_DATABASE_URL", "").strip()
     if not url:
-        return {
+        sqlite: dict[str, object] = {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "tmsite.sqlite3",
             "OPTIONS": {"timeout": 20},
         }
-    parts = urlsplit(url)
-    if parts.scheme not in {"postgres", "postgresql"}:
-        raise ValueError(f"TM_DATABASE_URL must be a postgres:// URL, not {parts.scheme!r}")
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": unquote(parts.path.lstrip("/")),
-        "USER": unquote(parts.username or ""),
-        "PASSWORD": unquote(parts.password or ""),
-        "HOST": parts.hostname or "",
-        "PORT": str(parts.port or ""),
-        "CONN_MAX_AGE": 60,
-    }
+        return sqlite, ""
+    try:
+        return database_from_url(url), ""
+    except ValueError as exc:
+        return dict(_NO_DATABASE), str(exc)
 
 
-DATABASES = {"default": _database()}
+_DEFAULT_DATABASE, TM_DATABASE_URL_PROBLEM = _database()
+DATABASES = {"default": _DEFAULT_DATABASE}
 
 
 def _cache() -> dict[str, object]:

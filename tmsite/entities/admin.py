@@ -13,6 +13,9 @@ The decision: **the records stay the source of truth, and the admin keeps correc
   field back to the record's value is itself a correction (it records the revert).
 * Corrections are listed read-only: they are never edited or deleted, so the history of every
   field stays whole.
+* Each change page's "View on site" opens the explorer on the entity's ``tm://`` address
+  (``entity/<kind>/<key>``; a routine's ``entity/game/<game>/routine/<key>``), where the
+  correction is read on the next read.
 
 Spec: OP4.
 """
@@ -26,7 +29,8 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 from typing_extensions import override
 
-from tmsite.admin_base import ReadOnlyAdmin
+from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, tm_uri
+from tmsite.core.uri import TmUri
 from tmsite.entities import models as m
 
 
@@ -69,10 +73,22 @@ class LessonPatternInline(_ReadOnlyInline):
     readonly_fields = fields
 
 
-class EntityAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+def entity_uri(entity: str, key: str) -> TmUri:
+    """The address of the entity a correction key names (a routine's is ``<game>/<routine>``)."""
+    if entity == "routine":
+        game, _, routine = key.partition("/")
+        return tm_uri("entity", "game", game, "routine", routine)
+    return tm_uri("entity", entity, key)
+
+
+class EntityAdmin(AddressedAdmin):
     """Read-only but for the model's ``CORRECTABLE`` fields; a save records corrections."""
 
     entity = ""
+
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return entity_uri(self.entity, self.correction_key(obj))
 
     @override
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
@@ -180,3 +196,7 @@ class CorrectionAdmin(ReadOnlyAdmin):
     list_filter = ("entity", "field", "corrected_by_name", "corrected_at")
     search_fields = ("key", "field", "corrected_by_name")
     date_hierarchy = "corrected_at"
+
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return entity_uri(obj.entity, obj.key)

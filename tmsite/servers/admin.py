@@ -8,6 +8,9 @@
   :class:`~tmsite.servers.models.MapEntryChange` per changed field and marks the entry
   ``touched``: the index driver never changes it again. Adding and deleting are kept too.
 * Declarations and changes are read-only: history is never edited.
+* Each change page's "View on site" opens the explorer on the address the row governs: a
+  server record (and its declarations and changes) ``mcp/<server>/``, a map entry (and its
+  changes) the map it is in, ``mcp/<server>/map``.
 
 Spec: OP4.
 """
@@ -23,7 +26,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from typing_extensions import override
 
-from tmsite.admin_base import ReadOnlyAdmin
+from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, tm_uri
+from tmsite.core.uri import TmUri
 from tmsite.servers import changes
 from tmsite.servers import models as m
 from tmsite.servers.connect import probe_record
@@ -31,7 +35,7 @@ from tmsite.servers.index import rederive
 
 
 @admin.register(m.McpServer)
-class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class McpServerAdmin(AddressedAdmin):
     """Server records: listed by how they last answered, every field change kept, probed at will."""
 
     list_display = (
@@ -54,6 +58,10 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "updated_at",
     )
     actions = ("probe_now", "rederive_maps")
+
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return tm_uri("mcp", obj.name, collection=True)
 
     @override
     def save_model(
@@ -94,7 +102,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(m.MapEntry)
-class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class MapEntryAdmin(AddressedAdmin):
     """Map entries, corrected item by item: each changed field kept, the entry then ``touched``."""
 
     list_display = (
@@ -111,6 +119,10 @@ class MapEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     search_fields = ("path_template", "tool", "kind", "notes", "server__name")
     list_select_related = ("server",)
     readonly_fields = ("origin", "derived_key", "derived_reason", "touched", "updated_at")
+
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return tm_uri("mcp", obj.server.name, "map")
 
     @override
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -168,6 +180,10 @@ class MapEntryChangeAdmin(ReadOnlyAdmin):
     search_fields = ("server_name", "path_template", "field", "changed_by_name")
     date_hierarchy = "changed_at"
 
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return tm_uri("mcp", obj.server_name, "map")
+
 
 @admin.register(m.ServerChange)
 class ServerChangeAdmin(ReadOnlyAdmin):
@@ -178,6 +194,10 @@ class ServerChangeAdmin(ReadOnlyAdmin):
     search_fields = ("server_name", "field", "changed_by_name")
     date_hierarchy = "changed_at"
 
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return tm_uri("mcp", obj.server_name, collection=True)
+
 
 @admin.register(m.ServerDeclaration)
 class ServerDeclarationAdmin(ReadOnlyAdmin):
@@ -186,3 +206,7 @@ class ServerDeclarationAdmin(ReadOnlyAdmin):
     list_display = ("server", "asked_at", "protocol_version", "era", "seconds")
     list_filter = ("server", "era")
     search_fields = ("server__name",)
+
+    @override
+    def address(self, obj: Any) -> TmUri:
+        return tm_uri("mcp", obj.server.name, collection=True)

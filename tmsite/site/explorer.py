@@ -6,7 +6,12 @@ colours and handles, and the renderers for media types — nothing else. The mod
 here, from ``static/explorer/``, by the project itself (with or without DEBUG), each with an
 ETag; the renderers mount publishes their SHA-256 so the page checks what it imports.
 
-Spec: BLOCKS.
+A logged-in staff user also sees, under the address, a link to the admin change page of the row
+behind it — an entity, an MCP server record, a map entry (:mod:`tmsite.site.admin_links`);
+that page is then ``private``. Every link in the explorer is a page load, so the shell, drawn
+for each address, always names the right row.
+
+Spec: BLOCKS, OP4.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from django.views.decorators.http import require_safe
 
 from tmsite.core.uri import TmUri
 from tmsite.mounts.renderers.catalogue import MODULE_PREFIX, STATIC_DIR
+from tmsite.site.admin_links import admin_row
 
 _ASSET = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\.(?:js|css)", re.ASCII)
 _TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
@@ -36,9 +42,13 @@ def _host() -> str:
 def explore(request: HttpRequest) -> HttpResponse:
     """The explorer page; ``uri`` is the address to draw first (default: the host's root)."""
     root = str(TmUri(_host(), collection=True))
+    start = request.GET.get("uri") or root
+    user = request.user
+    staff = bool(user.is_active and user.is_staff)
     context = {
         "lang": "en",
-        "start": request.GET.get("uri") or root,
+        "start": start,
+        "admin_row": admin_row(start) if staff else None,
         "root": root,
         "manifest": str(TmUri(_host(), "manifest")),
         "api": "/api/v1/resolve",
@@ -46,7 +56,7 @@ def explore(request: HttpRequest) -> HttpResponse:
         "stylesheet": MODULE_PREFIX + "explorer.css",
     }
     response = render(request, "tm_site/explorer.html", context)
-    response["Cache-Control"] = "no-cache"
+    response["Cache-Control"] = "private, no-cache" if staff else "no-cache"
     return response
 
 
