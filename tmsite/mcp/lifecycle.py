@@ -12,7 +12,7 @@ paragraph of instructions for the model. The version rules:
   member; spec PR #3002 moved it into ``_meta``). ``resultType``, ``ttlMs`` and ``cacheScope``
   are added by ``tmsite.mcp.methods.dispatch``.
 
-Spec: T7, T9.
+Spec: T7, T9, PR1.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
 def capabilities() -> dict[str, Any]:
-    """What the server offers: tools and resources, both fixed sets, and completions."""
+    """What the server offers: tools, resources and prompts, all fixed sets, and completions."""
     return {
         "tools": {"listChanged": False},
         "resources": {"subscribe": False, "listChanged": False},
+        "prompts": {"listChanged": False},
         "completions": {},
     }
 
