@@ -420,4 +420,6 @@ def test_a_prompt_costs_its_reads_and_logs_only_its_name() -> None:
         "prompt", 8, "first-session"
     )
     assert costs.of_rest("prompts", {}) == costs.Priced("protocol", 1, "prompts")
+    completing = costs.of_rest("prompts/first-session/complete", {"argument": "page"})
+    assert completing == costs.Priced("protocol", 1, "prompts")
     assert costs.of_message("prompts/list", {}) == costs.Priced("protocol", 1)

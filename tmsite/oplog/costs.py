@@ -153,7 +153,7 @@ def of_rest(route: str, query: Any) -> Priced:
         return of_uri(query.get("uri"))
     if head == "pieces" and rest:
         return Priced("tool:piece", price("tool:piece"), "piece")
-    if head == "prompts" and rest:
+    if head == "prompts" and rest and "/" not in rest:  # a rendering, not its completion
         return of_prompt(rest)
     kind = REST_KINDS.get(head, "protocol")
     return Priced(kind, price(kind), head[:64])
