@@ -18,7 +18,7 @@ LAYERS = {
     3: "entities servers kinds trails site.pages",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
-    7: "operations pieces probes schemas oplog",
+    7: "operations prompts pieces probes schemas oplog",
     8: "mcp rest",
     9: "api urls site management demo checks apps settings wsgi asgi",
 }

@@ -3,7 +3,7 @@
 MCP methods, MCP tools and REST views are adapters over these functions; each returns plain
 data or raises a ``Refusal`` from ``tmsite.core.errors``.
 
-Spec: TL4, TL5, TL6.
+Spec: TL4, TL5, TL6, PR1.
 """
 
 from __future__ import annotations
@@ -42,6 +42,16 @@ def read(uri: object) -> Content:
 def resource_map(cursor: str | None) -> MapPage:
     """One page of the map (root, help, collections). Raises ``Refusal`` (``bad-cursor``)."""
     return namespace().resource_map(cursor)
+
+
+def host() -> str:
+    """The host this box answers for (``tm://<host>/``)."""
+    return namespace().host
+
+
+def help_uri() -> str:
+    """The document a client should read first: the one the root links ``help``."""
+    return namespace().help_uri()
 
 
 def templates() -> list[Template]:

@@ -297,7 +297,18 @@ def test_completion_refusals(process_namespace: Namespace, ctx: CallContext) -> 
             ctx,
         )
     assert caught.value.code == INVALID_PARAMS
-    assert caught.value.data == {"reason": "bad-argument", "valid": ["ref/resource"]}
+    assert caught.value.data == {
+        "reason": "bad-argument",
+        "valid": ["first-session", "explain-address"],
+    }
+    with pytest.raises(RpcError) as caught:
+        dispatch(
+            "completion/complete",
+            {"ref": {"type": "ref/other", "name": "p"}, "argument": {"name": "a", "value": ""}},
+            ctx,
+        )
+    assert caught.value.code == INVALID_PARAMS
+    assert caught.value.data == {"reason": "bad-argument", "valid": ["ref/resource", "ref/prompt"]}
     with pytest.raises(RpcError) as caught:
         dispatch("completion/complete", {"ref": {"type": "ref/resource"}}, ctx)
     assert caught.value.code == INVALID_PARAMS

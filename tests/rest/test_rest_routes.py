@@ -48,8 +48,21 @@ RESOURCES = "/api/v1/resources"
 TEMPLATES = "/api/v1/templates"
 COMPLETE = "/api/v1/complete"
 HEALTH = "/api/v1/health"
-#: Every route this module exercises; the OpenAPI document must list exactly these.
-EXERCISED = {OVERVIEW, PIECES, PIECE, LICENSING, RESOLVE, RESOURCES, TEMPLATES, COMPLETE, HEALTH}
+#: The prompt routes, exercised against their MCP twins in ``tests/prompts/test_prompts_rest.py``.
+PROMPTS = {"/api/v1/prompts", "/api/v1/prompts/{name}", "/api/v1/prompts/{name}/complete"}
+#: Every route exercised; the OpenAPI document must list exactly these.
+EXERCISED = {
+    OVERVIEW,
+    PIECES,
+    PIECE,
+    LICENSING,
+    RESOLVE,
+    RESOURCES,
+    TEMPLATES,
+    COMPLETE,
+    HEALTH,
+    *PROMPTS,
+}
 #: The routes that spell a tool, and the tool.
 TOOL_TWINS = {OVERVIEW: "overview", PIECE: "piece", LICENSING: "licensing", RESOLVE: "resolve"}
 
@@ -624,6 +637,28 @@ TWINS = [
         ),
         id="complete",
     ),
+    pytest.param(Twin("/api/v1/prompts", {}, "prompts/list"), id="prompts"),
+    pytest.param(
+        Twin(
+            "/api/v1/prompts/{name}",
+            {"address": DOCS + "notes.md"},
+            "prompts/get",
+            {"name": "explain-address", "arguments": {"address": DOCS + "notes.md"}},
+        ),
+        id="prompt",
+    ),
+    pytest.param(
+        Twin(
+            "/api/v1/prompts/{name}/complete",
+            {"argument": "address", "value": DOCS},
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "explain-address"},
+                "argument": {"name": "address", "value": DOCS},
+            },
+        ),
+        id="prompt-complete",
+    ),
 ]
 
 
@@ -637,7 +672,7 @@ def test_every_rest_route_has_a_rate_limit_case() -> None:
 def test_over_the_limit_both_spellings_refuse_alike(small_limit: FakeClock, twin: Twin) -> None:
     client = Client(headers={"X-Forwarded-For": CALLER})
     key = piece_keys(client)[0]
-    path = twin.path.format(key=key)
+    path = twin.path.format(key=key, name="explain-address")
     params = twin.params
     if twin.params.get("name") == "piece":
         params = {"name": "piece", "arguments": {"key": key}}
@@ -673,6 +708,7 @@ def test_over_the_limit_both_spellings_refuse_alike(small_limit: FakeClock, twin
         RESOURCES,
         TEMPLATES,
         COMPLETE,
+        *sorted(PROMPTS),
     ],
 )
 def test_openapi_declares_the_rate_limit_refusal(client: Client, path: str) -> None:

@@ -103,6 +103,7 @@ def test_initialize_result_describes_the_server(
     assert result["capabilities"] == {
         "tools": {"listChanged": False},
         "resources": {"subscribe": False, "listChanged": False},
+        "prompts": {"listChanged": False},
         "completions": {},
     }
     info = result["serverInfo"]

@@ -16,7 +16,7 @@ paragraph of instructions for the model. The version rules:
 public front door) and shows its icon (``icons``, same origin, SVG and PNG), as 2025-11-25 added
 them; older revisions' clients ignore members they do not know.
 
-Spec: T7, T9.
+Spec: T7, T9, PR1.
 """
 
 from __future__ import annotations
@@ -39,10 +39,11 @@ SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
 def capabilities() -> dict[str, Any]:
-    """What the server offers: tools and resources, both fixed sets, and completions."""
+    """What the server offers: tools, resources and prompts, all fixed sets, and completions."""
     return {
         "tools": {"listChanged": False},
         "resources": {"subscribe": False, "listChanged": False},
+        "prompts": {"listChanged": False},
         "completions": {},
     }
 

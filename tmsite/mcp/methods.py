@@ -4,7 +4,7 @@ Each entry names the handler, the eras that may call it, and whether its result 
 read that carries ``ttlMs``/``cacheScope`` in the stateless era. Handlers are short adapters over
 ``tmsite.operations``; params are validated before the handler runs.
 
-Spec: T7, T10.
+Spec: T7, T10, PR1.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tmsite.mcp import lifecycle, namespace_methods, tools
+from tmsite.mcp import lifecycle, namespace_methods, prompts, tools
 from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, Era, RpcError
 
 Handler = Callable[[dict[str, Any], CallContext], dict[str, Any]]
@@ -40,6 +40,8 @@ METHODS: dict[str, Method] = {
     "resources/list": Method(namespace_methods.list_resources, ttl_seconds=60),
     "resources/templates/list": Method(namespace_methods.list_templates, ttl_seconds=300),
     "resources/read": Method(namespace_methods.read_resource, ttl_seconds=60),
+    "prompts/list": Method(prompts.list_prompts, ttl_seconds=300),
+    "prompts/get": Method(prompts.get_prompt),
     "completion/complete": Method(namespace_methods.complete),
 }
 

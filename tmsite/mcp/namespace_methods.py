@@ -4,7 +4,7 @@ Params are checked by small pydantic models (extra members allowed, as the proto
 a malformed one is -32602 naming at most five problems. Refusals become JSON-RPC errors through
 ``tmsite.mcp.codes``.
 
-Spec: NS7.
+Spec: NS7, PR1.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tmsite import operations
+from tmsite import operations, prompts
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.convert import read_result, resource, template
@@ -22,38 +22,40 @@ from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
 COMPLETION_CAP = 100
 
 
-class _Params(BaseModel):
+class Params(BaseModel):
+    """The params of one method: extra members allowed (the protocol adds its own)."""
+
     model_config = ConfigDict(extra="allow")
 
 
-class ListParams(_Params):
+class ListParams(Params):
     """``resources/list`` and ``resources/templates/list``: an optional opaque cursor."""
 
     cursor: str | None = None
 
 
-class ReadParams(_Params):
+class ReadParams(Params):
     """``resources/read``: the ``tm://`` URI to read."""
 
     uri: str
 
 
-class _Ref(_Params):
+class _Ref(Params):
     type: str
     uri: str | None = None
     name: str | None = None
 
 
-class _Argument(_Params):
+class _Argument(Params):
     name: str
     value: str = ""
 
 
-class _Context(_Params):
+class _Context(Params):
     arguments: dict[str, str] = Field(default_factory=dict)
 
 
-class CompleteParams(_Params):
+class CompleteParams(Params):
     """``completion/complete``: the template, the argument being typed, the ones already filled."""
 
     ref: _Ref
@@ -64,7 +66,8 @@ class CompleteParams(_Params):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _parse(model: type[M], params: dict[str, Any], method: str) -> M:
+def parse_params(model: type[M], params: dict[str, Any], method: str) -> M:
+    """``params`` as ``model``; a malformed one is -32602 naming at most five problems."""
     try:
         return model.model_validate(params)
     except ValidationError as exc:
@@ -77,7 +80,7 @@ def _parse(model: type[M], params: dict[str, Any], method: str) -> M:
 
 def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/list``: one page of the map (root, help, collections), ``nextCursor`` after."""
-    parsed = _parse(ListParams, params, "resources/list")
+    parsed = parse_params(ListParams, params, "resources/list")
     try:
         page = operations.resource_map(parsed.cursor)
     except Refusal as refusal:
@@ -90,13 +93,13 @@ def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
 
 def list_templates(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/templates/list``: every URI template, in one page."""
-    _parse(ListParams, params, "resources/templates/list")
+    parse_params(ListParams, params, "resources/templates/list")
     return {"resourceTemplates": [template(item) for item in operations.templates()]}
 
 
 def read_resource(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/read``: the content and its links; a refusal is the era's JSON-RPC error."""
-    parsed = _parse(ReadParams, params, "resources/read")
+    parsed = parse_params(ReadParams, params, "resources/read")
     try:
         return read_result(operations.read(parsed.uri))
     except Refusal as refusal:
@@ -104,25 +107,32 @@ def read_resource(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
 
 
 def complete(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    """``completion/complete`` for a resource template argument: at most 100 values.
+    """``completion/complete`` for a resource template or a prompt argument: at most 100 values.
+
+    ``ref/resource`` completes a template's argument (``uri`` names the template),
+    ``ref/prompt`` a prompt's (``name`` names the prompt); ``context.arguments`` holds the
+    arguments already filled.
 
     Raises:
-        RpcError: ``bad-argument`` for a prompt reference (there are no prompts), an unknown
-            template or an argument it does not have.
+        RpcError: ``bad-argument`` for another kind of reference, one without its ``uri`` or
+            ``name``, an unknown template or prompt, or an argument it does not have.
     """
-    parsed = _parse(CompleteParams, params, "completion/complete")
+    parsed = parse_params(CompleteParams, params, "completion/complete")
+    ref = parsed.ref
+    context = parsed.context.arguments if parsed.context else {}
+    name, value = parsed.argument.name, parsed.argument.value
     try:
-        if parsed.ref.type != "ref/resource" or parsed.ref.uri is None:
+        if ref.type == "ref/resource" and ref.uri is not None:
+            values = operations.complete(ref.uri, name, value, context)
+        elif ref.type == "ref/prompt" and ref.name is not None:
+            values = prompts.complete(ref.name, name, value, context)
+        else:
             raise BadArgument(
                 None,
-                "completion here is for resource templates (ref/resource with a uri); "
-                "this server has no prompts",
-                valid=["ref/resource"],
+                "completion is for a resource template (ref/resource with a uri) or a prompt "
+                "(ref/prompt with a name)",
+                valid=["ref/resource", "ref/prompt"],
             )
-        context = parsed.context.arguments if parsed.context else {}
-        values = operations.complete(
-            parsed.ref.uri, parsed.argument.name, parsed.argument.value, context
-        )
     except Refusal as refusal:
         raise rpc_error(refusal, ctx.era) from refusal
     return {

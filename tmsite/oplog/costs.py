@@ -13,6 +13,7 @@ mcp        2     another MCP server's record, its tool and resource descriptions
 http       4     a page: fetched from the front door as a visitor gets it
 mcp-run    8     a path the server's map names: runs a tool on another MCP server
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
+prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 =========  ====  ==========================================================================
 
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
@@ -42,6 +43,7 @@ COSTS: dict[str, int] = {
     "tool:licensing": 1,
     "tool:piece": 2,
     "tool:overview": 4,
+    "prompt": 8,
 }
 #: Paths under ``mcp/<server>/`` that describe the server rather than run one of its tools.
 MCP_DESCRIBING = frozenset({"tools", "resources", "prompts", "map"})
@@ -101,6 +103,11 @@ def of_uri(text: object) -> Priced:
     return Priced(kind, price(kind), str(uri)[:MAX_TARGET], (uri.param("as") or "")[:32])
 
 
+def of_prompt(name: object) -> Priced:
+    """Price a prompt's rendering; only the prompt's name is kept, never its arguments."""
+    return Priced("prompt", price("prompt"), name[:64] if isinstance(name, str) else "")
+
+
 def of_tool(name: object, arguments: object) -> Priced:
     """Price a tool call; only the tool's name is kept, never its arguments."""
     if not isinstance(name, str):
@@ -122,6 +129,8 @@ def of_message(method: str, params: Any) -> Priced:
         return of_uri(params.get("uri"))
     if method == "tools/call":
         return of_tool(params.get("name"), params.get("arguments"))
+    if method == "prompts/get":
+        return of_prompt(params.get("name"))
     return Priced("protocol", price("protocol"))
 
 
@@ -133,6 +142,7 @@ REST_KINDS: dict[str, str] = {
     "resources": "protocol",
     "templates": "protocol",
     "complete": "protocol",
+    "prompts": "protocol",
 }
 
 
@@ -143,5 +153,7 @@ def of_rest(route: str, query: Any) -> Priced:
         return of_uri(query.get("uri"))
     if head == "pieces" and rest:
         return Priced("tool:piece", price("tool:piece"), "piece")
+    if head == "prompts" and rest and "/" not in rest:  # a rendering, not its completion
+        return of_prompt(rest)
     kind = REST_KINDS.get(head, "protocol")
     return Priced(kind, price(kind), head[:64])

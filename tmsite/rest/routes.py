@@ -4,7 +4,7 @@ Refusals become HTTP statuses through one table (``tmsite.rest.codes.HTTP_STATUS
 JSON fields the MCP refusal carries in ``data``. Every route is observed by the request log,
 which gets this surface's prefix and refusal from here (``ROUTES``).
 
-Spec: TL6.
+Spec: TL6, PR1.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
-from tmsite import operations
+from tmsite import operations, prompts
 from tmsite.core.errors import Refusal
 from tmsite.mcp import tools
+from tmsite.mcp.convert import prompt_result
 from tmsite.oplog import hooks
 from tmsite.pieces import Licensing
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
@@ -202,4 +203,38 @@ def templates(request: HttpRequest) -> list[dict[str, Any]]:
 def complete(request: HttpRequest, query: Query[CompleteQuery]) -> dict[str, Any]:
     """``completion/complete`` for one template argument, without filled context."""
     values = operations.complete(query.template, query.argument, query.value, {})
+    return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+
+
+class PromptCompleteQuery(Schema):
+    """The query of ``/prompts/{name}/complete``: which argument, and what was typed."""
+
+    argument: str = Field(description="The prompt argument to complete.")
+    value: str = Field(default="", description="What has been typed so far.")
+
+
+@router.get("/prompts", response={200: list[dict[str, Any]], **_ERRORS}, summary="The prompts")
+def prompt_list(request: HttpRequest) -> list[dict[str, object]]:
+    """``prompts/list``: every prompt with its arguments."""
+    return prompts.listed()
+
+
+@router.get(
+    "/prompts/{name}", response={200: dict[str, Any], **_ERRORS}, summary="One prompt, rendered"
+)
+def prompt_get(request: HttpRequest, name: str) -> dict[str, Any]:
+    """``prompts/get``: the query parameters are the prompt's arguments; reads are embedded."""
+    return prompt_result(prompts.get(name, {key: request.GET[key] for key in request.GET}))
+
+
+@router.get(
+    "/prompts/{name}/complete",
+    response={200: CompletionOut, **_ERRORS},
+    summary="Complete a prompt argument",
+)
+def prompt_complete(
+    request: HttpRequest, name: str, query: Query[PromptCompleteQuery]
+) -> dict[str, Any]:
+    """``completion/complete`` on ``ref/prompt`` for one argument, without filled context."""
+    values = prompts.complete(name, query.argument, query.value, {})
     return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
