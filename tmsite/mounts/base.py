@@ -25,7 +25,7 @@ from tmsite.core import cursor as cursors
 from tmsite.core.errors import BadArgument, BadFacet, NotFound, Refusal
 from tmsite.core.facets import parse_facets
 from tmsite.core.links import Link
-from tmsite.core.nearest import MAX_CANDIDATES, MAX_NEAREST, rank
+from tmsite.core.nearest import MAX_CANDIDATES, MAX_NEAREST, rank_names
 from tmsite.core.types import Content, Entry, Listing, Reader, Request, Template, vnd
 from tmsite.core.uri import TmUri, parse
 
@@ -255,13 +255,12 @@ def _nearest_children(
     """
     names_of = getattr(children, "names", None)
     if callable(names_of):
-        names: Sequence[str] = names_of()
+        names: Sequence[str] = names_of()  # ranked on its first MAX_RANKED
     else:
         names = [entry.name for entry in children[:MAX_CANDIDATES]]
-    order = rank(wanted, [(name, str(index)) for index, name in enumerate(names)], limit=20)
     out: list[str] = []
-    for index in order:
-        entry = children[int(index)]
+    for index in rank_names(wanted, names, limit=20):
+        entry = children[index]
         href = _with(entry.uri, sticky)
         if entry.redacted or href == refused:
             continue

@@ -106,6 +106,12 @@ class McpServer(models.Model):
     last_answered_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
+    map_version = models.PositiveBigIntegerField(
+        default=0,
+        editable=False,
+        help_text="Bumped whenever one of its map entries or declarations is saved or deleted: "
+        "the change stamp every worker's memo of them checks.",
+    )
 
     class Meta:
         ordering = ("name",)
@@ -331,3 +337,21 @@ class ServerChange(_Change):
 
     def __str__(self) -> str:
         return f"{self.server_name} {self.field}"
+
+
+def _bump_map_version(sender: type[models.Model], instance: Any, **kwargs: Any) -> None:
+    """A map entry or a declaration changed: its server's ``map_version`` moves on.
+
+    In the database, so every worker's memo of the map and declaration is stale from the next
+    read.
+    """
+    McpServer.objects.filter(pk=instance.server_id).update(map_version=models.F("map_version") + 1)
+
+
+for _model in (MapEntry, ServerDeclaration):
+    models.signals.post_save.connect(
+        _bump_map_version, sender=_model, dispatch_uid=f"map-version-{_model.__name__}"
+    )
+    models.signals.post_delete.connect(
+        _bump_map_version, sender=_model, dispatch_uid=f"map-version-gone-{_model.__name__}"
+    )

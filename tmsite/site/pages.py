@@ -22,8 +22,11 @@ exists wins.
 
 Client text never becomes a path on disk: the inverse only matches against an index of the
 files found by walking ``docs/`` (symlinks that leave ``docs/`` and non-regular files are left
-out). The index is cached and rebuilt when the modification time of any directory under
-``docs/`` changes, so adding, removing or renaming a file is seen on the next request.
+out). The index is cached and rebuilt when the modification time of a directory under
+``docs/`` changes, so adding, removing or renaming a file is seen on the next request. A lookup
+of one page checks only the directories its candidate files lie in (and re-resolves a candidate
+that is a symlink), a few ``stat`` calls whatever the tree; the answers about every page
+(:func:`all_pages`, :func:`source_files`) check every directory.
 
 Spec: OP3, HTTP.
 """
@@ -191,9 +194,13 @@ def link_for(source: str, lang: str, href: str) -> str | None:
 class _Index:
     root: Path
     #: every directory walked (and, when docs/ is missing, the checkout) with its mtime_ns
-    dirs: tuple[tuple[str, int], ...]
+    dirs: dict[str, int]
     #: checkout-relative files under docs/ that have a page, as ``docs/...`` POSIX strings
     files: frozenset[str]
+    #: every ``.md`` symlink met: what it resolved to, and whether that made it a document
+    links: dict[str, tuple[str, bool]]
+    #: ``docs/`` resolved, inside which a symlinked document must end
+    docs_real: Path
 
 
 _lock = threading.Lock()
@@ -203,19 +210,20 @@ _index: _Index | None = None
 def _walk(root: Path) -> _Index:
     """Index ``docs/`` under ``root``: every directory walked, every file that makes a page."""
     docs = root / DOCS_DIR
-    dirs: list[tuple[str, int]] = []
+    dirs: dict[str, int] = {}
     files: set[str] = set()
+    links: dict[str, tuple[str, bool]] = {}
     if not docs.is_dir():
         # No docs/ yet: watch the checkout itself, so that creating docs/ is seen.
         with contextlib.suppress(OSError):
-            dirs.append((str(root), os.stat(root).st_mtime_ns))
-        return _Index(root, tuple(dirs), frozenset())
+            dirs[str(root)] = os.stat(root).st_mtime_ns
+        return _Index(root, dirs, frozenset(), links, root)
     docs_real = docs.resolve()
     pending = [docs]
     while pending:
         directory = pending.pop()
         try:
-            dirs.append((str(directory), os.stat(directory).st_mtime_ns))
+            dirs[str(directory)] = os.stat(directory).st_mtime_ns
             entries = list(os.scandir(directory))
         except OSError:
             continue
@@ -223,11 +231,36 @@ def _walk(root: Path) -> _Index:
             kind = _entry_kind(entry, docs_real)
             if kind == "directory":
                 pending.append(Path(entry.path))
-            elif kind == "document":
-                rel = Path(entry.path).relative_to(root).as_posix()
-                if page_for(rel) is not None:
-                    files.add(rel)
-    return _Index(root, tuple(sorted(dirs)), frozenset(files))
+                continue
+            linked = _linked_document(entry)
+            if kind != "document" and not linked:
+                continue
+            rel = Path(entry.path).relative_to(root).as_posix()
+            if kind == "document" and page_for(rel) is not None:
+                files.add(rel)
+            if linked:
+                links[rel] = _link_state(Path(entry.path), docs_real)
+    return _Index(root, dirs, frozenset(files), links, docs_real)
+
+
+def _linked_document(entry: os.DirEntry[str]) -> bool:
+    """Whether an entry is a symlink that may make a page (what it points at decides)."""
+    if not entry.name.endswith(PAGE_EXT) or not _segment_ok(entry.name):
+        return False
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _link_state(path: Path, docs_real: Path) -> tuple[str, bool]:
+    """Where a symlink resolves now, and whether that is a regular file inside ``docs/``."""
+    real = os.path.realpath(path)
+    try:
+        regular = stat.S_ISREG(os.stat(real).st_mode)
+    except OSError:
+        regular = False
+    return real, regular and Path(real).is_relative_to(docs_real)
 
 
 def _entry_kind(
@@ -256,29 +289,71 @@ def _entry_kind(
     return "document"
 
 
+def _unchanged(directory: str, mtime: int) -> bool:
+    try:
+        return os.stat(directory).st_mtime_ns == mtime
+    except OSError:
+        return False
+
+
 def _fresh(index: _Index) -> bool:
-    for directory, mtime in index.dirs:
-        try:
-            if os.stat(directory).st_mtime_ns != mtime:
+    """Whether no directory of the index changed: every one is stat-ed."""
+    return all(_unchanged(directory, mtime) for directory, mtime in index.dirs.items())
+
+
+def _fresh_for(index: _Index, rels: Iterable[str]) -> bool:
+    """Whether the files ``rels`` are as the index has them: only their directories are checked.
+
+    A file's presence can change only with the modification time of its directory, and a
+    directory's only with its parent's, so the directories from ``docs/`` down to each file's
+    are checked, stopping at the first the walk did not index (one created since shows as its
+    parent's change). A file that is a symlink is resolved again: its target can change where
+    no page lives.
+    """
+    docs = str(index.root / DOCS_DIR)
+    if docs not in index.dirs:  # no docs/ when walked: the checkout alone is watched
+        return _fresh(index)
+    checked: set[str] = set()
+    for rel in rels:
+        directory = docs
+        for segment in ["", *rel.split("/")[1:-1]]:
+            if segment:
+                directory = f"{directory}/{segment}"
+            if directory in checked:
+                continue
+            mtime = index.dirs.get(directory)
+            if mtime is None:
+                break
+            if not _unchanged(directory, mtime):
                 return False
-        except OSError:
+            checked.add(directory)
+        state = index.links.get(rel)
+        if state is not None and _link_state(index.root / rel, index.docs_real) != state:
             return False
     return True
 
 
-def _current() -> _Index:
+def _current(rels: Iterable[str] | None = None) -> _Index:
+    """The index, walked again if it changed: everywhere, or where ``rels`` lie when given."""
     global _index
     root = checkout()
     with _lock:
         index = _index
-        if index is None or index.root != root or not _fresh(index):
-            index = _index = _walk(root)
+        fresh = _fresh if rels is None else lambda index: _fresh_for(index, rels)
+        if index is not None and index.root == root and fresh(index):
+            return index
+        index = _index = _walk(root)
         return index
 
 
 def source_files() -> frozenset[str]:
     """Every checkout-relative file under ``docs/`` that makes a page."""
     return _current().files
+
+
+def is_source(relpath: str) -> bool:
+    """Whether the checkout-relative file ``relpath`` makes a page (its directories checked)."""
+    return page_for(relpath) is not None and relpath in _current([relpath]).files
 
 
 # --- the inverse -----------------------------------------------------------------------------
@@ -297,18 +372,21 @@ def _slug_parts(lang: str, slug: str) -> list[str] | None:
     return parts
 
 
-def _find(files: frozenset[str], lang: str, parts: list[str]) -> tuple[str, bool] | None:
+def _candidates(lang: str, parts: list[str]) -> list[tuple[str, bool]]:
+    """The files that may make the page, first preferred, each with whether it is a fallback."""
     stems = ["/".join(parts) if parts else "index"]
     if parts:
         stems.append("/".join([*parts, "index"]))
     bases = [(f"{DOCS_DIR}/{lang}", False), (DOCS_DIR, True)]
     if lang == LANGUAGES[0]:
         bases = [(DOCS_DIR, False)]
-    for base, fallback in bases:
-        for stem in stems:
-            candidate = f"{base}/{stem}{PAGE_EXT}"
-            if candidate in files:
-                return candidate, fallback
+    return [(f"{base}/{stem}{PAGE_EXT}", fallback) for base, fallback in bases for stem in stems]
+
+
+def _find(files: frozenset[str], lang: str, parts: list[str]) -> tuple[str, bool] | None:
+    for candidate, fallback in _candidates(lang, parts):
+        if candidate in files:
+            return candidate, fallback
     return None
 
 
@@ -331,9 +409,14 @@ def page_at_slug(lang: str, slug: str) -> Page | None:
     """The page ``(lang, slug)`` as :func:`source_for` finds it, or None.
 
     The returned page's ``path`` is canonical: ``(en, "nes/index")`` finds ``docs/nes/index.md``
-    whose page is ``/docs/nes``, so a caller can redirect a non-canonical address.
+    whose page is ``/docs/nes``, so a caller can redirect a non-canonical address. Only the
+    directories of the page's candidate files are checked for a change.
     """
-    return _page_in(_current().files, lang, slug)
+    parts = _slug_parts(lang, slug)
+    if parts is None:
+        return None
+    rels = [candidate for candidate, _ in _candidates(lang, parts)]
+    return _page_in(_current(rels).files, lang, slug)
 
 
 def _page_in(files: frozenset[str], lang: str, slug: str) -> Page | None:

@@ -142,7 +142,7 @@ class FsMount(Mount):
             return Listing(children)
         target = self.target(uri)
         try:
-            names = self._scan(target.path)
+            scan = self._scan(target.path)
         except NotADirectoryError as exc:
             raise NotFound(
                 str(uri), "that is a file: its URI has no trailing /", nearest=[str(uri.as_leaf())]
@@ -151,9 +151,9 @@ class FsMount(Mount):
             raise NotFound(str(uri), "no such directory") from exc
         except OSError as exc:
             raise NotFound(str(uri), f"no such directory ({exc.strerror})") from exc
-        return Listing(_LazyEntries(self, uri, target.path, names))
+        return Listing(_LazyEntries(self, uri, target.path, scan))
 
-    def _scan(self, directory: Path) -> builtins.list[tuple[bool, str]]:
+    def _scan(self, directory: Path) -> _Scan:
         """The directory's names, directories first, sorted by bytes; kept per mtime."""
         info = os.stat(directory)
         if not stat_module.S_ISDIR(info.st_mode):
@@ -173,11 +173,12 @@ class FsMount(Mount):
                     is_dir = False
                 out.append((not is_dir, entry.name))
         out.sort(key=lambda item: (item[0], item[1].encode("utf-8", "surrogateescape")))
+        scan = _Scan(out)
         with _SCAN_LOCK:
-            _SCANS[key] = out
+            _SCANS[key] = scan
             while len(_SCANS) > _SCAN_CACHE_SIZE:
                 _SCANS.popitem(last=False)
-        return out
+        return scan
 
     def entry_for(self, parent: TmUri, directory: Path, name: str, is_dir: bool) -> Entry:
         """The listing entry of ``name`` in ``directory``, typed as its stat would type it.
@@ -423,20 +424,36 @@ class _Reader:
         return b"".join(chunks)
 
 
+class _Scan:
+    """One scan of a directory: its ``(is_file, name)`` items and, once asked, shown names."""
+
+    def __init__(self, items: list[tuple[bool, str]]) -> None:
+        self.items = items
+        self._shown: list[str] | None = None
+
+    def shown(self) -> list[str]:
+        """The names as listed (a directory's with ``/``), made once per scan."""
+        shown = self._shown
+        if shown is None:
+            shown = self._shown = [
+                display(name) + ("" if is_file else "/") for is_file, name in self.items
+            ]
+        return shown
+
+
 class _LazyEntries(LazyEntries[tuple[bool, str]]):
     """A directory's children, stat'ed only when a page asks for them."""
 
-    def __init__(
-        self, mount: FsMount, uri: TmUri, directory: Path, names: list[tuple[bool, str]]
-    ) -> None:
-        super().__init__(names)
+    def __init__(self, mount: FsMount, uri: TmUri, directory: Path, scan: _Scan) -> None:
+        super().__init__(scan.items)
         self.mount = mount
         self.uri = uri.identity
         self.directory = directory
+        self.scan = scan
 
     def names(self) -> list[str]:
-        """The children's shown names, without touching the files."""
-        return [display(name) + ("" if is_file else "/") for is_file, name in self.items]
+        """The children's shown names, without touching the files (kept with the scan)."""
+        return self.scan.shown()
 
     def entry(self, item: tuple[bool, str]) -> Entry:
         is_file, name = item
@@ -445,7 +462,7 @@ class _LazyEntries(LazyEntries[tuple[bool, str]]):
 
 _NO_FACETS = Facets()
 #: Sorted names of recently listed directories, keyed by inode and mtime.
-_SCANS: OrderedDict[tuple[str, int, int], list[tuple[bool, str]]] = OrderedDict()
+_SCANS: OrderedDict[tuple[str, int, int], _Scan] = OrderedDict()
 _SCAN_LOCK = threading.Lock()
 _SCAN_CACHE_SIZE = 64
 

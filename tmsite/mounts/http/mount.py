@@ -840,7 +840,7 @@ class HttpMount(Mount):
 
     def _renders_as(self, relpath: str) -> builtins.list[Link]:
         url = pages.page_for(relpath)
-        if url is None or relpath not in pages.source_files():
+        if url is None or not pages.is_source(relpath):
             return []
         candidates = [url]
         if graph.language_of(url) == pages.LANGUAGES[0]:

@@ -31,6 +31,8 @@ Spec: MCP.
 from __future__ import annotations
 
 import builtins
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import PurePath
@@ -86,7 +88,7 @@ class McpMount(Mount):
         return record
 
     def _declaration(self, req: Request, record: McpServer) -> ServerDeclaration:
-        declared = record.latest_declaration()
+        declared = _kept(record).declared
         if declared is not None:
             return declared
         raise self._never_answered(req, record)
@@ -289,7 +291,7 @@ class McpMount(Mount):
         return Content(req.text, vnd(kind), item, links, kind=kind)
 
     def _entries(self, record: McpServer) -> builtins.list[MapEntry]:
-        return list(MapEntry.objects.filter(server=record).order_by("path_template"))
+        return _kept(record).entries
 
     def _matches(self, record: McpServer, path: tuple[str, ...]) -> bool:
         return mcp_map.match(self._entries(record), path) is not None
@@ -604,3 +606,56 @@ def _title(item: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value[:200]
     return None
+
+
+class _Kept:
+    """A server's map entries and latest declaration as read at one ``map_version``."""
+
+    __slots__ = ("declared", "entries", "version")
+
+    def __init__(
+        self,
+        version: tuple[int, Any],
+        entries: builtins.list[MapEntry],
+        declared: ServerDeclaration | None,
+    ) -> None:
+        self.version = version
+        self.entries = entries
+        self.declared = declared
+
+
+#: Per process, by server id: the map and declaration last read. The record itself is read
+#: on every request (one query); its ``map_version``, kept in the database and bumped by every
+#: save or delete of an entry or a declaration, says whether what is kept here still holds, so
+#: a maintainer's correction is seen by the next read in every worker.
+_KEPT: OrderedDict[int, _Kept] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+_KEPT_SIZE = 256
+
+
+def _kept(record: McpServer) -> _Kept:
+    """The server's map entries (by template) and latest declaration, memoised.
+
+    Read again only when the record's ``map_version`` moved on since they were kept.
+    """
+    with _KEPT_LOCK:
+        kept = _KEPT.get(record.pk)
+        if kept is not None and kept.version == _version(record):
+            _KEPT.move_to_end(record.pk)
+            return kept
+    # Read after the record: what is read is at least as new as the version it is kept under.
+    entries = list(MapEntry.objects.filter(server=record).order_by("path_template"))
+    kept = _Kept(_version(record), entries, record.latest_declaration())
+    with _KEPT_LOCK:
+        _KEPT[record.pk] = kept
+        while len(_KEPT) > _KEPT_SIZE:
+            _KEPT.popitem(last=False)
+    return kept
+
+
+def _version(record: McpServer) -> tuple[int, Any]:
+    """The stamp: ``map_version``, and when the record was made.
+
+    A new record under a reused id starts again from version 0.
+    """
+    return (record.map_version, record.created_at)
