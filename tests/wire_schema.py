@@ -6,9 +6,9 @@ for every initialize-era revision, ``_v2026_07_28`` for the stateless one) and i
 checked without a line here. One validator, :func:`check_message`, takes a JSON-RPC message the
 server sent, the method of the request it answers and the revision it was served in:
 
-* a result: the revision's ``JSONRPCResultResponse``, then the method's result type
-  (``validate_server_result``); a result for a method the revision does not define, or whose id
-  matches no request sent, is a failure too;
+* a result: the revision's ``JSONRPCResultResponse``, then the method's result type (the row of
+  ``SERVER_RESULTS``); a result for a method the revision does not define, or whose id matches
+  no request sent, is a failure too;
 * an error: the revision's ``JSONRPCErrorResponse``, and every model of the revision that
   fixes that error code (``UnsupportedProtocolVersionError``, ``HeaderMismatchError``, …, found
   by looking at the models, not listed here);
@@ -34,9 +34,11 @@ Only what is not a JSON-RPC message is passed over: an empty body, a body that i
 HTML page), JSON that has none of the members a JSON-RPC message has. Server-sent events are
 read event by event.
 
-A failure is recorded, not raised where it is found (a server thread must answer as it would),
-and fails the test it happened in, naming where, the method, the revision and pydantic's error
-locations. :func:`expected` collects the failures a test causes on purpose instead.
+Validation is strict, of the message as JSON: the schema's types, not what pydantic would coerce
+into them. A failure is recorded, not raised where it is found (a server thread must answer as
+it would), and fails the test it happened in, naming where, the method, the revision and
+pydantic's error locations. :func:`expected` collects the failures a test causes on purpose
+instead.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import cache
 from types import ModuleType, UnionType
 from typing import Any, Literal, get_args, get_origin
 
@@ -115,6 +118,21 @@ _PLACEHOLDER_RESULT: dict[str, dict[str, Any]] = {
 }
 
 
+@cache
+def _adapter(target: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(target)
+
+
+def _validate(target: Any, value: Any) -> None:
+    """Validate ``value`` as the JSON it is on the wire, strictly, by the schema's member names.
+
+    Strict JSON validation is what the schema says (a boolean is ``true`` or ``false``, never
+    ``"false"``); ``mcp_types.methods.validate_server_result`` validates laxly, coercing such
+    strings, so it is not used.
+    """
+    _adapter(target).validate_json(json.dumps(value), strict=True, by_name=False)
+
+
 def _locations(exc: pydantic.ValidationError, prefix: str) -> str:
     parts = []
     for error in exc.errors()[:_MAX_LOCATIONS]:
@@ -146,9 +164,8 @@ def check_result(method: str, revision: str, result: Any) -> list[str]:
     row = surface.SERVER_RESULTS.get((method, revision))
     if row is None:
         return [f"{label}: a result, but {revision} defines no such request"]
-    arm = _result_arm(row, _schema(revision), result)
     try:
-        surface.validate_server_result(method, revision, result, surface={(method, revision): arm})
+        _validate(_result_arm(row, _schema(revision), result), result)
     except pydantic.ValidationError as exc:
         return [f"{label}: {_locations(exc, 'result')}"]
     return []
@@ -178,20 +195,20 @@ def check_message(message: Any, method: str | None, revision: str) -> list[str]:
                     f"{label}: the server sent the {kind} {message['method']!r}, "
                     f"which {revision} does not define"
                 ]
-            model.model_validate(message, by_name=False)
+            _validate(model, message)
             return []
         if "error" in message:
-            schema.JSONRPCErrorResponse.model_validate(message, by_name=False)
+            _validate(schema.JSONRPCErrorResponse, message)
             code = message["error"]["code"]
             for member, model in _CODED[schema.__name__].get(code, []):
                 where = member
-                model.model_validate(message[member] if member else message, by_name=False)
+                _validate(model, message[member] if member else message)
             return []
         # The envelope here; the result's members are the method's result type's to check.
         envelope = message
         if isinstance(message.get("result"), dict):
             envelope = {**message, "result": _PLACEHOLDER_RESULT[schema.__name__]}
-        schema.JSONRPCResultResponse.model_validate(envelope, by_name=False)
+        _validate(schema.JSONRPCResultResponse, envelope)
     except pydantic.ValidationError as exc:
         return [f"{label}: {_locations(exc, where)}"]
     if method is None:

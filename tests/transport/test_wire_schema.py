@@ -240,8 +240,21 @@ def test_only_what_is_not_a_jsonrpc_message_is_passed_over() -> None:
         "ping under 2025-03-26: jsonrpc: Field required"
     ]
     assert problems({"jsonrpc": "2.0", "error": {"code": "x"}}, sent) == [
-        "(no request) under 2025-03-26: error.code: Input should be a valid integer, unable to "
-        "parse string as an integer; error.message: Field required"
+        "(no request) under 2025-03-26: error.code: Input should be a valid integer; "
+        "error.message: Field required"
+    ]
+
+
+def test_types_are_the_schema_s_not_what_they_coerce_to() -> None:
+    sent = {"jsonrpc": "2.0", "id": 1, "method": "completion/complete"}
+    answer = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"completion": {"values": ["docs/"], "total": "1", "hasMore": "false"}},
+    }
+    assert problems(answer, sent, {"MCP-Protocol-Version": "2025-11-25"}) == [
+        "completion/complete under 2025-11-25: result.completion.hasMore: Input should be a "
+        "valid boolean; result.completion.total: Input should be a valid integer"
     ]
 
 
