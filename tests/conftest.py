@@ -1,4 +1,5 @@
-"""Fixtures every test gets, and the rules every test runs under (:mod:`tests.audit`).
+"""Fixtures every test gets, and the rules every test runs under (:mod:`tests.audit`, and the
+protocol schema every MCP answer is checked against, :mod:`tests.wire_schema`).
 
 ``TM_TEST_REVERSE=1`` runs the collected tests in reverse order, to show that no test leans on
 what an earlier one left behind. The run's own ``var/`` and the check that the checkout's is left
@@ -14,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from tests import audit
+from tests import audit, wire_schema
 from tests.git_oracle import git_cli
 from tests.spec_marks import check_spec_marks
 
 audit.install()
+wire_schema.install()
 
 from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision parsers are guarded)
 from tmsite.oplog import recorder  # noqa: E402
@@ -28,7 +30,7 @@ def _fail_on_what_the_audit_found() -> Generator[None, object, object]:
     try:
         return (yield)
     finally:
-        if found := audit.take_found():
+        if found := audit.take_found() + wire_schema.take_found():
             pytest.fail("\n".join(found), pytrace=False)
 
 
@@ -48,7 +50,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if found := audit.take_found():  # broken outside any test (collection, session fixtures)
+    # broken outside any test (collection, session fixtures)
+    if found := audit.take_found() + wire_schema.take_found():
         print("\n".join(found), file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

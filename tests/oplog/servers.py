@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from tests import wire_schema
 from tests.services import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,9 +161,17 @@ def json_lines(log: Path) -> list[dict[str, Any]]:
 
 
 def read(base: str, uri: str, rid: int = 1, headers: Mapping[str, str] | None = None) -> Any:
-    return httpx.post(
+    """A ``resources/read`` over HTTP; the answer is checked against the protocol schema."""
+    reply = httpx.post(
         f"{base}/api/mcp",
         json={"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}},
         headers=dict(headers or {}),
         timeout=30,
     )
+    wire_schema.check_http(
+        reply.request.headers,
+        reply.request.content,
+        reply.headers.get("content-type", ""),
+        reply.content,
+    )
+    return reply

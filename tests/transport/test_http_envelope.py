@@ -1,7 +1,9 @@
 """The Streamable HTTP endpoint over real loopback HTTP: envelope, headers, eras, refusals.
 
 Every refusal is asserted whole: HTTP status, JSON-RPC code, the presence or absence of ``id``,
-the message, and the headers that matter (Content-Type, Allow, CORS, no session id).
+the message, and the headers that matter (Content-Type, Allow, CORS, no session id). Every answer
+is also checked against the protocol schema of the revision the request named, by
+:mod:`tests.wire_schema` (results, errors, the 2026-07-28 error shapes by code).
 """
 
 from __future__ import annotations
@@ -11,9 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_types import _v2025_11_25 as v2025
-from mcp_types import _v2026_07_28 as v2026
-from mcp_types.methods import validate_server_result
 
 import tmsite
 from tests.transport.transport_helpers import (
@@ -50,7 +49,6 @@ def assert_refusal(
     else:
         assert body["id"] == rid
     assert "Traceback" not in reply.content.decode()
-    v2025.JSONRPCErrorResponse.model_validate(body)
     return dict(body)
 
 
@@ -83,7 +81,6 @@ def init_body(version: Any = "2025-11-25", rid: Any = 1) -> dict[str, Any]:
 def test_initialize_echoes_a_known_version(http: httpx.Client, mcp_url: str, version: str) -> None:
     result = assert_result(post(http, mcp_url, init_body(version)))
     assert result["protocolVersion"] == version
-    validate_server_result("initialize", version, result)
 
 
 @pytest.mark.parametrize("offered", ["1999-01-01", None, 20251125, "2026-07-28"])
@@ -98,8 +95,7 @@ def test_initialize_result_describes_the_server(
     http: httpx.Client, mcp_url: str, settings: Any
 ) -> None:
     result = assert_result(post(http, mcp_url, init_body()))
-    model = v2025.InitializeResult.model_validate(result)
-    assert model.protocol_version == "2025-11-25"
+    assert result["protocolVersion"] == "2025-11-25"
     assert result["capabilities"] == {
         "tools": {"listChanged": False},
         "resources": {"subscribe": False, "listChanged": False},
@@ -144,10 +140,7 @@ def test_discover_in_the_stateless_era(http: httpx.Client, mcp_url: str) -> None
         modern_request("server/discover", 7),
         headers=modern_headers("server/discover"),
     )
-    body = reply.json()
-    v2026.DiscoverResultResponse.model_validate(body)
     result = assert_result(reply, 7)
-    validate_server_result("server/discover", STATELESS, result)
     assert result["supportedVersions"] == [
         "2026-07-28",
         "2025-11-25",
@@ -638,7 +631,6 @@ def test_an_unsupported_version_header_is_400_32022(
         "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
         "requested": header,
     }
-    v2026.UnsupportedProtocolVersionError.model_validate(body)
 
 
 def test_an_unsupported_version_header_on_a_notification_is_400(
@@ -737,8 +729,7 @@ def test_a_method_header_that_differs_is_400_32020(
     http: httpx.Client, mcp_url: str, headers: dict[str, str], message: str
 ) -> None:
     reply = post(http, mcp_url, modern_request("server/discover", 51), headers=headers)
-    body = assert_refusal(reply, 400, -32020, rid=51, message=message)
-    v2026.HeaderMismatchError.model_validate(body)
+    assert_refusal(reply, 400, -32020, rid=51, message=message)
 
 
 def test_a_version_header_that_differs_from_the_body_is_400_32020(

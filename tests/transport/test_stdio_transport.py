@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_types import _v2026_07_28 as v2026
-from mcp_types.methods import validate_server_result
 
+from tests import wire_schema
 from tests.transport.transport_helpers import MODERN_META, STATELESS
 
 pytestmark = pytest.mark.spec("T11", "T2", "T5", "T7", "T10")
@@ -22,24 +21,26 @@ ROOT = Path(__file__).resolve().parents[2]
 def run(
     lines: list[bytes | str | dict[str, Any]], timeout: float = 60
 ) -> subprocess.CompletedProcess[bytes]:
-    """Feed the lines to a fresh server, close stdin, and wait for it to exit."""
-    data = b"".join(
-        (
-            line
-            if isinstance(line, bytes)
-            else (line if isinstance(line, str) else json.dumps(line)).encode()
-        )
-        + b"\n"
+    """Feed the lines to a fresh server, close stdin, and wait for it to exit.
+
+    Its stdout is checked against the protocol schema (:func:`tests.wire_schema.check_stdio`).
+    """
+    sent = [
+        line
+        if isinstance(line, bytes)
+        else (line if isinstance(line, str) else json.dumps(line)).encode()
         for line in lines
-    )
-    return subprocess.run(
+    ]
+    done = subprocess.run(
         [sys.executable, "manage.py", "mcp_stdio"],
-        input=data,
+        input=b"".join(line + b"\n" for line in sent),
         capture_output=True,
         cwd=ROOT,
         timeout=timeout,
         check=False,
     )
+    wire_schema.check_stdio(sent, done.stdout)
+    return done
 
 
 def replies(done: subprocess.CompletedProcess[bytes]) -> list[Any]:
@@ -85,7 +86,6 @@ def test_framing_of_seed_000() -> None:
     answers = replies(done)
     assert [a["id"] for a in answers] == [1, 4]
     assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
-    validate_server_result("initialize", "2025-06-18", answers[0]["result"])
     assert answers[1]["result"] == {}
     assert b"dropped an unparsable line" in done.stderr
 
@@ -162,8 +162,6 @@ def test_a_request_with_the_modern_envelope_is_served_statelessly() -> None:
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": MODERN_META}}
     done = run([discover, ping, initialize(rid=3), {"jsonrpc": "2.0", "id": 4, "method": "ping"}])
     found, no_ping, init, legacy_ping = replies(done)
-    v2026.DiscoverResultResponse.model_validate(found)
-    validate_server_result("server/discover", STATELESS, found["result"])
     assert found["result"]["resultType"] == "complete"
     assert found["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "tinymachines"
     assert no_ping["error"]["code"] == -32601
@@ -214,13 +212,15 @@ def test_stray_prints_and_logs_stay_off_stdout(tmp_path: Path) -> None:
         "from tmsite.mcp.stdio import serve\n"
         "sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))\n"
     )
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     done = subprocess.run(
         [sys.executable, str(script)],
-        input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+        input=ping + b"\n",
         capture_output=True,
         timeout=60,
         check=False,
     )
+    wire_schema.check_stdio([ping], done.stdout)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
     assert b"stray output from a handler" in done.stderr
