@@ -291,9 +291,13 @@ def inspector_request(words: list[str]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if "--uri" in options:
         params["uri"] = options["--uri"][0]
-    if "--tool-name" in options:
-        pairs = [arg.partition("=") for arg in options.get("--tool-arg", [])]
-        params = {"name": options["--tool-name"][0], "arguments": {k: v for k, _, v in pairs}}
+    for name_option, args_option in (
+        ("--tool-name", "--tool-arg"),
+        ("--prompt-name", "--prompt-args"),
+    ):
+        if name_option in options:
+            pairs = [arg.partition("=") for arg in options.get(args_option, [])]
+            params = {"name": options[name_option][0], "arguments": {k: v for k, _, v in pairs}}
     return {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
 
 
@@ -303,7 +307,7 @@ def test_every_inspector_line_reaches_the_endpoint_and_its_method_answers(
     lines = [
         w for _, w in command_lines(GUIDE) if w[:2] == ["npx", "@modelcontextprotocol/inspector"]
     ]
-    assert len(lines) == 6
+    assert len(lines) == 8
     ui, *cli = lines
     assert ui[2:] == ["--transport", "http", "--server-url", ENDPOINT]
     by_config = [w for w in cli if "--config" in w]
