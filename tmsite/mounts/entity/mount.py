@@ -42,6 +42,11 @@ plus ``routine`` on a game); ``?at=<ref or date>`` (the entity as its record sto
 record files read from the checkout's repository at that commit, parsed by the same loader;
 ``at`` stays on every address the read emits); ``?pointer=`` into the JSON.
 
+Listed things and stats are dated (``lastModified``, ``modified``): the later of the thing's
+latest correction and when the record files its read is made from last changed, as the load
+found them (:func:`tmsite.entities.kinds.sources`); at ``?at=``, by the commits that last changed
+those files then. A listing page is dated in two queries, whatever its size.
+
 Keys are checked against the ASCII shapes of :mod:`tmsite.entities.records` before any query.
 A key of the wrong shape names nothing: it is refused ``not-found`` (never ``bad-uri``: the
 URI itself is well formed) with ``expected`` saying the shape and ``nearest`` the real keys
@@ -57,6 +62,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, overload
 
@@ -167,6 +173,34 @@ class _Revision:
             return self.snapshot.keys(kind, game)
         return _DbKeys(kind, game)
 
+    def dated(
+        self, kind: str, game: str | None, keys: Sequence[str], index: slice
+    ) -> builtins.list[tuple[str, datetime | None]]:
+        """The keys ``index`` selects, each with when it last changed (see the docs' table).
+
+        Now: two queries (the keys with their rows' dates, their latest corrections). At a
+        revision: the records' time then, the same for every key of the kind.
+        """
+        if self.snapshot is None:
+            start, stop, _ = index.indices(len(keys))
+            return R.dated_keys(kind, game, start, stop) if start < stop else []
+        when = self.snapshot.modified(kind)
+        return [(key, when) for key in keys[index]]
+
+
+def _changed_at(repo: gitstore.GitRepo, commit: str) -> dict[str, datetime]:
+    """When each record file had last changed as of ``commit``, by source.
+
+    The commit time of the newest commit at or before ``commit`` that changed the file.
+    """
+    out = {}
+    for source in dict.fromkeys(kind.source for kind in K.KINDS.values()):
+        changes = gitstore.log(repo, commit, file_path(source), n=1)
+        if changes:
+            seconds = repo.commit(changes[0].commit).commit_time
+            out[source] = datetime.fromtimestamp(seconds, UTC)
+    return out
+
 
 def _owner_id(ref: R.Ref) -> int | None:
     row = R.owner(ref)
@@ -212,15 +246,32 @@ class _DbKeys(Sequence[str]):
 
 
 class _Entries(LazyEntries[str]):
-    """Listing entries made lazily from a sequence of keys."""
+    """Listing entries made lazily from a sequence of keys.
 
-    def __init__(self, keys: Sequence[str], make: Callable[[str], Entry]) -> None:
+    A page's entries are dated (``lastModified``) in a constant number of queries through
+    ``dated``; an entry made alone (the nearest's ranking makes them for their address only)
+    is not dated, so a refusal costs no more queries than it did.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        make: Callable[[str, datetime | None], Entry],
+        dated: Callable[[slice], builtins.list[tuple[str, datetime | None]]],
+    ) -> None:
         super().__init__(keys)
         self.make = make
+        self.dated = dated
         self._names: builtins.list[str] | None = None
 
     def entry(self, item: str) -> Entry:
-        return self.make(item)
+        return self.make(item, None)
+
+    @override
+    def page(self, index: slice) -> builtins.list[Entry]:
+        if index.step not in (None, 1):
+            return super().page(index)
+        return [self.make(key, when) for key, when in self.dated(index)]
 
     def names(self) -> builtins.list[str]:
         """The first names, for ranking the nearest (one query; entries built from them)."""
@@ -418,7 +469,9 @@ class EntityMount(Mount):
             for name in _record_files()
         ]
         try:
-            found: R.Snapshot | RecordError = R.Snapshot(parse_records(*contents))
+            found: R.Snapshot | RecordError = R.Snapshot(
+                parse_records(*contents, modified=_changed_at(repo, commit))
+            )
         except RecordError as exc:
             found = exc
         with self._lock:
@@ -501,10 +554,18 @@ class EntityMount(Mount):
         extra: dict[str, JsonValue] = {"kind": kind}
         if parent is not None:
             extra[parent.kind] = parent.key
+        keys = revision.keys(kind, game)
         return Listing(
             _Entries(
-                revision.keys(kind, game),
-                lambda key: Entry(str(self.entity_uri(kind, key, game, at)), key, False, vnd(kind)),
+                keys,
+                lambda key, when: Entry(
+                    str(self.entity_uri(kind, key, game, at)),
+                    key,
+                    False,
+                    vnd(kind),
+                    modified=when,
+                ),
+                lambda index: revision.dated(kind, game, keys, index),
             ),
             extra=extra,
         )
@@ -644,7 +705,7 @@ class EntityMount(Mount):
         if not revision.now:
             own["at"] = {"ref": at, "commit": revision.commit}
         links = [*self._common_links(req, entity, at), Link("alternate", str(me))]
-        stat = Stat(str(me), entity.key, vnd(entity.kind), extra=own)
+        stat = Stat(str(me), entity.key, vnd(entity.kind), modified=entity.modified, extra=own)
         return stat.content(str(req.uri), links)
 
     def _set(self, req: Request, ref: R.Ref, revision: _Revision) -> Content:
