@@ -61,7 +61,7 @@ import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, overload
@@ -138,21 +138,34 @@ class Target:
 
 
 class _Revision:
-    """Where entities are read from: the tables (now), or a snapshot of the records then."""
+    """Where entities are read from: the tables (now), or a snapshot of the records then.
+
+    ``changed``: at a revision, when each record file had last changed by then (by source).
+    """
 
     def __init__(
-        self, snapshot: R.Snapshot | None = None, commit: str | None = None, at: str | None = None
+        self,
+        snapshot: R.Snapshot | None = None,
+        commit: str | None = None,
+        at: str | None = None,
+        changed: Mapping[str, datetime] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.commit = commit
         self.at = at
+        self.changed = changed or {}
 
     @property
     def now(self) -> bool:
         return self.snapshot is None
 
     def get(self, ref: R.Ref) -> R.Entity | None:
-        return R.get(ref) if self.snapshot is None else self.snapshot.get(ref)
+        if self.snapshot is None:
+            return R.get(ref)
+        found = self.snapshot.get(ref)
+        if found is None:
+            return None
+        return replace(found, modified=K.data_modified(ref.kind, self.changed))
 
     def exists(self, ref: R.Ref) -> bool:
         if self.snapshot is not None:
@@ -184,7 +197,7 @@ class _Revision:
         if self.snapshot is None:
             start, stop, _ = index.indices(len(keys))
             return R.dated_keys(kind, game, start, stop) if start < stop else []
-        when = self.snapshot.modified(kind)
+        when = K.data_modified(kind, self.changed)
         return [(key, when) for key in keys[index]]
 
 
@@ -310,6 +323,7 @@ class EntityMount(Mount):
         self.repo_name = repo_name
         self.site = site
         self._snapshots: OrderedDict[tuple[str, str], R.Snapshot | RecordError] = OrderedDict()
+        self._changes: OrderedDict[tuple[str, str], Mapping[str, datetime]] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -425,6 +439,7 @@ class EntityMount(Mount):
             with gitstore.open_repo(self.checkout) as repo:
                 resolved = gitstore.resolve(repo, at)
                 snapshot = self._snapshot(repo, resolved.commit)
+                changed = self._changed(repo, resolved.commit)
         except gitstore.BadRef as exc:
             raise BadFacet(
                 req.text, f"at= is not a ref or date: {exc.why}", valid=_AT_SHAPES
@@ -455,7 +470,7 @@ class EntityMount(Mount):
                 f"the records at {at} do not parse: {snapshot}",
                 nearest=[str(req.uri.with_params(at=None))],
             )
-        return _Revision(snapshot, resolved.commit, at)
+        return _Revision(snapshot, resolved.commit, at, changed)
 
     def _snapshot(self, repo: gitstore.GitRepo, commit: str) -> R.Snapshot | RecordError:
         """The records at ``commit`` (immutable, so kept), or why they do not parse."""
@@ -469,15 +484,30 @@ class EntityMount(Mount):
             for name in _record_files()
         ]
         try:
-            found: R.Snapshot | RecordError = R.Snapshot(
-                parse_records(*contents, modified=_changed_at(repo, commit))
-            )
+            found: R.Snapshot | RecordError = R.Snapshot(parse_records(*contents))
         except RecordError as exc:
             found = exc
         with self._lock:
             self._snapshots[key] = found
             while len(self._snapshots) > _SNAPSHOTS_KEPT:
                 self._snapshots.popitem(last=False)
+        return found
+
+    def _changed(self, repo: gitstore.GitRepo, commit: str) -> Mapping[str, datetime]:
+        """When each record file had last changed as of ``commit`` (immutable, so kept).
+
+        Only a read at a revision asks: the snapshots a refusal's ``since`` walks do not.
+        """
+        key = (str(self.checkout), commit)
+        with self._lock:
+            if key in self._changes:
+                self._changes.move_to_end(key)
+                return self._changes[key]
+        found = _changed_at(repo, commit)
+        with self._lock:
+            self._changes[key] = found
+            while len(self._changes) > _SNAPSHOTS_KEPT:
+                self._changes.popitem(last=False)
         return found
 
     def _since(self, ref: R.Ref) -> dict[str, str] | None:
