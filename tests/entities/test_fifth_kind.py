@@ -37,6 +37,7 @@ with isolate_apps("tmsite.entities"):
         first = models.PositiveIntegerField()
         recorded = models.JSONField(default=dict)
         load_token = models.CharField(max_length=32)
+        data_modified = models.DateTimeField(null=True)
 
         class Meta:
             app_label = "tm_entities"

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -253,6 +254,7 @@ def declare(kind: Kind) -> Kind:
         raise ValueError(f"the kind {kind.name!r} is declared already")
     KINDS[kind.name] = kind
     directions.cache_clear()
+    sources.cache_clear()
     return kind
 
 
@@ -260,6 +262,7 @@ def forget(name: str) -> None:
     """Take a kind out of the table again (a kind declared for a while, as in a test)."""
     del KINDS[name]
     directions.cache_clear()
+    sources.cache_clear()
 
 
 @functools.cache
@@ -273,6 +276,34 @@ def directions(kind: str) -> tuple[Direction, ...]:
         if r.member == kind
     ]
     return (*own, *inverse)
+
+
+@functools.cache
+def sources(kind: str) -> tuple[str, ...]:
+    """The record files a read of ``kind`` is made from: its own, then those stating its pairs.
+
+    A relation's pairs are stated where its rows come from: a link model's by the entries of
+    the kind that declares the relation (a game's ``patterns``), a child's foreign key by the
+    child's own entry (a lesson's ``game``). So a pattern is made from both files (lessons
+    state which demonstrate it), a routine from ``autopsy`` alone.
+    """
+    out = [KINDS[kind].source]
+    for d in directions(kind):
+        declaring = d.owner if d.forward else d.member
+        holder = d.relation.member if isinstance(d.relation.storage, Child) else declaring
+        out.append(KINDS[holder].source)
+    return tuple(dict.fromkeys(out))
+
+
+def data_modified(kind: str, modified: Mapping[str, datetime]) -> datetime | None:
+    """When the records a read of ``kind`` is made from last changed, or None if unknown.
+
+    The latest of its :func:`sources`' times in ``modified`` (by source); None if any of them
+    is not there.
+    """
+    times = [modified.get(source) for source in sources(kind)]
+    known = [t for t in times if t is not None]
+    return max(known) if known and len(known) == len(times) else None
 
 
 def direction(kind: str, rel: str) -> Direction:

@@ -9,7 +9,10 @@ Two steps, kept apart so the entity mount can read a record "as it stood" at an 
   number of bulk statements (bulk upserts keyed by the records' keys, then one delete per table
   for what the records no longer hold), applying maintainers' corrections again, so a reload is
   idempotent and corrections outlive it. It loops over the kinds of
-  :mod:`tmsite.entities.kinds`: each kind's rows, then each relation's link rows.
+  :mod:`tmsite.entities.kinds`: each kind's rows, then each relation's link rows. Each row
+  keeps when the record files its read is made from last changed (``data_modified``, from
+  :attr:`Records.modified`), so what is served is dated by the files as loaded, not as they
+  are now.
 
 :func:`load_checkout` does both for a checkout directory; ``manage.py tm_load_records`` calls it.
 
@@ -18,9 +21,11 @@ Spec: ENT, OP4.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -151,9 +156,11 @@ class _Fill:
         if kind.row is None:
             return
         rows = []
+        modified = K.data_modified(kind.name, self.records.modified)
         for entry in kind.entries(self.records):
             obj = kind.row(entry.record, entry.parent, self.id_of)
             obj.load_token = self.token  # type: ignore[attr-defined]
+            obj.data_modified = modified  # type: ignore[attr-defined]
             key = correction_key(kind.name, (entry.key, entry.parent))
             self.applied += _apply(obj, kind.name, key, self.corrections)
             rows.append(obj)
@@ -161,7 +168,7 @@ class _Fill:
             rows,
             update_conflicts=True,
             unique_fields=list(kind.unique),
-            update_fields=[*kind.updates, "recorded", "load_token"],
+            update_fields=[*kind.updates, "recorded", "load_token", "data_modified"],
         )
         self.written[kind.plural] = len(rows)
         written = kind.model._default_manager.filter(load_token=self.token)
@@ -232,11 +239,20 @@ def _refresh_statistics() -> None:
         cursor.execute("ANALYZE " + ", ".join(connection.ops.quote_name(t) for t in tables))
 
 
+def _read_dated(path: Path) -> tuple[bytes, datetime]:
+    """A file's bytes and its modification time as they were read (``fstat`` of the open file)."""
+    with path.open("rb") as handle:
+        content = handle.read()
+        mtime = os.fstat(handle.fileno()).st_mtime
+    return content, datetime.fromtimestamp(mtime, UTC)
+
+
 def read_checkout(checkout: Path) -> Records:
-    """Parse the two record files of a checkout directory."""
-    autopsy = (checkout / AUTOPSY_FILE).read_bytes()
-    lessons = (checkout / LESSONS_FILE).read_bytes()
-    return parse_records(autopsy, lessons)
+    """Parse the two record files of a checkout directory, dated by their modification times."""
+    autopsy, autopsy_modified = _read_dated(checkout / AUTOPSY_FILE)
+    lessons, lessons_modified = _read_dated(checkout / LESSONS_FILE)
+    modified = {"autopsy": autopsy_modified, "lessons": lessons_modified}
+    return parse_records(autopsy, lessons, modified=modified)
 
 
 def load_checkout(checkout: Path) -> LoadReport:

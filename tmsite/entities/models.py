@@ -3,9 +3,12 @@
 The records in ``data/autopsy.json`` and ``data/lessons.json`` are the source of truth; these
 tables are filled from them by :mod:`tmsite.entities.loaders` and refilled on every reload. Each
 entity keeps the record's own values of the fields a maintainer may correct (``recorded``) and its
-place in the record file (``position``), so its JSON pointer can be rebuilt. A hand correction is
-a :class:`Correction` row: who, when, which field, the value, and what the record said; reloads
-apply the latest correction of each field again, so corrections outlive reloads.
+place in the record file (``position``), so its JSON pointer can be rebuilt, and when the record
+files its read is made from last changed as the load found them (``data_modified``: read there,
+so every worker dates a thing alike, and a file touched since the load does not re-date it). A
+hand correction is a :class:`Correction` row: who, when, which field, the value, and what the
+record said; reloads apply the latest correction of each field again, so corrections outlive
+reloads.
 
 Spec: ENT, OP4, TRAILS.
 """
@@ -20,6 +23,11 @@ from django.utils import timezone
 
 from tmsite.entities.record_files import ROUTINE_KINDS
 
+_DATA_MODIFIED = (
+    "When the record files its read is made from last changed, as of the load that wrote it "
+    "(their modification times then); empty when the load did not know."
+)
+
 
 class Pattern(models.Model):
     """A pattern the autopsy rules look for (e.g. ``pad-poll``)."""
@@ -32,6 +40,7 @@ class Pattern(models.Model):
     position = models.PositiveIntegerField(help_text="Order in the record's ``patterns``.")
     recorded = models.JSONField(default=dict, editable=False)
     load_token = models.CharField(max_length=32, editable=False, db_index=True)
+    data_modified = models.DateTimeField(null=True, editable=False, help_text=_DATA_MODIFIED)
 
     class Meta:
         ordering = ("position",)
@@ -55,6 +64,7 @@ class Game(models.Model):
     position = models.PositiveIntegerField(help_text="Index in the record's ``games``.")
     recorded = models.JSONField(default=dict, editable=False)
     load_token = models.CharField(max_length=32, editable=False, db_index=True)
+    data_modified = models.DateTimeField(null=True, editable=False, help_text=_DATA_MODIFIED)
     patterns: models.ManyToManyField[Pattern, GamePattern] = models.ManyToManyField(
         Pattern, through="GamePattern", related_name="games"
     )
@@ -80,6 +90,7 @@ class Routine(models.Model):
     position = models.PositiveIntegerField(help_text="Index in the game's ``routine_list``.")
     recorded = models.JSONField(default=dict, editable=False)
     load_token = models.CharField(max_length=32, editable=False, db_index=True)
+    data_modified = models.DateTimeField(null=True, editable=False, help_text=_DATA_MODIFIED)
     patterns: models.ManyToManyField[Pattern, RoutinePattern] = models.ManyToManyField(
         Pattern, through="RoutinePattern", related_name="routines"
     )
@@ -114,6 +125,7 @@ class Lesson(models.Model):
     position = models.PositiveIntegerField(help_text="Index in the record's ``lessons``.")
     recorded = models.JSONField(default=dict, editable=False)
     load_token = models.CharField(max_length=32, editable=False, db_index=True)
+    data_modified = models.DateTimeField(null=True, editable=False, help_text=_DATA_MODIFIED)
     patterns: models.ManyToManyField[Pattern, LessonPattern] = models.ManyToManyField(
         Pattern, through="LessonPattern", related_name="lessons"
     )

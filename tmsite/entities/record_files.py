@@ -19,7 +19,7 @@ import datetime
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import (
@@ -502,6 +502,11 @@ class Records:
     lessons: tuple[LessonRecord, ...]
     autopsy_file: str = AUTOPSY_FILE
     lessons_file: str = LESSONS_FILE
+    #: When each record file's content last changed (UTC), by source (``autopsy``,
+    #: ``lessons``), where the reader knew it: a checkout file's modification time as it was
+    #: read, a revision's the time of the commit that last changed the file. Empty when the
+    #: contents came from elsewhere.
+    modified: Mapping[str, datetime.datetime] = field(default_factory=dict)
 
     def file_name(self, source: str) -> str:
         """The name these records give the file ``source`` (e.g. ``data/autopsy.json@1a2b3c4``)."""
@@ -562,11 +567,13 @@ def parse_records(
     *,
     autopsy_file: str = AUTOPSY_FILE,
     lessons_file: str = LESSONS_FILE,
+    modified: Mapping[str, datetime.datetime] | None = None,
 ) -> Records:
     """Validate the two record files' contents and return them as plain objects.
 
     Pure: no database, no file system. The contents may come from the checkout or from a git
-    revision; ``autopsy_file``/``lessons_file`` are the names errors use.
+    revision; ``autopsy_file``/``lessons_file`` are the names errors use, ``modified`` when
+    each file last changed, by source, if the caller knows (:attr:`Records.modified`).
 
     Raises:
         RecordError: the first problem found, naming the file and the field path.
@@ -587,6 +594,7 @@ def parse_records(
         lessons=then.lessons,
         autopsy_file=autopsy_file,
         lessons_file=lessons_file,
+        modified=dict(modified or {}),
     )
 
 

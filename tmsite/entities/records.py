@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Model, QuerySet
+from django.db.models import Max, Model, QuerySet
 
 from tmsite.entities import kinds as K
 from tmsite.entities import models as m
@@ -168,7 +169,10 @@ class Page:
 
 @dataclass(frozen=True)
 class Entity:
-    """An entity as read: fields, first page of each relation, where its record is."""
+    """An entity as read: fields, first page of each relation, where its record is.
+
+    ``modified`` is when what a read of it says last changed, where known (:func:`later`).
+    """
 
     kind: str
     key: str
@@ -178,6 +182,7 @@ class Entity:
     file: str
     pointer: str
     corrections: tuple[dict[str, Any], ...] = field(default=())
+    modified: datetime | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -352,10 +357,13 @@ def correction_key(kind: str, key: K.Key) -> str:
     return f"{key[1]}/{key[0]}" if K.KINDS[kind].parent else key[0]
 
 
-def _corrections(ref: Ref) -> tuple[dict[str, Any], ...]:
+def _corrections(ref: Ref) -> tuple[tuple[dict[str, Any], ...], datetime | None]:
+    """The thing's corrections in time order, and when the latest was made (one query)."""
     key = correction_key(ref.kind, ref.ident)
-    rows = m.Correction.objects.filter(entity=ref.kind, key=key).order_by("corrected_at", "id")
-    return tuple(
+    rows = list(
+        m.Correction.objects.filter(entity=ref.kind, key=key).order_by("corrected_at", "id")
+    )
+    shown = tuple(
         {
             "field": row.field,
             "value": row.value,
@@ -365,13 +373,40 @@ def _corrections(ref: Ref) -> tuple[dict[str, Any], ...]:
         }
         for row in rows
     )
+    return shown, max((row.corrected_at for row in rows), default=None)
+
+
+def later(data: datetime | None, corrected: datetime | None) -> datetime | None:
+    """When a thing last changed: the later of its records' time (as loaded) and its correction's.
+
+    Unknown if the records' time is unknown: a correction alone does not date a thing, which
+    may have changed since with its records.
+    """
+    if data is None:
+        return None
+    return data if corrected is None or corrected < data else corrected
+
+
+def corrected_at(kind: str, keys: Sequence[K.Key]) -> dict[K.Key, datetime]:
+    """The time of the latest correction of each of ``keys`` that has one: one query."""
+    if not keys:
+        return {}
+    by_key = {correction_key(kind, key): key for key in keys}
+    rows = (
+        m.Correction.objects.filter(entity=kind, key__in=list(by_key))
+        .order_by()
+        .values("key")
+        .annotate(at=Max("corrected_at"))
+    )
+    return {by_key[row["key"]]: row["at"] for row in rows}
 
 
 def get(ref: Ref) -> Entity | None:
     """The entity ``ref`` names, or ``None``. A constant number of queries.
 
     One for the row, two per relation (size and first page), one for the rows its fields list
-    (if its kind lists any), one for its corrections.
+    (if its kind lists any), one for its corrections (which also date it, with the row's
+    ``data_modified``).
     """
     row = owner(ref)
     if row is None:
@@ -382,6 +417,7 @@ def get(ref: Ref) -> Entity | None:
         related[rel] = _page(qs, make, 0, INLINE_LIMIT)
     kind = K.KINDS[ref.kind]
     attached = _attached(kind, [row.pk]).get(row.pk, []) if kind.attach else []
+    corrections, latest = _corrections(ref)
     return Entity(
         kind=ref.kind,
         key=ref.key,
@@ -390,7 +426,8 @@ def get(ref: Ref) -> Entity | None:
         related=related,
         file=file_path(kind.source),
         pointer=pointer(*kind.pointer_tokens(row)),
-        corrections=_corrections(ref),
+        corrections=corrections,
+        modified=later(row.data_modified, latest),
     )
 
 
@@ -428,16 +465,33 @@ def related(ref: Ref, rel: str, *, offset: int = 0, limit: int = 100) -> Page | 
     return _page(qs, make, offset, limit)
 
 
-def keys(kind: str, game: str | None = None) -> QuerySet[Any]:
+def keys(kind: str, game: str | None = None, *, dated: bool = False) -> QuerySet[Any]:
     """The :meth:`~tmsite.entities.kinds.Kind.columns` of ``kind``'s rows, in record order.
 
     ``game``: the key of the thing they live under, for a kind that lives under another.
+    ``dated``: each row's ``data_modified`` after its columns.
     """
     declared = K.KINDS[kind]
     qs = declared.model._default_manager.order_by(*declared.order)
     if declared.parent is not None:
         qs = qs.filter(**{f"{declared.parent}__key": game})
-    return qs.values_list(*declared.columns())
+    return qs.values_list(*declared.columns(), *(("data_modified",) if dated else ()))
+
+
+def dated_keys(
+    kind: str, game: str | None, start: int, stop: int
+) -> list[tuple[str, datetime | None]]:
+    """The keys of ``kind``'s rows ``start:stop`` in record order, each with its :func:`later`.
+
+    Two queries, whatever the page's size: the rows with their ``data_modified``, then the
+    latest correction of each, grouped.
+    """
+    declared = K.KINDS[kind]
+    rows = [
+        (declared.key_of(values), values[-1]) for values in keys(kind, game, dated=True)[start:stop]
+    ]
+    corrected = corrected_at(kind, [key for key, _ in rows])
+    return [(key[0], later(data, corrected.get(key))) for key, data in rows]
 
 
 def list_entities(kind: str, *, game: str | None = None, offset: int = 0, limit: int = 100) -> Page:
@@ -548,7 +602,23 @@ class Snapshot:
         entry = self.entries[ref.kind][ref.ident]
         fields = kind.record_fields(entry.record)
         file = self.records.file_name(kind.source)
-        return Entity(ref.kind, ref.key, ref.game, fields, related, file, pointer(*entry.where))
+        return Entity(
+            ref.kind,
+            ref.key,
+            ref.game,
+            fields,
+            related,
+            file,
+            pointer(*entry.where),
+            modified=self.modified(ref.kind),
+        )
+
+    def modified(self, kind: str) -> datetime | None:
+        """When the records a read of ``kind`` is made from had last changed, or None if unknown.
+
+        From :attr:`Records.modified`; no corrections apply to a read at a revision.
+        """
+        return K.data_modified(kind, self.records.modified)
 
 
 def places_in_tables(file: str, tokens: Sequence[str]) -> Ref | None:

@@ -42,6 +42,11 @@ plus ``routine`` on a game); ``?at=<ref or date>`` (the entity as its record sto
 record files read from the checkout's repository at that commit, parsed by the same loader;
 ``at`` stays on every address the read emits); ``?pointer=`` into the JSON.
 
+Listed things and stats are dated (``lastModified``, ``modified``): the later of the thing's
+latest correction and when the record files its read is made from last changed, as the load
+found them (:func:`tmsite.entities.kinds.sources`); at ``?at=``, by the commits that last changed
+those files then. A listing page is dated in two queries, whatever its size.
+
 Keys are checked against the ASCII shapes of :mod:`tmsite.entities.records` before any query.
 A key of the wrong shape names nothing: it is refused ``not-found`` (never ``bad-uri``: the
 URI itself is well formed) with ``expected`` saying the shape and ``nearest`` the real keys
@@ -56,7 +61,8 @@ import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, overload
 
@@ -132,21 +138,34 @@ class Target:
 
 
 class _Revision:
-    """Where entities are read from: the tables (now), or a snapshot of the records then."""
+    """Where entities are read from: the tables (now), or a snapshot of the records then.
+
+    ``changed``: at a revision, when each record file had last changed by then (by source).
+    """
 
     def __init__(
-        self, snapshot: R.Snapshot | None = None, commit: str | None = None, at: str | None = None
+        self,
+        snapshot: R.Snapshot | None = None,
+        commit: str | None = None,
+        at: str | None = None,
+        changed: Mapping[str, datetime] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.commit = commit
         self.at = at
+        self.changed = changed or {}
 
     @property
     def now(self) -> bool:
         return self.snapshot is None
 
     def get(self, ref: R.Ref) -> R.Entity | None:
-        return R.get(ref) if self.snapshot is None else self.snapshot.get(ref)
+        if self.snapshot is None:
+            return R.get(ref)
+        found = self.snapshot.get(ref)
+        if found is None:
+            return None
+        return replace(found, modified=K.data_modified(ref.kind, self.changed))
 
     def exists(self, ref: R.Ref) -> bool:
         if self.snapshot is not None:
@@ -166,6 +185,34 @@ class _Revision:
         if self.snapshot is not None:
             return self.snapshot.keys(kind, game)
         return _DbKeys(kind, game)
+
+    def dated(
+        self, kind: str, game: str | None, keys: Sequence[str], index: slice
+    ) -> builtins.list[tuple[str, datetime | None]]:
+        """The keys ``index`` selects, each with when it last changed (see the docs' table).
+
+        Now: two queries (the keys with their rows' dates, their latest corrections). At a
+        revision: the records' time then, the same for every key of the kind.
+        """
+        if self.snapshot is None:
+            start, stop, _ = index.indices(len(keys))
+            return R.dated_keys(kind, game, start, stop) if start < stop else []
+        when = K.data_modified(kind, self.changed)
+        return [(key, when) for key in keys[index]]
+
+
+def _changed_at(repo: gitstore.GitRepo, commit: str) -> dict[str, datetime]:
+    """When each record file had last changed as of ``commit``, by source.
+
+    The commit time of the newest commit at or before ``commit`` that changed the file.
+    """
+    out = {}
+    for source in dict.fromkeys(kind.source for kind in K.KINDS.values()):
+        changes = gitstore.log(repo, commit, file_path(source), n=1)
+        if changes:
+            seconds = repo.commit(changes[0].commit).commit_time
+            out[source] = datetime.fromtimestamp(seconds, UTC)
+    return out
 
 
 def _owner_id(ref: R.Ref) -> int | None:
@@ -212,15 +259,32 @@ class _DbKeys(Sequence[str]):
 
 
 class _Entries(LazyEntries[str]):
-    """Listing entries made lazily from a sequence of keys."""
+    """Listing entries made lazily from a sequence of keys.
 
-    def __init__(self, keys: Sequence[str], make: Callable[[str], Entry]) -> None:
+    A page's entries are dated (``lastModified``) in a constant number of queries through
+    ``dated``; an entry made alone (the nearest's ranking makes them for their address only)
+    is not dated, so a refusal costs no more queries than it did.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        make: Callable[[str, datetime | None], Entry],
+        dated: Callable[[slice], builtins.list[tuple[str, datetime | None]]],
+    ) -> None:
         super().__init__(keys)
         self.make = make
+        self.dated = dated
         self._names: builtins.list[str] | None = None
 
     def entry(self, item: str) -> Entry:
-        return self.make(item)
+        return self.make(item, None)
+
+    @override
+    def page(self, index: slice) -> builtins.list[Entry]:
+        if index.step not in (None, 1):
+            return super().page(index)
+        return [self.make(key, when) for key, when in self.dated(index)]
 
     def names(self) -> builtins.list[str]:
         """The first names, for ranking the nearest (one query; entries built from them)."""
@@ -259,6 +323,7 @@ class EntityMount(Mount):
         self.repo_name = repo_name
         self.site = site
         self._snapshots: OrderedDict[tuple[str, str], R.Snapshot | RecordError] = OrderedDict()
+        self._changes: OrderedDict[tuple[str, str], Mapping[str, datetime]] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -374,6 +439,7 @@ class EntityMount(Mount):
             with gitstore.open_repo(self.checkout) as repo:
                 resolved = gitstore.resolve(repo, at)
                 snapshot = self._snapshot(repo, resolved.commit)
+                changed = self._changed(repo, resolved.commit)
         except gitstore.BadRef as exc:
             raise BadFacet(
                 req.text, f"at= is not a ref or date: {exc.why}", valid=_AT_SHAPES
@@ -404,7 +470,7 @@ class EntityMount(Mount):
                 f"the records at {at} do not parse: {snapshot}",
                 nearest=[str(req.uri.with_params(at=None))],
             )
-        return _Revision(snapshot, resolved.commit, at)
+        return _Revision(snapshot, resolved.commit, at, changed)
 
     def _snapshot(self, repo: gitstore.GitRepo, commit: str) -> R.Snapshot | RecordError:
         """The records at ``commit`` (immutable, so kept), or why they do not parse."""
@@ -425,6 +491,23 @@ class EntityMount(Mount):
             self._snapshots[key] = found
             while len(self._snapshots) > _SNAPSHOTS_KEPT:
                 self._snapshots.popitem(last=False)
+        return found
+
+    def _changed(self, repo: gitstore.GitRepo, commit: str) -> Mapping[str, datetime]:
+        """When each record file had last changed as of ``commit`` (immutable, so kept).
+
+        Only a read at a revision asks: the snapshots a refusal's ``since`` walks do not.
+        """
+        key = (str(self.checkout), commit)
+        with self._lock:
+            if key in self._changes:
+                self._changes.move_to_end(key)
+                return self._changes[key]
+        found = _changed_at(repo, commit)
+        with self._lock:
+            self._changes[key] = found
+            while len(self._changes) > _SNAPSHOTS_KEPT:
+                self._changes.popitem(last=False)
         return found
 
     def _since(self, ref: R.Ref) -> dict[str, str] | None:
@@ -501,10 +584,18 @@ class EntityMount(Mount):
         extra: dict[str, JsonValue] = {"kind": kind}
         if parent is not None:
             extra[parent.kind] = parent.key
+        keys = revision.keys(kind, game)
         return Listing(
             _Entries(
-                revision.keys(kind, game),
-                lambda key: Entry(str(self.entity_uri(kind, key, game, at)), key, False, vnd(kind)),
+                keys,
+                lambda key, when: Entry(
+                    str(self.entity_uri(kind, key, game, at)),
+                    key,
+                    False,
+                    vnd(kind),
+                    modified=when,
+                ),
+                lambda index: revision.dated(kind, game, keys, index),
             ),
             extra=extra,
         )
@@ -644,7 +735,7 @@ class EntityMount(Mount):
         if not revision.now:
             own["at"] = {"ref": at, "commit": revision.commit}
         links = [*self._common_links(req, entity, at), Link("alternate", str(me))]
-        stat = Stat(str(me), entity.key, vnd(entity.kind), extra=own)
+        stat = Stat(str(me), entity.key, vnd(entity.kind), modified=entity.modified, extra=own)
         return stat.content(str(req.uri), links)
 
     def _set(self, req: Request, ref: R.Ref, revision: _Revision) -> Content:
