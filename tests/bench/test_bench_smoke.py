@@ -27,6 +27,10 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
             "0.2",
             "--connections",
             "2",
+            "--workers",
+            "1",
+            "--rounds",
+            "1",
             "--json",
         ],
         cwd=ROOT,
@@ -38,6 +42,8 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["errors"] == 0
+    assert report["sdk_uvicorn"] == "httptools + uvloop"
+    assert {(row["workers"], row["connections"]) for row in report["scenarios"]} == {(1, 2)}
     assert [row["scenario"] for row in report["scenarios"]] == [
         "ping",
         "tools/list",
