@@ -354,6 +354,15 @@ class Row:
     scenario: str
     tmsite: loadgen.Result
     sdk: loadgen.Result
+    #: CPU seconds each server's processes spent during the measured runs (nan if unknown).
+    tmsite_cpu: float = float("nan")
+    sdk_cpu: float = float("nan")
+
+    def cpu_us(self, name: str) -> float:
+        """CPU microseconds per answer of ``name``'s processes: robust to a busy machine."""
+        result: loadgen.Result = getattr(self, name)
+        cpu: float = getattr(self, f"{name}_cpu")
+        return cpu / result.requests * 1e6 if result.requests else float("nan")
 
     @property
     def rps_ratio(self) -> float:
@@ -361,6 +370,26 @@ class Row:
 
     def latency_ratio(self, pct: float) -> float:
         return self.tmsite.percentile_ms(pct) / self.sdk.percentile_ms(pct)
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU seconds of the living processes in process group ``pgid`` (Linux)."""
+    total = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return float("nan")
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 12 and int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def measure(
@@ -374,6 +403,7 @@ def measure(
     rows = []
     for label, method, params in scenarios:
         per: dict[str, list[loadgen.Result]] = {"tmsite": [], "sdk": []}
+        cpu = {"tmsite": 0.0, "sdk": 0.0}
         if args.warmup > 0:
             for server in pair:
                 loadgen.run(
@@ -386,6 +416,7 @@ def measure(
         for round_no in range(args.rounds):
             order = pair if round_no % 2 == 0 else pair[::-1]
             for server in order:
+                before = group_cpu_seconds(server.process.pid)
                 per[server.name].append(
                     loadgen.run(
                         loadgen.Target(server.url, HEADERS),
@@ -395,7 +426,18 @@ def measure(
                         connections=connections,
                     )
                 )
-        rows.append(Row(workers, connections, label, merge(per["tmsite"]), merge(per["sdk"])))
+                cpu[server.name] += group_cpu_seconds(server.process.pid) - before
+        rows.append(
+            Row(
+                workers,
+                connections,
+                label,
+                merge(per["tmsite"]),
+                merge(per["sdk"]),
+                cpu["tmsite"],
+                cpu["sdk"],
+            )
+        )
         if not args.json:
             print(
                 f"  {workers} worker(s), {connections} connections, {label}: done", file=sys.stderr
@@ -584,6 +626,7 @@ def report(
                     for name, r in (("tmsite", row.tmsite), ("sdk", row.sdk))
                 },
                 "rps_ratio": row.rps_ratio if row.sdk.rps else None,
+                "cpu_us_per_answer": {"tmsite": row.cpu_us("tmsite"), "sdk": row.cpu_us("sdk")},
             }
             for row in rows
         ],
@@ -619,7 +662,7 @@ def print_tables(
     header = (
         f"{'scenario':15} | {'tmsite rps':>10} {'p50 ms':>7} {'p99 ms':>7} {'bytes':>6} | "
         f"{'SDK rps':>8} {'p50 ms':>7} {'p99 ms':>7} {'bytes':>6} | "
-        f"{'rps ×':>6} {'p50 ×':>6} {'p99 ×':>6} | errors"
+        f"{'rps ×':>6} {'p50 ×':>6} {'p99 ×':>6} | {'CPU µs/answer':>13} {'×':>5} | errors"
     )
     groups: dict[tuple[int, int], list[Row]] = {}
     for row in rows:
@@ -636,7 +679,9 @@ def print_tables(
                 f"{tm.percentile_ms(99):7.2f} {tm.response_bytes:6d} | "
                 f"{sdk.rps:8.0f} {sdk.percentile_ms(50):7.2f} {sdk.percentile_ms(99):7.2f} "
                 f"{sdk.response_bytes:6d} | {row.rps_ratio:6.2f} {row.latency_ratio(50):6.2f} "
-                f"{row.latency_ratio(99):6.2f} | {tm.errors}/{sdk.errors}"
+                f"{row.latency_ratio(99):6.2f} | "
+                f"{row.cpu_us('tmsite'):6.0f}/{row.cpu_us('sdk'):<6.0f} "
+                f"{row.cpu_us('tmsite') / row.cpu_us('sdk'):5.2f} | {tm.errors}/{sdk.errors}"
             )
             for name, result in (("tmsite", tm), ("SDK", sdk)):
                 if result.first_error:
@@ -651,7 +696,9 @@ def print_tables(
     print()
     print(
         "rps ×: tmsite / SDK (above 1: tmsite ahead); p50 × and p99 ×: tmsite / SDK latency "
-        "(below 1: tmsite ahead); errors: tmsite/SDK"
+        "(below 1: tmsite ahead); CPU µs/answer: the server processes' user + system CPU time "
+        "over the answers, tmsite/SDK, and × their ratio (a busy machine moves it less than "
+        "rps); errors: tmsite/SDK"
     )
 
 

@@ -56,6 +56,9 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
             assert measured["errors"] == 0, (row["scenario"], server, measured)
             assert measured["p50_ms"] <= measured["p99_ms"]
         assert row["rps_ratio"] > 0
+        if sys.platform.startswith("linux"):
+            assert row["cpu_us_per_answer"]["tmsite"] > 0
+            assert row["cpu_us_per_answer"]["sdk"] > 0
 
 
 def test_loadgen_refuses_non_loopback_targets() -> None:
