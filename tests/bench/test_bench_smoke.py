@@ -85,3 +85,25 @@ def test_check_answer_accepts_results_only() -> None:
     for status, body, request_id in bad:
         with pytest.raises(loadgen.BadAnswer):
             loadgen.check_answer(status, body, request_id)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_stream_capacity_counts_streams_held_per_serving_model() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stream_capacity.py"), "--streams", "12",
+         "--threads", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    served: dict[str, int] = {}
+    for line in done.stdout.splitlines()[1:]:
+        name, _, rest = line.strip().partition("  ")
+        served[name] = int(rest.split()[0])
+    # A WSGI server holds as many streams as it has threads; an ASGI server holds them all.
+    assert served == {
+        "gunicorn gthread (WSGI)": 2,
+        "granian (WSGI)": 2,
+        "granian (ASGI)": 12,
+        "uvicorn httptools + uvloop (ASGI)": 12,
+    }, done.stdout
