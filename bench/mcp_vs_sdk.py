@@ -1,21 +1,28 @@
 """tmsite against the official MCP Python SDK's server, served the production way, same client.
 
-Starts two servers on free loopback ports:
+For each worker count (``--workers``, default 2 then 1) it starts two servers on free loopback
+ports, with that many workers each:
 
-* tmsite: ``gunicorn tmsite.wsgi`` with 2 gthread workers (8 threads each), on a temporary SQLite
-  database (``TM_VAR_DIR`` points at a temporary directory, migrated first);
-* the SDK: ``uvicorn bench.sdk_file_server:create_app --factory`` with 2 workers — ``MCPServer``,
-  stateless Streamable HTTP, JSON responses — serving the same small checkout file as a resource.
+* tmsite: by default ``gunicorn tmsite.wsgi`` with gthread workers (8 threads each), as deployed;
+  ``--tm-server`` serves the same application with granian (WSGI or ASGI) or uvicorn (ASGI)
+  instead. It runs on a temporary SQLite database (``TM_VAR_DIR`` in a temporary directory,
+  migrated first);
+* the SDK: ``uvicorn bench.sdk_file_server:create_app --factory`` on httptools + uvloop (what
+  ``uvicorn[standard]`` installs, the way the SDK's users serve it) — ``MCPServer``, stateless
+  Streamable HTTP, JSON responses — serving the same small checkout file as a resource.
 
-Then, for each scenario (``ping``, ``tools/list``, ``resources/read`` of that file), it warms both
-up and drives each with the same closed-loop client (``bench/loadgen.py``: N keep-alive connections
-for a fixed time), every answer checked to be a JSON-RPC result. With ``--rounds`` above 1 the
-servers take turns (ABBA order) so that drift in a shared machine's load falls on both alike.
-It prints requests per second, p50 and p99 latency for each, and tmsite/SDK ratios (rps: above
-1 means tmsite is faster; latency: below 1 means tmsite is faster). Both servers are stopped at
-the end, on error, on Ctrl-C and on SIGTERM.
+Then, for each connection count (``--connections``, default 16 and 64) and each scenario
+(``ping``, ``tools/list``, ``resources/read`` of that file), it warms both up and drives each
+with the same closed-loop client (``bench/loadgen.py``: N keep-alive connections for a fixed
+time), every answer checked to be a JSON-RPC result. The servers take turns (ABBA order over
+``--rounds``, default 2) so that drift in a shared machine's load falls on both alike. It prints
+requests per second, p50 and p99 latency for each, the tmsite/SDK ratios (rps: above 1 means
+tmsite is faster; latency: below 1 means tmsite is faster), each server's scaling from the
+fewest workers to the most, the load average before and after, and the count of errors, which
+must be 0 (the exit status is 1 otherwise). Both servers are stopped at the end, on error, on
+Ctrl-C and on SIGTERM.
 
-    .venv/bin/python bench/mcp_vs_sdk.py --seconds 5 --connections 8 --rounds 3
+    .venv/bin/python bench/mcp_vs_sdk.py --seconds 5 --rounds 2
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,14 +146,79 @@ def wait_ready(server: Server) -> None:
     )
 
 
-@contextlib.contextmanager
-def servers(
-    file: str, logdir: Path, var_dir: Path, sdk_http: str = "auto", sdk_loop: str = "auto"
-) -> Iterator[tuple[Server, Server]]:
-    """Both servers, migrated, started and answering; stopped however the block ends."""
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("TM_", "BENCH_"))}
+#: How tmsite can be served: the deployed way first. Each entry builds the server's argument
+#: list from (port, workers, threads); all serve the same application on the same database.
+TM_SERVERS: dict[str, Callable[[int, int, int], list[str]]] = {
+    "gunicorn": lambda port, workers, threads: [
+        str(BIN / "gunicorn"),
+        "tmsite.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--timeout",
+        "60",
+    ],
+    "granian-wsgi": lambda port, workers, threads: [
+        str(BIN / "granian"),
+        "--interface",
+        "wsgi",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--blocking-threads",
+        str(threads),
+        "--no-ws",
+        "--log-level",
+        "warning",
+        "tmsite.wsgi:application",
+    ],
+    "granian-asgi": lambda port, workers, threads: [
+        str(BIN / "granian"),
+        "--interface",
+        "asgi",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-ws",
+        "--log-level",
+        "warning",
+        "tmsite.asgi:application",
+    ],
+    "uvicorn-asgi": lambda port, workers, threads: [
+        str(BIN / "uvicorn"),
+        "tmsite.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--http",
+        "httptools",
+        "--loop",
+        "uvloop",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ],
+}
+
+
+def migrated_env(var_dir: Path) -> dict[str, str]:
+    """tmsite's environment over ``var_dir``, its database migrated."""
     tm_env = {
-        **base_env,
+        **base_env(),
         "TM_VAR_DIR": str(var_dir),
         "TM_CHECKOUT": str(ROOT),
         "TM_SECRET_KEY": "bench-" + os.urandom(16).hex(),
@@ -165,28 +237,39 @@ def servers(
     )
     if migrate.returncode != 0:
         raise RuntimeError(f"migrate failed:\n{migrate.stdout}{migrate.stderr}")
+    return tm_env
 
-    sdk_env = {**base_env, "BENCH_CHECKOUT": str(ROOT), "BENCH_FILE": file, "PYTHONUNBUFFERED": "1"}
+
+def base_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("TM_", "BENCH_"))}
+
+
+@contextlib.contextmanager
+def servers(
+    file: str,
+    logdir: Path,
+    tm_env: dict[str, str],
+    workers: int,
+    tm_server: str = "gunicorn",
+    threads: int = 8,
+    sdk_http: str = "httptools",
+    sdk_loop: str = "uvloop",
+) -> Iterator[tuple[Server, Server]]:
+    """Both servers with ``workers`` workers each, started and answering; stopped however the
+    block ends."""
+    sdk_env = {
+        **base_env(),
+        "BENCH_CHECKOUT": str(ROOT),
+        "BENCH_FILE": file,
+        "PYTHONUNBUFFERED": "1",
+    }
     started: list[Server] = []
     try:
         tm_port = free_port()
         started.append(
             start(
                 "tmsite",
-                [
-                    str(BIN / "gunicorn"),
-                    "tmsite.wsgi",
-                    "--bind",
-                    f"127.0.0.1:{tm_port}",
-                    "--workers",
-                    "2",
-                    "--worker-class",
-                    "gthread",
-                    "--threads",
-                    "8",
-                    "--timeout",
-                    "60",
-                ],
+                TM_SERVERS[tm_server](tm_port, workers, threads),
                 tm_env,
                 f"http://127.0.0.1:{tm_port}/api/mcp",
                 logdir,
@@ -205,7 +288,7 @@ def servers(
                     "--port",
                     str(sdk_port),
                     "--workers",
-                    "2",
+                    str(workers),
                     "--log-level",
                     "warning",
                     "--no-access-log",
@@ -251,6 +334,117 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def int_list(text: str) -> list[int]:
+    """``"16,64"`` -> ``[16, 64]`` (for the options that take several values)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text}") from exc
+    if not values:
+        raise argparse.ArgumentTypeError("at least one value")
+    return values
+
+
+@dataclass
+class Row:
+    """One scenario at one worker and connection count: both servers, all rounds merged."""
+
+    workers: int
+    connections: int
+    scenario: str
+    tmsite: loadgen.Result
+    sdk: loadgen.Result
+    #: CPU seconds each server's processes spent during the measured runs (nan if unknown).
+    tmsite_cpu: float = float("nan")
+    sdk_cpu: float = float("nan")
+
+    def cpu_us(self, name: str) -> float:
+        """CPU microseconds per answer of ``name``'s processes: robust to a busy machine."""
+        result: loadgen.Result = getattr(self, name)
+        cpu: float = getattr(self, f"{name}_cpu")
+        return cpu / result.requests * 1e6 if result.requests else float("nan")
+
+    @property
+    def rps_ratio(self) -> float:
+        return self.tmsite.rps / self.sdk.rps if self.sdk.rps else float("nan")
+
+    def latency_ratio(self, pct: float) -> float:
+        return self.tmsite.percentile_ms(pct) / self.sdk.percentile_ms(pct)
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU seconds of the living processes in process group ``pgid`` (Linux)."""
+    total = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return float("nan")
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 12 and int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    pair: list[Server],
+    scenarios: list[tuple[str, str, dict[str, object] | None]],
+    workers: int,
+    connections: int,
+    args: argparse.Namespace,
+) -> list[Row]:
+    """Every scenario on both servers: a warm-up each, then the rounds in ABBA order."""
+    rows = []
+    for label, method, params in scenarios:
+        per: dict[str, list[loadgen.Result]] = {"tmsite": [], "sdk": []}
+        cpu = {"tmsite": 0.0, "sdk": 0.0}
+        if args.warmup > 0:
+            for server in pair:
+                loadgen.run(
+                    loadgen.Target(server.url, HEADERS),
+                    method,
+                    params,
+                    seconds=args.warmup,
+                    connections=connections,
+                )
+        for round_no in range(args.rounds):
+            order = pair if round_no % 2 == 0 else pair[::-1]
+            for server in order:
+                before = group_cpu_seconds(server.process.pid)
+                per[server.name].append(
+                    loadgen.run(
+                        loadgen.Target(server.url, HEADERS),
+                        method,
+                        params,
+                        seconds=args.seconds,
+                        connections=connections,
+                    )
+                )
+                cpu[server.name] += group_cpu_seconds(server.process.pid) - before
+        rows.append(
+            Row(
+                workers,
+                connections,
+                label,
+                merge(per["tmsite"]),
+                merge(per["sdk"]),
+                cpu["tmsite"],
+                cpu["sdk"],
+            )
+        )
+        if not args.json:
+            print(
+                f"  {workers} worker(s), {connections} connections, {label}: done", file=sys.stderr
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -260,7 +454,16 @@ def main(argv: list[str] | None = None) -> int:
         help="measured seconds per scenario, server and round (default 5)",
     )
     parser.add_argument(
-        "--connections", type=int, default=8, help="concurrent keep-alive connections (default 8)"
+        "--connections",
+        type=int_list,
+        default=[16, 64],
+        help="concurrent keep-alive connections, comma-separated for several runs (default 16,64)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int_list,
+        default=[2, 1],
+        help="worker processes of each server, comma-separated for several runs (default 2,1)",
     )
     parser.add_argument(
         "--warmup",
@@ -271,8 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=1,
-        help="measured rounds, servers taking turns in ABBA order (default 1)",
+        default=2,
+        help="measured rounds, servers taking turns in ABBA order (default 2)",
     )
     parser.add_argument(
         "--file",
@@ -280,25 +483,47 @@ def main(argv: list[str] | None = None) -> int:
         help="the small checkout file both serve (default docs/README.md)",
     )
     parser.add_argument(
+        "--tm-server",
+        choices=sorted(TM_SERVERS),
+        default="gunicorn",
+        help="how tmsite is served (default gunicorn: gthread workers, as deployed)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=8,
+        help="threads per tmsite worker for the WSGI servers (default 8)",
+    )
+    parser.add_argument(
         "--sdk-http",
-        choices=("auto", "h11", "httptools"),
-        default="auto",
-        help="uvicorn's HTTP parser for the SDK server (default auto: httptools if installed)",
+        choices=("h11", "httptools"),
+        default="httptools",
+        help="uvicorn's HTTP parser for the SDK server (default httptools)",
     )
     parser.add_argument(
         "--sdk-loop",
-        choices=("auto", "asyncio", "uvloop"),
-        default="auto",
-        help="uvicorn's event loop for the SDK server (default auto: uvloop if installed)",
+        choices=("asyncio", "uvloop"),
+        default="uvloop",
+        help="uvicorn's event loop for the SDK server (default uvloop)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= loadgen.MAX_SECONDS or not 0 <= args.warmup <= 60:
         parser.error("--seconds must be in (0, 600] and --warmup in [0, 60]")
-    if not 0 < args.connections <= loadgen.MAX_CONNECTIONS or not 1 <= args.rounds <= 20:
-        parser.error("--connections must be in [1, 512] and --rounds in [1, 20]")
+    if not all(0 < c <= loadgen.MAX_CONNECTIONS for c in args.connections):
+        parser.error("--connections must be in [1, 512]")
+    if not 1 <= args.rounds <= 20 or not all(1 <= w <= 16 for w in args.workers):
+        parser.error("--rounds must be in [1, 20] and --workers in [1, 16]")
+    if not 1 <= args.threads <= 256:
+        parser.error("--threads must be in [1, 256]")
     if not (ROOT / args.file).is_file():
         parser.error(f"--file {args.file} is not a file of the checkout")
+    for module in {"httptools": args.sdk_http, "uvloop": args.sdk_loop}.values():
+        if module in ("httptools", "uvloop") and importlib.util.find_spec(module) is None:
+            parser.error(
+                f"{module} is not installed: pip install -c constraints.txt -e '.[bench]' "
+                "(or --sdk-http h11 / --sdk-loop asyncio to compare on uvicorn's fallbacks)"
+            )
 
     # Ctrl-C and SIGTERM both unwind through the servers' cleanup (SIGINT is installed
     # explicitly because a shell starts background jobs with it ignored).
@@ -309,128 +534,171 @@ def main(argv: list[str] | None = None) -> int:
         (label, method, {"uri": uri} if params is not None else None)
         for label, method, params in SCENARIOS
     ]
-    rows = []
+    load_before = os.getloadavg()
+    rows: list[Row] = []
     try:
-        with (
-            tempfile.TemporaryDirectory(prefix="tmsite-bench-") as tmp,
-            servers(args.file, Path(tmp), Path(tmp) / "var", args.sdk_http, args.sdk_loop) as (
-                tmsite,
-                sdk,
-            ),
-        ):
-            pair = [tmsite, sdk]
-            for label, method, params in scenarios:
-                per: dict[str, list[loadgen.Result]] = {"tmsite": [], "sdk": []}
-                if args.warmup > 0:
-                    for server in pair:
-                        loadgen.run(
-                            loadgen.Target(server.url, HEADERS),
-                            method,
-                            params,
-                            seconds=args.warmup,
-                            connections=args.connections,
-                        )
-                for round_no in range(args.rounds):
-                    order = pair if round_no % 2 == 0 else pair[::-1]
-                    for server in order:
-                        per[server.name].append(
-                            loadgen.run(
-                                loadgen.Target(server.url, HEADERS),
-                                method,
-                                params,
-                                seconds=args.seconds,
-                                connections=args.connections,
-                            )
-                        )
-                rows.append((label, merge(per["tmsite"]), merge(per["sdk"])))
-                if not args.json:
-                    print(f"  {label}: done", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="tmsite-bench-") as tmp:
+            tm_env = migrated_env(Path(tmp) / "var")
+            for workers in args.workers:
+                with servers(
+                    args.file,
+                    Path(tmp),
+                    tm_env,
+                    workers,
+                    args.tm_server,
+                    args.threads,
+                    args.sdk_http,
+                    args.sdk_loop,
+                ) as (tmsite, sdk):
+                    for connections in args.connections:
+                        rows += measure([tmsite, sdk], scenarios, workers, connections, args)
     except KeyboardInterrupt:
         print("interrupted; both servers stopped", file=sys.stderr)
         return 130
+    load_after = os.getloadavg()
 
-    errors = sum(tm.errors + sdk.errors for _, tm, sdk in rows)
+    answers = sum(row.tmsite.requests + row.sdk.requests for row in rows)
+    errors = sum(row.tmsite.errors + row.sdk.errors for row in rows)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "seconds": args.seconds,
-                    "connections": args.connections,
-                    "rounds": args.rounds,
-                    "file": args.file,
-                    "sdk_uvicorn": uvicorn_stack(args.sdk_http, args.sdk_loop),
-                    "scenarios": [
-                        {
-                            "scenario": label,
-                            **{
-                                name: {
-                                    "rps": r.rps,
-                                    "p50_ms": r.percentile_ms(50),
-                                    "p99_ms": r.percentile_ms(99),
-                                    "requests": r.requests,
-                                    "errors": r.errors,
-                                    "response_bytes": r.response_bytes,
-                                    "first_error": r.first_error,
-                                }
-                                for name, r in (("tmsite", tm), ("sdk", sdk))
-                            },
-                            "rps_ratio": tm.rps / sdk.rps if sdk.rps else None,
-                        }
-                        for label, tm, sdk in rows
-                    ],
-                    "errors": errors,
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps(report(rows, args, load_before, load_after, errors), indent=2))
     else:
-        print_table(rows, args)
+        print_tables(rows, args, load_before, load_after)
+        verdict = "OK" if errors == 0 else "FAILED"
+        print(f"errors: {errors} in {answers:,} checked answers ({verdict}: must be 0)")
     return 1 if errors else 0
 
 
-def uvicorn_stack(http: str = "auto", loop: str = "auto") -> str:
-    """The HTTP parser and event loop uvicorn runs on: as asked, else what it picks itself."""
-    if http == "auto":
-        http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    if loop == "auto":
-        loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    return f"{http} + {loop}"
+def scaling(rows: list[Row]) -> list[tuple[int, str, str, float]]:
+    """Per connection count, scenario and server: rps at the most workers / rps at the fewest."""
+    counts = sorted({row.workers for row in rows})
+    if len(counts) < 2:
+        return []
+    low, high = counts[0], counts[-1]
+    by = {(row.workers, row.connections, row.scenario): row for row in rows}
+    out = []
+    for row in rows:
+        if row.workers != high or (low, row.connections, row.scenario) not in by:
+            continue
+        base = by[(low, row.connections, row.scenario)]
+        for name in ("tmsite", "sdk"):
+            before = getattr(base, name).rps
+            out.append(
+                (
+                    row.connections,
+                    row.scenario,
+                    name,
+                    getattr(row, name).rps / before if before else float("nan"),
+                )
+            )
+    return out
 
 
-def print_table(
-    rows: list[tuple[str, loadgen.Result, loadgen.Result]], args: argparse.Namespace
+def report(
+    rows: list[Row],
+    args: argparse.Namespace,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+    errors: int,
+) -> dict[str, object]:
+    return {
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "file": args.file,
+        "tm_server": args.tm_server,
+        "threads": args.threads,
+        "sdk_uvicorn": f"{args.sdk_http} + {args.sdk_loop}",
+        "load_average": {"before": load_before, "after": load_after},
+        "scenarios": [
+            {
+                "workers": row.workers,
+                "connections": row.connections,
+                "scenario": row.scenario,
+                **{
+                    name: {
+                        "rps": r.rps,
+                        "p50_ms": r.percentile_ms(50),
+                        "p99_ms": r.percentile_ms(99),
+                        "requests": r.requests,
+                        "errors": r.errors,
+                        "response_bytes": r.response_bytes,
+                        "first_error": r.first_error,
+                    }
+                    for name, r in (("tmsite", row.tmsite), ("sdk", row.sdk))
+                },
+                "rps_ratio": row.rps_ratio if row.sdk.rps else None,
+                "cpu_us_per_answer": {"tmsite": row.cpu_us("tmsite"), "sdk": row.cpu_us("sdk")},
+            }
+            for row in rows
+        ],
+        "scaling": [
+            {"connections": c, "scenario": s, "server": n, "ratio": x}
+            for c, s, n, x in scaling(rows)
+        ],
+        "errors": errors,
+    }
+
+
+def print_tables(
+    rows: list[Row],
+    args: argparse.Namespace,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
 ) -> None:
     print()
     print(
-        f"{args.connections} connections, {args.seconds:g} s x {args.rounds} round(s) per "
-        f"scenario and server, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-        f"file {args.file}"
+        f"{args.seconds:g} s x {args.rounds} round(s) per scenario and server, "
+        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, file {args.file}"
     )
-    print(f"SDK server on uvicorn with {uvicorn_stack(args.sdk_http, args.sdk_loop)}")
+    print(
+        f"tmsite on {args.tm_server} ({args.threads} threads a worker for WSGI); "
+        f"SDK on uvicorn with {args.sdk_http} + {args.sdk_loop}"
+    )
+    print(
+        "load average (1, 5, 15 min) before "
+        + " ".join(f"{v:.2f}" for v in load_before)
+        + ", after "
+        + " ".join(f"{v:.2f}" for v in load_after)
+    )
     header = (
         f"{'scenario':15} | {'tmsite rps':>10} {'p50 ms':>7} {'p99 ms':>7} {'bytes':>6} | "
         f"{'SDK rps':>8} {'p50 ms':>7} {'p99 ms':>7} {'bytes':>6} | "
-        f"{'rps ×':>6} {'p50 ×':>6} {'p99 ×':>6} | errors"
+        f"{'rps ×':>6} {'p50 ×':>6} {'p99 ×':>6} | {'CPU µs/answer':>13} {'×':>5} | errors"
     )
-    print(header)
-    print("-" * len(header))
-    for label, tm, sdk in rows:
-        ratio = tm.rps / sdk.rps if sdk.rps else float("nan")
-        p50 = tm.percentile_ms(50) / sdk.percentile_ms(50)
-        p99 = tm.percentile_ms(99) / sdk.percentile_ms(99)
-        print(
-            f"{label:15} | {tm.rps:10.0f} {tm.percentile_ms(50):7.2f} "
-            f"{tm.percentile_ms(99):7.2f} {tm.response_bytes:6d} | "
-            f"{sdk.rps:8.0f} {sdk.percentile_ms(50):7.2f} {sdk.percentile_ms(99):7.2f} "
-            f"{sdk.response_bytes:6d} | {ratio:6.2f} {p50:6.2f} {p99:6.2f} | "
-            f"{tm.errors}/{sdk.errors}"
-        )
-        for name, result in (("tmsite", tm), ("SDK", sdk)):
-            if result.first_error:
-                print(f"    {name} first error: {result.first_error}")
+    groups: dict[tuple[int, int], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((row.workers, row.connections), []).append(row)
+    for (workers, connections), group in groups.items():
+        print()
+        print(f"{workers} worker(s) each, {connections} connections")
+        print(header)
+        print("-" * len(header))
+        for row in group:
+            tm, sdk = row.tmsite, row.sdk
+            print(
+                f"{row.scenario:15} | {tm.rps:10.0f} {tm.percentile_ms(50):7.2f} "
+                f"{tm.percentile_ms(99):7.2f} {tm.response_bytes:6d} | "
+                f"{sdk.rps:8.0f} {sdk.percentile_ms(50):7.2f} {sdk.percentile_ms(99):7.2f} "
+                f"{sdk.response_bytes:6d} | {row.rps_ratio:6.2f} {row.latency_ratio(50):6.2f} "
+                f"{row.latency_ratio(99):6.2f} | "
+                f"{row.cpu_us('tmsite'):6.0f}/{row.cpu_us('sdk'):<6.0f} "
+                f"{row.cpu_us('tmsite') / row.cpu_us('sdk'):5.2f} | {tm.errors}/{sdk.errors}"
+            )
+            for name, result in (("tmsite", tm), ("SDK", sdk)):
+                if result.first_error:
+                    print(f"    {name} first error: {result.first_error}")
+    scaled = scaling(rows)
+    if scaled:
+        counts = sorted({row.workers for row in rows})
+        print()
+        print(f"scaling, rps at {counts[-1]} workers / rps at {counts[0]}:")
+        for connections, scenario, name, ratio in scaled:
+            print(f"  {connections:3d} connections  {scenario:15} {name:7} {ratio:5.2f}")
+    print()
     print(
         "rps ×: tmsite / SDK (above 1: tmsite ahead); p50 × and p99 ×: tmsite / SDK latency "
-        "(below 1: tmsite ahead); errors: tmsite/SDK"
+        "(below 1: tmsite ahead); CPU µs/answer: the server processes' user + system CPU time "
+        "over the answers, tmsite/SDK, and × their ratio (a busy machine moves it less than "
+        "rps); errors: tmsite/SDK"
     )
 
 

@@ -27,6 +27,10 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
             "0.2",
             "--connections",
             "2",
+            "--workers",
+            "1",
+            "--rounds",
+            "1",
             "--json",
         ],
         cwd=ROOT,
@@ -38,6 +42,8 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["errors"] == 0
+    assert report["sdk_uvicorn"] == "httptools + uvloop"
+    assert {(row["workers"], row["connections"]) for row in report["scenarios"]} == {(1, 2)}
     assert [row["scenario"] for row in report["scenarios"]] == [
         "ping",
         "tools/list",
@@ -50,6 +56,9 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
             assert measured["errors"] == 0, (row["scenario"], server, measured)
             assert measured["p50_ms"] <= measured["p99_ms"]
         assert row["rps_ratio"] > 0
+        if sys.platform.startswith("linux"):
+            assert row["cpu_us_per_answer"]["tmsite"] > 0
+            assert row["cpu_us_per_answer"]["sdk"] > 0
 
 
 def test_loadgen_refuses_non_loopback_targets() -> None:
@@ -76,3 +85,25 @@ def test_check_answer_accepts_results_only() -> None:
     for status, body, request_id in bad:
         with pytest.raises(loadgen.BadAnswer):
             loadgen.check_answer(status, body, request_id)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_stream_capacity_counts_streams_held_per_serving_model() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stream_capacity.py"), "--streams", "12",
+         "--threads", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    served: dict[str, int] = {}
+    for line in done.stdout.splitlines()[1:]:
+        name, _, rest = line.strip().partition("  ")
+        served[name] = int(rest.split()[0])
+    # A WSGI server holds as many streams as it has threads; an ASGI server holds them all.
+    assert served == {
+        "gunicorn gthread (WSGI)": 2,
+        "granian (WSGI)": 2,
+        "granian (ASGI)": 12,
+        "uvicorn httptools + uvloop (ASGI)": 12,
+    }, done.stdout
