@@ -215,7 +215,8 @@ LOGGING = {
     "formatters": {"json": {"()": "tmsite.oplog.logs.JsonFormatter"}},
     "handlers": {
         "stderr": {"class": "logging.StreamHandler"},
-        "json": {"class": "logging.StreamHandler", "formatter": "json"},
+        # formatted and written by a writer thread: a request only queues its record
+        "json": {"class": "tmsite.oplog.logs.BackgroundStreamHandler", "formatter": "json"},
     },
     "root": {"handlers": ["stderr"], "level": os.environ.get("TM_LOG_LEVEL", "WARNING")},
     # One JSON line per request (tmsite.oplog): what was asked, how it ended, how long it took.

@@ -401,6 +401,7 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
 
 def run_request(message: Message, ctx: CallContext) -> Answer:
     """Dispatch one request and serialize its response; nothing raised escapes."""
+    from tmsite.mcp import prepared
     from tmsite.mcp.methods import dispatch
 
     rid = message.id
@@ -410,9 +411,20 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             params = {}
         elif not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "params must be a JSON object.")
+        key = prepared.variant(message.method, params, ctx) if rid is not None else None
+        if key is not None and rid is not None:
+            entry = prepared.lookup(key)
+            text = entry.answer(rid) if entry is not None else None
+            if entry is not None and text is not None:
+                if entry.after is not None:
+                    entry.after()
+                return Answer(text, result=entry.result)
+            depends = prepared.depends_for(key)
         result = dispatch(message.method, params, ctx)
         if ctx.era == "2026":
             result = _stamp_server_info(result)
+        if key is not None:
+            prepared.store(key, depends, result, dumps(result))
         return Answer(dumps({"jsonrpc": "2.0", "id": rid, "result": result}), result=result)
     except RpcError as exc:
         return Answer(

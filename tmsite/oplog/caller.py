@@ -14,6 +14,7 @@ Spec: OP1.
 from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -29,9 +30,19 @@ def _normal(text: str) -> str:
         return text[:64]
 
 
+@lru_cache(maxsize=8)
+def _normal_set(items: tuple[str, ...]) -> frozenset[str]:
+    """A setting's addresses, normalized once per value of the setting (not per request)."""
+    return frozenset(_normal(item) for item in items)
+
+
+def _trusted() -> frozenset[str]:
+    return _normal_set(tuple(settings.TM_RATE_TRUSTED_PROXIES))
+
+
 def address(request: HttpRequest) -> str:
     """The caller's address as the rate limit keys it."""
-    trusted = {_normal(item) for item in settings.TM_RATE_TRUSTED_PROXIES}
+    trusted = _trusted()
     peer = _normal(str(request.META.get("REMOTE_ADDR") or ""))
     if peer not in trusted:
         return peer
@@ -47,4 +58,16 @@ def exempt(request: HttpRequest, caller: str) -> bool:
     """The box's own calls: an exempt peer that no proxy forwarded."""
     if "HTTP_X_FORWARDED_FOR" in request.META:
         return False
-    return caller in {_normal(item) for item in settings.TM_RATE_EXEMPT}
+    return caller in _normal_set(tuple(settings.TM_RATE_EXEMPT))
+
+
+def limited(request: HttpRequest) -> str | None:
+    """The bucket key of a caller the rate limit applies to, or None (limit off, or exempt).
+
+    Worked out once per request: the settings' address lists are normalized once per value,
+    and only the peer and the forwarded hops are parsed.
+    """
+    if not settings.TM_RATE_LIMIT:
+        return None
+    who = address(request)
+    return None if exempt(request, who) else who

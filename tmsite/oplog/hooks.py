@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
@@ -67,13 +66,6 @@ class Exchange:
 
 
 _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
-
-
-def _limited_caller(request: HttpRequest) -> str | None:
-    if not settings.TM_RATE_LIMIT:
-        return None
-    who = caller.address(request)
-    return None if caller.exempt(request, who) else who
 
 
 def _micros(started: float) -> int:
@@ -144,8 +136,18 @@ def _body_size(response: HttpResponseBase) -> int:
 
 def _emit(row: Row, priced: Priced) -> None:
     recorder.record(row)
-    requests_log.info(
+    if not requests_log.isEnabledFor(logging.INFO):
+        return
+    # The record is made as ``requests_log.info("request", extra=…)`` would make it, without
+    # looking up the calling frame (the line has no place for it); the handler formats it.
+    record = requests_log.makeRecord(
+        requests_log.name,
+        logging.INFO,
+        "(unknown file)",
+        0,
         "request",
+        (),
+        None,
         extra={
             "event": "request",
             "surface": row.surface,
@@ -161,6 +163,7 @@ def _emit(row: Row, priced: Priced) -> None:
             "cost": priced.cost,
         },
     )
+    requests_log.handle(record)
 
 
 # --- message surfaces (MCP) -----------------------------------------------------------------
@@ -204,7 +207,7 @@ def observe_exchange(
     """Run an endpoint's ``answer`` for ``request`` inside an observed exchange."""
     exchange = Exchange(
         surface,
-        _limited_caller(request),
+        caller.limited(request),
         timezone.now(),
         time.perf_counter(),
         protocol=protocol.strip()[:16],
@@ -306,7 +309,7 @@ def observe_routes(
             path = request.path
             route = path[len(routes.prefix) :] if path.startswith(routes.prefix) else ""
             priced = costs.of_rest(route.strip("/"), request.GET)
-            who = _limited_caller(request)
+            who = caller.limited(request)
             decision = buckets.take(who, priced.cost) if who is not None else None
             if decision is not None and not decision.allowed:
                 refused = refusal(decision, routes.asked_uri(route, request.GET))

@@ -4,13 +4,22 @@
 (``event``, ``surface``, ``method``, ``kind``, ``facet``, ``protocol``, ``outcome``,
 ``status``, ``bytes``, ``duration_ms``, ``cost``); the formatter writes them after the time,
 level, logger and process id. Nothing that names a caller is ever passed in.
+
+``BackgroundStreamHandler`` is the stream handler the settings give the request log: a request
+only queues its record, and one writer thread per process formats the line and writes it, so no
+request pays for ``json.dumps`` or the write. The queue is drained at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
+import queue
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
 from typing_extensions import override
 
@@ -51,3 +60,52 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A ``StreamHandler`` whose records are formatted and written by a writer thread.
+
+    ``emit`` puts the record on a queue; the thread (started on the first record, and again in
+    a forked child) takes it off and runs ``StreamHandler.emit``: format, write, flush. At exit
+    the records still queued are written before the process ends.
+    """
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream)
+        self._queue: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
+        self._writer_pid = -1
+        self._start_lock = threading.Lock()
+        atexit.register(self.drain)
+
+    @override
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._writer_pid != os.getpid():
+            self._start_writer()
+        self._queue.put(record)
+
+    def _start_writer(self) -> None:
+        with self._start_lock:
+            if self._writer_pid == os.getpid():
+                return
+            self._queue = queue.SimpleQueue()  # a forked child does not inherit the parent's
+            self._writer_pid = os.getpid()
+            thread = threading.Thread(target=self._write_all, name="tm-log-writer", daemon=True)
+            thread.start()
+
+    def _write_all(self) -> None:
+        pending = self._queue
+        while True:
+            record = pending.get()
+            if record is None:
+                return
+            super().emit(record)
+
+    def drain(self) -> None:
+        """Write every record still queued, on the calling thread (exit hooks, tests)."""
+        while True:
+            try:
+                record = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if record is not None:
+                super().emit(record)

@@ -1,0 +1,171 @@
+"""Benchmark: what one ``/api/mcp`` request costs in process, without a server or a socket.
+
+Run standalone::
+
+    .venv/bin/python bench/hot_path.py [--calls 2000] [--repeat 5] [--caller forwarded]
+
+It configures Django over a temporary ``var/`` (a fresh SQLite database, migrated first) and
+this checkout, then calls the WSGI application (``tmsite.wsgi.application``) directly with a
+prepared environ, ``--calls`` times per scenario and repetition: ``ping``, ``tools/list`` and
+``resources/read`` of a small ``fs`` file (``docs/README.md``), all under protocol 2025-11-25.
+Every answer must be 200 with a ``result``. It prints, per scenario, the median over the
+repetitions of the CPU microseconds per call (``time.process_time``: the machine may be shared)
+with the smallest and largest beside, and the wall microseconds per call.
+
+``--caller forwarded`` (the default) sends every request as nginx on the same machine would,
+from loopback with ``X-Forwarded-For``, so the rate limit keys and charges a bucket (kept in
+memory, with a burst no run exhausts); ``--caller loopback`` is the box's own, exempt caller.
+The request log is on (rows batched to the database, one JSON line per request to a stream that
+is discarded), as it is when serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+VERSION = "2025-11-25"
+SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("ping", "ping", {}),
+    ("tools/list", "tools/list", {}),
+    ("resources/read, small fs file", "resources/read", {"uri": "tm://bench/fs/docs/README.md"}),
+)
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def configure(var_dir: Path) -> WsgiApp:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
+    os.environ["TM_VAR_DIR"] = str(var_dir)
+    os.environ["TM_HOST"] = "bench"
+    os.environ["TM_RATE_STORE"] = "memory"
+    os.environ["TM_RATE_BURST"] = "1e12"
+    os.environ.setdefault("TM_SECRET_KEY", "bench-only-" + "k" * 40)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    import logging
+
+    from tmsite.wsgi import application  # sets up Django again: logging is configured anew
+
+    for handler in logging.getLogger("tmsite.requests").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(io.StringIO())  # formatted as when serving, then dropped
+    return application  # type: ignore[return-value]
+
+
+def environ_for(method: str, params: dict[str, Any], caller: str) -> tuple[dict[str, Any], bytes]:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/api/mcp",
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_ACCEPT": "application/json, text/event-stream",
+        "HTTP_MCP_PROTOCOL_VERSION": VERSION,
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+    }
+    if caller == "forwarded":
+        environ["HTTP_X_FORWARDED_FOR"] = "203.0.113.7"
+    return environ, body
+
+
+def call(app: WsgiApp, environ: dict[str, Any], body: bytes) -> bytes:
+    status: list[str] = []
+
+    def start_response(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        status.append(line)
+
+    env = dict(environ)
+    env["wsgi.input"] = io.BytesIO(body)
+    result = app(env, start_response)
+    try:
+        answer = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    if not status or not status[0].startswith("200") or b'"result"' not in answer:
+        raise RuntimeError(f"unexpected answer {status[:1]}: {answer[:200]!r}")
+    return answer
+
+
+def run(app: WsgiApp, environ: dict[str, Any], body: bytes, calls: int) -> tuple[float, float]:
+    """CPU and wall microseconds per call over ``calls`` calls."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(calls):
+        call(app, environ, body)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return cpu / calls * 1e6, wall / calls * 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=2000, help="calls per scenario and round")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (median reported)")
+    parser.add_argument("--caller", choices=("forwarded", "loopback"), default="forwarded")
+    args = parser.parse_args(argv)
+    var_dir = Path(tempfile.mkdtemp(prefix="tm-hot-path-"))
+    try:
+        app = configure(var_dir)
+        prepared = [
+            (label, *environ_for(method, params, args.caller))
+            for label, method, params in SCENARIOS
+        ]
+        for _, environ, body in prepared:  # warm: imports, first reads, caches
+            for _ in range(50):
+                call(app, environ, body)
+        samples: dict[str, list[tuple[float, float]]] = {label: [] for label, *_ in prepared}
+        for _ in range(args.repeat):
+            for label, environ, body in prepared:  # interleaved, so drift falls on all alike
+                samples[label].append(run(app, environ, body, args.calls))
+        print(
+            f"in process, {args.calls} calls x {args.repeat} rounds, caller {args.caller}, "
+            f"protocol {VERSION}"
+        )
+        print(f"{'scenario':32} {'cpu us/call':>12} {'min':>8} {'max':>8} {'wall us/call':>13}")
+        for label, rows in samples.items():
+            cpu = [c for c, _ in rows]
+            wall = [w for _, w in rows]
+            print(
+                f"{label:32} {statistics.median(cpu):12.0f} {min(cpu):8.0f} {max(cpu):8.0f} "
+                f"{statistics.median(wall):13.0f}"
+            )
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        shutil.rmtree(var_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
