@@ -23,6 +23,8 @@ audit.install()
 wire_schema.install()
 
 from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision parsers are guarded)
+from tmsite.mcp import prepared  # noqa: E402
+from tmsite.mounts import registry  # noqa: E402
 from tmsite.oplog import recorder  # noqa: E402
 
 
@@ -83,6 +85,18 @@ def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
     _forget_what_the_process_buffered()
     yield
     _forget_what_the_process_buffered()
+
+
+@pytest.fixture(autouse=True)
+def namespace_from_this_tests_settings() -> None:
+    """Each test reads the namespace its own settings build.
+
+    The namespace (and the answers prepared from it) is built once per process and kept; a test
+    that changed ``TM_HOST`` or the mounts and read it would otherwise leave that namespace to
+    whichever test the process runs next. Building one costs about 2 ms.
+    """
+    registry.reset()
+    prepared.clear()
 
 
 @pytest.fixture
