@@ -402,7 +402,6 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
 def run_request(message: Message, ctx: CallContext) -> Answer:
     """Dispatch one request and serialize its response; nothing raised escapes."""
     from tmsite.mcp import prepared
-    from tmsite.mcp.methods import dispatch
 
     rid = message.id
     params = message.params
@@ -413,18 +412,17 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             raise RpcError(INVALID_PARAMS, "params must be a JSON object.")
         key = prepared.variant(message.method, params, ctx) if rid is not None else None
         if key is not None and rid is not None:
-            entry = prepared.lookup(key)
-            text = entry.answer(rid) if entry is not None else None
-            if entry is not None and text is not None:
-                if entry.after is not None:
-                    entry.after()
-                return Answer(text, result=entry.result)
-            depends = prepared.depends_for(key)
-        result = dispatch(message.method, params, ctx)
-        if ctx.era == "2026":
-            result = _stamp_server_info(result)
-        if key is not None:
-            prepared.store(key, depends, result, dumps(result))
+            entry, depends = prepared.lookup(key)
+            if entry is None:
+                built = _result(message.method, params, ctx)
+                entry = prepared.store(key, depends, built, dumps(built))
+            elif entry.after is not None:
+                entry.after()
+            text = entry.answer(rid)
+            if text is None:  # an id the splice cannot write as dumps would
+                text = dumps({"jsonrpc": "2.0", "id": rid, "result": entry.result})
+            return Answer(text, result=entry.result)
+        result = _result(message.method, params, ctx)
         return Answer(dumps({"jsonrpc": "2.0", "id": rid, "result": result}), result=result)
     except RpcError as exc:
         return Answer(
@@ -436,6 +434,14 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             dumps(error_response(rid, INTERNAL_ERROR, "Internal error.")),
             error_code=INTERNAL_ERROR,
         )
+
+
+def _result(method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """The method's result, as the era states it (2026 results name the server)."""
+    from tmsite.mcp.methods import dispatch
+
+    result = dispatch(method, params, ctx)
+    return _stamp_server_info(result) if ctx.era == "2026" else result
 
 
 def _stamp_server_info(result: dict[str, Any]) -> dict[str, Any]:

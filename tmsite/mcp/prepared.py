@@ -96,16 +96,18 @@ def _depends(method: str) -> tuple[Any, ...]:
     return (METHODS.get(method), host, lifecycle.public_url())
 
 
-def lookup(key: tuple[str, str, str]) -> Prepared | None:
-    """The entry for ``key`` when what it depends on is as it was when it was built.
+def lookup(key: tuple[str, str, str]) -> tuple[Prepared | None, tuple[Any, ...]]:
+    """The entry for ``key`` if still current (else None), and what it depends on now.
 
-    The namespace is compared by identity (``Namespace`` defines no equality), the settings'
-    strings by value.
+    An entry is current when what it depends on is as it was when it was built; the
+    dependencies are returned for ``store`` to keep beside a new entry. The namespace is
+    compared by identity (``Namespace`` defines no equality), the settings' strings by value.
     """
+    depends = _depends(key[0])
     entry = _entries.get(key)
-    if entry is None or entry.depends != _depends(key[0]):
-        return None
-    return entry
+    if entry is None or entry.depends != depends:
+        return None, depends
+    return entry, depends
 
 
 def store(
@@ -128,11 +130,6 @@ def _count_kind(content: Any) -> Callable[[], None]:
         kind_counter.record(content)
 
     return count
-
-
-def depends_for(key: tuple[str, str, str]) -> tuple[Any, ...]:
-    """What the entry for ``key`` depends on, as it is now."""
-    return _depends(key[0])
 
 
 def clear() -> None:
