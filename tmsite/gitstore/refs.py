@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Literal
 
+from rapidfuzz.distance import Levenshtein
+
 from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import AmbiguousRef, BadRef, NoSuchRef
 from tmsite.gitstore.repo import COMMIT, TAG, GitRepo
@@ -184,16 +186,8 @@ def list_refs(repo: GitRepo) -> tuple[list[str], list[str]]:
 
 
 def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance between two strings."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
+    """Levenshtein distance between two strings (rapidfuzz's C, as ``core.nearest`` ranks)."""
+    return int(Levenshtein.distance(a, b))
 
 
 def rank_nearest(wanted: str, names: list[str], limit: int = 5) -> list[str]:
