@@ -77,14 +77,21 @@ def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
     Both are kept per process and written in batches, so without this one test's leftovers
     would be written during a later test — after the first test's database was rolled back or
     truncated, and from the request log's background thread, beside the later test's own
-    writes. So each test starts and ends with nothing buffered, and the request log's
-    age-based flush is off (rows go when a batch is full or a test flushes); a test of the
-    timing sets its own value.
+    writes. So each test starts and ends with nothing buffered, and the age-based flushes are
+    off (log rows go when a batch is full or a test flushes, kind counts when a test flushes);
+    a test of the timing sets its own value. The kind counts' flush runs on
+    ``request_finished``, after the answer reached the client: in a live-server test it would
+    write from the server's thread while the test's teardown empties the database.
     """
     settings.TM_LOG_FLUSH_SECONDS = 3600
     _forget_what_the_process_buffered()
-    yield
-    _forget_what_the_process_buffered()
+    every, seconds = COUNTER.every, COUNTER.seconds
+    COUNTER.every, COUNTER.seconds = 10**9, 3600.0
+    try:
+        yield
+    finally:
+        COUNTER.every, COUNTER.seconds = every, seconds
+        _forget_what_the_process_buffered()
 
 
 @pytest.fixture(autouse=True)
