@@ -8,4 +8,5 @@ class EntitiesConfig(AppConfig):
 
     name = "tmsite.entities"
     label = "tm_entities"
+    verbose_name = "Entities"
     default_auto_field = "django.db.models.BigAutoField"
