@@ -270,9 +270,3 @@ def trails_of(uri: TmUri, checkout: Path | None = None) -> list[tuple[str, int, 
         with _memo_lock:
             _memo[where] = known
     return list(known[1].get(key, []))
-    try:
-        ensure_index(checkout)
-        rows = m.TrailStep.objects.filter(target=key).order_by("trail", "position")
-        return list(rows.values_list("trail", "position", "note"))
-    except DatabaseError:
-        return []
