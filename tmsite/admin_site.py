@@ -52,11 +52,11 @@ def _codes(error: forms.ValidationError) -> set[str]:
 
 
 class ThrottledLoginMixin:
-    """A login form's ``clean`` between the throttle's look-up and its count.
+    """A login form whose failures the throttle counts.
 
-    Before anything else: a lock-out in force on the account or the caller refuses the attempt
-    (``code="locked"``) and the password is not checked. Then the form's own checks run; a
-    failure is counted, and the one failure too many adds the lock-out's sentence to its own.
+    The form's own checks run; a failure is counted, and the one failure too many adds the
+    lock-out's sentence to its own. Attempts during a lock-out never reach the form:
+    :meth:`TmAdminSite.login` answers them first.
     """
 
     request: HttpRequest | None
@@ -71,9 +71,6 @@ class ThrottledLoginMixin:
         username = str(self.cleaned_data.get("username") or "")
         password = self.cleaned_data.get("password")
         attempt = logins.Attempt.of(self.request, username)
-        found = logins.refused(attempt)
-        if found is not None:
-            raise forms.ValidationError(found.message, code="locked")
         try:
             cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
         except forms.ValidationError as error:
