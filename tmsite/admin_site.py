@@ -9,9 +9,9 @@
 * ``TM_ADMIN_OTP=1`` asks staff for a TOTP token as well (django-otp): the login page has a
   token field, the form verifies it against the account's device (its only one, or the one
   chosen), and a session that was not verified by a device has no admin at all. Devices are
-  enrolled in the admin (Django OTP → TOTP devices: add one for the account, then open its
-  QR code page for the ``otpauth://`` URL an authenticator app takes) while the setting is off,
-  or by a superuser already verified.
+  enrolled in the admin (Otp_Totp → TOTP devices: add one for the account, then open its
+  *qrcode* page for the ``otpauth://`` URL an authenticator app takes) while the setting is
+  off, or by a superuser already verified.
 
 The site is ``admin.site`` (``tmsite.apps.TmAdminConfig`` makes it the default), so every
 app's ``admin.register`` lands here, and every change through it writes Django's ``LogEntry``.

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import threading
 from functools import lru_cache
-from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
+
+from tmsite.oplog import buckets
 
 
 def _normal(text: str) -> str:
@@ -78,8 +78,8 @@ def limited(request: HttpRequest) -> str | None:
     return None if exempt(request, who) else who
 
 
-_fallback_lock = threading.Lock()
-_fallback: list[Any] = []
+#: This process's own secrets, for when the rate limit's store does not answer.
+_own = buckets.MemoryStore()
 _log = logging.getLogger(__name__)
 
 
@@ -92,16 +92,10 @@ def keyed(request: HttpRequest, now: float) -> str:
     does not answer (Redis down) leaves this process's own secret for the day: the key is then
     the same only within the process.
     """
-    from tmsite.oplog import buckets
-
     who = address(request)
     try:
         secret = buckets.store().day_secret(now)
     except Exception as exc:
-        with _fallback_lock:
-            if not _fallback:
-                _fallback.append(buckets.MemoryStore())
-            own = _fallback[0]
         _log.warning("the rate limit's store did not give the day's secret: %s", type(exc).__name__)
-        secret = own.day_secret(now)
+        secret = _own.day_secret(now)
     return buckets.digest(secret, who).hex()
