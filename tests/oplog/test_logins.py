@@ -517,3 +517,26 @@ def test_the_logins_in_the_admin_are_read_only(clock: FakeClock, maintainer: Use
     assert door.submit(f"{base}{row.pk}/change/", {"account": "someone"}).status_code == 403
     row.refresh_from_db()
     assert row.account == "maintainer"
+
+
+def test_with_the_rate_limits_redis_down_the_throttle_keys_callers_by_its_own_secret(
+    clock: FakeClock, maintainer: User, settings: Any, caplog: Any
+) -> None:
+    """A Redis nothing listens on (a free loopback port): the login still counts failures, and
+    the caller's key is this process's own for the day, the same for each of its attempts."""
+    from tests.oplog.servers import free_port
+
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+        }
+    }
+    settings.TM_RATE_STORE = "redis"
+    buckets._stores.clear()
+    door = Door(ALICE)
+    answers = [answer(door.post("maintainer", f"guess-{n}")) for n in range(6)]
+    assert answers == [wrong()] * 4 + [wrong(ACCOUNT_LOCKED), refused(ACCOUNT_LOCKED)]
+    keys = set(LoginEvent.objects.values_list("caller", flat=True))
+    assert keys == {buckets.digest(caller._own.day_secret(clock()), ALICE).hex()}
+    assert "the rate limit's store did not give the day's secret: ConnectionError" in caplog.text
