@@ -20,7 +20,7 @@ LAYERS = {
     6: "mounts.registry mounts.namespace",
     7: "operations prompts pieces probes schemas oplog",
     8: "mcp rest",
-    9: "api urls site management demo checks apps settings wsgi asgi",
+    9: "api urls admin_site site management demo checks apps settings wsgi asgi",
 }
 RANKS = {f"tmsite.{name}": rank for rank, names in LAYERS.items() for name in names.split()}
 

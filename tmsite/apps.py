@@ -1,6 +1,7 @@
-"""The tmsite application: registers system checks at start-up."""
+"""The tmsite application: registers system checks at start-up; the admin with the box's site."""
 
 from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig
 from typing_extensions import override
 
 
@@ -17,3 +18,9 @@ class TmsiteConfig(AppConfig):
         from tmsite.mounts import registry
 
         registry.discover_blocks()  # each mount's blocks assemblers register themselves
+
+
+class TmAdminConfig(AdminConfig):
+    """Django's admin, with the box's own site (:class:`tmsite.admin_site.TmAdminSite`)."""
+
+    default_site = "tmsite.admin_site.TmAdminSite"

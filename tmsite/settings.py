@@ -55,12 +55,14 @@ ALLOWED_HOSTS = _env_list(
 )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "tmsite.apps.TmAdminConfig",  # django.contrib.admin, on the box's site (tmsite.admin_site)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "ninja",
     "tmsite.apps.TmsiteConfig",
     "tmsite.entities.apps.EntitiesConfig",
@@ -76,6 +78,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -208,6 +211,40 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
+
+# --- the admin's door (tmsite.admin_site, tmsite.oplog.logins) ----------------------------------
+
+
+def _admin_path(text: str) -> str:
+    """``TM_ADMIN_PATH`` as a URL pattern: no leading slash, one trailing (``admin/``)."""
+    return (text.strip().strip("/") or "admin") + "/"
+
+
+#: Where the admin is served (``/admin/`` unless set): every link to it is reversed.
+TM_ADMIN_PATH = _admin_path(os.environ.get("TM_ADMIN_PATH", "admin/"))
+#: A second factor for staff: a TOTP token from a device enrolled in the admin (django-otp).
+TM_ADMIN_OTP = os.environ.get("TM_ADMIN_OTP", "0") == "1"
+#: Failed logins an account may have, and a caller across accounts, before a lock-out; the
+#: seconds failures are counted over and a lock-out lasts.
+TM_LOGIN_FAILURES = int(os.environ.get("TM_LOGIN_FAILURES", "5"))
+TM_LOGIN_CALLER_FAILURES = int(os.environ.get("TM_LOGIN_CALLER_FAILURES", "20"))
+TM_LOGIN_COOLOFF = float(os.environ.get("TM_LOGIN_COOLOFF", "900"))
+#: Days the logins and lock-outs are kept.
+TM_LOGIN_RETENTION_DAYS = int(os.environ.get("TM_LOGIN_RETENTION_DAYS", "30"))
+#: A staff session ends this many seconds after login, and when the browser closes unless
+#: ``TM_SESSION_BROWSER_CLOSE=0``.
+SESSION_COOKIE_AGE = int(os.environ.get("TM_SESSION_SECONDS", str(8 * 3600)))
+SESSION_EXPIRE_AT_BROWSER_CLOSE = os.environ.get("TM_SESSION_BROWSER_CLOSE", "1") != "0"
+#: Passwords set through the admin (or ``changepassword``) are checked by Django's validators.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": int(os.environ.get("TM_PASSWORD_MIN_LENGTH", "12"))},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 LOGGING = {
     "version": 1,

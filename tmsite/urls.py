@@ -1,9 +1,10 @@
-"""URL configuration: the MCP endpoint and REST routes, the admin, and the site."""
+"""URL configuration: the MCP endpoint and REST routes, the admin (``TM_ADMIN_PATH``), the site."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve
 from django.http import Http404, HttpRequest, HttpResponseBase
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from tmsite.api import api
 
@@ -21,14 +22,19 @@ def package_file(request: HttpRequest, path: str) -> HttpResponseBase:
     return serve(request, path, insecure=True)
 
 
-urlpatterns = [
-    path("api/", api.urls),
-    path("admin/", admin.site.urls),
-    path("", include("tmsite.site.urls")),
-    # The admin's and the API docs' files, from the installed packages, whatever DEBUG says:
-    # the embedded default has no other server, and nginx passes /static/ through.
-    re_path(r"^static/(?P<path>.+)\Z", package_file),
-]
+def patterns() -> list[URLPattern | URLResolver]:
+    """The box's routes; the admin at ``TM_ADMIN_PATH`` (``admin/`` unless set)."""
+    return [
+        path("api/", api.urls),
+        path(str(settings.TM_ADMIN_PATH), admin.site.urls),
+        path("", include("tmsite.site.urls")),
+        # The admin's and the API docs' files, from the installed packages, whatever DEBUG
+        # says: the embedded default has no other server, and nginx passes /static/ through.
+        re_path(r"^static/(?P<path>.+)\Z", package_file),
+    ]
+
+
+urlpatterns = patterns()
 
 # A foreign Host is refused before any view runs; on /api/mcp the refusal is JSON-RPC.
 handler400 = "tmsite.mcp.endpoint.bad_request"

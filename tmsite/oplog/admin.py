@@ -3,6 +3,10 @@
 Maintainers see how the box is used (how many reads of which kind, how they ended, bytes and
 time) without browsing individual requests: the change list is replaced by the aggregates, and
 there is no add, change, delete or detail view.
+
+The admin's own logins and lock-outs are listed as they are (:class:`LoginEventAdmin`), read
+only: the account, the outcome, a lock-out's end and how many attempts it refused, and the
+caller only as the first digits of its key for the day — no address exists to show.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from django.urls import URLPattern, path
 from typing_extensions import override
 
 from tmsite.admin_base import ReadOnlyAdmin
-from tmsite.oplog.models import RequestLog
+from tmsite.oplog.models import LoginEvent, RequestLog
 
 
 def aggregates(rows: QuerySet[RequestLog]) -> list[dict[str, Any]]:
@@ -68,3 +72,20 @@ class RequestLogAdmin(ReadOnlyAdmin):
             "total": RequestLog.objects.count(),
         }
         return TemplateResponse(request, "admin/tm_oplog/aggregates.html", context)
+
+
+@admin.register(LoginEvent)
+class LoginEventAdmin(ReadOnlyAdmin):
+    """The last logins and lock-outs, newest first; nothing here can be changed or deleted."""
+
+    list_display = ("at", "account", "outcome", "scope", "until", "refused", "caller_key")
+    list_filter = ("outcome", "scope")
+    search_fields = ("account",)
+    ordering = ("-at", "-id")
+    date_hierarchy = "at"
+    list_per_page = 100
+
+    @admin.display(description="caller (key of the day)")
+    def caller_key(self, obj: LoginEvent) -> str:
+        """The first digits of the caller's key: enough to tell callers of one day apart."""
+        return obj.caller[:8]

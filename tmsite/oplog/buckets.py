@@ -132,6 +132,10 @@ class Store(Protocol):
         """
         ...
 
+    def day_secret(self, now: float) -> bytes:
+        """The secret this store keys callers by on the UTC day of ``now`` (made if need be)."""
+        ...
+
 
 # --- this process -----------------------------------------------------------------------------
 
@@ -145,14 +149,23 @@ class MemoryStore:
         self._secret = b""
         self._buckets: dict[bytes, tuple[float, float]] = {}
 
+    def _roll(self, now: float) -> bytes:
+        """Today's secret (under the lock); a new day forgets every bucket."""
+        day = int(now // DAY)
+        if day != self._day:
+            self._day, self._secret = day, secrets.token_bytes(32)
+            self._buckets.clear()
+        return self._secret
+
+    def day_secret(self, now: float) -> bytes:
+        """``Store.day_secret``: this process's secret for the day."""
+        with self._lock:
+            return self._roll(now)
+
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
         """``Store.take`` under this process's lock; a new day forgets every bucket."""
         with self._lock:
-            day = int(now // DAY)
-            if day != self._day:
-                self._day, self._secret = day, secrets.token_bytes(32)
-                self._buckets.clear()
-            key = digest(self._secret, address)
+            key = digest(self._roll(now), address)
             tokens, stamp = self._buckets.get(key, (None, None))
             allowed, tokens, stamp = step(tokens, stamp, now, cost, policy)
             self._buckets[key] = (tokens, stamp)
@@ -226,15 +239,25 @@ class FileStore:
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
+    def _roll(self, table: mmap.mmap, now: float) -> bytes:
+        """Today's secret (under the lock); a new day (or a foreign file) wipes the table."""
+        magic, slots, day, secret = _HEADER.unpack_from(table, 0)
+        today = int(now // DAY)
+        if magic != _MAGIC or slots != self.slots or day != today:
+            secret = secrets.token_bytes(32)
+            table[_HEADER_SIZE:] = bytes(self.size - _HEADER_SIZE)
+            _HEADER.pack_into(table, 0, _MAGIC, self.slots, today, secret)
+        return bytes(secret)
+
+    def day_secret(self, now: float) -> bytes:
+        """``Store.day_secret``: the secret in the file's header, shared by the machine."""
+        with self._locked() as table:
+            return self._roll(table, now)
+
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
         """``Store.take`` under the file's lock; a new day (or a foreign file) wipes the table."""
         with self._locked() as table:
-            magic, slots, day, secret = _HEADER.unpack_from(table, 0)
-            today = int(now // DAY)
-            if magic != _MAGIC or slots != self.slots or day != today:
-                secret = secrets.token_bytes(32)
-                table[_HEADER_SIZE:] = bytes(self.size - _HEADER_SIZE)
-                _HEADER.pack_into(table, 0, _MAGIC, self.slots, today, secret)
+            secret = self._roll(table, now)
             self._sweep(table, now, policy)
             key = digest(secret, address)
             index = self._find(table, key, now, policy)
@@ -332,6 +355,10 @@ class RedisStore:
             value = cache.get(name)
             self._secret = (day, bytes.fromhex(value))
         return self._secret[1]
+
+    def day_secret(self, now: float) -> bytes:
+        """``Store.day_secret``: the day's secret in Redis, shared by every machine."""
+        return self._day_secret(now)
 
     def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
         """``Store.take`` as one Lua script, atomic across every machine on the Redis."""

@@ -1,4 +1,4 @@
-"""Who is asking, for the rate limit only: the caller's address, held in memory.
+"""Who is asking, for the rate limit and the admin login's throttle: the address, held in memory.
 
 The address is the socket's peer (``REMOTE_ADDR``), unless that peer is a trusted proxy
 (``TM_RATE_TRUSTED_PROXIES``, loopback by default: nginx on the same machine), in which case it
@@ -6,7 +6,9 @@ is the last address in ``X-Forwarded-For`` that is not itself a trusted proxy. A
 with no forwarding header is the box itself (the http mount reading its own front door, a
 health check, the operator's tools) and is exempt (``TM_RATE_EXEMPT``).
 
-The address is never written anywhere: not to the request log, not to a log line.
+The address is never written anywhere: not to the request log, not to a log line. Where a
+caller must be recognised beyond one request (the admin login's throttle), it is :func:`keyed`:
+the HMAC of the address under the rate limit's secret for the UTC day, the key its buckets have.
 
 Spec: OP1.
 """
@@ -14,10 +16,13 @@ Spec: OP1.
 from __future__ import annotations
 
 import ipaddress
+import logging
 from functools import lru_cache
 
 from django.conf import settings
 from django.http import HttpRequest
+
+from tmsite.oplog import buckets
 
 
 def _normal(text: str) -> str:
@@ -71,3 +76,26 @@ def limited(request: HttpRequest) -> str | None:
         return None
     who = address(request)
     return None if exempt(request, who) else who
+
+
+#: This process's own secrets, for when the rate limit's store does not answer.
+_own = buckets.MemoryStore()
+_log = logging.getLogger(__name__)
+
+
+def keyed(request: HttpRequest, now: float) -> str:
+    """The caller as a row may keep it: 32 hex digits that stand for it on the UTC day of ``now``.
+
+    The digest is the rate limit's (``buckets.digest``) under the secret of the store
+    ``TM_RATE_STORE`` names, so every worker (and, with Redis, every machine) gives one caller the
+    same key; the next day's secret is new, and yesterday's keys link to nothing. A store that
+    does not answer (Redis down) leaves this process's own secret for the day: the key is then
+    the same only within the process.
+    """
+    who = address(request)
+    try:
+        secret = buckets.store().day_secret(now)
+    except Exception as exc:
+        _log.warning("the rate limit's store did not give the day's secret: %s", type(exc).__name__)
+        secret = _own.day_secret(now)
+    return buckets.digest(secret, who).hex()

@@ -4,6 +4,9 @@ There is deliberately no column for an address, a user agent, a token, a session
 arguments, or anything derived from them (no hash either). Rows older than
 ``TM_LOG_RETENTION_DAYS`` (30) are deleted automatically. The log is not in the namespace.
 
+Beside it, the admin's logins and lock-outs (:class:`LoginEvent`): the account name, and the
+caller only as its key for the day — an HMAC that links to nothing once the day's secret is gone.
+
 Spec: OP2.
 """
 
@@ -46,3 +49,57 @@ class RequestLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.method} {self.outcome}"
+
+
+class LoginEvent(models.Model):
+    """One admin login attempt that mattered, or one lock-out: never the caller's address.
+
+    ``caller`` is the caller's key for the day (:func:`tmsite.oplog.caller.keyed`), an HMAC
+    under a secret that lives a day or two: it tells one caller's attempts of a day apart from
+    another's, and once the secret is gone it links to nothing. A lock-out is one row (its
+    ``until``, and how many attempts it refused), not one row per refused attempt. Rows older
+    than ``TM_LOG_RETENTION_DAYS`` are deleted with the request log's.
+
+    Spec: OP4.
+    """
+
+    OK = "ok"
+    FAILED = "failed"
+    TOKEN_FAILED = "token-failed"
+    LOCKED = "locked"
+    OUTCOMES = (
+        (OK, "logged in"),
+        (FAILED, "wrong account or password"),
+        (TOKEN_FAILED, "right password, wrong token"),
+        (LOCKED, "locked out"),
+    )
+    ACCOUNT = "account"
+    CALLER = "caller"
+    SCOPES = ((ACCOUNT, "the account"), (CALLER, "the caller"))
+
+    at = models.DateTimeField(db_index=True, help_text="When it happened (UTC).")
+    account = models.CharField(
+        max_length=150, help_text="The account name as typed (case folded), existing or not."
+    )
+    caller = models.CharField(
+        max_length=32, help_text="The caller's key for that day: an HMAC, never the address."
+    )
+    outcome = models.CharField(max_length=16, choices=OUTCOMES)
+    scope = models.CharField(
+        max_length=8, blank=True, choices=SCOPES, help_text="What a lock-out locks."
+    )
+    until = models.DateTimeField(null=True, blank=True, help_text="When a lock-out ends.")
+    refused = models.PositiveIntegerField(
+        default=0, help_text="Attempts a lock-out refused without looking at the password."
+    )
+
+    class Meta:
+        verbose_name = "login event"
+        verbose_name_plural = "logins and lock-outs"
+        indexes = (
+            models.Index(fields=["account", "at"], name="tm_login_account_at"),
+            models.Index(fields=["caller", "at"], name="tm_login_caller_at"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.account} {self.outcome}"
