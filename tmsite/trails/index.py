@@ -339,15 +339,7 @@ def overlay(
     """Each trail known: its file (``files``, as :func:`scan` found them) under its correction."""
     known: dict[str, Known] = {}
     for name in sorted({*files, *corrections}):
-        file: Trail | None = None
-        problem = ""
-        if name in files:
-            try:
-                file = read_trail(name, checkout)
-            except TrailError as exc:
-                problem = exc.message
-            except OSError as exc:
-                problem = f"cannot be read ({exc.__class__.__name__})"
+        file, problem = _read_file(name, checkout) if name in files else (None, "")
         dated: dict[str, Any] = {
             "file": file,
             "has_file": name in files,
@@ -355,22 +347,37 @@ def overlay(
             "problem": problem,
         }
         latest = corrections.get(name)
-        if latest is not None and latest.action != "revert":
+        if latest is not None:  # given back to its file, too: what is served changed then
             dated.update(corrected_at=latest.at, corrected_by=latest.by)
-            try:
-                value = from_json(name, latest.value) if latest.value is not None else None
-            except TrailError:
-                value = None  # saved through the same rules: a row edited by hand
-            if latest.action == "retire" or value is None:
-                known[name] = Known(name, "retired", None, value or file, **dated)
-            else:
-                state = "corrected" if name in files else "added"
-                known[name] = Known(name, state, value, value, **dated)
+        if latest is not None and latest.action != "revert":
+            known[name] = _corrected(name, latest, dated)
         elif file is not None:
             known[name] = Known(name, "file", file, file, **dated)
         elif name in files:
             known[name] = Known(name, "broken", None, None, **dated)
     return known
+
+
+def _read_file(name: str, checkout: Path | None) -> tuple[Trail | None, str]:
+    """A trail file's trail, or why it does not parse."""
+    try:
+        return read_trail(name, checkout), ""
+    except TrailError as exc:
+        return None, exc.message
+    except OSError as exc:
+        return None, f"cannot be read ({exc.__class__.__name__})"
+
+
+def _corrected(name: str, latest: Latest, dated: dict[str, Any]) -> Known:
+    """A trail whose latest correction says what is served of it (or that nothing is)."""
+    try:
+        value = from_json(name, latest.value) if latest.value is not None else None
+    except TrailError:
+        value = None  # saved through the same rules: a row edited by hand
+    if latest.action == "retire" or value is None:
+        return Known(name, "retired", None, value or dated["file"], **dated)
+    state = "corrected" if dated["has_file"] else "added"
+    return Known(name, state, value, value, **dated)
 
 
 # --- the database index ---------------------------------------------------------------------
