@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import OuterRef, Subquery
 
 from tmsite.core.errors import Refusal
@@ -310,12 +310,23 @@ class Latest:
 
 
 def version() -> tuple[str, str] | None:
-    """``(version, indexed)`` of the corrections, one query; None without the tables."""
+    """``(version, indexed)`` of the corrections, one query; None without the tables.
+
+    Asked on every read, so spelled out rather than built by the ORM each time (a tenth of
+    the cost).
+    """
+    quote = connection.ops.quote_name
+    sql = (
+        f"SELECT {quote('version')}, {quote('indexed')} "
+        f"FROM {quote(tm.TrailsVersion._meta.db_table)} WHERE {quote('id')} = 1"
+    )
     try:
-        row = tm.TrailsVersion.objects.filter(pk=1).values_list("version", "indexed").first()
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            row = cursor.fetchone()
     except DatabaseError:
         return None
-    return row if row is not None else ("", "")
+    return (str(row[0]), str(row[1])) if row is not None else ("", "")
 
 
 def latest_corrections() -> dict[str, Latest]:
