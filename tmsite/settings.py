@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "tmsite.entities.apps.EntitiesConfig",
     "tmsite.kinds.apps.KindsConfig",
     "tmsite.servers.apps.ServersConfig",
+    "tmsite.trails.apps.TrailsConfig",
     "tmsite.site.apps.SiteConfig",
     "tmsite.oplog.apps.OplogConfig",
 ]

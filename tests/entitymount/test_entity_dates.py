@@ -187,8 +187,9 @@ def test_a_listing_page_costs_the_same_queries_whatever_its_size(
         ns = make_space(checkout)
         uri = f"{E}/game/{game['key']}/routine/"
         ns.read(uri)  # warm: the trail index is built once
-        # the game, the size, the page with its rows' dates, the page's latest corrections
-        with django_assert_num_queries(4):
+        # the game, the size, the page with its rows' dates, the page's latest corrections,
+        # and the trails' version (whether a trail correction was saved since)
+        with django_assert_num_queries(5):
             body: Any = ns.read(uri).body
         assert len(body["children"]) == per_game
         listed = {c["name"]: c["annotations"]["lastModified"] for c in body["children"]}

@@ -1,7 +1,8 @@
 """The tests that lean on the database, run again on PostgreSQL: the records and their loader
-(upserts, corrections), the entity mount's queries, trails' index, the request log and its
-retention, the kind counters (``select_for_update``), server records and their admin. SQLite is
-what every other test uses; the many-machine setup runs on PostgreSQL, so these must hold there.
+(upserts, corrections), the entity mount's queries, trails' index and their corrections, the
+request log and its retention, the kind counters (``select_for_update``), server records and
+their admin. SQLite is what every other test uses; the many-machine setup runs on PostgreSQL,
+so these must hold there.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ MODULES = [
     "tests/entities",
     "tests/entitymount",
     "tests/servers",
+    "tests/trails",
     "tests/oplog/test_log.py",
     "tests/oplog/test_privacy.py",
     "tests/blocks/test_kinds_counted.py",

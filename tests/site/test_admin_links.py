@@ -19,6 +19,8 @@ from django.utils import timezone
 from tmsite.entities import models as em
 from tmsite.entities.loaders import fill, parse_records
 from tmsite.servers import models as sm
+from tmsite.trails import index as trail_index
+from tmsite.trails import models as tm
 
 pytestmark = [pytest.mark.django_db, pytest.mark.spec("OP4")]
 
@@ -41,6 +43,16 @@ def rows(settings: Any) -> dict[str, Any]:
     game = em.Game.objects.get(key=GAME)
     routine = em.Routine.objects.filter(game=game).order_by("bank", "addr").first()
     assert routine is not None
+    settings.TM_CHECKOUT = ROOT  # its shipped trails, read and never written
+    walk = trail_index.read_trail("page-to-history", ROOT)
+    correction = tm.TrailCorrection.objects.create(
+        trail="page-to-history",
+        action="correct",
+        changed="title",
+        value={**trail_index.as_json(walk), "title": "From a page to its history"},
+        corrected_by_name="admin",
+    )
+    trail_index.current()  # the index, with the correction over the shipped file
     server = sm.McpServer.objects.create(name="elements", command="elements-mcp")
     entry = sm.MapEntry.objects.create(
         server=server, path_template="element/{symbol}", tool="get_element", kind="element"
@@ -68,6 +80,8 @@ def rows(settings: Any) -> dict[str, Any]:
             new="get_element",
             changed_by_name="admin",
         ),
+        "trailcorrection": correction,
+        "trail": tm.Trail.objects.get(name="page-to-history"),
         "serverchange": sm.ServerChange.objects.create(
             server=server, server_name="elements", field="url", new="", changed_by_name="admin"
         ),
@@ -102,6 +116,8 @@ GOVERNED = [
     ("tm_servers", "mapentrychange", "tm://tinymachines/mcp/elements/map"),
     ("tm_servers", "serverchange", "tm://tinymachines/mcp/elements/"),
     ("tm_servers", "serverdeclaration", "tm://tinymachines/mcp/elements/"),
+    ("tm_trails", "trail", "tm://tinymachines/trail/page-to-history"),
+    ("tm_trails", "trailcorrection", "tm://tinymachines/trail/page-to-history"),
 ]
 
 
@@ -159,6 +175,10 @@ def test_the_explorer_links_staff_to_the_row_behind_an_address(
             f"/admin/tm_servers/mapentry/{pk['mapentry']}/change/",
             "Correct the map entry elements/element/{symbol} in the admin",
         ),
+        "tm://tinymachines/trail/page-to-history?as=stat": (
+            "/admin/tm_trails/trail/page-to-history/change/",
+            "Correct the trail page-to-history in the admin",
+        ),
     }
     for address, (href, text) in expected.items():
         page = admin_client.get("/explore", {"uri": address})
@@ -177,6 +197,8 @@ def test_the_explorer_links_staff_to_the_row_behind_an_address(
         "tm://tinymachines/mcp/nowhere/",
         "tm://tinymachines/mcp/elements/isotope/Fe",  # a path the map does not name
         "tm://tinymachines/fs/docs/",
+        "tm://tinymachines/trail/",
+        "tm://tinymachines/trail/no-such-trail",
         "tm://elsewhere/entity/pattern/pad-poll",
         "not an address",
     ],

@@ -226,8 +226,9 @@ class Correction(models.Model):
 class TrailFile(models.Model):
     """A trail file of ``notes/trails/`` as last indexed: its name, size and modification time.
 
-    The index is rebuilt whenever the files on disk no longer match these rows
-    (:mod:`tmsite.trails.index`); ``manage.py tm_index_trails`` rebuilds it by hand.
+    The index is rebuilt whenever the files on disk no longer match these rows, or a trail was
+    corrected in the admin since (:mod:`tmsite.trails.index`); ``manage.py tm_index_trails``
+    rebuilds it by hand.
     """
 
     name = models.CharField(max_length=64, unique=True)
@@ -243,7 +244,7 @@ class TrailFile(models.Model):
 
 
 class TrailStep(models.Model):
-    """One step of one trail, indexed by its target so a step's read finds its trails."""
+    """One step of one trail as served (its file, or its correction), indexed by its target."""
 
     trail = models.CharField(max_length=64)
     position = models.PositiveIntegerField(help_text="1-based place of the step in its trail.")

@@ -9,9 +9,10 @@ change page.
 * ``mcp/<server>/`` and what it declared (``tools/``, ``prompts/``, ``resources/``) → the server
   record; ``mcp/<server>/map`` → the server's map entries; a path the map names → the entry
   that names it.
+* ``trail/<name>`` → the trail (from its file or a correction, as the index last saw it).
 
 An address read ``?at=`` a past revision comes from the record files, not from a row: it has
-no link. Nothing else has a row behind it (trails are files under ``notes/trails/``).
+no link. Nothing else has a row behind it.
 
 Spec: OP4.
 """
@@ -31,6 +32,8 @@ from tmsite.entities import models as em
 from tmsite.entities import records as R
 from tmsite.mounts.mcp import map as mcp_map
 from tmsite.servers import models as sm
+from tmsite.trails import index as trail_index
+from tmsite.trails import models as tm
 
 _ENTITIES: dict[str, type[Any]] = {"pattern": em.Pattern, "game": em.Game, "lesson": em.Lesson}
 _DECLARED = ("tools", "prompts", "resources")
@@ -56,6 +59,10 @@ def admin_row(text: str) -> AdminRow | None:
         return _entity(uri.path)
     if uri.mount == "mcp" and uri.path:
         return _mcp(uri.path)
+    if uri.mount == "trail" and len(uri.path) == 1 and not uri.collection:
+        trail_index.current()  # the rows as the files and the corrections are now
+        row = tm.Trail.objects.filter(name=uri.path[0]).first()
+        return _change(row, f"the trail {uri.path[0]}")
     return None
 
 

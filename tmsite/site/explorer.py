@@ -7,7 +7,7 @@ here, from ``static/explorer/``, by the project itself (with or without DEBUG), 
 ETag; the renderers mount publishes their SHA-256 so the page checks what it imports.
 
 A logged-in staff user also sees, under the address, a link to the admin change page of the row
-behind it — an entity, an MCP server record, a map entry (:mod:`tmsite.site.admin_links`);
+behind it — an entity, an MCP server record, a map entry, a trail (:mod:`tmsite.site.admin_links`);
 that page is then ``private``. Every link in the explorer is a page load, so the shell, drawn
 for each address, always names the right row.
 

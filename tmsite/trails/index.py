@@ -5,12 +5,24 @@ A trail file ``notes/trails/<name>.json`` is::
     {"title": "...", "description": "...",
      "steps": [{"uri": "tm://<host>/...", "note": "..."}, ...]}
 
-The files are the truth: a trail is read from its file. The database holds the reverse index
-(:class:`~tmsite.entities.models.TrailStep`, keyed by each step's target) so that the read of any
-step can name every trail it is on with one query. The index remembers each file's size and
-modification time (:class:`~tmsite.entities.models.TrailFile`); :func:`ensure_index` compares
-them with the directory and rebuilds when anything changed, so adding, editing or removing a
-trail is seen on the next read. ``manage.py tm_index_trails`` rebuilds it by hand.
+The files are the operator's, and a trail is read from its file — unless a maintainer
+corrected it in the admin: corrections are kept in the database
+(:class:`~tmsite.trails.models.TrailCorrection`, never written into the checkout), and the
+latest correction of a trail wins over its file. A correction may also add a trail that has
+no file, retire one (it is then not served, file or not), or give a trail back to its file.
+:func:`current` is the trails as served — the files with the corrections over them — and
+every reader goes through it: the trail mount's reads, listings and dates, the reverse index,
+the start-up checks. A correction is validated by the same :func:`parse_trail` as a file.
+
+The database also holds the reverse index (:class:`~tmsite.entities.models.TrailStep`, keyed by
+each step's target) so that the read of any step can name every trail it is on, and one row per
+trail known for the admin (:class:`~tmsite.trails.models.Trail`). The index remembers each
+file's size and modification time (:class:`~tmsite.entities.models.TrailFile`) and the
+corrections' version it was built at (:class:`~tmsite.trails.models.TrailsVersion`, written
+afresh by every correction); :func:`ensure_index` compares them with the directory and the
+database and rebuilds when anything changed, so adding, editing or removing a trail file, or
+correcting a trail on any machine, is seen on the next read. ``manage.py tm_index_trails``
+rebuilds it by hand; ``manage.py tm_trails export DIR`` writes the corrected trails as files.
 
 A step's *target* is its address without parameters except ``at`` — the identity the link walk
 compares — so reading ``git/tmsite/docs/x.md?as=log`` and ``git/tmsite/docs/x.md`` both find
@@ -26,16 +38,19 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import OuterRef, Subquery
 
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
 from tmsite.entities import models as m
+from tmsite.trails import models as tm
 
 #: Where the trails live in the checkout.
 TRAILS_DIR = ("notes", "trails")
@@ -198,75 +213,308 @@ def read_all(checkout: Path | None = None) -> tuple[list[Trail], dict[str, str]]
     return trails, problems
 
 
+def as_json(trail: Trail) -> dict[str, Any]:
+    """A trail as its file writes it: ``{title, description, steps: [{uri, note}, …]}``."""
+    return {
+        "title": trail.title,
+        "description": trail.description,
+        "steps": [{"uri": s.uri, "note": s.note} for s in trail.steps],
+    }
+
+
+def file_text(trail: Trail) -> str:
+    """The trail as a file's text (what ``tm_trails export`` writes); it parses back the same."""
+    return json.dumps(as_json(trail), indent=2, ensure_ascii=False) + "\n"
+
+
+def from_json(name: str, value: Any) -> Trail:
+    """A trail from a correction's value, by the same rules (and limits) as a file.
+
+    Raises:
+        TrailError: it does not parse as a trail file would not.
+    """
+    return parse_trail(name, json.dumps(value, ensure_ascii=False).encode())
+
+
+# --- the trails as served: the files, with the corrections over them ----------------------
+
+
+@dataclass(frozen=True)
+class Known:
+    """One trail known, from its file or from a correction, and what is served of it.
+
+    ``state``: ``file`` (served from its file), ``corrected`` (a correction over its file),
+    ``added`` (a correction, no file), ``retired`` (not served), ``broken`` (its file does not
+    parse and no correction is over it: not served).
+    """
+
+    name: str
+    state: str
+    #: What is served; None when retired or broken.
+    trail: Trail | None
+    #: What the admin shows: the served trail, or a retired one as it was.
+    shown: Trail | None
+    #: What its file says, if it has one that parses.
+    file: Trail | None = None
+    #: Why its file does not parse ("" when it does, or there is no file).
+    problem: str = ""
+    has_file: bool = False
+    file_modified: datetime | None = None
+    corrected_at: datetime | None = None
+    corrected_by: str = ""
+
+    @property
+    def modified(self) -> datetime | None:
+        """When what is served of it last changed: the later of its file and its correction."""
+        times = [t for t in (self.file_modified, self.corrected_at) if t is not None]
+        return max(times) if times else None
+
+    @property
+    def corrected(self) -> bool:
+        """Whether a correction, not its file, says what is served (or that it is not)."""
+        return self.state in {"corrected", "added", "retired"}
+
+
+@dataclass(frozen=True)
+class View:
+    """The trails as served at one signature (the files' and the corrections' version)."""
+
+    signature: tuple[dict[str, tuple[int, int]], str | None]
+    known: dict[str, Known]
+    by_target: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
+
+    @property
+    def trails(self) -> list[Trail]:
+        """Every trail served, by name."""
+        return [k.trail for k in self.known.values() if k.trail is not None]
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """``{name: problem}`` of the trail files that do not parse, no correction over them."""
+        return {k.name: k.problem for k in self.known.values() if k.state == "broken"}
+
+    def served(self, name: str) -> Known | None:
+        """The trail ``name`` if it is served (None: unknown, retired or broken)."""
+        known = self.known.get(name)
+        return known if known is not None and known.trail is not None else None
+
+
+@dataclass(frozen=True)
+class Latest:
+    """The latest correction of one trail."""
+
+    action: str
+    value: Any
+    at: datetime
+    by: str
+
+
+def version() -> tuple[str, str] | None:
+    """``(version, indexed)`` of the corrections, one query; None without the tables.
+
+    Asked on every read, so spelled out rather than built by the ORM each time (a tenth of
+    the cost).
+    """
+    quote = connection.ops.quote_name
+    sql = (
+        f"SELECT {quote('version')}, {quote('indexed')} "
+        f"FROM {quote(tm.TrailsVersion._meta.db_table)} WHERE {quote('id')} = 1"
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            row = cursor.fetchone()
+    except DatabaseError:
+        return None
+    return (str(row[0]), str(row[1])) if row is not None else ("", "")
+
+
+def latest_corrections() -> dict[str, Latest]:
+    """The latest correction of every trail corrected, by trail name (one query)."""
+    newest = tm.TrailCorrection.objects.filter(trail=OuterRef("trail")).order_by(
+        "-corrected_at", "-id"
+    )
+    rows = tm.TrailCorrection.objects.filter(id=Subquery(newest.values("id")[:1])).values_list(
+        "trail", "action", "value", "corrected_at", "corrected_by_name"
+    )
+    return {trail: Latest(action, value, at, by) for trail, action, value, at, by in rows}
+
+
+def _file_time(mtime_ns: int) -> datetime:
+    return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
+
+
+def overlay(
+    files: dict[str, tuple[int, int]], corrections: dict[str, Latest], checkout: Path | None
+) -> dict[str, Known]:
+    """Each trail known: its file (``files``, as :func:`scan` found them) under its correction."""
+    known: dict[str, Known] = {}
+    for name in sorted({*files, *corrections}):
+        file, problem = _read_file(name, checkout) if name in files else (None, "")
+        dated: dict[str, Any] = {
+            "file": file,
+            "has_file": name in files,
+            "file_modified": _file_time(files[name][0]) if name in files else None,
+            "problem": problem,
+        }
+        latest = corrections.get(name)
+        if latest is not None:  # given back to its file, too: what is served changed then
+            dated.update(corrected_at=latest.at, corrected_by=latest.by)
+        if latest is not None and latest.action != "revert":
+            known[name] = _corrected(name, latest, dated)
+        elif file is not None:
+            known[name] = Known(name, "file", file, file, **dated)
+        elif name in files:
+            known[name] = Known(name, "broken", None, None, **dated)
+    return known
+
+
+def _read_file(name: str, checkout: Path | None) -> tuple[Trail | None, str]:
+    """A trail file's trail, or why it does not parse."""
+    try:
+        return read_trail(name, checkout), ""
+    except TrailError as exc:
+        return None, exc.message
+    except OSError as exc:
+        return None, f"cannot be read ({exc.__class__.__name__})"
+
+
+def _corrected(name: str, latest: Latest, dated: dict[str, Any]) -> Known:
+    """A trail whose latest correction says what is served of it (or that nothing is)."""
+    try:
+        value = from_json(name, latest.value) if latest.value is not None else None
+    except TrailError:
+        value = None  # saved through the same rules: a row edited by hand
+    if latest.action == "retire" or value is None:
+        return Known(name, "retired", None, value or dated["file"], **dated)
+    state = "corrected" if dated["has_file"] else "added"
+    return Known(name, state, value, value, **dated)
+
+
 # --- the database index ---------------------------------------------------------------------
 
 
-def rebuild(checkout: Path | None = None) -> int:
-    """Make the index hold exactly the trail files on disk; the number of steps indexed."""
-    files = scan(checkout)
-    trails, _ = read_all(checkout)
-    titles = {t.name: t.title for t in trails}
+def _write_index(files: dict[str, tuple[int, int]], stamp: str, known: dict[str, Known]) -> int:
+    """Make the index hold exactly ``known`` (built from ``files`` at ``stamp``); steps indexed."""
     with transaction.atomic():
         m.TrailStep.objects.all().delete()
         m.TrailFile.objects.all().delete()
+        tm.Trail.objects.all().delete()
         m.TrailFile.objects.bulk_create(
-            m.TrailFile(name=name, title=titles.get(name, "")[:200], mtime_ns=mt, size=size)
+            m.TrailFile(
+                name=name,
+                title=(k.file.title if (k := known.get(name)) and k.file else "")[:200],
+                mtime_ns=mt,
+                size=size,
+            )
             for name, (mt, size) in files.items()
         )
+        tm.Trail.objects.bulk_create(_row(k) for k in known.values())
         steps = [
-            m.TrailStep(trail=t.name, position=s.position, uri=s.uri, target=s.target, note=s.note)
-            for t in trails
-            for s in t.steps
+            m.TrailStep(trail=k.name, position=s.position, uri=s.uri, target=s.target, note=s.note)
+            for k in known.values()
+            if k.trail is not None
+            for s in k.trail.steps
         ]
         m.TrailStep.objects.bulk_create(steps)
+        if not tm.TrailsVersion.objects.filter(pk=1).update(indexed=stamp):
+            tm.TrailsVersion.objects.create(pk=1, version=stamp, indexed=stamp)
     return len(steps)
 
 
-def ensure_index(checkout: Path | None = None) -> None:
-    """Rebuild the index when the files changed since it was built (one query when fresh)."""
+def _row(known: Known) -> tm.Trail:
+    shown = known.shown
+    return tm.Trail(
+        name=known.name,
+        title=shown.title if shown else "",
+        description=shown.description if shown else "",
+        steps=as_json(shown)["steps"] if shown else [],
+        step_count=len(shown.steps) if shown else 0,
+        state=known.state,
+        has_file=known.has_file,
+        problem=known.problem,
+        file_modified=known.file_modified,
+        corrected_at=known.corrected_at,
+        corrected_by_name=known.corrected_by[:150],
+    )
+
+
+def rebuild(checkout: Path | None = None) -> int:
+    """Make the index hold exactly the trails as served now; the number of steps indexed."""
+    stamp = version() or ("", "")
     files = scan(checkout)
-    indexed = {
-        name: (mtime, size)
-        for name, mtime, size in m.TrailFile.objects.values_list("name", "mtime_ns", "size")
-    }
-    if indexed != files:
+    return _write_index(files, stamp[0], overlay(files, latest_corrections(), checkout))
+
+
+def ensure_index(checkout: Path | None = None) -> None:
+    """Rebuild the index when the files or the corrections changed since it was built."""
+    files = scan(checkout)
+    stamp = version() or ("", "")
+    if not _fresh(files, stamp):
         with contextlib.suppress(IntegrityError):  # another worker rebuilt it just now
             rebuild(checkout)
 
 
-#: The index as this process last read it, keyed by the trail files' signatures: every read
-#: asks for its trails, and the answer only changes when a trail file does.
-_memo: dict[str, tuple[dict[str, tuple[int, int]], dict[str, list[tuple[str, int, str]]]]] = {}
+def _fresh(files: dict[str, tuple[int, int]], stamp: tuple[str, str]) -> bool:
+    """Whether the index was built from ``files`` at the corrections' version (one query)."""
+    indexed = {
+        name: (mtime, size)
+        for name, mtime, size in m.TrailFile.objects.values_list("name", "mtime_ns", "size")
+    }
+    return stamp[0] == stamp[1] and indexed == files
+
+
+#: The trails as this process last read them, keyed by the trails directory and valid while
+#: the files' signatures and the corrections' version are as they were: every read asks for
+#: them, and the answer only changes when a trail file or a correction does.
+_memo: dict[str, View] = {}
 _memo_lock = threading.Lock()
 
 
-def trails_of(uri: TmUri, checkout: Path | None = None) -> list[tuple[str, int, str]]:
-    """``(trail, position, note)`` for every trail step whose target is ``uri``'s.
+def current(checkout: Path | None = None) -> View:
+    """The trails as served: the files (a stat each) under the latest corrections.
 
-    The trail files are checked (a stat each) on every call; while they are unchanged the
-    process answers from the index it read last, with no query. When they change, the
-    database index is brought up to date and read again, once. A database without the index
-    tables (not migrated yet) answers no trails rather than failing the read.
+    One query on every call (the corrections' version, :class:`~tmsite.trails.models.
+    TrailsVersion`); while it and the files are unchanged the process answers from what it read
+    last. When either changed — a file edited, a correction saved on any machine — the index
+    is brought up to date and read again, once. A database without the tables (not migrated
+    yet) serves the files as they are, and no step names its trails.
     """
+    where = str(trails_dir(checkout))
+    files = scan(checkout)
+    stamp = version()
+    if stamp is None:
+        return View((files, None), overlay(files, {}, checkout))
+    with _memo_lock:
+        known = _memo.get(where)
+    if known is not None and known.signature == (files, stamp[0]):
+        return known
+    try:
+        view = _read(files, stamp, checkout)
+    except DatabaseError:
+        return View((files, None), overlay(files, {}, checkout))
+    with _memo_lock:
+        _memo[where] = view
+    return view
+
+
+def _read(files: dict[str, tuple[int, int]], stamp: tuple[str, str], checkout: Path | None) -> View:
+    """The view at ``stamp``, the index rebuilt first if it is not of ``files`` at ``stamp``."""
+    # Read after the version: what is read is at least as new as the version it is kept under.
+    trails = overlay(files, latest_corrections(), checkout)
+    if not _fresh(files, stamp):
+        with contextlib.suppress(IntegrityError):  # another worker rebuilt it just now
+            _write_index(files, stamp[0], trails)
+    by_target: dict[str, list[tuple[str, int, str]]] = {}
+    rows = m.TrailStep.objects.order_by("trail", "position")
+    for target, trail, position, note in rows.values_list("target", "trail", "position", "note"):
+        by_target.setdefault(target, []).append((trail, position, note))
+    return View((files, stamp[0]), trails, by_target)
+
+
+def trails_of(uri: TmUri, checkout: Path | None = None) -> list[tuple[str, int, str]]:
+    """``(trail, position, note)`` for every trail step, as served, whose target is ``uri``'s."""
     key = target_of(uri)
     if len(key) > MAX_STEP_URI:
         return []
-    where = str(trails_dir(checkout))
-    files = scan(checkout)
-    with _memo_lock:
-        known = _memo.get(where)
-    if known is None or known[0] != files:
-        try:
-            ensure_index(checkout)
-            by_target: dict[str, list[tuple[str, int, str]]] = {}
-            rows = m.TrailStep.objects.order_by("trail", "position")
-            for target, trail, position, note in rows.values_list(
-                "target", "trail", "position", "note"
-            ):
-                by_target.setdefault(target, []).append((trail, position, note))
-        except DatabaseError:
-            return []
-        known = (files, by_target)
-        with _memo_lock:
-            _memo[where] = known
-    return list(known[1].get(key, []))
+    return list(current(checkout).by_target.get(key, []))

@@ -1,4 +1,6 @@
-"""``manage.py tm_index_trails [--checkout PATH]``: rebuild the trail index from the files.
+"""``manage.py tm_index_trails [--checkout PATH]``: rebuild the trail index.
+
+From the files, with the corrections made in the admin over them (the trails as served).
 
 Spec: TRAILS.
 """
@@ -11,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from typing_extensions import override
 
-from tmsite.trails.index import read_all, rebuild
+from tmsite.trails.index import current, rebuild
 
 
 class Command(BaseCommand):
@@ -27,7 +29,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         checkout: Path | None = options["checkout"]
         steps = rebuild(checkout)
-        trails, problems = read_all(checkout)
-        self.stdout.write(f"indexed {len(trails)} trails, {steps} steps")
-        for name, problem in problems.items():
+        view = current(checkout)
+        self.stdout.write(f"indexed {len(view.trails)} trails, {steps} steps")
+        for name, problem in view.problems.items():
             self.stderr.write(f"notes/trails/{name}.json does not parse: {problem}")

@@ -1,7 +1,9 @@
 """System checks for the trails: files that do not parse, steps that do not resolve.
 
-* ``tm.W020`` — a trail file under ``notes/trails/`` does not parse.
-* ``tm.W021`` — a step does not resolve: its host is not this box's, its mount is not served,
+* ``tm.W020`` — a trail file under ``notes/trails/`` does not parse (and no correction in the
+  admin is over it).
+* ``tm.W021`` — a step of a trail as served (its file, or its correction in the admin) does not
+  resolve: its host is not this box's, its mount is not served,
   or reading it is refused (``not-found``, ``bad-facet`` …). Steps on the mounts that read
   other servers (``http``, ``mcp``) are not read at start-up, when the front door may not be
   up yet; the link walk reads them.
@@ -33,9 +35,13 @@ REMOTE_MOUNTS = frozenset({"http", "mcp"})
 
 @namespace_check
 def trail_checks(namespace: Callable[[], Served]) -> list[Any]:
-    """Every trail parses, and every step on a local mount resolves (read in ``namespace()``)."""
+    """Every trail parses, and every step on a local mount resolves (read in ``namespace()``).
+
+    The trails as served: a correction over a file is checked instead of the file.
+    """
     messages: list[Any] = []
-    trails, problems = index.read_all()
+    view = index.current()
+    trails, problems = view.trails, view.problems
     for name, problem in problems.items():
         messages.append(
             Warning(
@@ -55,7 +61,8 @@ def trail_checks(namespace: Callable[[], Served]) -> list[Any]:
                     Warning(
                         f"trail {trail.name}, step {step.position} ({step.uri}) does not "
                         f"resolve: {why}",
-                        hint="Fix the address in the trail file, or the thing it names.",
+                        hint="Fix the address in the trail file (or its correction in the "
+                        "admin), or the thing it names.",
                         id="tm.W021",
                     )
                 )

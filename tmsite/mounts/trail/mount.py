@@ -4,7 +4,11 @@ A trail is a file ``notes/trails/<name>.json`` (title, description, steps: each 
 address and a note). It reads two ways: as the file it is, through ``fs/notes/trails/…``
 (unchanged), and as a trail here, ``tm://<host>/trail/<name>``, typed
 ``application/vnd.tm.trail+json`` with its steps in order. The two link each other
-``alternate``.
+``alternate``. A maintainer's correction in the admin wins over the file
+(:func:`tmsite.trails.index.current`): the trail reads as corrected (``"corrected": true``), a
+trail added there has no file (and no ``alternate``), a retired one is not served. Listings and
+stats are dated (``lastModified``, ``modified``): the later of the file's modification time and
+the latest correction.
 
 A trail links ``tm:step`` to each step (``exact``: the file states it; the link's title says its
 place). The read of any step carries ``tm:step-of`` to every trail it is on, from the index in
@@ -56,26 +60,28 @@ class TrailMount(Mount):
 
     @override
     def list(self, req: Request) -> Listing:
+        view = index.current(self.checkout)
         if req.uri.path:
-            if len(req.uri.path) == 1 and req.uri.path[0] in index.scan(self.checkout):
+            if len(req.uri.path) == 1 and view.served(req.uri.path[0]):
                 raise NotFound(
                     req.text,
                     "a trail is not a collection: its URI has no trailing /",
                     nearest=[str(req.uri.as_leaf())],
                 )
             raise NotFound(req.text, "trail/ holds trails only, no collections")
-        trails, _ = index.read_all(self.checkout)
         return Listing(
             [
                 Entry(
-                    str(self.uri(t.name)),
-                    t.name,
+                    str(self.uri(k.name)),
+                    k.name,
                     False,
                     vnd("trail"),
-                    title=t.title,
-                    extra={"steps": len(t.steps)},
+                    title=k.trail.title,
+                    extra={"steps": len(k.trail.steps)},
+                    modified=k.modified,
                 )
-                for t in trails
+                for k in view.known.values()
+                if k.trail is not None
             ]
         )
 
@@ -83,19 +89,25 @@ class TrailMount(Mount):
     def read(self, req: Request) -> Content:
         uri = req.uri
         name = self.flat_leaf(req, "a trail")
-        try:
-            trail = index.read_trail(name, self.checkout)
-        except index.TrailError as exc:
-            raise NotFound(req.text, f"the trail file does not parse: {exc.message}") from None
-        except OSError:
-            raise NotFound(req.text, f"no trail named {name!r}") from None
+        known = index.current(self.checkout).known.get(name)
+        if known is not None and known.state == "broken":
+            raise NotFound(req.text, f"the trail file does not parse: {known.problem}")
+        if known is None or known.trail is None:
+            raise NotFound(req.text, f"no trail named {name!r}")
+        trail = known.trail
         me = self.uri(name)
         links = [
             *self.up_links(uri),
             Link("collection", str(self.root)),
             Link("describedby", str(me.with_params({"as": "stat"}))),
-            Link("alternate", str(self.file_uri(name)), title="the file this trail is read from"),
         ]
+        own: dict[str, JsonValue] = {"corrected": known.corrected}
+        if known.has_file:
+            own["file"] = str(self.file_uri(name))
+            title = "the file this trail is read from"
+            if known.corrected:
+                title = "the file this trail was read from before it was corrected"
+            links.append(Link("alternate", own["file"], title=title))
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
@@ -103,11 +115,8 @@ class TrailMount(Mount):
                 str(me),
                 name,
                 vnd("trail"),
-                extra={
-                    "title": trail.title,
-                    "steps": len(trail.steps),
-                    "file": str(self.file_uri(name)),
-                },
+                modified=known.modified,
+                extra={"title": trail.title, "steps": len(trail.steps), **own},
             )
             return stat.content(req.text, [*links, Link("alternate", str(me))])
         for step in trail.steps:
@@ -120,7 +129,7 @@ class TrailMount(Mount):
             "title": trail.title,
             "description": trail.description,
             "steps": [{"n": s.position, "uri": s.uri, "note": s.note} for s in trail.steps],
-            "file": str(self.file_uri(name)),
+            **own,
         }
         return Content(req.text, vnd("trail"), body, links, kind="trail")
 
@@ -136,7 +145,7 @@ class TrailMount(Mount):
             and not uri.params
         ):
             name = uri.path[2].removesuffix(".json")
-            if name in index.scan(self.checkout):
+            if index.current(self.checkout).served(name):
                 links.append(Link("alternate", str(self.uri(name)), title="read as a trail"))
         if uri.is_hosts or uri.host != self.host:
             return links
@@ -153,7 +162,9 @@ class TrailMount(Mount):
 
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
-        return self.complete_flat_leaf(argument, value, lambda: index.scan(self.checkout))
+        return self.complete_flat_leaf(
+            argument, value, lambda: [t.name for t in index.current(self.checkout).trails]
+        )
 
     @override
     def templates(self) -> builtins.list[Template]:
