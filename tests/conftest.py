@@ -26,6 +26,7 @@ from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision pars
 from tmsite.mcp import prepared  # noqa: E402
 from tmsite.mounts import registry  # noqa: E402
 from tmsite.oplog import recorder  # noqa: E402
+from tmsite.trails import index as trail_index  # noqa: E402
 
 
 def _fail_on_what_the_audit_found() -> Generator[None, object, object]:
@@ -92,6 +93,16 @@ def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
     finally:
         COUNTER.every, COUNTER.seconds = every, seconds
         _forget_what_the_process_buffered()
+
+
+@pytest.fixture(autouse=True)
+def trails_version_asked_on_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trails a process read are checked against the corrections' version on every read.
+
+    A process trusts the version it read for a second; across tests that second would carry
+    trails read from a database since rolled back. A test of the window sets its own value.
+    """
+    monkeypatch.setattr(trail_index, "VERSION_RECHECK_SECONDS", 0.0)
 
 
 @pytest.fixture(autouse=True)

@@ -38,6 +38,7 @@ import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -469,24 +470,46 @@ def _fresh(files: dict[str, tuple[int, int]], stamp: tuple[str, str]) -> bool:
 #: them, and the answer only changes when a trail file or a correction does.
 _memo: dict[str, View] = {}
 _memo_lock = threading.Lock()
+#: How long a process trusts the corrections' version it last read before asking again: a
+#: correction saved by this process is seen at once (:func:`forget`), one saved on another
+#: machine within this many seconds. Without it every read of any address would cost a query.
+VERSION_RECHECK_SECONDS = 1.0
+_version_read_at: dict[str, float] = {}
+_clock = time.monotonic
+
+
+def forget() -> None:
+    """Drop what this process remembers of the trails (a correction was saved here; tests)."""
+    with _memo_lock:
+        _memo.clear()
+        _version_read_at.clear()
 
 
 def current(checkout: Path | None = None) -> View:
     """The trails as served: the files (a stat each) under the latest corrections.
 
-    One query on every call (the corrections' version, :class:`~tmsite.trails.models.
-    TrailsVersion`); while it and the files are unchanged the process answers from what it read
-    last. When either changed — a file edited, a correction saved on any machine — the index
-    is brought up to date and read again, once. A database without the tables (not migrated
+    A stat of each file on every call, and a query for the corrections' version
+    (:class:`~tmsite.trails.models.TrailsVersion`) at most once in ``VERSION_RECHECK_SECONDS``;
+    while it and the files are unchanged the process answers from what it read last. When
+    either changed — a file edited, a correction saved on any machine — the index is brought
+    up to date and read again, once. A database without the tables (not migrated
     yet) serves the files as they are, and no step names its trails.
     """
     where = str(trails_dir(checkout))
     files = scan(checkout)
-    stamp = version()
-    if stamp is None:
-        return View((files, None), overlay(files, {}, checkout))
+    now = _clock()
     with _memo_lock:
         known = _memo.get(where)
+        trusted = now - _version_read_at.get(where, -VERSION_RECHECK_SECONDS) < (
+            VERSION_RECHECK_SECONDS
+        )
+    if known is not None and trusted and known.signature[0] == files:
+        return known
+    stamp = version()
+    with _memo_lock:
+        _version_read_at[where] = now
+    if stamp is None:
+        return View((files, None), overlay(files, {}, checkout))
     if known is not None and known.signature == (files, stamp[0]):
         return known
     try:

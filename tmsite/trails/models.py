@@ -124,8 +124,15 @@ def bump(using: str = "default") -> str:
 
 
 def _bump_version(sender: type[models.Model], instance: Any, using: str, **kwargs: Any) -> None:
-    """A correction was saved: the version moves on, on the connection that saved it."""
+    """A correction was saved: the version moves on, on the connection that saved it.
+
+    This process forgets the trails it read, now and again once the save is committed.
+    """
+    from tmsite.trails import index
+
     bump(using)
+    index.forget()
+    transaction.on_commit(index.forget, using=using)
 
 
 models.signals.post_save.connect(
