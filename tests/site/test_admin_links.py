@@ -41,7 +41,7 @@ def rows(settings: Any) -> dict[str, Any]:
     game = em.Game.objects.get(key=GAME)
     routine = em.Routine.objects.filter(game=game).order_by("bank", "addr").first()
     assert routine is not None
-    server = sm.McpServer.objects.create(name="elements", command="elements-mcp")
+    server = sm.McpServer.objects.create(name="elements", program="elements")
     entry = sm.MapEntry.objects.create(
         server=server, path_template="element/{symbol}", tool="get_element", kind="element"
     )
