@@ -10,7 +10,8 @@ shape refused in one place is refused for the same reason in the other:
   ``reserved``), or None. An IPv4 address mapped or embedded in IPv6 is judged as the IPv4
   address it carries.
 * :meth:`DialPolicy.check_url` — a URL's shape before anything is resolved: ``https`` (plain
-  ``http`` only to an allowed host on loopback), no credentials, a literal address judged as is.
+  ``http`` only to an allowed host, and only to loopback: a name's every address is judged
+  when it is resolved), no credentials, a literal address judged as is.
 * :meth:`DialPolicy.resolve` — the addresses a host resolves to, every one judged; the caller
   dials exactly the address it was handed, so a name that resolves once to a public address and
   then to a private one (DNS rebinding) is judged on the address actually dialled.
@@ -75,8 +76,8 @@ def not_public(address: IPAddress) -> str | None:
         ("link-local", address.is_link_local),
         ("multicast", address.is_multicast),
         ("shared", isinstance(address, ipaddress.IPv4Address) and address in _SHARED),
-        ("private", address.is_private),
-        ("reserved", address.is_reserved or not address.is_global),
+        ("reserved", address.is_reserved),
+        ("private", address.is_private or not address.is_global),
     )
     return next((reason for reason, hit in checks if hit), None)
 
@@ -134,17 +135,18 @@ class DialPolicy:
         except ValueError:
             raise AddressRefused("scheme", host, f"not a port: {url[:200]!r}") from None
         allowed = self.allows(host, port)
-        if parts.scheme == "http" and not (allowed and is_loopback_host(host)):
+        address = literal(host)
+        if address is not None and not allowed and (reason := not_public(address)):
+            raise AddressRefused(
+                "address", host, _refused(host, str(address), reason), str(address), reason
+            )
+        on_loopback = is_loopback_host(host) or address is None  # a name: judged once resolved
+        if parts.scheme == "http" and not (allowed and on_loopback):
             raise AddressRefused(
                 "scheme",
                 host,
                 f"plain http to {host} refused: https, or http to a loopback host the "
                 "operator allows",
-            )
-        address = literal(host)
-        if address is not None and not allowed and (reason := not_public(address)):
-            raise AddressRefused(
-                "address", host, _refused(host, str(address), reason), str(address), reason
             )
         return parts.scheme, host, port
 
