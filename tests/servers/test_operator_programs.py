@@ -262,7 +262,7 @@ def test_add_stdio_needs_a_programs_file_and_program_names_an_allowed_one(
 
 
 MIGRATE_FROM = [("tm_servers", "0002_map_version")]
-MIGRATE_TO = [("tm_servers", "0003_program")]
+MIGRATE_TO = [("tm_servers", "0004_no_command")]
 
 
 @pytest.mark.slow

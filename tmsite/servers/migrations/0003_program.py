@@ -4,7 +4,9 @@ Each stdio record's program, arguments, working directory and environment allow-
 name of a program: the operator's entry with the same launch spec if there is one, ``elements``
 for the demo server, else the record's own name — which the operator does not allow until the
 programs file names it (``tm.E030``; the record is ``gated`` meanwhile). What the record ran is
-kept in its history: one ``program`` change whose old value is the launch spec it had.
+kept in its history: one ``program`` change whose old value is the launch spec it had. The
+fields themselves go in ``0004``, once the data has moved: schema changes and the rows written
+here are not mixed in one transaction.
 """
 
 from typing import Any
@@ -75,8 +77,4 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(to_programs, migrations.RunPython.noop),
-        migrations.RemoveField(model_name="mcpserver", name="command"),
-        migrations.RemoveField(model_name="mcpserver", name="args"),
-        migrations.RemoveField(model_name="mcpserver", name="cwd"),
-        migrations.RemoveField(model_name="mcpserver", name="env_allow"),
     ]
