@@ -344,3 +344,9 @@ TM_SITES: dict[str, dict[str, str]] = {
 #: Seconds a page fetch may take in all, and the most bytes it may bring.
 TM_HTTP_DEADLINE = float(os.environ.get("TM_HTTP_DEADLINE", "10"))
 TM_HTTP_BODY_CAP = int(os.environ.get("TM_HTTP_BODY_CAP", str(4 * 1024 * 1024)))
+#: The programs stdio MCP servers may run: a JSON (or .toml) file of named launch specs the
+#: operator keeps (``manage.py tm_servers add --stdio`` writes it); empty: the demo server only.
+TM_STDIO_PROGRAMS = os.environ.get("TM_STDIO_PROGRAMS", "")
+#: Hosts (``host`` or ``host:port``) an HTTP MCP peer may be at though they are not public
+#: (on loopback, plain http too); every other peer is https to public addresses only.
+TM_MCP_ALLOWED_HOSTS = _env_list("TM_MCP_ALLOWED_HOSTS", "")

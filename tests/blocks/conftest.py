@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -93,8 +92,7 @@ def elements(space: Namespace) -> Iterator[str]:
     record = McpServer.objects.create(
         name="elements",
         transport="stdio",
-        command=sys.executable,
-        args=["-m", "tmsite.demo.mcp_server"],
+        program="elements",
         start_timeout=10.0,
         call_timeout=10.0,
         description="The chemical elements.",

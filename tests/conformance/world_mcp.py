@@ -35,12 +35,11 @@ def world(tmp: Path) -> World:
     server = McpServer.objects.create(
         name="elements",
         description="The chemical elements.",
-        command=sys.executable,
-        args=["-m", "tmsite.demo.mcp_server"],
+        program="elements",
         sources=["the demo dataset"],
         licence_basis="public domain",
     )
-    McpServer.objects.create(name="koyu", description="never asked", command="koyu-mcp")
+    McpServer.objects.create(name="koyu", description="never asked", program="elements")
     ServerDeclaration.objects.create(
         server=server,
         asked_at=found.asked_at,

@@ -39,6 +39,7 @@ __all__ = [
     "PEERS",
     "ROOT",
     "HttpPeer",
+    "allow_program",
     "peer",
     "sdk_sessions",
     "sdk_stateless",
@@ -55,20 +56,42 @@ def no_process_left_behind() -> Iterator[None]:
     assert_none_left(before)
 
 
+@pytest.fixture(autouse=True)
+def loopback_peers_allowed(settings: Any) -> None:
+    """The HTTP peers here listen on loopback: allowed as an operator allows a host."""
+    settings.TM_MCP_ALLOWED_HOSTS = ["127.0.0.1"]
+
+
 @pytest.fixture
 def ns() -> Namespace:
     return Namespace(HOST, {"mcp": McpMount(HOST)})
 
 
-@pytest.fixture
-def stdio_server(db: None) -> Callable[..., McpServer]:
-    """Make a stdio server record: ``stdio_server(name, argv, **fields)``."""
+def allow_program(
+    settings: Any, name: str, argv: list[str], cwd: str = "", env_allow: list[str] | None = None
+) -> None:
+    """Let the box run ``argv`` as the program ``name``, as an operator's programs file would."""
+    held = settings.TM_STDIO_PROGRAMS
+    current = dict(held) if isinstance(held, dict) else {}
+    spec: dict[str, Any] = {"argv": list(argv), "cwd": cwd}
+    if env_allow is not None:
+        spec["env_allow"] = env_allow
+    settings.TM_STDIO_PROGRAMS = {**current, name: spec}
 
-    def make(name: str, argv: list[str], **fields: Any) -> McpServer:
+
+@pytest.fixture
+def stdio_server(db: None, settings: Any) -> Callable[..., McpServer]:
+    """Make a stdio server record running an allowed program of its name: ``(name, argv, …)``.
+
+    ``cwd`` and ``env_allow`` are the program's (the operator's); the other fields the record's.
+    """
+
+    def make(
+        name: str, argv: list[str], cwd: str = "", env_allow: list[str] | None = None, **fields: Any
+    ) -> McpServer:
+        allow_program(settings, name, argv, cwd, env_allow)
         values: dict[str, Any] = {"start_timeout": 10.0, "call_timeout": 10.0, **fields}
-        return McpServer.objects.create(
-            name=name, transport="stdio", command=argv[0], args=argv[1:], **values
-        )
+        return McpServer.objects.create(name=name, transport="stdio", program=name, **values)
 
     return make
 

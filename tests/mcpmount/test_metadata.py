@@ -28,7 +28,7 @@ TOOL = {
 
 @pytest.fixture
 def declared() -> McpServer:
-    server = McpServer.objects.create(name="elements", transport="stdio", command="true")
+    server = McpServer.objects.create(name="elements", transport="stdio", program="elements")
     ServerDeclaration.objects.create(
         server=server,
         asked_at=datetime(2026, 1, 1, tzinfo=UTC),
@@ -70,6 +70,6 @@ def test_listings_date_what_was_declared_by_the_latest_declaration(
 
 
 def test_a_server_never_answered_has_no_date(ns: Namespace, db: None) -> None:
-    McpServer.objects.create(name="silent", transport="stdio", command="true")
+    McpServer.objects.create(name="silent", transport="stdio", program="elements")
     servers: Any = ns.read(BASE).body
     assert "annotations" not in servers["children"][0]

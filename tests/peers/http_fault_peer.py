@@ -12,6 +12,7 @@
 /redirect-same  307 to /legacy (same origin: followed)
 /redirect-away  307 to another origin (refused)
 /redirect-302   302 to /legacy (a POST would turn into a GET: refused)
+/redirect-to?U  307 to the URL U (percent-encoded)
 /seen           GET: what the server saw (answers to its requests, deleted sessions)
 """
 
@@ -23,6 +24,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 SESSION = "legacy-session-1"
 SEEN: dict[str, list[Any]] = {"answers": [], "deleted": [], "methods": []}
@@ -76,6 +78,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._redirect(307, "http://127.0.0.1:1/mcp")
         if self.path == "/redirect-302":
             return self._redirect(302, "/legacy")
+        if self.path.startswith("/redirect-to?"):
+            return self._redirect(307, unquote(self.path.split("?", 1)[1]))
         if self.path != "/legacy":
             return self._send(404, b"not here\n", "text/plain")
         self.legacy(body)

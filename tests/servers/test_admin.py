@@ -66,7 +66,7 @@ def test_a_correction_survives_rederiving_and_changes_the_namespace(
 
 
 def test_server_records_are_changed_with_who_and_when(admin_client: Client) -> None:
-    server = McpServer.objects.create(name="later", command="later-mcp")
+    server = McpServer.objects.create(name="later", program="elements")
     url = f"/admin/tm_servers/mcpserver/{server.pk}/change/"
     data = form(admin_client, url)
     data.update(description="Read later.", licence_basis="CC0")

@@ -28,6 +28,13 @@ from tmsite.servers.models import (
 pytestmark = [pytest.mark.django_db, pytest.mark.spec("MCP")]
 
 
+@pytest.fixture(autouse=True)
+def operator_configuration(settings: Any, tmp_path: Any) -> None:
+    """The operator's programs file (written by ``add --stdio``) and the loopback peers' host."""
+    settings.TM_STDIO_PROGRAMS = str(tmp_path / "deploy" / "programs.json")
+    settings.TM_MCP_ALLOWED_HOSTS = ["127.0.0.1"]
+
+
 def form(client: Client, url: str) -> dict[str, str]:
     """The change form's inputs as the browser would post them."""
     html = client.get(url).content.decode()
@@ -64,9 +71,10 @@ def test_add_list_probe_remove() -> None:
         sys.executable,
         str(PEERS / "koyu_peer.py"),
     )
-    assert out == "koyu: saved (stdio)\n"
+    assert out.endswith("koyu: saved (stdio)\n")
     server = McpServer.objects.get(name="koyu")
-    assert server.argv() == [sys.executable, str(PEERS / "koyu_peer.py")]
+    assert server.program == "koyu"
+    assert list(server.launch().argv) == [sys.executable, str(PEERS / "koyu_peer.py")]
     assert [c.field for c in ServerChange.objects.filter(server=server)] == ["*"]
     assert "never asked" in run("list")
     out = run("probe", "koyu")
@@ -99,10 +107,10 @@ def test_add_list_probe_remove() -> None:
 def test_stdio_takes_the_rest_of_the_command_line_verbatim(
     given: list[str], stored: list[str]
 ) -> None:
-    assert run("add", "srv", "--description", "one", "--stdio", *given) == "srv: saved (stdio)\n"
+    said = run("add", "srv", "--description", "one", "--stdio", *given)
+    assert said.endswith("srv: saved (stdio)\n")
     server = McpServer.objects.get(name="srv")
-    assert [server.command, *server.args] == stored
-    assert server.argv() == stored
+    assert list(server.launch().argv) == stored
     assert server.description == "one"
     # The command line as manage.py parses it (run_from_argv) reads the same.
     parsed = (
@@ -115,7 +123,7 @@ def test_stdio_takes_the_rest_of_the_command_line_verbatim(
 
 def test_stdio_equals_form_and_its_errors() -> None:
     run("add", "srv", "--stdio=uv", "run", "--", "server")
-    assert McpServer.objects.get(name="srv").argv() == ["uv", "run", "--", "server"]
+    assert list(McpServer.objects.get(name="srv").launch().argv) == ["uv", "run", "--", "server"]
     with pytest.raises(CommandError, match="--stdio needs a program"):
         run("add", "empty", "--stdio")
     with pytest.raises(CommandError, match="--stdio needs a program"):
@@ -209,7 +217,7 @@ def test_derive_tool(declared: dict[str, Any], expected: Any) -> None:
 
 
 def test_a_reserved_first_segment_is_skipped() -> None:
-    server = McpServer.objects.create(name="s", command="x")
+    server = McpServer.objects.create(name="s", program="elements")
     ServerDeclaration.objects.create(
         server=server,
         asked_at="2026-01-01T00:00:00Z",
@@ -224,7 +232,7 @@ def test_a_reserved_first_segment_is_skipped() -> None:
 
 
 def test_rederive_updates_untouched_removes_gone_and_keeps_corrections() -> None:
-    server = McpServer.objects.create(name="s", command="x")
+    server = McpServer.objects.create(name="s", program="elements")
 
     def declare(*tools: dict[str, Any]) -> None:
         ServerDeclaration.objects.create(

@@ -53,7 +53,7 @@ def rows(settings: Any) -> dict[str, Any]:
         corrected_by_name="admin",
     )
     trail_index.current()  # the index, with the correction over the shipped file
-    server = sm.McpServer.objects.create(name="elements", command="elements-mcp")
+    server = sm.McpServer.objects.create(name="elements", program="elements")
     entry = sm.MapEntry.objects.create(
         server=server, path_template="element/{symbol}", tool="get_element", kind="element"
     )

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
+from tmsite.core.addresses import DialPolicy
 from tmsite.mcpclient import jsonrpc
 from tmsite.mcpclient.errors import (
     Gated,
@@ -278,6 +279,7 @@ class Client:
         start_timeout: float | None = None,
         limits: Limits | None = None,
         mode: Mode = "auto",
+        policy: DialPolicy | None = None,
     ) -> Client:
         """A client for a Streamable HTTP endpoint.
 
@@ -290,6 +292,8 @@ class Client:
             start_timeout: seconds for the handshake (default: ``timeout``).
             limits: caps (default :class:`Limits`).
             mode: ``"auto"`` (discover, then initialize) or ``"initialize"`` only.
+            policy: where it may connect (None: anywhere); a URL, redirect or resolved address
+                it refuses raises :class:`Refused` before anything is dialled.
 
         Raises:
             ValueError: the URL is not http(s) or carries credentials.
@@ -302,6 +306,7 @@ class Client:
             limits=caps,
             on_server_request=lambda method: client.refused_requests.append(method),
             user_agent=f"{CLIENT_INFO['name']}/{CLIENT_INFO['version']}",
+            policy=policy,
         )
         client = cls(
             transport,

@@ -81,6 +81,28 @@ class Gated(McpClientError):
         self.challenge = challenge
 
 
+class Refused(McpClientError):
+    """The box's own policy refused the connection: nothing was dialled.
+
+    Attributes:
+        what: ``scheme``, ``credentials``, ``address``, ``resolve`` or ``redirect``.
+        host: the host the URL (or the redirect) names.
+        address: the address judged, or ``""``.
+        reason: why that address is refused (``private``, ``link-local`` …), or ``""``.
+        detail: one sentence.
+    """
+
+    def __init__(
+        self, what: str, host: str, detail: str, *, address: str = "", reason: str = ""
+    ) -> None:
+        super().__init__(f"refused ({what}): {detail}")
+        self.what = what
+        self.host = host
+        self.address = address
+        self.reason = reason
+        self.detail = detail
+
+
 class ProtocolError(McpClientError):
     """The server said something MCP does not allow, or the client will not accept.
 

@@ -2,6 +2,10 @@
 
 Redirects are followed by hand and only within the server's own origin (307/308 keep the POST);
 a redirect anywhere else is refused, so a token never leaves the origin it was configured for.
+Given a :class:`~tmsite.core.addresses.DialPolicy`, every URL (the endpoint and each redirect
+target) is judged before a request, and every connection resolves its host itself, judges each
+address and dials the judged address (TLS still verifies the host name): a refusal is
+:class:`Refused`, raised before any packet is sent.
 Bodies are read while streaming and stopped at the byte cap; an event stream is read event by
 event until the response to the request arrives. Server→client requests that arrive on a stream
 are answered with -32601 in a POST of their own. A session id issued on the handshake is sent on
@@ -19,14 +23,18 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
+from typing_extensions import override
 
+from tmsite.core.addresses import AddressRefused, DialPolicy
 from tmsite.mcpclient import jsonrpc
 from tmsite.mcpclient.errors import (
     Gated,
     McpClientError,
     PeerError,
     ProtocolError,
+    Refused,
     Timeout,
     TooLarge,
     Unreachable,
@@ -48,6 +56,49 @@ def origin(url: str) -> tuple[str, str, int]:
     return parts.scheme, (parts.hostname or "").lower(), port
 
 
+def refused(exc: AddressRefused) -> Refused:
+    """The client error for a URL or address the policy refuses."""
+    return Refused(exc.what, exc.host, str(exc), address=exc.address, reason=exc.reason)
+
+
+class _JudgedBackend(httpcore.SyncBackend):
+    """Connects only to addresses the policy takes: resolves, judges, dials what it judged."""
+
+    def __init__(self, policy: DialPolicy, scheme: str) -> None:
+        self.policy = policy
+        self.scheme = scheme
+
+    @override
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        addresses = self.policy.resolve(host, port, self.scheme)  # AddressRefused propagates
+        failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None
+        raise failure
+
+
+def _judged_transport(policy: DialPolicy, scheme: str) -> httpx.HTTPTransport:
+    """An httpx transport whose every connection goes through :class:`_JudgedBackend`."""
+    transport = httpx.HTTPTransport(trust_env=False)
+    # httpx takes no network backend: its pool is rebuilt with one (the same defaults).
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False),
+        network_backend=_JudgedBackend(policy, scheme),
+    )
+    return transport
+
+
 class HttpTransport:
     """A Streamable HTTP endpoint and the state one client keeps for it."""
 
@@ -59,6 +110,7 @@ class HttpTransport:
         limits: Limits,
         on_server_request: Callable[[str], None],
         user_agent: str,
+        policy: DialPolicy | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -71,10 +123,12 @@ class HttpTransport:
         self.session_id: str | None = None
         self._on_server_request = on_server_request
         self._ids = 0
+        self.policy = policy
         self._client = httpx.Client(
             follow_redirects=False,
             trust_env=False,
             headers={"User-Agent": user_agent},
+            transport=None if policy is None else _judged_transport(policy, parts.scheme),
         )
 
     @property
@@ -175,6 +229,7 @@ class HttpTransport:
         method = str(message.get("method", "response"))
         for _hop in range(_MAX_REDIRECTS + 1):
             timeout = httpx.Timeout(deadline.remaining())
+            self._judge(url)
             try:
                 with self._client.stream(
                     "POST", url, content=body, headers=self._headers(extra), timeout=timeout
@@ -184,6 +239,8 @@ class HttpTransport:
                         continue
                     yield from self._read(response, method, deadline, expect_reply=expect_reply)
                     return
+            except AddressRefused as exc:
+                raise refused(exc) from None
             except httpx.TimeoutException:
                 raise Timeout(deadline.kind, deadline.seconds, method) from None
             except httpx.ConnectError as exc:
@@ -197,6 +254,17 @@ class HttpTransport:
         if not location:
             raise ProtocolError(f"HTTP {response.status_code} redirect without a Location")
         target: str = urljoin(url, str(location))
+        if self.policy is not None:
+            try:
+                self.policy.check_url(target)
+            except AddressRefused as exc:
+                raise Refused(
+                    "redirect",
+                    exc.host,
+                    f"redirect to {target[:200]} refused: {exc}",
+                    address=exc.address,
+                    reason=exc.reason,
+                ) from None
         if origin(target) != origin(self.url):
             raise ProtocolError(f"redirect to another origin refused: {target}")
         if response.status_code not in (307, 308):
@@ -204,6 +272,14 @@ class HttpTransport:
                 f"HTTP {response.status_code} redirect would turn the POST into a GET: {target}"
             )
         return target
+
+    def _judge(self, url: str) -> None:
+        """Refuse a URL the policy does not take, before any connection (no policy: any)."""
+        if self.policy is not None:
+            try:
+                self.policy.check_url(url)
+            except AddressRefused as exc:
+                raise refused(exc) from None
 
     def _read(
         self, response: httpx.Response, method: str, deadline: Deadline, *, expect_reply: bool

@@ -1,8 +1,12 @@
 """MCP servers and their index maps in the Django admin: corrected item by item, kept whole.
 
 * Server records are added and changed here (or with ``manage.py tm_servers``); every change is
-  a :class:`~tmsite.servers.models.ServerChange` per field, with who and when. Actions: ask the
-  selected servers now (probe, then re-derive their maps), or re-derive their maps only.
+  a :class:`~tmsite.servers.models.ServerChange` per field, with who and when. What a stdio
+  record runs is the operator's: the form offers only a choice among the programs the operator
+  allows (:mod:`tmsite.servers.programs`), never a program, arguments, working directory or
+  environment to type, and an HTTP record's URL must pass the operator's address policy.
+  Actions: ask the selected servers now (probe, then re-derive their maps), or re-derive their
+  maps only.
 * Map entries: a maintainer corrects the path template, tool, argument mapping, kind,
   confidence (``exact`` once confirmed) and notes. A save writes one
   :class:`~tmsite.servers.models.MapEntryChange` per changed field and marks the entry
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
@@ -28,26 +33,64 @@ from typing_extensions import override
 
 from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, tm_uri
 from tmsite.core.uri import TmUri
-from tmsite.servers import changes
+from tmsite.servers import changes, programs
 from tmsite.servers import models as m
 from tmsite.servers.connect import probe_record
 from tmsite.servers.index import rederive
+
+
+def _program_choices() -> list[tuple[str, str]]:
+    """The programs the operator allows, for the form's one choice (none when unreadable)."""
+    try:
+        allowed = programs.allowed()
+    except programs.ProgramsUnreadable:
+        allowed = {}
+    return [("", "— (an HTTP server)"), *((name, name) for name in sorted(allowed))]
+
+
+class McpServerForm(ModelForm[m.McpServer]):
+    """The server form: a program is chosen among the allowed ones, never typed."""
+
+    program = forms.TypedChoiceField(
+        choices=_program_choices,
+        required=False,
+        help_text="stdio: one of the programs the operator allows (TM_STDIO_PROGRAMS, or "
+        "manage.py tm_servers add --stdio on the box); what it runs is not edited here.",
+    )
+
+    class Meta:
+        model = m.McpServer
+        fields = (
+            "name",
+            "description",
+            "transport",
+            "program",
+            "url",
+            "token_setting",
+            "sources",
+            "licence_basis",
+            "start_timeout",
+            "call_timeout",
+        )
 
 
 @admin.register(m.McpServer)
 class McpServerAdmin(AddressedAdmin):
     """Server records: listed by how they last answered, every field change kept, probed at will."""
 
+    form = McpServerForm
+
     list_display = (
         "name",
         "transport",
+        "program",
         "last_outcome",
         "last_failure",
         "last_asked_at",
         "last_answered_at",
     )
     list_filter = ("transport", "last_outcome")
-    search_fields = ("name", "description", "command", "url")
+    search_fields = ("name", "description", "program", "url")
     readonly_fields = (
         "last_asked_at",
         "last_outcome",

@@ -10,3 +10,7 @@ class ServersConfig(AppConfig):
     label = "tm_servers"
     verbose_name = "MCP servers"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Register the start-up checks of the records (``tm.E030``–``tm.E032``)."""
+        from tmsite.servers import programs  # noqa: F401

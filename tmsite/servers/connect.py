@@ -2,9 +2,12 @@
 
 The token: ``record.token_setting`` names a Django setting or, failing that, an environment
 variable of the box. When the record names one and the box has no value, nothing is started and
-nothing is sent: the answer is ``gated``. An HTTP server gets the token as a bearer token; a
-stdio server gets it in its environment under the same name (and only that one name beside the
-allow-listed ones).
+nothing is sent: the answer is ``gated``. So it is when a stdio record names a program the
+operator does not allow (``tm.E030``, ``failed: program-not-allowed``), and when the address
+policy refuses an HTTP peer's URL, a redirect, or an address its name resolves to (``failed:
+refused-<what>``): see :mod:`tmsite.servers.programs`. An HTTP server gets the token as a
+bearer token; a stdio server gets it in its environment under the same name (and only that one
+name beside the allow-listed ones).
 
 A probe stores what the server declared (capped: at most ``MAX_ITEMS`` items a listing, each
 item at most ``MAX_ITEM_BYTES`` of JSON, descriptions at most ``MAX_TEXT`` characters; items
@@ -23,7 +26,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -36,12 +38,14 @@ from tmsite.mcpclient import (
     McpClientError,
     PeerError,
     ProtocolError,
+    Refused,
     Timeout,
     TooLarge,
     Unreachable,
     probe,
 )
 from tmsite.servers.models import McpServer, ServerDeclaration
+from tmsite.servers.programs import ProgramNotAllowed, dial_policy
 
 MAX_ITEMS = 1000
 MAX_ITEM_BYTES = 64 * 1024
@@ -77,17 +81,12 @@ def token_for(record: McpServer) -> str | None:
     return value
 
 
-def working_directory(record: McpServer) -> Path:
-    """Where a stdio server runs: the record's ``cwd`` under the checkout, else the checkout."""
-    base = Path(settings.BASE_DIR)
-    return (base / record.cwd).resolve() if record.cwd else base
-
-
 def client_for(record: McpServer) -> Client:
     """A client for the record (not yet started).
 
     Raises:
         TokenMissing: the record needs a token the box lacks.
+        ProgramNotAllowed: a stdio record names a program the operator does not allow.
         ValueError: the record's transport is malformed (an admin form refuses these first).
     """
     token = token_for(record)
@@ -98,12 +97,14 @@ def client_for(record: McpServer) -> Client:
             timeout=record.call_timeout,
             start_timeout=record.start_timeout,
             limits=LIMITS,
+            policy=dial_policy(),
         )
+    program = record.launch()
     env = {record.token_setting: token} if token is not None else None
     return Client.stdio(
-        record.argv(),
-        cwd=working_directory(record),
-        env_allow=[str(name) for name in record.env_allow],
+        list(program.argv),
+        cwd=program.working_directory(),
+        env_allow=list(program.env_allow),
         env=env,
         start_timeout=record.start_timeout,
         call_timeout=record.call_timeout,
@@ -125,6 +126,7 @@ class Outcome:
 #: (error class, outcome, its ``last_failure``), tried in order; the first class that matches.
 _DESCRIBED: tuple[tuple[type[McpClientError], str, Callable[[Any], str]], ...] = (
     (Gated, "gated", lambda exc: f"http-{exc.status}" if exc.status else "token-missing"),
+    (Refused, "gated", lambda exc: f"refused-{exc.what}"),
     (Timeout, "unreachable", lambda _exc: "timeout"),
     (Unreachable, "unreachable", lambda exc: exc.what),
     (TooLarge, "unreachable", lambda _exc: "too-large"),
@@ -148,6 +150,8 @@ def probe_record(record: McpServer) -> Outcome:
         client = client_for(record)
     except TokenMissing as exc:
         return _record(record, asked, Outcome("gated", "token-missing", str(exc)))
+    except ProgramNotAllowed as exc:
+        return _record(record, asked, Outcome("gated", "program-not-allowed", str(exc)))
     except ValueError as exc:
         return _record(record, asked, Outcome("unreachable", "config", str(exc)))
     try:

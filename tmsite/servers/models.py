@@ -1,9 +1,9 @@
 """MCP server records, their declarations, their index maps, and who changed what.
 
-* :class:`McpServer` — how to reach one server (stdio argument list, working directory and the
-  names of the environment variables it may see; or a Streamable HTTP URL), the setting or
-  environment variable holding its token, its sources and licence basis, and what happened the
-  last time the box asked it.
+* :class:`McpServer` — how to reach one server (the stdio program it runs, one of the programs
+  the operator allows — :mod:`tmsite.servers.programs`; or a Streamable HTTP URL, bounded by
+  the operator's address policy), the setting or environment variable holding its token, its
+  sources and licence basis, and what happened the last time the box asked it.
 * :class:`ServerDeclaration` — one snapshot of what it declared (handshake and every listing),
   when and how long it took. The newest is what the namespace serves.
 * :class:`MapEntry` — one path of its index map: a path template, the tool it runs, how path
@@ -27,7 +27,7 @@ from django.db import models
 from django.utils import timezone
 from typing_extensions import override
 
-from tmsite.servers import grammar
+from tmsite.servers import grammar, programs
 
 CONFIDENCES = [("exact", "exact"), ("inferred", "inferred"), ("low", "low")]
 TRANSPORTS = [("stdio", "stdio"), ("http", "Streamable HTTP")]
@@ -37,10 +37,11 @@ OUTCOMES = [
     ("gated", "gated"),
     ("unreachable", "unreachable"),
 ]
-DEFAULT_ENV_ALLOW = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"]
+DEFAULT_ENV_ALLOW = list(programs.DEFAULT_ENV_ALLOW)
 
 
 def _default_env_allow() -> list[str]:
+    """The env allow-list default of the first migration (the field is gone since 0003)."""
     return list(DEFAULT_ENV_ALLOW)
 
 
@@ -51,10 +52,7 @@ class McpServer(models.Model):
     CORRECTABLE: ClassVar[tuple[str, ...]] = (
         "description",
         "transport",
-        "command",
-        "args",
-        "cwd",
-        "env_allow",
+        "program",
         "url",
         "token_setting",
         "sources",
@@ -66,19 +64,11 @@ class McpServer(models.Model):
     name = models.SlugField(max_length=50, unique=True, help_text="Its segment under mcp/.")
     description = models.TextField(blank=True, help_text="What it is, for people and models.")
     transport = models.CharField(max_length=5, choices=TRANSPORTS, default="stdio")
-    command = models.CharField(
-        max_length=1000, blank=True, help_text="stdio: the program (no shell is ever used)."
-    )
-    args = models.JSONField(default=list, blank=True, help_text="stdio: its arguments, a list.")
-    cwd = models.CharField(
-        max_length=1000,
+    program = models.CharField(
+        max_length=50,
         blank=True,
-        help_text="stdio: working directory; relative to the project root; empty: the root.",
-    )
-    env_allow = models.JSONField(
-        default=_default_env_allow,
-        blank=True,
-        help_text="stdio: names of environment variables copied to the child when set.",
+        help_text="stdio: which of the programs the operator allows it runs (its argument list, "
+        "working directory and environment are the operator's, in TM_STDIO_PROGRAMS).",
     )
     url = models.CharField(max_length=2000, blank=True, help_text="Streamable HTTP endpoint.")
     token_setting = models.CharField(
@@ -134,15 +124,14 @@ class McpServer(models.Model):
             raise ValidationError(errors)
 
     def _stdio_errors(self) -> dict[str, str]:
-        """What is wrong with a stdio record's program and arguments, by field."""
-        errors: dict[str, str] = {}
-        if not self.command:
-            errors["command"] = "a stdio server needs a program"
-        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
-            errors["args"] = "a list of strings"
-        elif any("\0" in a for a in [self.command, *self.args]):
-            errors["args"] = "no NUL in a program or argument"
-        return errors
+        """What is wrong with a stdio record's program: it must be one the operator allows."""
+        try:
+            names = programs.allowed()
+        except programs.ProgramsUnreadable as exc:
+            return {"program": f"the operator's programs cannot be read: {exc}"}
+        if self.program not in names:
+            return {"program": f"one of the programs the operator allows: {sorted(names)}"}
+        return {}
 
     def _http_errors(self) -> dict[str, str]:
         """What is wrong with an HTTP record's URL (a scheme, a host, no credentials)."""
@@ -151,15 +140,14 @@ class McpServer(models.Model):
             return {"url": "an http:// or https:// URL"}
         if parts.username or parts.password:
             return {"url": "no credentials in the URL: name a token setting instead"}
+        refusal = programs.url_refusal(self.url)
+        if refusal is not None:
+            return {"url": str(refusal)}
         return {}
 
     def _setting_errors(self) -> dict[str, str]:
         """What is wrong with the fields both transports share, by field."""
         errors: dict[str, str] = {}
-        if not isinstance(self.env_allow, list) or not all(
-            isinstance(n, str) and grammar.ENV_NAME.fullmatch(n) for n in self.env_allow
-        ):
-            errors["env_allow"] = "a list of environment variable names"
         if self.token_setting and not grammar.ENV_NAME.fullmatch(self.token_setting):
             errors["token_setting"] = "the name of a setting or environment variable"
         if not isinstance(self.sources, list) or not all(isinstance(s, str) for s in self.sources):
@@ -170,9 +158,13 @@ class McpServer(models.Model):
                 errors[name] = "seconds, more than 0 and at most 600"
         return errors
 
-    def argv(self) -> list[str]:
-        """A stdio server's program and its arguments, as one list (never a shell line)."""
-        return [self.command, *self.args]
+    def launch(self) -> programs.Program:
+        """The program a stdio record runs, as the operator allows it now.
+
+        Raises:
+            ProgramNotAllowed: the operator does not allow it (``tm.E030``): nothing starts.
+        """
+        return programs.program_for(self.name, self.program)
 
     def latest_declaration(self) -> ServerDeclaration | None:
         """What the server declared the last time it answered, or None if it never did."""

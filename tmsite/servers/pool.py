@@ -4,8 +4,9 @@ A map-named read then does not pay a cold start every time.
 
 * Bounded: at most ``TM_MCP_WARM_MAX`` servers (default 8) are kept; starting one more closes
   the least recently used.
-* Keyed by the record's identity and its ``updated_at`` (and the token): a changed record gets
-  a fresh client and the old one is closed.
+* Keyed by the record's identity and its ``updated_at`` (and the token, and the operator's
+  launch spec or address policy): a changed record or program gets a fresh client and the old
+  one is closed; a program the operator no longer allows starts nothing.
 * Thread-safe: the pool's lock guards the table; each client serialises its own calls.
 * Killed on fault: any failure other than a JSON-RPC error answer (a deadline, the process
   gone, a protocol break, too much data) closes the client — its process group is killed — and
@@ -29,6 +30,7 @@ from django.conf import settings
 from tmsite.mcpclient import Client, McpClientError, PeerError
 from tmsite.servers.connect import client_for, token_for
 from tmsite.servers.models import McpServer
+from tmsite.servers.programs import dial_policy
 
 T = TypeVar("T")
 _lock = threading.Lock()
@@ -39,16 +41,23 @@ def _limit() -> int:
     return max(1, int(getattr(settings, "TM_MCP_WARM_MAX", 8)))
 
 
-def _fingerprint(record: McpServer, token: str | None) -> str:
+def _fingerprint(record: McpServer, token: str | None, launch: str) -> str:
     digest = hashlib.blake2s(digest_size=8)
     digest.update(f"{record.pk}|{record.updated_at.isoformat()}|".encode())
-    digest.update((token or "").encode())
+    digest.update((token or "").encode() + b"|" + launch.encode())
     return digest.hexdigest()
+
+
+def _launch(record: McpServer) -> str:
+    """What the operator's configuration says of the record now: a changed program restarts."""
+    if record.transport != "stdio":
+        return repr(sorted(dial_policy().allowed_hosts))
+    return repr(record.launch().as_json())  # ProgramNotAllowed propagates: nothing is started
 
 
 def _take(record: McpServer) -> Client:
     token = token_for(record)  # TokenMissing propagates: nothing is started
-    key = _fingerprint(record, token)
+    key = _fingerprint(record, token, _launch(record))
     stale: list[Client] = []
     with _lock:
         held = _clients.get(record.name)
@@ -81,6 +90,8 @@ def run(record: McpServer, work: Callable[[Client], T]) -> T:
 
     Raises:
         TokenMissing: the record needs a token the box lacks (nothing started).
+        ProgramNotAllowed: the record names a program the operator does not allow (nothing
+            started).
         McpClientError: as the client raised it; the client is closed and dropped unless the
             server merely answered with a JSON-RPC error.
     """

@@ -28,7 +28,6 @@ import contextlib
 import functools
 import heapq
 import http.client
-import ipaddress
 import itertools
 import os
 import shlex
@@ -43,6 +42,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from tmsite.core.addresses import is_loopback_host
 
 #: What a fetch failed with: the mount maps each to a refusal reason.
 FailKind = Literal["timeout", "unreachable", "too-large", "busy"]
@@ -87,13 +88,8 @@ class FrontDoor:
         if parts.username or parts.password or parts.path not in {"", "/"} or parts.query:
             raise ValueError(f"a front door is scheme://address:port only, not {url!r}")
         host = parts.hostname or ""
-        if host != "localhost":
-            try:
-                address = ipaddress.ip_address(host)
-            except ValueError as exc:
-                raise ValueError(f"a front door is a loopback address, not {host!r}") from exc
-            if not address.is_loopback:
-                raise ValueError(f"a front door is a loopback address, not {host!r}")
+        if not is_loopback_host(host):
+            raise ValueError(f"a front door is a loopback address, not {host!r}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         return cls(parts.scheme, host, port)
 

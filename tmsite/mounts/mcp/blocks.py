@@ -71,9 +71,8 @@ def _record_facts(record: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
         for key, value in record.items()
         if key not in {"name", "description", "declared"} and not isinstance(value, dict | list)
     ]
-    for key in ("sources", "args"):
-        if isinstance(record.get(key), list) and record[key]:
-            facts.append((key, ", ".join(str(s) for s in record[key]), None))
+    if isinstance(record.get("sources"), list) and record["sources"]:
+        facts.append(("sources", ", ".join(str(s) for s in record["sources"]), None))
     return facts
 
 

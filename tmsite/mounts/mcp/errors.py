@@ -1,11 +1,15 @@
 """The ``mcp`` mount's one translation of foreign failures into the namespace's refusals.
 
-What a call to an MCP server can raise — the client's errors (``tmsite.mcpclient``) and a token
-the box does not hold (``tmsite.servers.connect.TokenMissing``) — leaves the mount only through
+What a call to an MCP server can raise — the client's errors (``tmsite.mcpclient``), a token
+the box does not hold (``tmsite.servers.connect.TokenMissing``) and a program the operator does
+not allow (``tmsite.servers.programs.ProgramNotAllowed``) — leaves the mount only through
 ``translated``, by the table ``FAULTS``:
 
 * ``Gated`` → ``gated`` (the status, the token setting, whether a token was sent), a missing
-  token → ``gated`` with the setting that would hold it;
+  token → ``gated`` with the setting that would hold it; a program not allowed → ``gated``
+  with ``failed: program-not-allowed``, the program and the start-up check id; an address the
+  policy refuses (``Refused``) → ``gated`` with ``failed: refused-<what>``, the host, the
+  address and why (``private``, ``link-local`` …), nothing having been dialled;
 * ``Timeout`` → ``timeout`` (the seconds waited and which deadline);
 * everything else that stops an answer (``Unreachable``, a protocol break, an answer over the
   client's byte cap, a JSON-RPC error) → ``unreachable`` with ``failed`` naming which. An answer
@@ -28,6 +32,7 @@ from tmsite.mcpclient import (
     McpClientError,
     PeerError,
     ProtocolError,
+    Refused,
     Timeout,
     TooDeep,
     TooLarge,
@@ -35,13 +40,15 @@ from tmsite.mcpclient import (
 )
 from tmsite.servers.connect import TokenMissing
 from tmsite.servers.models import McpServer
+from tmsite.servers.programs import ProgramNotAllowed
 
 #: What ``translated`` turns into refusals (a completion, which never refuses, ignores these).
-FOREIGN: tuple[type[Exception], ...] = (McpClientError, TokenMissing)
+FOREIGN: tuple[type[Exception], ...] = (McpClientError, TokenMissing, ProgramNotAllowed)
 
 #: Client error → (refusal class, ``failed``), first match wins.
 FAULTS: tuple[tuple[type[McpClientError], type[errors.Refusal], str], ...] = (
     (Gated, errors.Gated, ""),
+    (Refused, errors.Gated, "refused"),
     (Timeout, errors.Timeout, ""),
     (Unreachable, errors.Unreachable, ""),
     (TooLarge, errors.Unreachable, "too-large"),
@@ -67,14 +74,36 @@ def translated(uri: str, record: McpServer) -> Iterator[None]:
             f"the MCP server {record.name} wants a token this box does not hold",
             tokenSetting=record.token_setting,
         ) from None
+    except ProgramNotAllowed as exc:
+        raise not_allowed(uri, exc) from None
     except McpClientError as exc:
         raise refusal_for(exc, uri, record) from None
+
+
+def not_allowed(uri: str, exc: ProgramNotAllowed) -> errors.Gated:
+    """``gated``: the record names a program the operator does not allow; nothing started."""
+    return errors.Gated(
+        uri,
+        str(exc),
+        failed="program-not-allowed",
+        program=exc.program,
+        check=exc.check_id,
+    )
 
 
 def refusal_for(exc: McpClientError, uri: str, record: McpServer) -> errors.Refusal:
     """The mount's refusal for one client error (see :data:`FAULTS`)."""
     refusal, failed = next((r, f) for k, r, f in FAULTS if isinstance(exc, k))
     name = record.name
+    if isinstance(exc, Refused):
+        return errors.Gated(
+            uri,
+            f"the box does not connect to the MCP server {name}: {exc.detail}",
+            failed=f"{failed}-{exc.what}",
+            host=exc.host,
+            address=exc.address or None,
+            why=exc.reason or None,
+        )
     if isinstance(exc, Gated):
         return errors.Gated(
             uri,

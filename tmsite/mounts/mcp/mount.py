@@ -35,7 +35,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from pathlib import PurePath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -51,7 +50,7 @@ from tmsite.mcpclient import Client
 from tmsite.mounts.base import Mount
 from tmsite.mounts.mcp import errors as mcp_errors
 from tmsite.mounts.mcp import map as mcp_map
-from tmsite.servers import grammar, pool
+from tmsite.servers import grammar, pool, programs
 from tmsite.servers.connect import token_for
 from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
 
@@ -95,6 +94,10 @@ class McpMount(Mount):
 
     def _never_answered(self, req: Request, record: McpServer) -> Refusal:
         asked = record.last_asked_at.isoformat() if record.last_asked_at else None
+        gate = _gate(record)
+        if gate is not None:
+            failed, check, detail = gate
+            return Gated(req.text, detail, failed=failed, check=check, lastAsked=asked)
         if record.last_outcome == "gated":
             return Gated(
                 req.text,
@@ -118,8 +121,7 @@ class McpMount(Mount):
             parts = urlsplit(record.url)
             where["url"] = f"{parts.scheme}://{parts.netloc}{parts.path}"
         else:
-            where["program"] = PurePath(record.command).name
-            where["args"] = list(record.args)
+            where["program"] = record.program
         body: dict[str, JsonValue] = {
             "name": record.name,
             "description": record.description,
@@ -137,6 +139,10 @@ class McpMount(Mount):
             ),
             "declared": None,
         }
+        gate = _gate(record)
+        if gate is not None:  # the operator's configuration refuses it now, whatever happened
+            body.update(outcome="gated", answered=False, failure=gate[0], detail=gate[2])
+            body["check"] = gate[1]
         if declared is not None:
             body["declared"] = {
                 "at": declared.asked_at.isoformat(),
@@ -378,6 +384,8 @@ class McpMount(Mount):
         tool_uri = str(self.uri(record.name, "tools", entry.tool))
         with mcp_errors.translated(req.text, record):
             token_for(record)
+            if record.transport == "stdio":
+                record.launch()
         declared = self._declaration(req, record)
         tool = declared.tool(entry.tool)
         if tool is None:
@@ -659,3 +667,17 @@ def _version(record: McpServer) -> tuple[int, Any]:
     A new record under a reused id starts again from version 0.
     """
     return (record.map_version, record.created_at)
+
+
+def _gate(record: McpServer) -> tuple[str, str, str] | None:
+    """(failed, check id, why) when the operator's configuration refuses the record now."""
+    if record.transport == "stdio":
+        try:
+            record.launch()
+        except programs.ProgramNotAllowed as exc:
+            return "program-not-allowed", exc.check_id, str(exc)
+        return None
+    refusal = programs.url_refusal(record.url)
+    if refusal is not None:
+        return f"refused-{refusal.what}", programs.URL_REFUSED, str(refusal)
+    return None

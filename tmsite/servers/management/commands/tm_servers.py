@@ -1,9 +1,11 @@
 """``manage.py tm_servers add|list|probe|derive|remove|ensure-demo`` — the MCP server records.
 
     tm_servers add NAME --stdio PROGRAM [ARG …]        a stdio server (no shell: an argument list)
+    tm_servers add NAME --program ALLOWED              a stdio server running an allowed program
     tm_servers add NAME --http URL                     a Streamable HTTP server
         [--description TEXT] [--cwd DIR] [--env-allow NAME …] [--token-setting NAME]
         [--source TEXT …] [--licence-basis TEXT] [--start-timeout S] [--call-timeout S]
+    tm_servers programs                                the programs the operator allows
     tm_servers list
     tm_servers probe NAME … | --all                    ask now; record what happened; re-derive
     tm_servers derive NAME …                           re-derive maps (hand corrections kept)
@@ -13,8 +15,12 @@
 ``--stdio`` takes the rest of the command line verbatim, so put it last: every argument after
 it, ``--`` and options included, is the server's (``--stdio uv run -- server`` stores
 ``uv`` with ``["run", "--", "server"]``). One ``--`` straight after ``--stdio`` only separates
-and is dropped. Changes made here are kept as changes by ``manage.py tm_servers``, like the
-admin's.
+and is dropped. ``--stdio`` is how a program becomes one the box may start: it writes the
+program (named like the record; ``--cwd`` and ``--env-allow`` belong to it) into the programs
+file ``TM_STDIO_PROGRAMS`` names — a file of the deploy configuration, which this command (run
+in a shell on the box) writes and the web admin never does. ``--program`` names one already
+allowed. Changes made here are kept as changes by ``manage.py tm_servers``, like the admin's.
+The start-up checks do not stop this command: it is how a record they refuse is mended.
 
 Spec: MCP, OP5.
 """
@@ -31,7 +37,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from typing_extensions import override
 
-from tmsite.servers import changes
+from tmsite.servers import changes, programs
 from tmsite.servers.connect import probe_record
 from tmsite.servers.index import rederive
 from tmsite.servers.models import MapEntry, McpServer
@@ -76,6 +82,9 @@ class Command(BaseCommand):
     """``manage.py tm_servers``: the server records kept from the command line (see the module)."""
 
     help = "Add, list, probe, re-derive and remove the MCP servers the box reads."
+    #: It mends what the start-up checks refuse (a record naming a program no longer allowed,
+    #: ``tm.E030``), so those checks do not stop it.
+    requires_system_checks: Any = ()
 
     @override
     def add_arguments(self, parser: CommandParser) -> None:
@@ -93,7 +102,9 @@ class Command(BaseCommand):
         how = add.add_mutually_exclusive_group(required=True)
         how.add_argument("--http", metavar="URL")
         how.add_argument("--stdio", nargs=argparse.REMAINDER, metavar="PROGRAM")
+        how.add_argument("--program", metavar="ALLOWED")
         sub.add_parser("list", help="the records and what happened when each was last asked")
+        sub.add_parser("programs", help="the programs the operator allows stdio servers to run")
         probe = sub.add_parser("probe", help="ask servers now and record what they declared")
         probe.add_argument("names", nargs="*")
         probe.add_argument("--all", action="store_true")
@@ -109,6 +120,7 @@ class Command(BaseCommand):
         actions: dict[str, Callable[[dict[str, Any]], None]] = {
             "add": self._add,
             "list": lambda _options: self._list(),
+            "programs": lambda _options: self._programs(),
             "probe": self._probe_named,
             "derive": self._derive_named,
             "remove": self._remove_named,
@@ -146,26 +158,53 @@ class Command(BaseCommand):
     def _add(self, options: dict[str, Any]) -> None:
         values: dict[str, Any] = {
             "description": options["description"],
-            "cwd": options["cwd"],
             "token_setting": options["token_setting"],
             "sources": options["sources"],
             "licence_basis": options["licence_basis"],
             "start_timeout": options["start_timeout"],
             "call_timeout": options["call_timeout"],
         }
-        if options["env_allow"] is not None:
-            values["env_allow"] = options["env_allow"]
         if options["http"]:
-            values.update(transport="http", url=options["http"], command="", args=[])
+            if options["cwd"] or options["env_allow"] is not None:
+                raise CommandError("--cwd and --env-allow belong to a stdio program")
+            values.update(transport="http", url=options["http"], program="")
+        elif options["program"]:
+            if options["cwd"] or options["env_allow"] is not None:
+                raise CommandError("--cwd and --env-allow belong to the program: use --stdio")
+            values.update(transport="stdio", program=options["program"], url="")
         else:
             argv = list(options["stdio"] or [])
             if argv[:1] == ["--"]:  # a separator before the program, not one of its arguments
                 argv = argv[1:]
             if not argv:
                 raise CommandError("--stdio needs a program")
-            values.update(transport="stdio", command=argv[0], args=argv[1:], url="")
+            self._register(options["name"], argv, options["cwd"], options["env_allow"])
+            values.update(transport="stdio", program=options["name"], url="")
         server = self._save(options["name"], values)
         self.stdout.write(f"{server.name}: saved ({server.transport})")
+
+    def _register(self, name: str, argv: list[str], cwd: str, env: list[str] | None) -> None:
+        """Write the program into the operator's programs file."""
+        spec: dict[str, Any] = {"argv": argv, "cwd": cwd}
+        if env is not None:
+            spec["env_allow"] = env
+        try:
+            program = programs.parse_program(name, spec)
+            path = programs.register(program)
+        except programs.ProgramsUnreadable as exc:
+            raise CommandError(f"{name}: {exc}") from None
+        self.stdout.write(f"{name}: program {' '.join(program.argv)} allowed in {path}")
+
+    def _programs(self) -> None:
+        try:
+            allowed = programs.allowed()
+        except programs.ProgramsUnreadable as exc:
+            raise CommandError(str(exc)) from None
+        for program in allowed.values():
+            where = program.cwd or "."
+            self.stdout.write(
+                f"{program.name}\t{' '.join(program.argv)}\t{where}\t{','.join(program.env_allow)}"
+            )
 
     def _save(self, name: str, values: dict[str, Any]) -> McpServer:
         with transaction.atomic():
@@ -189,7 +228,7 @@ class Command(BaseCommand):
 
     def _list(self) -> None:
         for server in McpServer.objects.all():
-            where = server.url if server.transport == "http" else " ".join(server.argv())
+            where = server.url if server.transport == "http" else f"program {server.program}"
             asked = server.last_asked_at.isoformat() if server.last_asked_at else "never asked"
             outcome = server.last_outcome or "-"
             if server.last_failure:
@@ -234,9 +273,7 @@ class Command(BaseCommand):
                 "description": "The demo MCP server shipped with tmsite: the 118 chemical "
                 "elements (python -m tmsite.demo.mcp_server).",
                 "transport": "stdio",
-                "command": sys.executable,
-                "args": ["-m", "tmsite.demo.mcp_server"],
-                "cwd": "",
+                "program": programs.DEMO_PROGRAM,
                 "url": "",
                 "token_setting": "",
                 "sources": ["tmsite.demo.mcp_server.elements (IUPAC standard atomic weights)"],
