@@ -119,12 +119,12 @@ def test_a_literal_address_that_is_not_public_is_refused_before_anything_is_dial
         ns.read(BASE + "peer/tools/")
     assert refused.value.data["reason"] == "gated"
     assert refused.value.data["failed"] == "refused-address"
-    assert refused.value.data["check"] == "tm.E032"
+    assert refused.value.data["check"] == "tm.W032"
     record = ns.read(BASE + "peer/").body["server"]
     assert (record["outcome"], record["failure"], record["check"]) == (
         "gated",
         "refused-address",
-        "tm.E032",
+        "tm.W032",
     )
     assert net.dialled == []
 
@@ -217,7 +217,7 @@ def test_the_form_and_the_start_up_check_refuse_such_a_url(net: Net, settings: A
     record.save()
     McpServer.objects.create(name="public", transport="http", url="https://mcp.example.org/")
     [message] = server_records()
-    assert message.id == "tm.E032"
+    assert message.id == "tm.W032"
     assert message.msg.startswith("the MCP server meta's URL is refused: 169.254.169.254 is a ")
     assert net.dialled == [] and net.resolved == []
 

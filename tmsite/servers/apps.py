@@ -12,5 +12,5 @@ class ServersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Register the start-up checks of the records (``tm.E030``–``tm.E032``)."""
+        """Register the start-up checks of the records (``tm.E031``, ``tm.W030``, ``tm.W032``)."""
         from tmsite.servers import programs  # noqa: F401

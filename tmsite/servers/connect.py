@@ -3,7 +3,7 @@
 The token: ``record.token_setting`` names a Django setting or, failing that, an environment
 variable of the box. When the record names one and the box has no value, nothing is started and
 nothing is sent: the answer is ``gated``. So it is when a stdio record names a program the
-operator does not allow (``tm.E030``, ``failed: program-not-allowed``), and when the address
+operator does not allow (``tm.W030``, ``failed: program-not-allowed``), and when the address
 policy refuses an HTTP peer's URL, a redirect, or an address its name resolves to (``failed:
 refused-<what>``): see :mod:`tmsite.servers.programs`. An HTTP server gets the token as a
 bearer token; a stdio server gets it in its environment under the same name (and only that one

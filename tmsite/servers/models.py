@@ -162,7 +162,7 @@ class McpServer(models.Model):
         """The program a stdio record runs, as the operator allows it now.
 
         Raises:
-            ProgramNotAllowed: the operator does not allow it (``tm.E030``): nothing starts.
+            ProgramNotAllowed: the operator does not allow it (``tm.W030``): nothing starts.
         """
         return programs.program_for(self.name, self.program)
 

@@ -14,13 +14,13 @@ deploy configuration:
   removes the embedded default. (Settings may also hold the mapping itself.)
 
 The admin only chooses among these names. A record naming a program that is not (or no longer)
-allowed starts nothing: the start-up check ``tm.E030`` names it, and it is read as ``gated``
+allowed starts nothing: the start-up check ``tm.W030`` names it, and it is read as ``gated``
 (``failed: program-not-allowed``). A programs file that cannot be read is ``tm.E031``.
 
 **Addresses.** HTTP peers are reached under :func:`dial_policy`: ``https`` to public addresses,
 plus the hosts ``TM_MCP_ALLOWED_HOSTS`` names (``host`` or ``host:port``), which may resolve to
 addresses that are not public and, on loopback, may use plain ``http``. A record whose URL the
-policy refuses on its face is ``tm.E032`` at start-up; every connection is judged again on the
+policy refuses on its face is ``tm.W032`` at start-up; every connection is judged again on the
 address actually dialled (:mod:`tmsite.core.addresses`).
 
 Spec: MCP, OP4.
@@ -49,9 +49,9 @@ from tmsite.servers import grammar
 DEMO_PROGRAM = "elements"
 DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 PYTHON = "{python}"
-NOT_ALLOWED = "tm.E030"
+NOT_ALLOWED = "tm.W030"
 UNREADABLE = "tm.E031"
-URL_REFUSED = "tm.E032"
+URL_REFUSED = "tm.W032"
 
 
 @dataclass(frozen=True)
@@ -232,11 +232,13 @@ def url_refusal(url: str) -> AddressRefused | None:
 
 @check
 def server_records() -> list[Any]:
-    """``tm.E030``–``tm.E032``: the records name programs and URLs the operator allows.
+    """``tm.E031``, ``tm.W030``, ``tm.W032``: records name programs and URLs the operator allows.
 
-    ``tm.E031``: ``TM_STDIO_PROGRAMS`` cannot be read. ``tm.E030``: a stdio record names a
-    program that is not allowed. ``tm.E032``: an HTTP record's URL is refused on its face
-    (scheme, a literal address that is not public). Records are read from the database; when
+    ``tm.E031`` (an error: the box does not start): ``TM_STDIO_PROGRAMS`` cannot be read.
+    Warnings, since the box serves everything else and the record itself is refused (read as
+    ``gated``, starting nothing, dialling nothing): ``tm.W030``, a stdio record names a program
+    that is not allowed; ``tm.W032``, an HTTP record's URL is refused on its face (scheme, a
+    literal address that is not public). Records are read from the database; when
     it has no tables yet (before ``migrate``), or cannot be used (``tm.E002``), there is nothing
     to check.
     """
@@ -256,7 +258,7 @@ def server_records() -> list[Any]:
     for name, transport, program, url in records:
         if transport == "stdio" and program not in names:
             out.append(
-                checks.Error(
+                checks.Warning(
                     f"the MCP server {name} names the program {program!r}, which is not allowed",
                     hint="add it to the TM_STDIO_PROGRAMS file (manage.py tm_servers add "
                     f"{name} --stdio PROGRAM …), or choose an allowed one: {sorted(names)}",
@@ -265,7 +267,7 @@ def server_records() -> list[Any]:
             )
         elif transport == "http" and (refusal := url_refusal(url)) is not None:
             out.append(
-                checks.Error(
+                checks.Warning(
                     f"the MCP server {name}'s URL is refused: {refusal}",
                     hint="https to a public host, or name the host in TM_MCP_ALLOWED_HOSTS",
                     id=URL_REFUSED,

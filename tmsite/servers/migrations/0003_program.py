@@ -3,7 +3,7 @@
 Each stdio record's program, arguments, working directory and environment allow-list become the
 name of a program: the operator's entry with the same launch spec if there is one, ``elements``
 for the demo server, else the record's own name — which the operator does not allow until the
-programs file names it (``tm.E030``; the record is ``gated`` meanwhile). What the record ran is
+programs file names it (``tm.W030``; the record is ``gated`` meanwhile). What the record ran is
 kept in its history: one ``program`` change whose old value is the launch spec it had. The
 fields themselves go in ``0004``, once the data has moved: schema changes and the rows written
 here are not mixed in one transaction.

@@ -82,8 +82,8 @@ class Command(BaseCommand):
     """``manage.py tm_servers``: the server records kept from the command line (see the module)."""
 
     help = "Add, list, probe, re-derive and remove the MCP servers the box reads."
-    #: It mends what the start-up checks refuse (a record naming a program no longer allowed,
-    #: ``tm.E030``), so those checks do not stop it.
+    #: It mends what the start-up checks refuse (a programs file that cannot be read,
+    #: ``tm.E031``), so those checks do not stop it.
     requires_system_checks: Any = ()
 
     @override
