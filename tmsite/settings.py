@@ -348,5 +348,10 @@ TM_HTTP_BODY_CAP = int(os.environ.get("TM_HTTP_BODY_CAP", str(4 * 1024 * 1024)))
 #: operator keeps (``manage.py tm_servers add --stdio`` writes it); empty: the demo server only.
 TM_STDIO_PROGRAMS = os.environ.get("TM_STDIO_PROGRAMS", "")
 #: Hosts (``host`` or ``host:port``) an HTTP MCP peer may be at though they are not public
-#: (on loopback, plain http too); every other peer is https to public addresses only.
-TM_MCP_ALLOWED_HOSTS = _env_list("TM_MCP_ALLOWED_HOSTS", "")
+#: (on loopback, plain http too); every other peer is https to public addresses only. The
+#: embedded default (no ``TM_DATABASE_URL``: one machine, its own SQLite) allows loopback, so a
+#: peer started beside ``make run`` is read; a deployment names its own, or none.
+TM_MCP_ALLOWED_HOSTS = _env_list(
+    "TM_MCP_ALLOWED_HOSTS",
+    "" if os.environ.get("TM_DATABASE_URL", "").strip() else "127.0.0.1,localhost,[::1]",
+)

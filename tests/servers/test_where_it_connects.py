@@ -8,9 +8,14 @@ HTTP server on loopback.
 
 from __future__ import annotations
 
+import ast
 import ipaddress
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -25,6 +30,8 @@ from tmsite.mounts.namespace import Namespace
 from tmsite.servers.connect import probe_record
 from tmsite.servers.models import McpServer
 from tmsite.servers.programs import server_records
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.django_db, pytest.mark.spec("MCP", "HTTP")]
 BASE = "tm://test/mcp/"
@@ -108,8 +115,9 @@ def asked(url: str) -> tuple[McpServer, Any]:
     ],
 )
 def test_a_literal_address_that_is_not_public_is_refused_before_anything_is_dialled(
-    net: Net, ns: Namespace, url: str, address: str, why: str
+    net: Net, ns: Namespace, url: str, address: str, why: str, settings: Any
 ) -> None:
+    settings.TM_MCP_ALLOWED_HOSTS = []  # a deployment's: loopback is the embedded default's
     server, outcome = asked(url)
     assert (outcome.outcome, outcome.failure) == ("gated", "refused-address")
     assert (server.last_outcome, server.last_failure) == ("gated", "refused-address")
@@ -194,7 +202,37 @@ def test_the_address_dialled_is_the_one_judged_and_each_connection_is_judged_aga
     assert net.dialled == before
 
 
-def test_the_embedded_default_allows_no_loopback_peer_and_an_operator_host_does(
+def allowed_hosts_when(env: dict[str, str], tmp_path: Path) -> list[str]:
+    """``TM_MCP_ALLOWED_HOSTS`` as the settings of a fresh process with ``env`` make it."""
+    said = subprocess.run(
+        [sys.executable, "-c", "from tmsite import settings; print(settings.TM_MCP_ALLOWED_HOSTS)"],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(ROOT),
+            "TM_SECRET_KEY": "x",
+            "TM_VAR_DIR": str(tmp_path),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return list(ast.literal_eval(said.stdout.strip()))
+
+
+def test_loopback_is_allowed_by_default_on_the_embedded_default_only(tmp_path: Path) -> None:
+    loopback = ["127.0.0.1", "localhost", "[::1]"]
+    assert allowed_hosts_when({}, tmp_path) == loopback
+    deployed = {"TM_DATABASE_URL": "postgres://u:p@db.internal:5432/tm"}
+    assert allowed_hosts_when(deployed, tmp_path) == []
+    named = {**deployed, "TM_MCP_ALLOWED_HOSTS": "peer.internal:8443"}
+    assert allowed_hosts_when(named, tmp_path) == ["peer.internal:8443"]
+    assert DialPolicy.of(loopback).allows("::1", 9000)
+    assert not DialPolicy.of([]).allows("::1", 9000)
+
+
+def test_without_an_allowed_host_no_loopback_peer_is_dialled_and_an_operator_host_is(
     net: Net, faults: HttpPeer, settings: Any
 ) -> None:
     settings.TM_MCP_ALLOWED_HOSTS = []
