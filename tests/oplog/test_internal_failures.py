@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,49 @@ def test_one_line_per_class_per_interval(monkeypatch: pytest.MonkeyPatch, caplog
         "mcp-http request: ConnectionError": 71,
         "rest request: ConnectionError": 3,
     }
+
+
+@pytest.mark.django_db
+def test_a_redis_at_a_closed_port_never_gives_an_idless_or_html_answer(
+    settings: Any, caplog: Any
+) -> None:
+    """The shared cache's address answers nothing (a closed loopback port).
+
+    Whether a request is then answered (the limit falls back) or fails, it is answered with its
+    id, REST in JSON, each row says what was asked and how it ended as the answer says, and the
+    log holds at most one line per class of failure, not one per request.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again when the block ends
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+        }
+    }
+    settings.TM_RATE_LIMIT = True
+    settings.TM_RATE_STORE = "redis"
+    buckets._stores.clear()
+    client = Client(raise_request_exception=False)
+    outcomes = []
+    for rid in range(6):
+        body = mcp(client, "resources/read", rid, modern=rid % 2 == 1, uri=FILE).json()
+        assert body["id"] == rid
+        outcomes.append("internal" if "error" in body else "ok")
+        if "error" in body:
+            assert body["error"] == {"code": -32603, "message": "Internal error."}
+    for _ in range(3):
+        reply = client.get("/api/v1/resolve", {"uri": FILE}, headers={"X-Forwarded-For": CALLER})
+        assert reply["Content-Type"] == "application/json"
+        assert reply.status_code in (200, 500)
+        outcomes.append("ok" if reply.status_code == 200 else reply.json()["reason"])
+    buckets._stores.clear()
+    found = rows()
+    assert [(r[0], r[1], r[2], r[3]) for r in found] == [
+        *[("mcp-http", "resources/read", "fs", FILE)] * 6,
+        *[("rest", "GET resolve", "fs", FILE)] * 3,
+    ]
+    assert [r[4] for r in found] == outcomes
+    lines = failure_lines(caplog)
+    assert len(lines) == len({r.getMessage().split(":")[0] for r in lines}) <= 2
