@@ -25,7 +25,7 @@ wire_schema.install()
 from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision parsers are guarded)
 from tmsite.mcp import prepared  # noqa: E402
 from tmsite.mounts import registry  # noqa: E402
-from tmsite.oplog import recorder  # noqa: E402
+from tmsite.oplog import failures, recorder  # noqa: E402
 from tmsite.trails import index as trail_index  # noqa: E402
 
 
@@ -68,7 +68,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _forget_what_the_process_buffered() -> None:
     with recorder._lock:
         recorder._buffer.clear()
+        recorder._state.update(retry_at=0.0, failures=0.0, dropped=0.0)
     COUNTER.reset()
+    failures.reset()  # each test's first failure of a kind is logged with its traceback
 
 
 @pytest.fixture(autouse=True)

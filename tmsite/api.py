@@ -8,10 +8,12 @@ Spec: TL6.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.views import defaults
 from ninja import NinjaAPI
 from ninja.errors import ValidationError
 from ninja.renderers import JSONRenderer
@@ -19,7 +21,7 @@ from ninja.responses import NinjaJSONEncoder
 
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import endpoint
-from tmsite.oplog import health
+from tmsite.oplog import failures, health
 from tmsite.rest import routes as rest
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 
@@ -82,3 +84,21 @@ def invalid_arguments(request: HttpRequest, exc: ValidationError) -> HttpRespons
     return refusal(
         request, BadArgument(None, f"{route} was called with parameters it cannot take: {problems}")
     )
+
+
+def server_error(request: HttpRequest) -> HttpResponseBase:
+    """``handler500``: a failure outside every view's own handling, answered in its surface's shape.
+
+    ``/api/mcp`` answers JSON-RPC -32603 (with the request's id when its body can be read),
+    ``/api/v1/`` the REST ``internal`` refusal, every other path Django's page. The failure is
+    logged once per class a minute (``tmsite.oplog.failures``), not a traceback per request.
+    """
+    if request.path.startswith(endpoint.MCP_PATH):
+        return endpoint.server_error(request)
+    if request.path.startswith(REST_PREFIX):
+        return rest.server_error(request)
+    exc = sys.exc_info()[1]
+    failures.report("site", exc or RuntimeError("handler500"))
+    response = defaults.server_error(request)
+    response._has_been_logged = True  # type: ignore[attr-defined]  # told once, above
+    return response

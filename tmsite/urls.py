@@ -38,3 +38,5 @@ urlpatterns = patterns()
 
 # A foreign Host is refused before any view runs; on /api/mcp the refusal is JSON-RPC.
 handler400 = "tmsite.mcp.endpoint.bad_request"
+# A failure outside a view's own handling: JSON on /api/mcp and /api/v1/, logged once a minute.
+handler500 = "tmsite.api.server_error"

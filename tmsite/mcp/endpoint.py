@@ -21,6 +21,12 @@ order they are applied (the JSON-RPC rules are in ``envelope.py``, with their so
 8. The body is parsed strictly, classified, and answered per ``envelope.py``: envelope failures in
    4xx, errors inside a well-formed request in 200 (-32601 in 404 for 2026-07-28).
 
+A failure inside the server is -32603 carrying the request's id whenever the body was read far
+enough to know it (in 200, as every error inside a well-formed request; for a batch, one error
+per request in it); only when no id could be read is it an id-less -32603 in 500. That holds
+outside the endpoint too (``server_error``, Django's ``handler500`` on this path: a middleware
+that failed), and the request log row names the method and says ``internal``.
+
 Responses are ``application/json`` with ``Cache-Control: no-store``; never a session id, never an
 event stream.
 
@@ -30,12 +36,14 @@ Spec: T1, T2, T3, T4, T5, T6, T8, T12.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.views import defaults
 from ninja import Router
 
@@ -67,6 +75,7 @@ from tmsite.mcp.protocol import (
     SUPPORTED_VERSIONS,
     CallContext,
 )
+from tmsite.oplog import costs, failures, hooks, recorder
 
 logger = logging.getLogger("tmsite.mcp")
 
@@ -85,6 +94,8 @@ METHOD_NOT_ALLOWED_SENTENCE = (
     "This MCP endpoint takes JSON-RPC messages by POST only: the server sends no messages of its "
     "own, so there is no stream to open and no session to end."
 )
+#: The endpoint's path.
+MCP_PATH = "/api/mcp"
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
 _READ_CHUNK = 64 * 1024
 
@@ -197,15 +208,41 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
 
 
 def _answer(request: HttpRequest) -> HttpResponse:
-    """Never raises: every failure is a JSON body with a 4xx or a 200."""
+    """Never raises: every failure is a JSON body with a 4xx, a 200 or (no id known) a 500."""
+    read: list[Any] = []
     try:
-        return _serve(request)
-    except Exception:
-        logger.exception("internal error in the MCP endpoint")
-        return _json(error_response(None, INTERNAL_ERROR, "Internal error."), 200)
+        return _serve(request, read)
+    except Exception as exc:
+        failures.report("mcp-http endpoint", exc)
+        return internal_error(read[0] if read else None, request.headers.get("Origin"))
 
 
-def _serve(request: HttpRequest) -> HttpResponse:
+def _ids(value: Any) -> list[Any]:
+    """The ids of the requests a parsed body holds (one message or a batch)."""
+    items = value if isinstance(value, list) else [value]
+    return [
+        item["id"]
+        for item in items
+        if isinstance(item, dict)
+        and isinstance(item.get("method"), str)
+        and valid_id(item.get("id"))
+    ]
+
+
+def internal_error(value: Any, origin: str | None = None) -> HttpResponse:
+    """-32603 for each request ``value`` (the parsed body, or None) holds, or id-less in a 500."""
+    allowed = origin if origin is not None and origin_allowed(origin) else None
+    ids = _ids(value)
+    if not ids:
+        response = _json(error_response(None, INTERNAL_ERROR, "Internal error."), 500, allowed)
+    else:
+        errors = [error_response(rid, INTERNAL_ERROR, "Internal error.") for rid in ids]
+        response = _json(errors if isinstance(value, list) else errors[0], 200, allowed)
+    hooks.mark_internal(response)
+    return response
+
+
+def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
     """Apply the module's rules in order; the first that refuses answers."""
     origin = request.headers.get("Origin")
     refused = _refuse_caller(request, origin)
@@ -220,6 +257,7 @@ def _serve(request: HttpRequest) -> HttpResponse:
         return response
     try:
         value = _parse_body(_checked_body(request))
+        read.append(value)
         return _dispatch(value, request, origin)
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
@@ -324,6 +362,7 @@ def _single(
         return _accepted(origin)
     if message.kind == "notification":
         return _accepted(origin)
+    observed.asked(message)
     if modern:
         ctx = check_modern(message, headers)
     else:
@@ -383,8 +422,41 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     Django raises ``DisallowedHost`` in middleware, before the endpoint runs, for a ``Host`` not
     in ``ALLOWED_HOSTS``; this keeps that refusal in the endpoint's shape.
     """
-    if request.path.startswith("/api/mcp"):
+    if request.path.startswith(MCP_PATH):
         if isinstance(exception, DisallowedHost):
             return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
         return _refuse(400, INVALID_REQUEST, "Bad request.")
     return defaults.bad_request(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500`` on the MCP path: a failure outside the endpoint (a middleware).
+
+    The body is read for the request's id when nothing has read it yet; the answer is
+    ``internal_error``'s and the request log gets its row (method and kind when the body said).
+    """
+    exc = sys.exc_info()[1]
+    failures.report("mcp-http outside the endpoint", exc or RuntimeError("handler500"))
+    value: Any = None
+    try:
+        if request.method == "POST" and not getattr(request, "_read_started", False):
+            raw = _read_body(request)
+            value = loads_strict(raw) if raw else None
+    except Exception:  # an unreadable body: answered without an id
+        value = None
+    response = internal_error(value, request.headers.get("Origin"))
+    row = recorder.Row(
+        at=timezone.now(),
+        surface="mcp-http",
+        protocol=(request.headers.get("MCP-Protocol-Version") or "").strip()[:16],
+    )
+    priced = None
+    if isinstance(value, dict) and isinstance(value.get("method"), str):
+        row.method = value["method"][:64]
+        try:
+            priced = costs.of_message(value["method"], value.get("params"))
+            row.kind, row.target, row.facet = priced.kind, priced.target, priced.facet
+        except Exception:  # the row keeps the method alone
+            priced = None
+    hooks.record_failure(request, response, surface="mcp-http", row=row, priced=priced)
+    return response

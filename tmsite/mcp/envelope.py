@@ -47,8 +47,9 @@ Where each rule comes from:
   2026-07-28 says clients MUST NOT send them, so they are -32600 with HTTP 400.
 * **Results in 2026-07-28** carry ``_meta["io.modelcontextprotocol/serverInfo"]``
   (``ResultMetaObject``: servers SHOULD include it on every response).
-* **Internal failures**: -32603 with a generic message; the traceback goes to the log (stderr),
-  never onto the wire.
+* **Internal failures**: -32603 with a generic message and the request's id; the failure goes to
+  the log (stderr, ``tmsite.oplog.failures``: one traceback, then a line a minute while it
+  lasts), never onto the wire.
 
 Spec: T3, T5, T6, T7.
 """
@@ -77,6 +78,7 @@ from tmsite.mcp.protocol import (
     CallContext,
     RpcError,
 )
+from tmsite.oplog import failures
 
 logger = logging.getLogger("tmsite.mcp")
 
@@ -428,8 +430,8 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
         return Answer(
             dumps(error_response(rid, exc.code, exc.message, exc.data)), error_code=exc.code
         )
-    except Exception:
-        logger.exception("internal error answering %s", message.method[:100])
+    except Exception as exc:
+        failures.report(f"mcp-{ctx.transport} request", exc)
         return Answer(
             dumps(error_response(rid, INTERNAL_ERROR, "Internal error.")),
             error_code=INTERNAL_ERROR,

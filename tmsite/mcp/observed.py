@@ -2,8 +2,9 @@
 
 ``run_request`` stands in for ``envelope.run_request`` on both transports: it describes the
 request to the log as a ``Call`` — its cost, the URI a ``rate-limited`` refusal names, the
-JSON-RPC error that refusal is in the client's era (-32000, HTTP 200, ``data.retryAfter``), and
-how an answer reads in the log. ``observe_exchange`` wraps the HTTP endpoint.
+JSON-RPC error that refusal is in the client's era (-32000, HTTP 200, ``data.retryAfter``), the
+answer to an internal failure (-32603 with the request's id), and how an answer reads in the log
+(an internal failure is ``internal``). ``observe_exchange`` wraps the HTTP endpoint.
 
 Spec: OP1, OP2.
 """
@@ -19,7 +20,7 @@ from tmsite.core.errors import RateLimited
 from tmsite.mcp import envelope, lifecycle
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import Answer, Message
-from tmsite.mcp.protocol import CallContext
+from tmsite.mcp.protocol import INTERNAL_ERROR, CallContext
 from tmsite.oplog import costs, hooks
 
 
@@ -29,6 +30,17 @@ def observe_exchange(
     """Run the MCP endpoint's ``answer`` for ``request`` inside an observed exchange."""
     header = request.headers.get("MCP-Protocol-Version") or ""
     return hooks.observe_exchange(request, answer, surface="mcp-http", protocol=header)
+
+
+def asked(message: Message) -> None:
+    """Tell the exchange in flight what ``message`` asks, for a row written without a call."""
+    hooks.asked(lambda: (message.method, costs.of_message(message.method, message.params)))
+
+
+def internal_error(rid: envelope.RequestId | None) -> Answer:
+    """The answer to a request the server failed to answer: -32603, with its id when known."""
+    body = envelope.error_response(rid, INTERNAL_ERROR, "Internal error.")
+    return Answer(envelope.dumps(body), error_code=INTERNAL_ERROR)
 
 
 def asked_uri(message: Message) -> str | None:
@@ -44,7 +56,7 @@ def asked_uri(message: Message) -> str | None:
 
 
 def answer_outcome(answer: Answer) -> str:
-    """``ok``, a refusal's reason (protocol or tool error), or ``rpc<code>``."""
+    """``ok``, a refusal's reason (protocol or tool error), ``internal``, or ``rpc<code>``."""
     if answer.error_code is None:
         result = answer.result or {}
         if result.get("isError"):
@@ -61,6 +73,8 @@ def answer_outcome(answer: Answer) -> str:
     reason = data.get("reason") if isinstance(data, dict) else None
     if isinstance(reason, str):
         return reason[:32]
+    if answer.error_code == INTERNAL_ERROR:
+        return hooks.INTERNAL
     return f"rpc{answer.error_code}"
 
 
@@ -86,6 +100,7 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             uri=lambda: asked_uri(message),
             run=lambda: envelope.run_request(message, ctx),
             refuse=refuse,
+            fail=lambda: internal_error(message.id),
             outcome=answer_outcome,
             size=lambda answer: len(answer.text.encode("utf-8")),
         )

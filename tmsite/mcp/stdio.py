@@ -8,7 +8,9 @@ Framing follows the stdio server described in seed 000 (and ``basic/transports.m
 * messages without ``method`` (client responses) are ignored; notifications get no reply;
 * stdin closed → exit status 0;
 * stdout carries JSON-RPC responses only: anything else the process prints goes to stderr, and
-  so does every log line.
+  so does every log line;
+* a request the server fails to answer gets -32603 with its id; the failure is logged once per
+  class a minute (``tmsite.oplog.failures``), not a traceback per line.
 
 Era: a request whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is
 served statelessly as 2026-07-28 (the envelope ladder without its HTTP header rung); any other
@@ -45,6 +47,7 @@ from tmsite.mcp.protocol import (
     LATEST_INITIALIZE_VERSION,
     CallContext,
 )
+from tmsite.oplog import failures
 
 logger = logging.getLogger("tmsite.mcp.stdio")
 
@@ -90,9 +93,12 @@ class StdioSession:
                 ctx = check_modern(message, None)
             else:
                 ctx = CallContext(version=self.legacy_version, transport="stdio")
+            answer = observed.run_request(message, ctx)  # a request log row (stdio: no limit)
         except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
-        answer = observed.run_request(message, ctx)  # a request log row (stdio is not limited)
+        except Exception as exc:
+            failures.report("mcp-stdio session", exc)
+            return observed.internal_error(message.id).text
         if message.method == "initialize" and answer.result is not None:
             version = answer.result.get("protocolVersion")
             if isinstance(version, str):

@@ -6,6 +6,11 @@ The database and the cache are what every worker shares, so either failing answe
 root within ``MOUNT_DEADLINE`` seconds (or, when it defines ``ready()``, when that returns
 true). Health checks are neither rate-limited nor written to the request log.
 
+``requestLog`` is the answering process's request-log buffer (``recorder.status``): rows
+waiting, rows dropped since it started because the database could not take them for longer
+than the buffer lasts (``dropped``), and writes that failed in a row. It informs; it does not
+change the status.
+
 Spec: OP5.
 """
 
@@ -23,6 +28,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
 from tmsite.mounts.base import Mount
+from tmsite.oplog import recorder
 
 router = Router(tags=["operations"])
 
@@ -105,6 +111,7 @@ def mounts() -> dict[str, dict[str, Any]]:
 def report() -> tuple[int, dict[str, Any]]:
     """The status code and body of a health check."""
     body: dict[str, Any] = {"database": database(), "cache": shared_cache(), "mounts": mounts()}
+    body["requestLog"] = recorder.status()
     if not (body["database"]["ok"] and body["cache"]["ok"]):
         body = {"status": "down", **body}
         return 503, body

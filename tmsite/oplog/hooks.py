@@ -15,6 +15,15 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
 * ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
   (REST): the same bucket, the surface's refusal with ``Retry-After`` when it is short.
 
+**Internal failures.** A request that fails inside the server — in the limit code, in the
+answer, wherever the surface cannot refuse it properly — is answered with the surface's own
+internal-failure answer (``Call.fail``, ``Routes.fail``: a JSON-RPC ``-32603`` carrying the
+request's id, a REST JSON body with ``reason: internal`` and a 5xx status) and recorded with the
+real method, kind and target, ``outcome`` ``internal`` and the status sent; the failure goes to
+``tmsite.oplog.failures`` (one log line per class of failure a minute, not a traceback per
+request). ``record_failure`` writes the row of a request that failed outside every route (a
+middleware), unless one was written for it already.
+
 Headers follow draft-ietf-httpapi-ratelimit-headers (-08 onwards): ``RateLimit-Policy:
 "tm";q=<burst>;w=<seconds to refill from empty>`` and ``RateLimit: "tm";r=<whole tokens
 left>;t=<seconds>``, where ``t`` is the seconds until the bucket is full, or, on a refusal,
@@ -41,13 +50,17 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
 from tmsite.core.errors import RateLimited
-from tmsite.oplog import buckets, caller, costs, recorder
+from tmsite.oplog import buckets, caller, costs, failures, recorder
 from tmsite.oplog.buckets import Decision
 from tmsite.oplog.costs import Priced
 from tmsite.oplog.recorder import Row
 
 requests_log = logging.getLogger("tmsite.requests")
 POLICY_NAME = "tm"
+#: The outcome of a request that failed inside the server.
+INTERNAL = failures.INTERNAL
+#: Set on a request (``request.META``) once its row is written.
+LOGGED = "tm.logged"
 #: What one request of a message surface answers (an MCP ``Answer``).
 A = TypeVar("A")
 
@@ -63,6 +76,9 @@ class Exchange:
     protocol: str = ""
     rows: list[tuple[Row, Priced]] = field(default_factory=list)
     decision: Decision | None = None
+    #: What was asked (method and price), once the surface knows: for the row of an exchange
+    #: that failed before any call was observed. Worked out only then.
+    asked: Callable[[], tuple[str, Priced]] | None = None
 
 
 _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
@@ -109,7 +125,17 @@ def reason_of_text(text: str) -> str | None:
     return reason[:32] if isinstance(reason, str) else None
 
 
+def mark_internal(response: HttpResponseBase) -> HttpResponseBase:
+    """Mark ``response`` as a surface's answer to an internal failure (its row says so)."""
+    response._tm_internal = True  # type: ignore[attr-defined]
+    # The failure was logged once by ``tmsite.oplog.failures``; Django need not log each one.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
+
+
 def _status_outcome(response: HttpResponseBase) -> str:
+    if getattr(response, "_tm_internal", False):
+        return INTERNAL
     status = response.status_code
     if status == 202:
         return "accepted"
@@ -182,6 +208,7 @@ class Call(Generic[A]):
             only when the bucket refuses, so an allowed call does not dig for it.
         run: Answer it.
         refuse: The surface's answer to a refusal (the bucket was short).
+        fail: The surface's answer to an internal failure (the bucket or the run raised).
         outcome: How an answer reads in the log: ``ok``, a reason, ``rpc<code>``.
         size: The bytes of an answer.
     """
@@ -193,6 +220,7 @@ class Call(Generic[A]):
     uri: Callable[[], str | None]
     run: Callable[[], A]
     refuse: Callable[[RateLimited], A]
+    fail: Callable[[], A]
     outcome: Callable[[A], str]
     size: Callable[[A], int]
 
@@ -218,7 +246,15 @@ def observe_exchange(
     finally:
         _current.reset(token)
     _finish(exchange, response)
+    request.META[LOGGED] = True
     return response
+
+
+def asked(what: Callable[[], tuple[str, Priced]]) -> None:
+    """Tell the exchange in flight what its message asks (method, price), when asked for."""
+    exchange = _current.get()
+    if exchange is not None:
+        exchange.asked = what
 
 
 def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
@@ -226,12 +262,19 @@ def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
         rate_headers(response, exchange.decision)
     total = _micros(exchange.started)
     if not exchange.rows:
-        priced = Priced("protocol", 0)
+        outcome = _status_outcome(response)
+        method, priced = "", Priced("protocol", 0)
+        if exchange.asked is not None and outcome == INTERNAL:
+            method, priced = exchange.asked()
         row = Row(
             at=exchange.at,
             surface=exchange.surface,
+            method=method[:64],
+            kind=priced.kind if method else "",
+            target=priced.target if method else "",
+            facet=priced.facet if method else "",
             protocol=exchange.protocol,
-            outcome=_status_outcome(response),
+            outcome=outcome,
         )
         exchange.rows.append((row, priced))
     single = len(exchange.rows) == 1
@@ -250,13 +293,20 @@ def observe_call(call: Call[A]) -> A:
     started = time.perf_counter()
     at = exchange.at if exchange is not None else timezone.now()
     answer: A | None = None
-    if exchange is not None and exchange.caller is not None:
-        decision = buckets.take(exchange.caller, priced.cost)
-        exchange.decision = decision
-        if not decision.allowed:
-            answer = call.refuse(refusal(decision, call.uri()))
-    if answer is None:
-        answer = call.run()
+    where = f"{call.surface} rate limit"
+    try:
+        if exchange is not None and exchange.caller is not None:
+            decision = buckets.take(exchange.caller, priced.cost)
+            exchange.decision = decision
+            if not decision.allowed:
+                answer = call.refuse(refusal(decision, call.uri()))
+        where = f"{call.surface} request"
+        if answer is None:
+            answer = call.run()
+        outcome = call.outcome(answer)
+    except Exception as exc:
+        failures.report(where, exc)
+        answer, outcome = call.fail(), INTERNAL
     row = Row(
         at=at,
         surface=call.surface,
@@ -265,7 +315,7 @@ def observe_call(call: Call[A]) -> A:
         target=priced.target,
         facet=priced.facet,
         protocol=call.protocol[:16],
-        outcome=call.outcome(answer),
+        outcome=outcome,
         bytes=call.size(answer),
         duration_us=_micros(started),
     )
@@ -289,12 +339,33 @@ class Routes:
         asked_uri: The URI a route reads (named by a ``rate-limited`` refusal), from the route
             and its query.
         refuse: The surface's response to a refusal (its status table, its JSON fields).
+        fail: The surface's response to an internal failure (its JSON shape, a 5xx status).
     """
 
     surface: str
     prefix: str
     asked_uri: Callable[[str, Mapping[str, str]], str | None]
     refuse: Callable[[RateLimited], HttpResponseBase]
+    fail: Callable[[], HttpResponseBase]
+
+    def route(self, request: HttpRequest) -> str:
+        """The route ``request`` asks for: its path after ``prefix``."""
+        path = request.path
+        return path[len(self.prefix) :] if path.startswith(self.prefix) else ""
+
+    def row(self, request: HttpRequest, at: datetime) -> tuple[Row, Priced]:
+        """The row of a request to this surface, before its answer is known."""
+        route = self.route(request)
+        priced = costs.of_rest(route.strip("/"), request.GET)
+        row = Row(
+            at=at,
+            surface=self.surface,
+            method=f"{request.method} {route.split('/')[0]}"[:64],
+            kind=priced.kind,
+            target=priced.target,
+            facet=priced.facet,
+        )
+        return row, priced
 
 
 def observe_routes(
@@ -306,34 +377,60 @@ def observe_routes(
         @functools.wraps(run)
         def observed(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             at, started = timezone.now(), time.perf_counter()
-            path = request.path
-            route = path[len(routes.prefix) :] if path.startswith(routes.prefix) else ""
-            priced = costs.of_rest(route.strip("/"), request.GET)
-            who = caller.limited(request)
-            decision = buckets.take(who, priced.cost) if who is not None else None
-            if decision is not None and not decision.allowed:
-                refused = refusal(decision, routes.asked_uri(route, request.GET))
-                response = routes.refuse(refused)
-                response["Retry-After"] = str(decision.retry_after)
-            else:
-                response = run(request, *args, **kwargs)
+            row, priced = routes.row(request, at)
+            decision: Decision | None = None
+            where = f"{routes.surface} rate limit"
+            try:
+                who = caller.limited(request)
+                decision = buckets.take(who, priced.cost) if who is not None else None
+                if decision is not None and not decision.allowed:
+                    asked_uri = routes.asked_uri(routes.route(request), request.GET)
+                    response = routes.refuse(refusal(decision, asked_uri))
+                    response["Retry-After"] = str(decision.retry_after)
+                else:
+                    where = f"{routes.surface} request"
+                    response = run(request, *args, **kwargs)
+            except Exception as exc:
+                failures.report(where, exc)
+                response = routes.fail()
             if decision is not None:
                 rate_headers(response, decision)
-            row = Row(
-                at=at,
-                surface=routes.surface,
-                method=f"{request.method} {route.split('/')[0]}"[:64],
-                kind=priced.kind,
-                target=priced.target,
-                facet=priced.facet,
-                outcome=_status_outcome(response),
-                status=response.status_code,
-                bytes=_body_size(response),
-                duration_us=_micros(started),
-            )
+            row.outcome = _status_outcome(response)
+            row.status = response.status_code
+            row.bytes = _body_size(response)
+            row.duration_us = _micros(started)
             _emit(row, priced)
+            request.META[LOGGED] = True
             return response
 
         return observed
 
     return observe
+
+
+# --- failures outside every route -------------------------------------------------------------
+
+
+def record_failure(
+    request: HttpRequest,
+    response: HttpResponseBase,
+    *,
+    surface: str,
+    row: Row | None = None,
+    priced: Priced | None = None,
+    at: datetime | None = None,
+) -> None:
+    """The row of a request that failed outside the observed view (``handler500``).
+
+    Nothing is written when the request's row was written already (the failure came after the
+    view, in a middleware on the way out). ``row`` carries what the surface could tell of the
+    request (its method, kind, target); the outcome and status are the response's.
+    """
+    if request.META.get(LOGGED):
+        return
+    row = row or Row(at=at or timezone.now(), surface=surface)
+    row.outcome = _status_outcome(response)
+    row.status = response.status_code
+    row.bytes = _body_size(response)
+    _emit(row, priced or Priced("protocol", 0))
+    request.META[LOGGED] = True

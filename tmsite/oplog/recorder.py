@@ -9,7 +9,23 @@ one parameterized ``INSERT`` run over every row (``executemany``, in one transac
 model instance is made for a row.
 
 A row is written only to the database it was recorded against (the name is noted with the
-row), and a failed write is dropped with a warning: the log never fails a request.
+row). The log never fails a request, and a database blip loses no row: a batch that cannot be
+written goes back to the front of the buffer, and is tried again by the background thread
+(and by requests) after ``RETRY_SECONDS``, doubling to ``MAX_RETRY_SECONDS`` while it keeps
+failing; an explicit ``flush`` tries at once. The buffer holds at most ``MAX_BUFFER`` rows: past
+that the oldest are dropped and counted (``dropped()``, in ``/api/v1/health`` as
+``requestLog.dropped``, and in one log line a minute through ``tmsite.oplog.failures``). One
+write runs at a time; a request that finds one running does not wait for it.
+
+Exit: the rows still buffered are written when the process exits — ``atexit`` (registered by
+the app's ``ready``; it runs after the threads still answering requests have finished) and
+gunicorn's ``worker_exit`` hook in ``deploy/gunicorn.conf.py``, which runs in the worker when
+SIGTERM, SIGQUIT or SIGINT stops it and when ``max_requests`` recycles it. A write already
+running at exit is waited for. What a ``kill -9`` (or gunicorn's SIGKILL after
+``graceful_timeout``) still loses: the rows in that process's buffer (fewer than
+``TM_LOG_FLUSH_ROWS`` or ``TM_LOG_FLUSH_SECONDS``' worth while the database answers; up to
+``MAX_BUFFER`` while it does not), the rows of the requests in flight, and a batch whose
+transaction had not committed.
 
 Retention: after a flush, at most once an hour per process, rows older than
 ``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand.
@@ -31,6 +47,8 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from tmsite.oplog import failures
+
 if TYPE_CHECKING:
     from django.db.models import Field
 
@@ -39,6 +57,11 @@ logger = logging.getLogger("tmsite.oplog")
 #: Rows a process keeps at most while the database cannot take them.
 MAX_BUFFER = 10_000
 PURGE_EVERY_SECONDS = 3600.0
+#: Seconds before a failed batch is tried again, doubled on each failure up to the maximum.
+RETRY_SECONDS = 0.5
+MAX_RETRY_SECONDS = 8.0
+#: Seconds the exit flush waits for a write already running.
+EXIT_WAIT_SECONDS = 10.0
 
 
 @dataclass(slots=True)
@@ -70,8 +93,17 @@ class _Pending:
 
 
 _lock = threading.Lock()
+#: Held while a batch is written: one write at a time.
+_writing = threading.Lock()
 _buffer: list[_Pending] = []
-_state = {"last_purge": 0.0, "last_warning": 0.0, "flusher_pid": -1.0}
+_state = {
+    "last_purge": 0.0,
+    "last_warning": 0.0,
+    "flusher_pid": -1.0,
+    "retry_at": 0.0,
+    "failures": 0.0,
+    "dropped": 0.0,
+}
 
 
 def _database_name() -> str:
@@ -85,18 +117,40 @@ def record(row: Row) -> None:
     now = time.monotonic()
     with _lock:
         _buffer.append(_Pending(row, _database_name(), now))
-        if len(_buffer) > MAX_BUFFER:
-            del _buffer[: len(_buffer) - MAX_BUFFER]
+        _bound()
         due = _due(now)
     _ensure_flusher()
     if due:
-        flush()
+        flush(wait=False)
+
+
+def _bound() -> None:
+    """Drop (and count) the oldest rows past ``MAX_BUFFER``; called under ``_lock``."""
+    over = len(_buffer) - MAX_BUFFER
+    if over > 0:
+        del _buffer[:over]
+        _state["dropped"] += over
+        failures.report("request log", BufferFull(int(_state["dropped"])))
+
+
+class BufferFull(Exception):
+    """Rows were dropped: the database has not taken any for longer than the buffer lasts."""
+
+    def __init__(self, dropped: int) -> None:
+        super().__init__(
+            f"{dropped} request log rows dropped since start: the buffer holds at most "
+            f"{MAX_BUFFER} while the database cannot take them"
+        )
 
 
 def _due(now: float) -> bool:
-    return bool(_buffer) and (
-        len(_buffer) >= settings.TM_LOG_FLUSH_ROWS
-        or now - _buffer[0].queued >= settings.TM_LOG_FLUSH_SECONDS
+    return (
+        bool(_buffer)
+        and now >= _state["retry_at"]
+        and (
+            len(_buffer) >= settings.TM_LOG_FLUSH_ROWS
+            or now - _buffer[0].queued >= settings.TM_LOG_FLUSH_SECONDS
+        )
     )
 
 
@@ -106,24 +160,68 @@ def pending() -> int:
         return len(_buffer)
 
 
-def flush() -> int:
-    """Write every buffered row now; returns how many were written."""
+def dropped() -> int:
+    """Rows this process dropped since it started (the buffer was full)."""
+    return int(_state["dropped"])
+
+
+def status() -> dict[str, int]:
+    """This process's buffer for the health report: rows waiting, rows dropped since start."""
+    return {"pending": pending(), "dropped": dropped(), "failedWrites": int(_state["failures"])}
+
+
+def flush(wait: bool = True) -> int:
+    """Write every buffered row now; returns how many were written.
+
+    A batch that cannot be written goes back into the buffer (in front of the rows recorded
+    meanwhile) and is tried again after a pause. ``wait=False`` (a request) returns at once
+    when another write is running.
+    """
+    if not _writing.acquire(blocking=wait):
+        return 0
+    try:
+        return _flush_locked()
+    finally:
+        _writing.release()
+
+
+def _flush_locked() -> int:
     with _lock:
         batch = list(_buffer)
         _buffer.clear()
     if not batch:
         return 0
     here = _database_name()
-    rows = [item.row for item in batch if item.database == here]
-    if not rows:
+    mine = [item for item in batch if item.database == here]
+    if not mine:
         return 0
     try:
-        _insert(rows)
-    except Exception as exc:  # the log never fails a request
-        _warn(f"request log: {len(rows)} rows dropped: {exc}")
+        _insert([item.row for item in mine])
+    except Exception as exc:  # the log never fails a request: keep the rows, try again later
+        with _lock:
+            _buffer[:0] = mine
+            _bound()
+            _state["failures"] += 1
+            pause = min(MAX_RETRY_SECONDS, RETRY_SECONDS * 2 ** (_state["failures"] - 1))
+            _state["retry_at"] = time.monotonic() + pause
+        _forget_broken_connection()
+        failures.report("request log", exc)
         return 0
+    with _lock:
+        _state["failures"] = 0.0
+        _state["retry_at"] = 0.0
     maybe_purge()
-    return len(rows)
+    return len(mine)
+
+
+def _forget_broken_connection() -> None:
+    """Close this thread's connection when the failure broke it (outside any transaction)."""
+    connection = connections["default"]
+    try:
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+    except Exception:  # closing a broken connection may fail too; the next use reconnects
+        pass
 
 
 def _insert(rows: list[Row]) -> None:
@@ -152,11 +250,24 @@ def _insert(rows: list[Row]) -> None:
 
 
 def flush_quietly() -> None:
-    """``flush`` for exit hooks: never raises."""
+    """``flush`` for exit hooks: never raises.
+
+    Waits at most ``EXIT_WAIT_SECONDS`` for a write already running, and says in the log how
+    many rows it could not write.
+    """
     try:
-        flush()
+        if not _writing.acquire(timeout=EXIT_WAIT_SECONDS):
+            logger.warning("request log: a write still running at exit; %d rows lost", pending())
+            return
+        try:
+            _flush_locked()
+        finally:
+            _writing.release()
+        left = pending()
+        if left:
+            logger.warning("request log: %d rows could not be written at exit", left)
     except Exception as exc:
-        _warn(f"request log: flush at exit failed: {exc}")
+        logger.warning("request log: the flush at exit failed: %s", exc)
 
 
 def _warn(message: str) -> None:
@@ -206,7 +317,9 @@ def _ensure_flusher() -> None:
 def _flusher() -> None:
     pid = os.getpid()
     while _state["flusher_pid"] == pid:
-        time.sleep(max(0.05, float(settings.TM_LOG_FLUSH_SECONDS) / 2))
+        tick = float(settings.TM_LOG_FLUSH_SECONDS) / 2
+        time.sleep(min(max(0.05, tick), MAX_RETRY_SECONDS))
+        failures.summarize()
         with _lock:
             due = _due(time.monotonic())
         if due:

@@ -2,17 +2,24 @@
 
 Refusals become HTTP statuses through one table (``tmsite.rest.codes.HTTP_STATUS``), with the same
 JSON fields the MCP refusal carries in ``data``. Every route is observed by the request log,
-which gets this surface's prefix and refusal from here (``ROUTES``).
+which gets this surface's prefix, refusal and internal-failure answer from here (``ROUTES``).
+
+A failure inside the server is answered in the same JSON shape, ``{"error": …, "reason":
+"internal"}`` with status 500 — in a route, in its rate limit, or outside every route
+(``server_error``, Django's ``handler500`` under ``/api/v1/``: a middleware that failed) —
+never with Django's HTML page; the request log row says ``internal`` and 500.
 
 Spec: TL6, PR1.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.utils import timezone
 from ninja import Query, Router, Schema
 from pydantic import Field
 
@@ -20,7 +27,7 @@ from tmsite import operations, prompts
 from tmsite.core.errors import Refusal
 from tmsite.mcp import tools
 from tmsite.mcp.convert import prompt_result
-from tmsite.oplog import hooks
+from tmsite.oplog import failures, hooks
 from tmsite.pieces import Licensing
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 from tmsite.schemas import Overview, PieceStatus, Resolved
@@ -36,7 +43,34 @@ def refused(refusal: Refusal) -> HttpResponseBase:
     return JsonResponse(refusal_body(refusal), status=HTTP_STATUS[refusal.reason])
 
 
-ROUTES = hooks.Routes("rest", REST_PREFIX, _asked_uri, refused)
+INTERNAL_MESSAGE = "The server failed to answer this request; the failure is in its log."
+#: Routes that are not written to the request log (health checks).
+UNLOGGED = frozenset({"health"})
+
+
+def failed() -> HttpResponseBase:
+    """A failure inside the server, as this surface answers it: 500, the refusal shape."""
+    response = JsonResponse({"error": INTERNAL_MESSAGE, "reason": failures.INTERNAL}, status=500)
+    return hooks.mark_internal(response)
+
+
+ROUTES = hooks.Routes("rest", REST_PREFIX, _asked_uri, refused, failed)
+
+
+def server_error(request: HttpRequest) -> HttpResponseBase:
+    """``handler500`` under ``/api/v1/``: a failure outside every route (a middleware)."""
+    exc = sys.exc_info()[1]
+    failures.report("rest outside the routes", exc or RuntimeError("handler500"))
+    response = failed()
+    if ROUTES.route(request).strip("/") not in UNLOGGED:
+        try:
+            row, priced = ROUTES.row(request, timezone.now())
+        except Exception:
+            row, priced = None, None
+        hooks.record_failure(request, response, surface=ROUTES.surface, row=row, priced=priced)
+    return response
+
+
 router = Router(tags=["tmsite"])
 # Every route: the caller's rate limit (429 + Retry-After) and a request log row.
 router.add_decorator(hooks.observe_routes(ROUTES), mode="view")
