@@ -106,6 +106,20 @@ def pending() -> int:
         return len(_buffer)
 
 
+def would_flush() -> bool:
+    """Whether the next ``record`` would write the batch itself (full or old enough).
+
+    A caller that must not write the database where it runs (an event loop) asks first.
+    """
+    if not settings.TM_LOG_REQUESTS:
+        return False
+    now = time.monotonic()
+    with _lock:
+        if len(_buffer) + 1 >= settings.TM_LOG_FLUSH_ROWS:
+            return True
+        return _due(now)
+
+
 def flush() -> int:
     """Write every buffered row now; returns how many were written."""
     with _lock:
