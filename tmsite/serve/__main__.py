@@ -12,6 +12,8 @@ application's own, 20 by default). No access log: nothing writes a caller's addr
 request's JSON line (``tmsite.requests``, on stderr) says what was asked and how it ended.
 
 Every option also reads an environment variable (``TM_SERVE_*``), the command line winning.
+
+Spec: OP5.
 """
 
 from __future__ import annotations
