@@ -5,14 +5,15 @@ The tests of ``tests/transport`` that reach the endpoint over loopback (``test_h
 here again, unchanged, with the box served by ``tmsite.serve.app`` (on uvicorn, in this
 process, so each test's settings reach it) instead of Django's live server: prepared answers in
 the event loop, the rest on the request threads, every refusal, header, batch, notification
-and SDK session as the ordinary path gives them. The tests that are not about HTTP run too
-(they are cheap and keep the copy whole).
+and SDK session as the ordinary path gives them (the tests there that do not reach the server,
+stdio and in-process ones, are not run again).
 
 Also here: which requests are answered in the event loop, and which on a thread.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -51,12 +52,21 @@ COPIED: tuple[ModuleType, ...] = (
 )
 
 
+#: The fixtures through which a copied test reaches the server.
+SERVED_BY = frozenset({"mcp_url", "live_server", "origin"})
+
+
 def _copied(module: ModuleType) -> dict[str, Any]:
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if name.startswith("test_") or type(value).__name__ == "FixtureFunctionDefinition"
-    }
+    """The module's fixtures, and its tests that reach the server over HTTP."""
+
+    def wanted(name: str, value: Any) -> bool:
+        if type(value).__name__ == "FixtureFunctionDefinition":
+            return True
+        return name.startswith("test_") and bool(
+            SERVED_BY & set(inspect.signature(value).parameters)
+        )
+
+    return {name: value for name, value in vars(module).items() if wanted(name, value)}
 
 
 wire_schema.install_on_serve()
@@ -171,3 +181,21 @@ def test_an_answer_in_the_loop_is_logged_and_limited_as_on_a_thread(
     recorder.flush()
     rows = list(RequestLog.objects.order_by("id").values_list("method", "outcome", "status"))
     assert rows == [("ping", "ok", 200)] * 3
+
+
+def test_a_row_recorded_in_the_loop_never_writes_the_batch_there(settings: Any) -> None:
+    """A batch that fell due is left queued inside ``deferred`` and written outside it."""
+    from datetime import UTC, datetime
+
+    from tmsite.oplog import recorder
+    from tmsite.oplog.recorder import Row
+
+    settings.TM_LOG_FLUSH_ROWS = 1
+    assert recorder.would_flush()
+    row = Row(at=datetime.now(UTC), surface="mcp-http", method="ping", outcome="ok", status=200)
+    with recorder.deferred():
+        recorder.record(row)
+    assert recorder.pending() == 1 and not RequestLog.objects.exists()
+    recorder.record(row)  # outside: the batch is due, and written here
+    assert recorder.pending() == 0
+    assert list(RequestLog.objects.values_list("method", flat=True)) == ["ping", "ping"]

@@ -23,6 +23,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -70,6 +73,7 @@ class _Pending:
 
 
 _lock = threading.Lock()
+_DEFERRED: ContextVar[bool] = ContextVar("tm_oplog_deferred", default=False)
 _buffer: list[_Pending] = []
 _state = {"last_purge": 0.0, "last_warning": 0.0, "flusher_pid": -1.0}
 
@@ -89,8 +93,22 @@ def record(row: Row) -> None:
             del _buffer[: len(_buffer) - MAX_BUFFER]
         due = _due(now)
     _ensure_flusher()
-    if due:
+    if due and not _DEFERRED.get():
         flush()
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Rows recorded inside are only queued, even when the batch is due.
+
+    For code that must not write the database where it runs (an event loop): the batch is
+    written by this process's flusher thread or by the next ``record`` outside.
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
 
 
 def _due(now: float) -> bool:

@@ -13,8 +13,9 @@ Then, for ``POST /api/mcp``:
   view behind the endpoint's own middleware (``tmsite.wsgi.ENDPOINT_MIDDLEWARE``): the same
   checks, headers, rate limit and request-log row as any other request. It is taken only when
   nothing in it can wait on the network or write the database: the rate-limit buckets are in
-  this machine (not Redis), and the request log's batch is not due (the row is queued, the
-  batch is written by the log's own thread or by the next request on a thread);
+  this machine (not Redis), and the request log's batch is not due: the request that fills a
+  batch goes to a thread, which writes it, and should another thread fill it meanwhile, the
+  row is only queued (``recorder.deferred``) for the log's own thread to write;
 * every other MCP request runs the same view and middleware on a thread of the bounded pool
   (``TM_WORKER_THREADS`` threads, 8 unless set), with Django's ``request_started`` and
   ``request_finished`` signals around it as Django's own handler sends them.
@@ -406,7 +407,8 @@ class Application:
                     return  # streamed
                 parts = gathered
             elif scope["method"] == "POST" and answerable_in_loop(environ, body):
-                parts = _parts(_run_endpoint(environ))
+                with recorder.deferred():  # a batch due meanwhile is the flusher's to write
+                    parts = _parts(_run_endpoint(environ))
             else:
                 parts = await loop.run_in_executor(self.pool, _endpoint_on_thread, environ)
         except _Gone:
