@@ -199,3 +199,20 @@ def test_a_row_recorded_in_the_loop_never_writes_the_batch_there(settings: Any) 
     recorder.record(row)  # outside: the batch is due, and written here
     assert recorder.pending() == 0
     assert list(RequestLog.objects.values_list("method", flat=True)) == ["ping", "ping"]
+
+
+def test_a_long_answer_is_streamed_as_made_and_arrives_whole(
+    http: httpx.Client, live_server: Served, threaded: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A site answer past ``STREAM_AFTER`` is sent in pieces as the thread makes it."""
+    from tmsite.serve import app
+
+    gathered = http.get(f"{live_server.url}/")
+    assert gathered.status_code == 200 and len(gathered.content) > 1000
+    monkeypatch.setattr(app, "STREAM_AFTER", 100)
+    with http.stream("GET", f"{live_server.url}/") as streamed:
+        assert streamed.status_code == 200
+        assert streamed.headers["content-type"] == gathered.headers["content-type"]
+        body = streamed.read()
+    assert body == gathered.content
+    assert threaded == ["/", "/"]

@@ -63,8 +63,10 @@ Send = Callable[[Message], Awaitable[None]]
 
 #: The most a body of any other URL may be (the MCP endpoint answers 413 past 4 MiB itself).
 SITE_BODY_LIMIT = 16 * 1024 * 1024
-#: Past this many bytes a threaded answer is sent as it is produced, not gathered first.
-STREAM_AFTER = 256 * 1024
+#: Past this many bytes a threaded answer is sent as it is produced, not gathered first. Until
+#: then the thread is free as soon as the answer is made, however slowly the client reads it;
+#: past it, the thread waits on the client (the site's answers are far smaller).
+STREAM_AFTER = 4 * 1024 * 1024
 #: The longest body looked at for a prepared answer (those requests are a few hundred bytes).
 PREPARED_BODY_MAX = 16 * 1024
 #: Methods ``tmsite.mcp.prepared`` may hold an answer for.
