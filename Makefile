@@ -8,6 +8,9 @@ DEMO_PORT ?= 8001
 HOST   ?= 127.0.0.1
 WORKERS ?= 2
 THREADS ?= 8
+# gunicorn (gthread workers, deploy/gunicorn.conf.py) or serve (python -m tmsite.serve: granian's
+# ASGI workers, prepared MCP answers in the event loop, the rest on THREADS request threads).
+SERVER ?= gunicorn
 
 .PHONY: run test setup lint typecheck check conformance bench clean which-python
 
@@ -36,9 +39,14 @@ run: setup
 	@echo "tmsite: http://$(HOST):$(PORT)/api/mcp"
 	$(BIN)/python -m tmsite.demo.static_site demo_sites/demo.tinymachines.ai \
 		--port $(DEMO_PORT) & demo=$$!; trap "kill $$demo" EXIT INT TERM; \
-	TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT) \
-	$(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py --bind $(HOST):$(PORT) \
-		--workers $(WORKERS) --threads $(THREADS)
+	export TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT); \
+	case "$(SERVER)" in \
+	gunicorn) $(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py \
+		--bind $(HOST):$(PORT) --workers $(WORKERS) --threads $(THREADS) ;; \
+	serve) $(BIN)/python -m tmsite.serve --host $(HOST) --port $(PORT) \
+		--workers $(WORKERS) --threads $(THREADS) ;; \
+	*) echo "SERVER must be gunicorn or serve, not $(SERVER)" >&2; exit 2 ;; \
+	esac
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)

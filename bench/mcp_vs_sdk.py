@@ -195,6 +195,37 @@ TM_SERVERS: dict[str, Callable[[int, int, int], list[str]]] = {
         "warning",
         "tmsite.asgi:application",
     ],
+    # The ASGI serving model (tmsite.serve): the launcher, granian on uvloop, the endpoint's
+    # prepared answers in the event loop, the rest on a pool of ``threads`` threads.
+    "serve": lambda port, workers, threads: [
+        str(PYTHON),
+        "-m",
+        "tmsite.serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ],
+    # The same application on uvicorn (httptools + uvloop), the SDK's own server.
+    "serve-uvicorn": lambda port, workers, threads: [
+        str(BIN / "uvicorn"),
+        "tmsite.serve.app:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--http",
+        "httptools",
+        "--loop",
+        "uvloop",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ],
     "uvicorn-asgi": lambda port, workers, threads: [
         str(BIN / "uvicorn"),
         "tmsite.asgi:application",

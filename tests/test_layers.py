@@ -21,6 +21,7 @@ LAYERS = {
     7: "operations prompts pieces probes schemas oplog",
     8: "mcp rest",
     9: "api urls admin_site site management demo checks apps settings wsgi asgi",
+    10: "serve",  # the ASGI application over ``wsgi``'s
 }
 RANKS = {f"tmsite.{name}": rank for rank, names in LAYERS.items() for name in names.split()}
 

@@ -480,3 +480,38 @@ def install() -> None:
         return response
 
     BaseHandler.get_response = checked_response  # type: ignore[method-assign]
+
+
+_served_installed = False
+
+
+def install_on_serve() -> None:
+    """Check the answers of the ASGI serving model too: it runs the endpoint without Django's
+    handler (``tmsite.serve.app._run_endpoint``), so the wrap of ``get_response`` never sees them.
+    """
+    global _served_installed
+    if _served_installed:
+        return
+    _served_installed = True
+
+    from django.http import HttpResponseBase
+    from django.http.request import HttpHeaders
+
+    from tmsite.serve import app
+
+    run_endpoint = app._run_endpoint
+
+    def checked_run(environ: dict[str, Any]) -> HttpResponseBase:
+        response = run_endpoint(environ)
+        environ["wsgi.input"].seek(0)
+        _guarded(
+            "http",
+            http_problems,
+            HttpHeaders(environ),
+            environ["wsgi.input"].read(),
+            response.get("Content-Type", ""),
+            response.content,  # type: ignore[attr-defined]
+        )
+        return response
+
+    app._run_endpoint = checked_run

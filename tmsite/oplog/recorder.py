@@ -39,6 +39,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -95,6 +98,7 @@ class _Pending:
 _lock = threading.Lock()
 #: Held while a batch is written: one write at a time.
 _writing = threading.Lock()
+_DEFERRED: ContextVar[bool] = ContextVar("tm_oplog_deferred", default=False)
 _buffer: list[_Pending] = []
 _state = {
     "last_purge": 0.0,
@@ -120,7 +124,7 @@ def record(row: Row) -> None:
         _bound()
         due = _due(now)
     _ensure_flusher()
-    if due:
+    if due and not _DEFERRED.get():
         flush(wait=False)
 
 
@@ -143,6 +147,20 @@ class BufferFull(Exception):
         )
 
 
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Rows recorded inside are only queued, even when the batch is due.
+
+    For code that must not write the database where it runs (an event loop): the batch is
+    written by this process's flusher thread or by the next ``record`` outside.
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
 def _due(now: float) -> bool:
     return (
         bool(_buffer)
@@ -158,6 +176,20 @@ def pending() -> int:
     """Rows waiting in this process's buffer."""
     with _lock:
         return len(_buffer)
+
+
+def would_flush() -> bool:
+    """Whether the next ``record`` would write the batch itself (full or old enough).
+
+    A caller that must not write the database where it runs (an event loop) asks first.
+    """
+    if not settings.TM_LOG_REQUESTS:
+        return False
+    now = time.monotonic()
+    with _lock:
+        if len(_buffer) + 1 >= settings.TM_LOG_FLUSH_ROWS:
+            return True
+        return _due(now)
 
 
 def dropped() -> int:

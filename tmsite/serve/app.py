@@ -1,0 +1,469 @@
+"""The ASGI application: the whole body read in the event loop, then one answer per request.
+
+Every request's body is read in the event loop, against a deadline (``TM_BODY_TIMEOUT``
+seconds for the whole body), so a client that trickles its body holds no thread: it holds a
+socket until the deadline answers it 408 and the connection is closed. (The header deadline is
+the server's: ``--http1-header-read-timeout``, set by ``python -m tmsite.serve``.) Only a
+complete request reaches a thread.
+
+Then, for ``POST /api/mcp``:
+
+* a request ``tmsite.mcp.prepared`` holds a current answer for (``ping``, ``tools/list``,
+  ``initialize``, …) is answered in the event loop, with no thread hop, by the endpoint's own
+  view behind the endpoint's own middleware (``tmsite.wsgi.ENDPOINT_MIDDLEWARE``): the same
+  checks, headers, rate limit and request-log row as any other request. It is taken only when
+  nothing in it can wait on the network or write the database: the rate-limit buckets are in
+  this machine (not Redis), and the request log's batch is not due: the request that fills a
+  batch goes to a thread, which writes it, and should another thread fill it meanwhile, the
+  row is only queued (``recorder.deferred``) for the log's own thread to write;
+* every other MCP request runs the same view and middleware on a thread of the bounded pool
+  (``TM_WORKER_THREADS`` threads, 8 unless set), with Django's ``request_started`` and
+  ``request_finished`` signals around it as Django's own handler sends them.
+
+Every other URL (the site, REST, the admin) is the ordinary synchronous Django application
+(``tmsite.wsgi.application``) run on a thread of the same pool, its answer sent back to the
+loop; a long answer is streamed as it is produced. ``lifespan.shutdown`` (the worker exits)
+writes the request log's buffered rows.
+
+Spec: T1, OP2, OP5.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from io import BytesIO
+from typing import Any, cast
+
+from django.core import signals
+from django.core.handlers.exception import convert_exception_to_response
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpResponse, HttpResponseBase
+from django.urls import set_script_prefix
+from django.utils.module_loading import import_string
+
+from tmsite import wsgi
+from tmsite.mcp import endpoint, prepared
+from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
+from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
+from tmsite.oplog import buckets, recorder
+
+logger = logging.getLogger("tmsite.serve")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: The most a body of any other URL may be (the MCP endpoint answers 413 past 4 MiB itself).
+SITE_BODY_LIMIT = 16 * 1024 * 1024
+#: Past this many bytes a threaded answer is sent as it is produced, not gathered first. Until
+#: then the thread is free as soon as the answer is made, however slowly the client reads it;
+#: past it, the thread waits on the client (the site's answers are far smaller).
+STREAM_AFTER = 4 * 1024 * 1024
+#: The longest body looked at for a prepared answer (those requests are a few hundred bytes).
+PREPARED_BODY_MAX = 16 * 1024
+#: Methods ``tmsite.mcp.prepared`` may hold an answer for.
+PREPARED_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "resources/templates/list",
+        "prompts/list",
+        "resources/read",
+    }
+)
+
+
+def body_timeout() -> float:
+    """Seconds a request's whole body may take to arrive (``TM_BODY_TIMEOUT``, default 20)."""
+    return float(os.environ.get("TM_BODY_TIMEOUT", "") or 20)
+
+
+def pool_size() -> int:
+    """Threads of the request pool: ``TM_WORKER_THREADS``, 8 unless set."""
+    declared = os.environ.get("TM_WORKER_THREADS", "")
+    return int(declared) if declared.isdigit() and int(declared) > 0 else 8
+
+
+# --- the endpoint's chain, without Django's handler -----------------------------------------
+
+
+def _endpoint_chain() -> Callable[[WSGIRequest], HttpResponseBase]:
+    """The MCP view behind ``ENDPOINT_MIDDLEWARE``.
+
+    Each layer converts exceptions as Django's handler does (a ``DisallowedHost`` is
+    ``handler400``'s JSON refusal).
+    """
+    handler = cast(
+        "Callable[[WSGIRequest], HttpResponseBase]",
+        convert_exception_to_response(endpoint.mcp_endpoint),
+    )
+    for path in reversed(wsgi.ENDPOINT_MIDDLEWARE):
+        handler = cast(
+            "Callable[[WSGIRequest], HttpResponseBase]",
+            convert_exception_to_response(import_string(path)(handler)),
+        )
+    return handler
+
+
+_chain = _endpoint_chain()
+
+
+def _run_endpoint(environ: dict[str, Any]) -> HttpResponseBase:
+    set_script_prefix(environ.get("SCRIPT_NAME") or "/")
+    return _chain(WSGIRequest(environ))
+
+
+def _endpoint_on_thread(environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The endpoint on a pool thread, between ``request_started`` and ``request_finished``."""
+    signals.request_started.send(sender=wsgi.EndpointHandler, environ=environ)
+    response = _run_endpoint(environ)
+    try:
+        return _parts(response)
+    finally:
+        response.close()  # request_finished: old database connections closed, counts flushed
+
+
+def _parts(response: HttpResponseBase) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    if isinstance(response, HttpResponse):
+        content = response.content
+    else:  # the endpoint never streams; kept whole all the same
+        content = b"".join(response)
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.items()]
+    headers.extend(
+        (b"set-cookie", cookie.output(header="").strip().encode("latin-1"))
+        for cookie in response.cookies.values()
+    )
+    if not response.has_header("Content-Length"):
+        headers.append((b"content-length", str(len(content)).encode()))
+    return response.status_code, headers, content
+
+
+def _local_buckets() -> bool:
+    return buckets.store_kind() != "redis"
+
+
+def _candidate(body: bytes) -> tuple[str, dict[str, Any]] | None:
+    """The method and params of a body that may have a prepared answer, else None."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):  # the thread refuses it, as the endpoint does
+        return None
+    if not isinstance(value, dict):
+        return None
+    method, rid, params = value.get("method"), value.get("id"), value.get("params")
+    if method not in PREPARED_METHODS or rid is None or not valid_id(rid):
+        return None
+    if params is None:
+        return str(method), {}
+    return (str(method), params) if isinstance(params, dict) else None
+
+
+def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
+    """Whether this MCP POST may be answered in the event loop (see the module's text)."""
+    if len(body) > PREPARED_BODY_MAX or not _local_buckets() or recorder.would_flush():
+        return False
+    found = _candidate(body)
+    if found is None:
+        return False
+    method, params = found
+    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    version = header.strip(" \t") if header is not None else DEFAULT_HEADERLESS_VERSION
+    if version not in SUPPORTED_VERSIONS:
+        return False
+    try:
+        key = prepared.variant(method, params, CallContext(version=version, transport="http"))
+        return key is not None and prepared.lookup(key)[0] is not None
+    except Exception:  # a namespace not built yet, …: the thread builds it
+        return False
+
+
+# --- the rest of the site, through its WSGI application --------------------------------------
+
+
+class _Gone(Exception):
+    """The client went away while the answer was being sent."""
+
+
+def _wsgi_on_thread(
+    environ: dict[str, Any], loop: asyncio.AbstractEventLoop, send: Send
+) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+    """Run the site's WSGI application; its answer gathered, or None when it was streamed."""
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        started["status"] = int(status.split(" ", 1)[0])
+        started["headers"] = [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers
+        ]
+        return _no_write
+
+    async def sending(message: Message) -> None:
+        await send(message)
+
+    def blocking_send(message: Message) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(sending(message), loop).result()
+        except Exception as exc:
+            raise _Gone from exc
+
+    result: Iterable[bytes] = wsgi.application(environ, start_response)
+    try:
+        gathered = _gather(
+            result, lambda: _start(started["status"], started["headers"]), blocking_send
+        )
+        return None if gathered is None else (started["status"], started["headers"], gathered)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()  # request_finished
+
+
+def _gather(
+    result: Iterable[bytes], start: Callable[[], Message], blocking_send: Callable[[Message], None]
+) -> bytes | None:
+    """The whole body of ``result``; or, past ``STREAM_AFTER`` bytes, None once it was sent."""
+    chunks: list[bytes] = []
+    size = 0
+    streaming = False
+    for chunk in result:
+        if not chunk:
+            continue
+        if streaming:
+            blocking_send({"type": "http.response.body", "body": chunk, "more_body": True})
+            continue
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > STREAM_AFTER:
+            streaming = True
+            blocking_send(start())
+            blocking_send(
+                {"type": "http.response.body", "body": b"".join(chunks), "more_body": True}
+            )
+            chunks.clear()
+    if not streaming:
+        return b"".join(chunks)
+    blocking_send({"type": "http.response.body", "body": b"", "more_body": False})
+    return None
+
+
+def _no_write(data: bytes) -> None:
+    raise RuntimeError("the WSGI write() callable is not supported")
+
+
+def _start(status: int, headers: list[tuple[bytes, bytes]]) -> Message:
+    return {"type": "http.response.start", "status": status, "headers": headers}
+
+
+# --- the request -----------------------------------------------------------------------------
+
+
+class _Late(Exception):
+    """The body did not arrive within its deadline."""
+
+
+class _TooLarge(Exception):
+    """The body is longer than this URL takes."""
+
+
+async def read_body(receive: Receive, limit: int, deadline: float) -> bytes | None:
+    """The whole body, or at most ``limit + 1`` bytes of it; None when the client went away.
+
+    Raises:
+        _Late: the body did not arrive within ``deadline`` seconds.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(deadline):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                if chunk:
+                    chunks.append(chunk)
+                    size += len(chunk)
+                if size > limit or not message.get("more_body", False):
+                    return b"".join(chunks)
+    except TimeoutError:
+        raise _Late from None
+
+
+def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
+    """The WSGI environ of an ASGI HTTP ``scope`` whose body is ``body``."""
+    server = scope.get("server") or ("127.0.0.1", 80)
+    client = scope.get("client") or ("", 0)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope["method"],
+        "SCRIPT_NAME": scope.get("root_path", ""),
+        "PATH_INFO": scope["path"].encode("utf-8").decode("latin-1"),
+        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
+        "SERVER_NAME": str(server[0]),
+        "SERVER_PORT": str(server[1] if server[1] is not None else 80),
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.input": BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1").upper()
+        if "_" in name:  # as WSGI servers do: HTTP_X_FORWARDED_FOR only from X-Forwarded-For
+            continue
+        value = raw_value.decode("latin-1")
+        if name == "CONTENT-TYPE":
+            key = "CONTENT_TYPE"
+        elif name == "CONTENT-LENGTH":
+            key = "CONTENT_LENGTH"
+        else:
+            key = "HTTP_" + name.replace("-", "_")
+        if key in environ:
+            joiner = "; " if key == "HTTP_COOKIE" else ","
+            value = environ[key] + joiner + value
+        environ[key] = value
+    return environ
+
+
+def _announced(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+_TIMEOUT_BODY = (
+    b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
+    b'"The request body did not arrive in time."}}'
+)
+
+
+class Application:
+    """The ASGI callable (``tmsite.serve.app:application``)."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The bounded pool of request threads (made in the worker that uses it)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(pool_size(), thread_name_prefix="tm-request")
+        return self._pool
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer one ASGI connection scope: ``http`` or ``lifespan`` (nothing else is served)."""
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def shutdown(self) -> None:
+        """Write the request log's buffered rows (on a thread: it is a database write)."""
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            await loop.run_in_executor(self.pool, recorder.flush_quietly)
+        self.pool.shutdown(wait=False)
+        self._pool = None
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        is_mcp = scope["path"] == wsgi.MCP_PATH
+        body = await self._body(scope, receive, send, is_mcp)
+        if body is None:
+            return  # answered already, or the client went away
+        environ = environ_of(scope, body)
+        loop = asyncio.get_running_loop()
+        try:
+            if not is_mcp:
+                gathered = await loop.run_in_executor(
+                    self.pool, _wsgi_on_thread, environ, loop, send
+                )
+                if gathered is None:
+                    return  # streamed
+                parts = gathered
+            elif scope["method"] == "POST" and answerable_in_loop(environ, body):
+                with recorder.deferred():  # a batch due meanwhile is the flusher's to write
+                    parts = _parts(_run_endpoint(environ))
+            else:
+                parts = await loop.run_in_executor(self.pool, _endpoint_on_thread, environ)
+        except _Gone:
+            return
+        status, headers, content = parts
+        await _send_whole(send, status, headers, b"" if scope["method"] == "HEAD" else content)
+
+    async def _body(self, scope: Scope, receive: Receive, send: Send, is_mcp: bool) -> bytes | None:
+        """The request's body, read against its deadline.
+
+        None when it was answered already (408, 413) or the client went away.
+        """
+        limit = MAX_BODY_BYTES if is_mcp else SITE_BODY_LIMIT
+        announced = _announced(scope)
+        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced:
+            return b""
+        if announced is not None and announced > limit:
+            if is_mcp:
+                return b""  # the endpoint answers 413 from the header, reading nothing
+            await _too_large(send)
+            return None
+        try:
+            body = await read_body(receive, limit, body_timeout())
+        except _Late:
+            await self._late(send, is_mcp)
+            return None
+        if body is not None and not is_mcp and len(body) > limit:
+            await _too_large(send)
+            return None
+        return body
+
+    async def _late(self, send: Send, is_mcp: bool) -> None:
+        headers = [(b"connection", b"close"), (b"cache-control", b"no-store")]
+        if is_mcp:
+            headers.append((b"content-type", b"application/json"))
+            await _send_whole(send, 408, headers, _TIMEOUT_BODY)
+        else:
+            headers.append((b"content-type", b"text/plain"))
+            await _send_whole(send, 408, headers, b"The request body did not arrive in time.\n")
+
+
+async def _too_large(send: Send) -> None:
+    headers = [(b"connection", b"close"), (b"content-type", b"text/plain")]
+    await _send_whole(send, 413, headers, b"The request body is too large.\n")
+
+
+async def _send_whole(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
+    if not any(name == b"content-length" for name, _ in headers):
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send(_start(status, headers))
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+application = Application()
