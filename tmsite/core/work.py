@@ -9,7 +9,7 @@ unit       counted where
 =========  ==========================================================================
 ranked     names compared by a nearest-name ranking (a refusal's suggestions, a ref)
 scanned    directory entries read from the disk (an fs directory not in the scan cache)
-listed     entries built for a listing page, links put on a links page
+listed     entries built for a listing page (of any mount)
 commits    commits visited by a git history walk (``?as=log``, ``?as=blame``)
 fetched    pages fetched through the front door (the http mount)
 peer       requests sent to another MCP server (the mcp mount)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tmsite.core import cursor as cursors
-from tmsite.core import work
 from tmsite.core.errors import BadArgument, NotFound, Refusal
 from tmsite.core.facets import Facets, parse_facets
 from tmsite.core.links import Link, cap, filtered, order
@@ -202,7 +201,6 @@ class Namespace:
         scope = str(scope_uri)
         offset = cursors.redeem(facets.cursor, scope, req.text) if facets.cursor is not None else 0
         page = chosen[offset : offset + PAGE_SIZE]
-        work.spend("listed", len(page))
         body: dict[str, object] = {
             "uri": scope,
             "target": str(target),
