@@ -111,3 +111,18 @@ def test_each_day_has_its_own_secret(redis_cache: Any) -> None:
     other = RedisStore()  # another process reads the same day's secret from the cache
     assert other.take("a", 1, t + day, rule)[0] is True
     assert other.take("a", 1, t + day, rule)[0] is False
+
+
+def test_a_charge_on_redis_goes_into_debt_and_lives_until_it_is_paid(redis_cache: Any) -> None:
+    store, rule, clock = RedisStore(), Policy(burst=4, refill=2), FakeClock(3_000_000.0)
+    caller = f"198.51.100.{int(time.time()) % 200}"
+    assert store.take(caller, 1, clock(), rule) == (True, pytest.approx(3))
+    assert store.charge(caller, 9, clock(), rule) == pytest.approx(-4)  # floored at -burst
+    client = redis_cache._cache.get_client(None, write=False)
+    (key,) = client.keys(f"{redis_cache.key_prefix}:*tm-rate:b:*")
+    # empty → full takes 2 s; 4 in debt takes 2 s more (plus a second of slack)
+    assert 4000 < client.pttl(key) <= 5000
+    assert store.take(caller, 1, clock(), rule) == (False, pytest.approx(-4))
+    assert 4000 < client.pttl(key) <= 5000  # a refusal in debt does not shorten its life
+    clock.advance(2.5)
+    assert store.take(caller, 1, clock(), rule) == (True, pytest.approx(0))

@@ -24,6 +24,8 @@ from itertools import islice
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from tmsite.core import work
+
 MAX_NEAREST = 5
 #: Names fetched for a ranking where each one costs (a database row, a listing entry built).
 MAX_CANDIDATES = 5000
@@ -79,6 +81,7 @@ def rank_names(wanted: str, names: Sequence[str], limit: int = MAX_NEAREST) -> l
         return []
     if len(names) > MAX_RANKED:
         names = names[:MAX_RANKED]
+    work.spend("ranked", len(names))
     key = wanted.lower().rstrip("/")
     start = key[:3]
     folded = fold(names)

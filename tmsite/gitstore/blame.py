@@ -28,6 +28,7 @@ import heapq
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
+from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
@@ -248,6 +249,7 @@ class _Walk:
         while self.queue:
             _t, _n, sha = heapq.heappop(self.queue)
             suspects = self.pending.pop(sha, None)
+            work.spend("commits")
             if suspects:
                 self.visit(sha, suspects)
         return self.owner

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from tmsite.core import work
 from tmsite.gitstore.cache import read_get, read_put
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.repo import CommitInfo, GitRepo
@@ -76,6 +77,7 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
     seen = {commit}
     while queue:
         _neg_time, _n, sha = heapq.heappop(queue)
+        work.spend("commits")
         parents: tuple[str, ...] = repo.walk_info(sha)[1]
         show = True
         if parts:

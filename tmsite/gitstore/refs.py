@@ -17,6 +17,7 @@ from typing import Literal
 
 from rapidfuzz.distance import Levenshtein
 
+from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import AmbiguousRef, BadRef, NoSuchRef
 from tmsite.gitstore.repo import COMMIT, TAG, GitRepo
@@ -204,6 +205,7 @@ def rank_nearest(wanted: str, names: list[str], limit: int = 5) -> list[str]:
             n += 1
         return n
 
+    work.spend("ranked", len(names))
     scored = [
         (edit_distance(wanted, name), -common_prefix(name), name)
         for name in dict.fromkeys(names)

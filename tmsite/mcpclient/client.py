@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
+from tmsite.core import work
 from tmsite.core.addresses import DialPolicy
 from tmsite.mcpclient import jsonrpc
 from tmsite.mcpclient.errors import (
@@ -485,6 +486,7 @@ class Client:
         with self._lock:
             if self._closed:
                 raise Unreachable("closed", "the client was closed")
+            work.spend("peer")
             version = hs.protocol_version
             body = self._params(params, version)
             result = self._transport.request(

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import ClassVar, Protocol
 
 from tmsite.core import cursor as cursors
+from tmsite.core import work
 from tmsite.core.errors import BadArgument, BadFacet, NotFound, Refusal
 from tmsite.core.facets import parse_facets
 from tmsite.core.links import Link
@@ -133,6 +134,7 @@ class Mount(ABC):
             offset = cursors.redeem(req.facets.cursor, scope, req.text)
         children = listing.children
         page = children[offset : offset + self.page_size]
+        work.spend("listed", len(page))
         body: dict[str, object] = {"uri": scope, **listing.extra}
         body["children"] = [entry.to_json() for entry in page]
         if offset + self.page_size < len(children):

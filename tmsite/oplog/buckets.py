@@ -2,7 +2,9 @@
 
 A caller starts with ``burst`` tokens; a request spends its cost; tokens come back at
 ``refill`` a second up to ``burst``. A request that costs more than is left is refused with
-the whole seconds after which it would pass (``retryAfter``), and nothing is spent.
+the whole seconds after which it would pass (``retryAfter``), and nothing is spent. What a
+request turns out to cost beyond what it spent up front is charged after it ran (``charge``):
+the bucket may go into debt, down to ``-burst``, and the caller's next requests wait it out.
 
 Spec: OP1.
 
@@ -107,6 +109,27 @@ def step(
     return False, tokens, stamp
 
 
+def owe(
+    tokens: float | None, stamp: float | None, now: float, extra: float, policy: Policy
+) -> tuple[float, float]:
+    """One charge after the fact: ``(tokens after, stamp after)``.
+
+    The bucket refills as in ``step``, then ``extra`` is spent whatever is left, down to
+    ``-burst`` at most (so a caller waits at most twice ``full_after`` for a full bucket).
+    """
+    if tokens is None or stamp is None:
+        tokens, stamp = policy.burst, now
+    elif now > stamp:
+        tokens = min(policy.burst, tokens + (now - stamp) * policy.refill)
+        stamp = now
+    return max(-policy.burst, tokens - extra), stamp
+
+
+def idle_full(tokens: float, stamp: float, now: float, policy: Policy) -> bool:
+    """Whether a bucket left at ``tokens`` at ``stamp`` is full again by ``now`` (as absent)."""
+    return now - stamp >= policy.full_after + max(0.0, -tokens) / policy.refill
+
+
 def decision(allowed: bool, cost: float, tokens: float, policy: Policy) -> Decision:
     """The decision for a bucket holding ``tokens`` after the step."""
     retry_after = 0
@@ -129,6 +152,14 @@ class Store(Protocol):
 
         Returns:
             Whether it was spent, and the tokens left.
+        """
+        ...
+
+    def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
+        """Spend ``extra`` more from the caller's bucket, into debt if need be (``owe``).
+
+        Returns:
+            The tokens left (below zero: the caller's debt).
         """
         ...
 
@@ -171,9 +202,22 @@ class MemoryStore:
             self._buckets[key] = (tokens, stamp)
             if len(self._buckets) > 10_000:
                 self._buckets = {
-                    k: v for k, v in self._buckets.items() if now - v[1] < policy.full_after
+                    k: v for k, v in self._buckets.items() if not idle_full(*v, now, policy)
                 }
             return allowed, tokens
+
+    def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
+        """``Store.charge`` under this process's lock."""
+        with self._lock:
+            day = int(now // DAY)
+            if day != self._day:
+                self._day, self._secret = day, secrets.token_bytes(32)
+                self._buckets.clear()
+            key = digest(self._secret, address)
+            tokens, stamp = self._buckets.get(key, (None, None))
+            tokens, stamp = owe(tokens, stamp, now, extra, policy)
+            self._buckets[key] = (tokens, stamp)
+            return tokens
 
 
 # --- one machine: a locked, memory-mapped file ------------------------------------------------
@@ -269,16 +313,35 @@ class FileStore:
             _SLOT.pack_into(table, offset, key, tokens, stamp)
             return allowed, tokens
 
+    def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
+        """``Store.charge`` under the file's lock (a foreign file or a new day: a full bucket)."""
+        with self._locked() as table:
+            magic, slots, day, secret = _HEADER.unpack_from(table, 0)
+            today = int(now // DAY)
+            if magic != _MAGIC or slots != self.slots or day != today:
+                secret = secrets.token_bytes(32)
+                table[_HEADER_SIZE:] = bytes(self.size - _HEADER_SIZE)
+                _HEADER.pack_into(table, 0, _MAGIC, self.slots, today, secret)
+            key = digest(secret, address)
+            index = self._find(table, key, now, policy)
+            offset = _HEADER_SIZE + index * _SLOT.size
+            found, tokens, stamp = _SLOT.unpack_from(table, offset)
+            if found != key:
+                tokens, stamp = None, None
+            tokens, stamp = owe(tokens, stamp, now, extra, policy)
+            _SLOT.pack_into(table, offset, key, tokens, stamp)
+            return tokens
+
     def _find(self, table: mmap.mmap, key: bytes, now: float, policy: Policy) -> int:
         start = int.from_bytes(key[:8], "little") % self.slots
         free: int | None = None
         oldest, oldest_stamp = start, math.inf
         for step_ in range(self.probes):
             index = (start + step_) % self.slots
-            found, _tokens, stamp = _SLOT.unpack_from(table, _HEADER_SIZE + index * _SLOT.size)
+            found, tokens, stamp = _SLOT.unpack_from(table, _HEADER_SIZE + index * _SLOT.size)
             if found == key:
                 return index
-            if found != _EMPTY_KEY and now - stamp >= policy.full_after:
+            if found != _EMPTY_KEY and idle_full(tokens, stamp, now, policy):
                 _SLOT.pack_into(table, _HEADER_SIZE + index * _SLOT.size, _EMPTY_KEY, 0, 0)
                 found = _EMPTY_KEY
             if free is None and found == _EMPTY_KEY:
@@ -295,8 +358,8 @@ class FileStore:
         _SWEPT.pack_into(table, _SWEPT_AT, now)
         slots = memoryview(table)[_HEADER_SIZE:]
         try:
-            for index, (found, _tokens, stamp) in enumerate(_SLOT.iter_unpack(slots)):
-                if found != _EMPTY_KEY and now - stamp >= policy.full_after:
+            for index, (found, tokens, stamp) in enumerate(_SLOT.iter_unpack(slots)):
+                if found != _EMPTY_KEY and idle_full(tokens, stamp, now, policy):
                     _SLOT.pack_into(table, _HEADER_SIZE + index * _SLOT.size, _EMPTY_KEY, 0, 0)
         finally:
             slots.release()
@@ -328,8 +391,38 @@ if tokens >= cost - 1e-6 then
   allowed = 1
 end
 redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.format('%.17g', stamp))
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
+local ttl = tonumber(ARGV[5])
+if tokens < 0 then
+  ttl = ttl + math.ceil(-tokens / refill * 1000)
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
 return {allowed, string.format('%.17g', tokens)}
+"""
+#: KEYS[1] the bucket; ARGV now, extra, burst, refill, ttl in ms. Returns the tokens left.
+#: The same arithmetic as ``owe``; a bucket in debt lives until it would be full again.
+_CHARGE_SCRIPT = """
+local now = tonumber(ARGV[1])
+local extra = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local refill = tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 't', 's')
+local tokens = tonumber(state[1])
+local stamp = tonumber(state[2])
+if tokens == nil or stamp == nil then
+  tokens = burst
+  stamp = now
+elseif now > stamp then
+  tokens = math.min(burst, tokens + (now - stamp) * refill)
+  stamp = now
+end
+tokens = math.max(-burst, tokens - extra)
+local ttl = tonumber(ARGV[5])
+if tokens < 0 then
+  ttl = ttl + math.ceil(-tokens / refill * 1000)
+end
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.format('%.17g', stamp))
+redis.call('PEXPIRE', KEYS[1], ttl)
+return string.format('%.17g', tokens)
 """
 
 
@@ -340,6 +433,7 @@ class RedisStore:
         self.alias = alias
         self._secret: tuple[int, bytes] = (-1, b"")
         self._script: Any = None
+        self._charge_script: Any = None
 
     def _cache(self) -> Any:
         from django.core.cache import caches
@@ -376,6 +470,23 @@ class RedisStore:
             client=client,
         )
         return bool(int(allowed)), float(tokens)
+
+    def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
+        """``Store.charge`` as one Lua script, atomic across every machine on the Redis."""
+        cache = self._cache()
+        key = cache.make_and_validate_key(
+            "tm-rate:b:" + digest(self._day_secret(now), address).hex()
+        )
+        client = cache._cache.get_client(key, write=True)
+        if self._charge_script is None:
+            self._charge_script = client.register_script(_CHARGE_SCRIPT)
+        ttl_ms = math.ceil(policy.full_after * 1000) + 1000
+        tokens = self._charge_script(
+            keys=[key],
+            args=[repr(now), repr(extra), repr(policy.burst), repr(policy.refill), ttl_ms],
+            client=client,
+        )
+        return float(tokens)
 
 
 # --- from settings ----------------------------------------------------------------------------
@@ -428,3 +539,14 @@ def take(address: str, cost: float) -> Decision:
     cost = min(float(cost), rule.burst)
     allowed, tokens = store().take(address, cost, clock(), rule)
     return decision(allowed, cost, tokens, rule)
+
+
+def charge(address: str, extra: float) -> Decision:
+    """Spend ``extra`` more after a request ran, whatever is left (the bucket may go into debt).
+
+    The decision is an allowed one (the request already ran); its ``remaining`` is below zero
+    while the caller owes, and its ``reset`` counts the debt in.
+    """
+    rule = policy()
+    tokens = store().charge(address, float(extra), clock(), rule)
+    return decision(True, float(extra), tokens, rule)

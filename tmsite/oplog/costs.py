@@ -19,18 +19,44 @@ prompt     8     ``prompts/get``: reads its address and what it links (pages amo
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
 reprice any kind. The kind is also the request log's ``kind`` column.
 
+That price is spent before the request runs. What the request then made the box do is counted
+as it happens (``tmsite.core.work``): a token for the request itself (reading it, dispatching
+it, writing the answer) and the units it spent, priced below. When the whole tokens of that come
+to more than the price up front, the difference is charged after the answer (``charged``; a
+fraction of a token is not charged) and the caller's bucket may go into debt. A token is about
+2 ms of one core; ``bench/budget.py`` measures each unit's share:
+
+=========  ===========  =====================================================================
+unit       tokens       measured (``bench/budget.py``, CPU beyond a small file read's)
+=========  ===========  =====================================================================
+ranked     1 / 4,000    0.5 µs a name: a refusal that ranks 5,000 names costs 2
+scanned    1 / 10,000   a directory's names read from the disk, once per change of it
+listed     1 / 16       0.13 ms an entry (a stat each): a listing page of 500 costs 32
+commits    1 / 20       0.1 ms a commit: a history walk over 2,000 commits costs 101
+fetched    3            a page fetched through the front door: a page read costs its 4
+peer       1            a request to another MCP server: a description read costs its 2
+bytes      1 / 262,144  each 256 KiB of answer
+=========  ===========  =====================================================================
+
+So a small file, ``ping`` or ``tools/list`` costs the 1 it is priced at, a page the 4 and a
+history walk of 20 commits the 2; a prompt that fetches three pages costs 10, not 8.
+``TM_RATE_UNIT_COSTS`` (a dict in settings) may reprice any unit.
+
 Spec: OP1, OP2.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
+from tmsite.core.work import Unit
 
 COSTS: dict[str, int] = {
     "protocol": 1,
@@ -45,6 +71,20 @@ COSTS: dict[str, int] = {
     "tool:overview": 4,
     "prompt": 8,
 }
+#: Tokens one unit of work costs (the second table above).
+UNIT_COSTS: dict[Unit, float] = {
+    "ranked": 1 / 4_000,
+    "scanned": 1 / 10_000,
+    "listed": 1 / 16,
+    "commits": 1 / 20,
+    "fetched": 3,
+    "peer": 1,
+    "bytes": 1 / 262_144,
+}
+#: Tokens a request costs itself, whatever it reads: what the price of the cheapest covers.
+REQUEST_TOKENS = 1.0
+#: Slack for float sums: work that comes to exactly N tokens is charged N.
+_SLACK = 1e-9
 #: Paths under ``mcp/<server>/`` that describe the server rather than run one of its tools.
 MCP_DESCRIBING = frozenset({"tools", "resources", "prompts", "map"})
 #: Facets that make a read of any other mount cost more than a file, and the kind they are.
@@ -73,6 +113,18 @@ def price(kind: str) -> int:
     """Tokens a ``kind`` costs: ``TM_RATE_COSTS`` over ``COSTS``; an unknown kind is a file."""
     table = {**COSTS, **getattr(settings, "TM_RATE_COSTS", {})}
     return int(table.get(kind, table["file"]))
+
+
+def of_work(units: Mapping[Unit, int]) -> float:
+    """Tokens the units of work cost: ``TM_RATE_UNIT_COSTS`` over ``UNIT_COSTS``."""
+    table = {**UNIT_COSTS, **getattr(settings, "TM_RATE_UNIT_COSTS", {})}
+    return sum(count * float(table[unit]) for unit, count in units.items())
+
+
+def charged(priced: Priced, units: Mapping[Unit, int]) -> Priced:
+    """What a request that ran costs: its price, or the whole tokens of its work when more."""
+    worked = math.floor(REQUEST_TOKENS + of_work(units) + _SLACK)
+    return replace(priced, cost=worked) if worked > priced.cost else priced
 
 
 def _uri_kind(uri: TmUri) -> str:

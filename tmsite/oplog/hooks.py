@@ -9,7 +9,7 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
   envelope refusal, a notification), adds the ``RateLimit-Policy`` and ``RateLimit`` headers,
   and logs a JSON line per row.
 * ``observe_call(call)`` runs one request a surface describes as a ``Call`` (its run and its
-  refusal): over HTTP it spends the request's cost from the caller's bucket first and answers
+  refusal): over HTTP it spends the request's price from the caller's bucket first and answers
   the surface's refusal when the bucket is short; outside an observed exchange (stdio, the
   operator's own process) nothing is limited and the row is written at once.
 * ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
@@ -23,6 +23,11 @@ real method, kind and target, ``outcome`` ``internal`` and the status sent; the 
 ``tmsite.oplog.failures`` (one log line per class of failure a minute, not a traceback per
 request). ``record_failure`` writes the row of a request that failed outside every route (a
 middleware), unless one was written for it already.
+
+Both run the request under a work meter (``tmsite.core.work``): when what it did costs more
+than its price (``costs.charged``), the difference is charged after the answer
+(``buckets.charge``, into debt if need be), so the headers and the log line's ``cost`` give
+the real charge and the caller's next requests are refused the sooner.
 
 Headers follow draft-ietf-httpapi-ratelimit-headers (-08 onwards): ``RateLimit-Policy:
 "tm";q=<burst>;w=<seconds to refill from empty>`` and ``RateLimit: "tm";r=<whole tokens
@@ -42,14 +47,16 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
+from tmsite.core import work
 from tmsite.core.errors import RateLimited
+from tmsite.core.work import Unit
 from tmsite.oplog import buckets, caller, costs, failures, recorder
 from tmsite.oplog.buckets import Decision
 from tmsite.oplog.costs import Priced
@@ -97,13 +104,13 @@ def rate_headers(response: HttpResponseBase, decision: Decision) -> None:
     window = math.ceil(rule.full_after)
     response["RateLimit-Policy"] = f'"{POLICY_NAME}";q={math.floor(rule.burst)};w={window}'
     seconds = decision.reset if decision.allowed else decision.retry_after
-    remaining = math.floor(decision.remaining + buckets.EPSILON)
+    remaining = max(0, math.floor(decision.remaining + buckets.EPSILON))  # none while in debt
     response["RateLimit"] = f'"{POLICY_NAME}";r={remaining};t={seconds}'
 
 
 def refusal(decision: Decision, uri: str | None) -> RateLimited:
     """The ``rate-limited`` refusal for a request the bucket turned away."""
-    left = math.floor(decision.remaining + buckets.EPSILON)
+    left = max(0, math.floor(decision.remaining + buckets.EPSILON))
     return RateLimited(
         uri,
         f"Too many requests from this caller: this one costs {decision.cost:g} and {left} "
@@ -158,6 +165,43 @@ def _status_outcome(response: HttpResponseBase) -> str:
 
 def _body_size(response: HttpResponseBase) -> int:
     return len(response.content) if isinstance(response, HttpResponse) else 0
+
+
+def _run_metered(run: Callable[[], A], size: Callable[[A], int]) -> tuple[A, int, dict[Unit, int]]:
+    """``run()`` under a fresh work meter: the answer, its bytes, and the units it spent."""
+    with work.metered() as meter:
+        answer = run()
+    sent = size(answer)
+    meter.add("bytes", sent)
+    return answer, sent, meter.units()
+
+
+def _settle(
+    who: str | None, decision: Decision | None, priced: Priced, units: Mapping[Unit, int]
+) -> tuple[Priced, Decision | None]:
+    """The request as charged, and the caller's decision once the rest of its cost is charged."""
+    charged = costs.charged(priced, units)
+    if who is None or decision is None or not decision.allowed:
+        return charged, decision
+    extra = charged.cost - decision.cost
+    if extra <= buckets.EPSILON:
+        return charged, decision
+    return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
+
+
+def _settled(
+    surface: str,
+    who: str | None,
+    decision: Decision | None,
+    priced: Priced,
+    units: Mapping[Unit, int],
+) -> tuple[Priced, Decision | None]:
+    """``_settle``, where a bucket that cannot be charged keeps the answer already made."""
+    try:
+        return _settle(who, decision, priced, units)
+    except Exception as exc:
+        failures.report(f"{surface} rate limit", exc)
+        return costs.charged(priced, units), decision
 
 
 def _emit(row: Row, priced: Priced) -> None:
@@ -292,21 +336,27 @@ def observe_call(call: Call[A]) -> A:
     priced = call.priced
     started = time.perf_counter()
     at = exchange.at if exchange is not None else timezone.now()
-    answer: A | None = None
+    who = exchange.caller if exchange is not None else None
     where = f"{call.surface} rate limit"
+    answer: A
     try:
-        if exchange is not None and exchange.caller is not None:
-            decision = buckets.take(exchange.caller, priced.cost)
+        decision = buckets.take(who, priced.cost) if who is not None else None
+        if exchange is not None and decision is not None:
+            exchange.decision = decision  # its headers, whatever happens next
+        if decision is not None and not decision.allowed:
+            answer = call.refuse(refusal(decision, call.uri()))
+            sent = call.size(answer)
+        else:
+            where = f"{call.surface} request"
+            answer, sent, units = _run_metered(call.run, call.size)
+            priced, decision = _settled(call.surface, who, decision, priced, units)
+        if exchange is not None and decision is not None:
             exchange.decision = decision
-            if not decision.allowed:
-                answer = call.refuse(refusal(decision, call.uri()))
-        where = f"{call.surface} request"
-        if answer is None:
-            answer = call.run()
         outcome = call.outcome(answer)
     except Exception as exc:
         failures.report(where, exc)
         answer, outcome = call.fail(), INTERNAL
+        sent = call.size(answer)
     row = Row(
         at=at,
         surface=call.surface,
@@ -316,7 +366,7 @@ def observe_call(call: Call[A]) -> A:
         facet=priced.facet,
         protocol=call.protocol[:16],
         outcome=outcome,
-        bytes=call.size(answer),
+        bytes=sent,
         duration_us=_micros(started),
     )
     if exchange is not None:
@@ -389,7 +439,10 @@ def observe_routes(
                     response["Retry-After"] = str(decision.retry_after)
                 else:
                     where = f"{routes.surface} request"
-                    response = run(request, *args, **kwargs)
+                    response, _sent, units = _run_metered(
+                        lambda: run(request, *args, **kwargs), _body_size
+                    )
+                    priced, decision = _settled(routes.surface, who, decision, priced, units)
             except Exception as exc:
                 failures.report(where, exc)
                 response = routes.fail()

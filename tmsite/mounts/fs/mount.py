@@ -30,6 +30,7 @@ from django.conf import settings
 from typing_extensions import override
 
 from tmsite import mime
+from tmsite.core import work
 from tmsite.core.errors import (
     BadArgument,
     BadFacet,
@@ -172,6 +173,7 @@ class FsMount(Mount):
                 except OSError:
                     is_dir = False
                 out.append((not is_dir, entry.name))
+        work.spend("scanned", len(out))
         out.sort(key=lambda item: (item[0], item[1].encode("utf-8", "surrogateescape")))
         scan = _Scan(out)
         with _SCAN_LOCK:

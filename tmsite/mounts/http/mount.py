@@ -45,6 +45,7 @@ from typing_extensions import override
 
 from tmsite import mime
 from tmsite.check_registry import check
+from tmsite.core import work
 from tmsite.core.errors import (
     BadArgument,
     BadFacet,
@@ -471,6 +472,9 @@ class HttpMount(Mount):
 
     def _fetch(self, uri: TmUri, site: Site, path: str, *, cap: int, truncate: bool) -> Fetched:
         text = str(uri)
+        # A page is metered; what a site publishes about itself (``_aux``) is fetched once a
+        # while for every caller, however many ask.
+        work.spend("fetched")
         try:
             return self._fetcher(site).fetch(request_target(path), cap=cap, truncate=truncate)
         except FetchFailed as failed:
