@@ -3,22 +3,37 @@
 Every value can be changed with the environment (``GUNICORN_*`` below) or on the command line,
 which wins over this file. No access log: nginx keeps none either, so no address is written
 anywhere; each request's JSON line (``tmsite.requests``, on stderr) says what was asked, how it
-ended and how long it took.
+ended and how long it took, and gunicorn's own lines lose the caller's address
+(``logger_class``).
+
+Stopping (SIGTERM, or a rolling restart: see deploy/README.md): each worker stops accepting at
+once, finishes the requests it has (``graceful_timeout``), answers a request that arrives on a
+kept-alive connection meanwhile with ``Connection: close``, and closes its idle connections
+within two seconds; nginx sends what reaches a stopping machine too late to another one.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import subprocess
 import sys
 from typing import Any
+
+from gunicorn.glogging import Logger
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", "4"))
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+# A stopping worker's in-flight requests have this long to finish: more than a page fetch's
+# deadline (TM_HTTP_DEADLINE, 10 s), so a drained machine answers what it took.
 graceful_timeout = 20
+# Idle connections from nginx are kept 5 s; nginx gives up on its side first (its upstream
+# keepalive_timeout is 4 s, deploy/nginx/upstream.conf), so it never sends a request on a
+# connection gunicorn is closing.
 keepalive = 5
 # Restart a worker now and then, spread out, so none grows without bound.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "20000"))
@@ -26,6 +41,38 @@ max_requests_jitter = max_requests // 10
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
+
+
+class _NoCallerAddress(logging.Filter):
+    """gunicorn's own lines without the caller's address.
+
+    gunicorn writes ``Invalid request from ip=<address>: <what was wrong>`` for a malformed
+    request; this keeps ``Invalid request: <what was wrong>``. (An IPv6 address has no ``": "``
+    in it, so the address ends at the first one.)
+    """
+
+    _ADDRESS = re.compile(r" from ip=\S*?: ")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "ip=" in message:
+            record.msg, record.args = self._ADDRESS.sub(": ", message), ()
+        return True
+
+
+_NO_CALLER_ADDRESS = _NoCallerAddress()
+
+
+class AddresslessLogger(Logger):  # type: ignore[misc]
+    """gunicorn's logger with :class:`_NoCallerAddress` on its error log (set up again on HUP)."""
+
+    def setup(self, cfg: Any) -> None:
+        """The logger as gunicorn sets it up, then the filter."""
+        super().setup(cfg)
+        self.error_log.addFilter(_NO_CALLER_ADDRESS)  # the same filter once, however often
+
+
+logger_class = AddresslessLogger
 # The app is loaded in each worker: database connections, the request-log buffer and its
 # flusher thread belong to one process.
 preload_app = False

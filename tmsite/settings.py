@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # X-Forwarded-Proto from a trusted proxy only, before the redirect to https (TM_TLS)
+    "tmsite.oplog.tls.ForwardedProtoMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -333,6 +335,19 @@ TM_FRONT_DOOR = os.environ.get("TM_FRONT_DOOR", "http://127.0.0.1:8000")
 #: ``serverInfo`` gives as ``websiteUrl`` and its icons' URLs are on (by default the loopback
 #: door, which is the public one on the embedded default).
 TM_PUBLIC_URL = os.environ.get("TM_PUBLIC_URL", TM_FRONT_DOOR).rstrip("/")
+#: Served over TLS: the public front door is an https URL. That one fact turns on what
+#: ``manage.py check --deploy`` asks of a site served over TLS only: the redirect of plain http
+#: to https, HSTS (a year, subdomains, preload), Secure session and CSRF cookies, and
+#: ``X-Forwarded-Proto`` believed from ``TM_RATE_TRUSTED_PROXIES`` alone (tmsite.oplog.tls).
+#: The box's own loopback reads (the http mount at ``TM_FRONT_DOOR``) are never redirected.
+TM_TLS = urlsplit(TM_PUBLIC_URL).scheme.lower() == "https"
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TM_TLS else None
+SECURE_SSL_REDIRECT = TM_TLS
+SECURE_HSTS_SECONDS = 365 * 24 * 3600 if TM_TLS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = TM_TLS
+SECURE_HSTS_PRELOAD = TM_TLS
+SESSION_COOKIE_SECURE = TM_TLS
+CSRF_COOKIE_SECURE = TM_TLS
 #: The sites the http mount reads: this project's own, and a static site it serves as built.
 TM_SITES: dict[str, dict[str, str]] = {
     TM_SITE_HOST: {"kind": "self"},

@@ -1,9 +1,9 @@
 """WSGI entry point (gunicorn ``tmsite.wsgi``).
 
-The MCP endpoint answers through a handler with only the middleware it needs (security
-headers and the host check); the site, the REST routes and the admin keep the full stack.
-Sessions, messages, CSRF and authentication have nothing to do on a stateless, anonymous
-JSON-RPC POST, and running them was a quarter of the cost of a ``ping``.
+The MCP endpoint answers through a handler with only the middleware it needs (which requests
+came over TLS, security headers and the host check); the site, the REST routes and the admin
+keep the full stack. Sessions, messages, CSRF and authentication have nothing to do on a
+stateless, anonymous JSON-RPC POST, and running them was a quarter of the cost of a ``ping``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
 
 MCP_PATH = "/api/mcp"
 ENDPOINT_MIDDLEWARE = [
+    "tmsite.oplog.tls.ForwardedProtoMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
 ]

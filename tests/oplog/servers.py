@@ -112,9 +112,7 @@ http {{
     uwsgi_temp_path {dir}/uwsgi;
     scgi_temp_path {dir}/scgi;
     access_log off;
-    upstream tmsite {{
-{servers}
-    }}
+    include {dir}/upstream.conf;
     include {site};
 }}
 """
@@ -122,7 +120,11 @@ http {{
 
 @contextmanager
 def nginx(upstreams: list[str], work: Path, port: int | None = None) -> Iterator[str]:
-    """nginx on loopback with ``deploy/nginx/tmsite.conf`` in front of ``upstreams``."""
+    """nginx on loopback with ``deploy/nginx/tmsite.conf`` in front of ``upstreams``.
+
+    The upstream block is ``deploy/nginx/upstream.conf`` with ``upstreams`` for its server
+    lines; the logs the site names under ``/var/log/nginx/`` are written in ``work``.
+    """
     binary = os.environ.get("TM_NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(binary).is_file():
         missing(f"nginx is not installed at {binary}", "apt-get install nginx")
@@ -131,9 +133,13 @@ def nginx(upstreams: list[str], work: Path, port: int | None = None) -> Iterator
     site = (ROOT / "deploy" / "nginx" / "tmsite.conf").read_text()
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
     site = site.replace("listen [::]:80;", "")
+    site = site.replace("/var/log/nginx/", f"{work}/")
     (work / "site.conf").write_text(site)
-    servers = "\n".join(f"        server {u.removeprefix('http://')};" for u in upstreams)
-    conf = NGINX_SITE.format(dir=work, servers=servers, site=work / "site.conf")
+    servers = "\n".join(f"    server {u.removeprefix('http://')};" for u in upstreams)
+    upstream = (ROOT / "deploy" / "nginx" / "upstream.conf").read_text()
+    upstream = upstream.replace("    server 127.0.0.1:8000;", servers)
+    (work / "upstream.conf").write_text(upstream)
+    conf = NGINX_SITE.format(dir=work, site=work / "site.conf")
     (work / "nginx.conf").write_text(conf)
     process = subprocess.Popen(
         [binary, "-c", str(work / "nginx.conf"), "-g", "daemon off;", "-p", str(work)],

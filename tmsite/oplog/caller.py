@@ -45,6 +45,22 @@ def _trusted() -> frozenset[str]:
     return _normal_set(tuple(settings.TM_RATE_TRUSTED_PROXIES))
 
 
+def trusted_peer(request: HttpRequest) -> bool:
+    """Whether the socket's peer is a trusted proxy, whose forwarding headers are believed."""
+    return _normal(str(request.META.get("REMOTE_ADDR") or "")) in _trusted()
+
+
+def loopback(caller: str) -> bool:
+    """Whether a caller's address (as :func:`address` gives it) is this machine's loopback."""
+    try:
+        ip = ipaddress.ip_address(caller)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
+
+
 def address(request: HttpRequest) -> str:
     """The caller's address as the rate limit keys it."""
     trusted = _trusted()
