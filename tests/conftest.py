@@ -22,6 +22,7 @@ from tests.spec_marks import check_spec_marks
 audit.install()
 wire_schema.install()
 
+from tmsite.core import sharedcache  # noqa: E402
 from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision parsers are guarded)
 from tmsite.mcp import prepared  # noqa: E402
 from tmsite.mounts import registry  # noqa: E402
@@ -92,6 +93,12 @@ def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
     finally:
         COUNTER.every, COUNTER.seconds = every, seconds
         _forget_what_the_process_buffered()
+
+
+@pytest.fixture(autouse=True)
+def shared_cache_circuits_start_closed() -> None:
+    """A circuit another test opened (a cache made to fail) is not this test's."""
+    sharedcache.reset()
 
 
 @pytest.fixture(autouse=True)
