@@ -22,6 +22,7 @@ from tests.spec_marks import check_spec_marks
 audit.install()
 wire_schema.install()
 
+from tmsite.core import sharedcache  # noqa: E402
 from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision parsers are guarded)
 from tmsite.mcp import prepared  # noqa: E402
 from tmsite.mounts import registry  # noqa: E402
@@ -105,6 +106,12 @@ def trails_version_asked_on_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
     trails read from a database since rolled back. A test of the window sets its own value.
     """
     monkeypatch.setattr(trail_index, "VERSION_RECHECK_SECONDS", 0.0)
+
+
+@pytest.fixture(autouse=True)
+def shared_cache_circuits_start_closed() -> None:
+    """A circuit another test opened (a cache made to fail) is not this test's."""
+    sharedcache.reset()
 
 
 @pytest.fixture(autouse=True)

@@ -192,19 +192,35 @@ def _cache() -> dict[str, object]:
     """``TM_REDIS_URL`` for the many-machine setup, else this process's memory.
 
     ``TM_CACHE_PREFIX`` starts every key the box writes in Redis, so boxes (or test runs) can
-    share one Redis without sharing buckets or cached reads.
+    share one Redis without sharing buckets or cached reads. ``TM_REDIS_TIMEOUT`` bounds each
+    connect and each read of a Redis socket (seconds): a Redis that is gone or frozen costs a
+    request that much, once, before the circuit of ``tmsite.core.sharedcache`` stops asking it.
     """
     url = os.environ.get("TM_REDIS_URL", "")
     if url:
+        from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.retry import Retry
+
+        timeout = float(os.environ.get("TM_REDIS_TIMEOUT", "0.05"))
         return {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": url,
             "KEY_PREFIX": os.environ.get("TM_CACHE_PREFIX", ""),
+            "OPTIONS": {
+                "socket_connect_timeout": timeout,
+                "socket_timeout": timeout,
+                # A pooled connection Redis closed (it restarted) is retried once on a new
+                # one; a timeout is not retried (tmsite.core.sharedcache opens its circuit).
+                "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            },
         }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tmsite"}
 
 
 CACHES = {"default": _cache()}
+#: Seconds the shared cache is not asked after it failed, before one call tries it again.
+TM_REDIS_RETRY_SECONDS = float(os.environ.get("TM_REDIS_RETRY_SECONDS", "1"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en"

@@ -126,3 +126,22 @@ def test_a_charge_on_redis_goes_into_debt_and_lives_until_it_is_paid(redis_cache
     assert 4000 < client.pttl(key) <= 5000  # a refusal in debt does not shorten its life
     clock.advance(2.5)
     assert store.take(caller, 1, clock(), rule) == (True, pytest.approx(0))
+
+
+def test_a_redis_that_came_back_empty_is_given_the_secret_every_process_holds(
+    redis_cache: Any,
+) -> None:
+    from tmsite.core import sharedcache
+
+    store, rule, t = RedisStore(), Policy(burst=3, refill=0.001), 20_100 * 86_400 + 10.0
+    assert store.take("a", 1, t, rule)[0] is True
+    client = redis_cache._cache.get_client(None, write=True)
+    for key in client.scan_iter(f"{redis_cache.key_prefix}:*"):
+        client.delete(key)  # what a restart leaves: no secret, no bucket
+    # an outage came and went (the circuit opened, a trial closed it)
+    circuit = sharedcache.circuit()
+    circuit.failed(ConnectionRefusedError(111, "Connection refused"), trial=False)
+    circuit.succeeded(trial=True)
+    assert [store.take("a", 1, t, rule)[0] for _ in range(3)] == [True, True, True]
+    # a process started now keys the caller as this one does: one bucket, spent
+    assert RedisStore().take("a", 1, t, rule)[0] is False

@@ -181,3 +181,86 @@ def read(base: str, uri: str, rid: int = 1, headers: Mapping[str, str] | None = 
         reply.content,
     )
     return reply
+
+
+@contextmanager
+def redis_server(work: Path, port: int | None = None) -> Iterator[RedisProcess]:
+    """A redis-server of the test's own on a loopback port (nothing written to disk), stopped
+    at the end; the handle can stop, start, freeze and thaw it."""
+    binary = os.environ.get("TM_REDIS_SERVER") or shutil.which("redis-server")
+    binary = binary or "/usr/bin/redis-server"
+    if not Path(binary).is_file():
+        missing(f"redis-server is not installed at {binary}", "apt-get install redis-server")
+    work.mkdir(parents=True, exist_ok=True)
+    server = RedisProcess(binary, port or free_port(), work)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class RedisProcess:
+    """One redis-server process: ``url``, and the faults a test provokes on it."""
+
+    def __init__(self, binary: str, port: int, work: Path) -> None:
+        self.binary, self.port, self.work = binary, port, work
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start it (again, on the same port) and wait until it answers PING."""
+        command = [self.binary, "--bind", "127.0.0.1", "--port", str(self.port)]
+        command += ["--save", "", "--appendonly", "no", "--dir", str(self.work)]
+        with (self.work / "redis.log").open("ab") as sink:
+            self.process = subprocess.Popen(command, stdout=sink, stderr=sink)
+        end = time.monotonic() + 20
+        while not self.ping():
+            if self.process.poll() is not None or time.monotonic() > end:
+                raise RuntimeError(f"redis-server did not start on port {self.port}")
+            time.sleep(0.05)
+
+    def ping(self) -> bool:
+        """Whether it answers ``PING`` within half a second."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def info(self) -> dict[str, str]:
+        """``INFO stats``, as field and value."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+            sock.sendall(b"INFO stats\r\n")
+            data = b""
+            while b"\r\n" not in data:
+                data += sock.recv(65536)
+            header, _, rest = data.partition(b"\r\n")  # $<size>, then the text
+            size = int(header[1:])
+            while len(rest) < size + 2:
+                rest += sock.recv(65536)
+        lines = rest[:size].decode().splitlines()
+        return dict(line.split(":", 1) for line in lines if ":" in line)
+
+    def stop(self) -> None:
+        """Terminate it (thawed first, so it can exit) and wait for it."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGCONT)
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections are still accepted by the kernel, nothing is answered."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: it answers again, with what it held."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)

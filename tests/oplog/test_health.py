@@ -38,26 +38,43 @@ def test_a_mount_that_is_not_ready_degrades_but_serves(monkeypatch: pytest.Monke
 
 
 class UnreachableCache(LocMemCache):
-    """A cache whose server has gone away (a real one: tests/manymachines)."""
+    """A cache whose server has gone away (a real one: tests/manymachines/test_redis_outage.py)."""
+
+    asked = 0
 
     def set(self, *args: Any, **kwargs: Any) -> None:
+        UnreachableCache.asked += 1
         raise ConnectionError("Error 111 connecting to the cache. Connection refused.")
 
 
 @pytest.mark.django_db
-def test_a_cache_that_does_not_answer_is_a_503(settings: Any) -> None:
+def test_a_cache_that_does_not_answer_degrades_and_is_not_asked_again(settings: Any) -> None:
     settings.CACHES = {
         "default": {"BACKEND": "tests.oplog.test_health.UnreachableCache", "LOCATION": "x"}
     }
+    settings.TM_REDIS_RETRY_SECONDS = 60
+    UnreachableCache.asked = 0
     reply = Client().get("/api/v1/health")
-    assert reply.status_code == 503
+    assert reply.status_code == 200, "the shared cache failing does not take the machine out"
     body = reply.json()
-    assert body["status"] == "down"
+    assert body["status"] == "degraded"
     assert body["cache"]["ok"] is False
     assert body["cache"]["error"] == (
         "ConnectionError: Error 111 connecting to the cache. Connection refused."
     )
+    assert body["cache"]["circuit"] == "open" and body["cache"]["outages"] == 1
+    assert body["reasons"] == [
+        "the shared cache does not answer (ConnectionError: Error 111 connecting to the cache. "
+        "Connection refused.): reads still answer, the rate limit counts on this machine's "
+        "buckets"
+    ]
     assert body["database"]["ok"] is True
+    # while the circuit is open the cache is not asked: the answer says so at once
+    again = Client().get("/api/v1/health").json()
+    assert UnreachableCache.asked == 1
+    assert again["status"] == "degraded" and again["cache"]["circuit"] == "open"
+    assert again["cache"]["error"].startswith("SharedCacheDown: the shared cache is not asked")
+    assert again["cache"]["refused"] == 1
 
 
 @pytest.mark.django_db

@@ -10,18 +10,23 @@ least-recently-used maps bounded by an estimate of the bytes they hold keep thos
 
 When Django is configured and the setting ``TM_GITSTORE_DJANGO_CACHE`` names a cache alias, the
 finished answers are also kept there, so that several worker processes share them; the setting
-is off by default because in-process memory is faster for one process.
+is off by default because in-process memory is faster for one process. The shared cache is
+asked through its circuit (``tmsite.core.sharedcache``): while it does not answer, a read is a
+miss there and an answer is kept in process memory only.
 
 Spec: GIT.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any, TypeVar
+
+from tmsite.core import sharedcache
 
 T = TypeVar("T")
 
@@ -101,7 +106,7 @@ def clear_all() -> None:
     READS.clear()
 
 
-def _django_cache() -> Any:
+def _django_alias() -> str | None:
     try:
         from django.conf import settings
     except ImportError:  # pragma: no cover - Django is a dependency
@@ -109,11 +114,7 @@ def _django_cache() -> Any:
     if not settings.configured:
         return None
     alias = getattr(settings, "TM_GITSTORE_DJANGO_CACHE", None)
-    if not alias:
-        return None
-    from django.core.cache import caches
-
-    return caches[alias]
+    return str(alias) if alias else None
 
 
 def _django_key(key: tuple[object, ...]) -> str:
@@ -127,10 +128,13 @@ def read_get(key: tuple[object, ...]) -> Any:
     value = READS.get(key)
     if value is not None:
         return value
-    shared = _django_cache()
-    if shared is None:
+    alias = _django_alias()
+    if alias is None:
         return None
-    blob = shared.get(_django_key(key))
+    try:
+        blob = sharedcache.call(lambda: sharedcache.cache(alias).get(_django_key(key)), alias)
+    except sharedcache.SharedCacheDown:
+        return None
     if blob is None:
         return None
     value = pickle.loads(blob)
@@ -141,7 +145,11 @@ def read_get(key: tuple[object, ...]) -> Any:
 def read_put(key: tuple[object, ...], value: T, size: int) -> T:
     """Keep a finished answer in process memory (and in the shared cache when configured)."""
     READS.put(key, value, size)
-    shared = _django_cache()
-    if shared is not None:
-        shared.set(_django_key(key), pickle.dumps(value), None)
+    alias = _django_alias()
+    if alias is not None:
+        blob = pickle.dumps(value)
+        with contextlib.suppress(sharedcache.SharedCacheDown):
+            sharedcache.call(
+                lambda: sharedcache.cache(alias).set(_django_key(key), blob, None), alias
+            )
     return value

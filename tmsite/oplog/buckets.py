@@ -12,7 +12,12 @@ Where buckets live (``TM_RATE_STORE``):
 
 * ``redis`` — one hash per caller in Redis, updated by one Lua script, so every worker of every
   machine spends from the same bucket atomically. Chosen by ``auto`` when the default cache is
-  Redis (``TM_REDIS_URL``).
+  Redis (``TM_REDIS_URL``). While Redis does not answer (``tmsite.core.sharedcache``: short
+  socket timeouts, then a circuit that stops asking it for a while), each machine limits on its
+  own ``file`` buckets: a caller may spend a burst on each machine, never an unlimited amount,
+  and health counts the requests so decided (``local_takes``, in the file's header, for every
+  worker of the machine). When Redis answers again the
+  shared buckets are used again, as they were left.
 * ``file`` — a fixed table of slots in a memory-mapped file in ``var/``, read and written under
   an exclusive ``flock``: every worker process of one machine shares it, and a request costs a
   lock and a few bytes, not a database write. Chosen by ``auto`` otherwise.
@@ -46,6 +51,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from tmsite.core import sharedcache
 from tmsite.oplog.clock import Clock, system_clock
 
 #: Slack for float arithmetic: ``retryAfter`` seconds of refill always cover the cost.
@@ -226,6 +232,9 @@ _MAGIC = b"TMRB"
 _HEADER = struct.Struct("<4sIq32s")  # magic, slot count, day, secret
 _SWEPT = struct.Struct("<d")  # when the table was last swept, in the header's spare bytes
 _SWEPT_AT = _HEADER.size
+#: Takes made while Redis was away, when the file stands in for it (``SharedStore``).
+_COUNT = struct.Struct("<Q")
+_COUNT_AT = _SWEPT_AT + _SWEPT.size
 _HEADER_SIZE = 64
 _SLOT = struct.Struct("<16sdd")  # key, tokens, stamp
 _EMPTY_KEY = bytes(16)
@@ -298,9 +307,18 @@ class FileStore:
         with self._locked() as table:
             return self._roll(table, now)
 
-    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
-        """``Store.take`` under the file's lock; a new day (or a foreign file) wipes the table."""
+    def take(
+        self, address: str, cost: float, now: float, policy: Policy, counted: bool = False
+    ) -> tuple[bool, float]:
+        """``Store.take`` under the file's lock; a new day (or a foreign file) wipes the table.
+
+        ``counted`` adds one to the file's count of takes (``counted_takes``), kept across
+        days: what ``SharedStore`` decided here while Redis was away, for every worker.
+        """
         with self._locked() as table:
+            if counted:
+                (count,) = _COUNT.unpack_from(table, _COUNT_AT)
+                _COUNT.pack_into(table, _COUNT_AT, count + 1)
             secret = self._roll(table, now)
             self._sweep(table, now, policy)
             key = digest(secret, address)
@@ -316,12 +334,7 @@ class FileStore:
     def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
         """``Store.charge`` under the file's lock (a foreign file or a new day: a full bucket)."""
         with self._locked() as table:
-            magic, slots, day, secret = _HEADER.unpack_from(table, 0)
-            today = int(now // DAY)
-            if magic != _MAGIC or slots != self.slots or day != today:
-                secret = secrets.token_bytes(32)
-                table[_HEADER_SIZE:] = bytes(self.size - _HEADER_SIZE)
-                _HEADER.pack_into(table, 0, _MAGIC, self.slots, today, secret)
+            secret = self._roll(table, now)
             key = digest(secret, address)
             index = self._find(table, key, now, policy)
             offset = _HEADER_SIZE + index * _SLOT.size
@@ -331,6 +344,14 @@ class FileStore:
             tokens, stamp = owe(tokens, stamp, now, extra, policy)
             _SLOT.pack_into(table, offset, key, tokens, stamp)
             return tokens
+
+    def counted_takes(self) -> int:
+        """The takes made with ``counted`` by every process of this machine, without one."""
+        if not self.path.exists():
+            return 0
+        with self._locked() as table:
+            (count,) = _COUNT.unpack_from(table, _COUNT_AT)
+            return int(count)
 
     def _find(self, table: mmap.mmap, key: bytes, now: float, policy: Policy) -> int:
         start = int.from_bytes(key[:8], "little") % self.slots
@@ -434,6 +455,8 @@ class RedisStore:
         self._secret: tuple[int, bytes] = (-1, b"")
         self._script: Any = None
         self._charge_script: Any = None
+        #: The circuit's outage count when the day's secret was last agreed with Redis.
+        self._agreed = -1
 
     def _cache(self) -> Any:
         from django.core.cache import caches
@@ -441,13 +464,21 @@ class RedisStore:
         return caches[self.alias]
 
     def _day_secret(self, now: float) -> bytes:
+        """The day's secret, agreed with Redis once a day and again after each outage.
+
+        A Redis that came back empty (it restarted) is given the secret this process held, if
+        no other process gave it one first, so that every process keys a caller alike again.
+        """
         day = int(now // DAY)
-        if self._secret[0] != day:
+        outages = sharedcache.circuit(self.alias).outages
+        if self._secret[0] != day or self._agreed != outages:
             cache = self._cache()
             name = f"tm-rate:secret:{day}"
-            cache.add(name, secrets.token_hex(32), 2 * DAY)
+            held = self._secret[1].hex() if self._secret[0] == day else secrets.token_hex(32)
+            cache.add(name, held, 2 * DAY)
             value = cache.get(name)
             self._secret = (day, bytes.fromhex(value))
+            self._agreed = outages
         return self._secret[1]
 
     def day_secret(self, now: float) -> bytes:
@@ -489,6 +520,47 @@ class RedisStore:
         return float(tokens)
 
 
+class SharedStore:
+    """The Redis buckets through the shared cache's circuit; this machine's while it is away.
+
+    The machine's buckets are its ``FileStore``, shared by its workers, which also counts the
+    requests decided there (``local_takes``, for health).
+    """
+
+    def __init__(self, shared: RedisStore, local: FileStore) -> None:
+        self.shared = shared
+        self.local = local
+
+    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        """``Store.take`` on Redis, else (the circuit open, or Redis failing now) locally."""
+        try:
+            return sharedcache.call(
+                lambda: self.shared.take(address, cost, now, policy), self.shared.alias
+            )
+        except sharedcache.SharedCacheDown:
+            return self.local.take(address, cost, now, policy, counted=True)
+
+    def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
+        """``Store.charge`` on Redis, else on the bucket this machine keeps meanwhile."""
+        try:
+            return sharedcache.call(
+                lambda: self.shared.charge(address, extra, now, policy), self.shared.alias
+            )
+        except sharedcache.SharedCacheDown:
+            return self.local.charge(address, extra, now, policy)
+
+    def day_secret(self, now: float) -> bytes:
+        """``Store.day_secret`` from Redis, else the machine's own (its bucket file's)."""
+        try:
+            return sharedcache.call(lambda: self.shared.day_secret(now), self.shared.alias)
+        except sharedcache.SharedCacheDown:
+            return self.local.day_secret(now)
+
+    def local_takes(self) -> int:
+        """Requests every worker of this machine decided on its own buckets, Redis away."""
+        return self.local.counted_takes()
+
+
 # --- from settings ----------------------------------------------------------------------------
 
 _stores: dict[tuple[Any, ...], Store] = {}
@@ -515,13 +587,24 @@ def store() -> Store:
         found = _stores.get(key)
         if found is None:
             if kind == "redis":
-                found = RedisStore()
+                found = SharedStore(RedisStore(), FileStore(path))
             elif kind == "file":
                 found = FileStore(path)
             else:
                 found = MemoryStore()
             _stores[key] = found
         return found
+
+
+def local_takes() -> int | None:
+    """Requests this machine decided on its own buckets because Redis was away.
+
+    Counted since the machine's bucket file was made; None when the buckets are not in Redis.
+    """
+    if store_kind() != "redis":
+        return None
+    found = store()
+    return found.local_takes() if isinstance(found, SharedStore) else None
 
 
 def policy() -> Policy:

@@ -1,10 +1,19 @@
 """``GET /api/v1/health``: is the database up, is the cache up, which mounts are ready.
 
-The database and the cache are what every worker shares, so either failing answers **503**
-(a load balancer takes the machine out). A mount that is not ready answers 200 with
-``"status": "degraded"``: the other mounts still serve. A mount is ready when it lists its own
-root within ``MOUNT_DEADLINE`` seconds (or, when it defines ``ready()``, when that returns
-true). Health checks are neither rate-limited nor written to the request log.
+The database is what every request of every worker needs, so its failing answers **503** (a
+load balancer takes the machine out). The shared cache (Redis) is an aid: while it does not
+answer every read still answers, the rate limit counts on this machine's buckets, and health
+answers 200 with ``"status": "degraded"`` — taking out machines that all share the one Redis
+would make its outage theirs. The cache is asked through its circuit
+(``tmsite.core.sharedcache``), so a Redis that is gone or frozen costs this check at most the
+socket timeout, and nothing while the circuit is open; the answer says this worker's circuit
+(state, outages, the last error) and, with the buckets in Redis, the requests the machine's
+workers decided on its own buckets while Redis was away (``localTakes``).
+A mount that is not ready answers 200 with ``"status": "degraded"`` too: the other mounts
+still serve. ``reasons`` says, in a sentence each, why an answer is not ``ok``. A mount is
+ready when it lists its own root within ``MOUNT_DEADLINE`` seconds (or, when it defines
+``ready()``, when that returns true). Health checks are neither rate-limited nor written to
+the request log.
 
 ``requestLog`` is the answering process's request-log buffer (``recorder.status``): rows
 waiting, rows dropped since it started because the database could not take them for longer
@@ -27,8 +36,9 @@ from django.db import connection, connections
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
+from tmsite.core import sharedcache
 from tmsite.mounts.base import Mount
-from tmsite.oplog import recorder
+from tmsite.oplog import buckets, recorder
 
 router = Router(tags=["operations"])
 
@@ -61,19 +71,37 @@ def database() -> dict[str, Any]:
 
 
 def shared_cache() -> dict[str, Any]:
-    """A set, get and delete of a random key in the default cache: ``ok``, backend, time."""
+    """A set, get and delete of a random key in the default cache, through its circuit.
 
-    def check() -> dict[str, Any]:
-        cache = caches["default"]
+    ``ok``, backend, time, and the circuit's ``status()``; with the rate limit's counts.
+    """
+    cache = caches["default"]
+
+    def probe() -> None:
         key, value = "tm-health:" + secrets.token_hex(8), secrets.token_hex(8)
         cache.set(key, value, 10)
         found = cache.get(key)
         cache.delete(key)
         if found != value:
             raise RuntimeError("the cache did not return what was stored")
+
+    def check() -> dict[str, Any]:
+        try:
+            sharedcache.call(probe)
+        except sharedcache.SharedCacheDown as exc:
+            cause = exc.__cause__
+            if cause is not None:  # this check found it down: say what the cache said
+                raise cause from None
+            raise
         return {"backend": type(cache).__name__}
 
-    return _timed(check)
+    out = _timed(check)
+    out.setdefault("backend", type(cache).__name__)
+    out.update(sharedcache.circuit().status())
+    local = buckets.local_takes()
+    if local is not None:
+        out["localTakes"] = local
+    return out
 
 
 def _mount_ready(mount: Mount) -> dict[str, Any]:
@@ -112,16 +140,27 @@ def report() -> tuple[int, dict[str, Any]]:
     """The status code and body of a health check."""
     body: dict[str, Any] = {"database": database(), "cache": shared_cache(), "mounts": mounts()}
     body["requestLog"] = recorder.status()
-    if not (body["database"]["ok"] and body["cache"]["ok"]):
-        body = {"status": "down", **body}
-        return 503, body
-    ready = all(item["ok"] for item in body["mounts"].values())
-    return 200, {"status": "ok" if ready else "degraded", **body}
+    reasons = []
+    if not body["database"]["ok"]:
+        reasons.append(f"the database does not answer: {body['database']['error']}")
+    if not body["cache"]["ok"]:
+        reasons.append(
+            f"the shared cache does not answer ({body['cache']['error']}): reads still answer, "
+            "the rate limit counts on this machine's buckets"
+        )
+    for name, item in body["mounts"].items():
+        if not item["ok"]:
+            reasons.append(f"the mount {name} is not ready: {item['error']}")
+    if not body["database"]["ok"]:
+        return 503, {"status": "down", **body, "reasons": reasons}
+    if reasons:
+        return 200, {"status": "degraded", **body, "reasons": reasons}
+    return 200, {"status": "ok", **body}
 
 
 @router.get("/health", include_in_schema=True, summary="Database, cache and mount readiness")
 def health(request: HttpRequest) -> JsonResponse:
-    """The health report, never cached: 503 when the database or the cache is down."""
+    """The health report, never cached: 503 when the database is down."""
     status, body = report()
     response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
