@@ -11,24 +11,45 @@ buffer and land after, so the rows in the database equal the requests answered.
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
 
 from tests.oplog.servers import gunicorn, migrate, server_env
+from tests.services import missing
 from tmsite.oplog.models import RequestLog
 
 pytestmark = pytest.mark.spec("OP2", "OP5")
 
 FILE = "tm://tinymachines/fs/docs/index.md"
 ENTITY = "tm://tinymachines/entity/pattern/bank-switch"
+
+
+@pytest.fixture
+def own_database() -> Iterator[str]:
+    """A database of this test's own (the session's is shared with the stack test's counts)."""
+    url = os.environ.get("TM_TEST_DATABASE_URL")
+    if not url:
+        missing("no PostgreSQL: TM_TEST_DATABASE_URL is not set", "source .ci/services.sh as root")
+    import psycopg
+
+    name = f"tm_blip_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager
@@ -59,8 +80,19 @@ def rows(database_url: str) -> Counter[tuple[str, str, int]]:
         return Counter((kind, outcome, status) for kind, outcome, status in found)
 
 
+@contextmanager
+def serving(env: dict[str, str], log: Path) -> Iterator[str]:
+    """gunicorn with two workers of two threads; a start that fails shows the server's log."""
+    try:
+        with gunicorn(env, workers=2, log=log, threads=2) as base:
+            yield base
+    except TimeoutError as exc:
+        pytest.fail(f"{exc}; the server's log ends:\n{log.read_text(errors='replace')[-3000:]}")
+
+
 @pytest.mark.slow
-def test_a_database_outage_loses_no_row(database_url: str, tmp_path: Path) -> None:
+def test_a_database_outage_loses_no_row(own_database: str, tmp_path: Path) -> None:
+    database_url = own_database
     env = server_env(
         tmp_path / "var",
         TM_DATABASE_URL=database_url,
@@ -99,7 +131,7 @@ def test_a_database_outage_loses_no_row(database_url: str, tmp_path: Path) -> No
                 with lock:
                     answered["entity" if uri == ENTITY else "fs", outcome, reply.status_code] += 1
 
-    with gunicorn(env, workers=2, log=log, threads=2) as base:
+    with serving(env, log) as base:
         threads = [threading.Thread(target=load, args=(n,)) for n in range(3)]
         for thread in threads:
             thread.start()
