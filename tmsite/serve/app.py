@@ -42,6 +42,7 @@ from io import BytesIO
 from typing import Any, cast
 
 from django.core import signals
+from django.core.exceptions import MiddlewareNotUsed
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpResponse, HttpResponseBase
@@ -108,9 +109,12 @@ def _endpoint_chain() -> Callable[[WSGIRequest], HttpResponseBase]:
         convert_exception_to_response(endpoint.mcp_endpoint),
     )
     for path in reversed(wsgi.ENDPOINT_MIDDLEWARE):
+        try:
+            layer = import_string(path)(handler)
+        except MiddlewareNotUsed:  # as Django's handler: this layer is off under these settings
+            continue
         handler = cast(
-            "Callable[[WSGIRequest], HttpResponseBase]",
-            convert_exception_to_response(import_string(path)(handler)),
+            "Callable[[WSGIRequest], HttpResponseBase]", convert_exception_to_response(layer)
         )
     return handler
 
