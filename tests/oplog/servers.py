@@ -119,11 +119,14 @@ http {{
 
 
 @contextmanager
-def nginx(upstreams: list[str], work: Path, port: int | None = None) -> Iterator[str]:
+def nginx(
+    upstreams: list[str], work: Path, port: int | None = None, include: Path | None = None
+) -> Iterator[str]:
     """nginx on loopback with ``deploy/nginx/tmsite.conf`` in front of ``upstreams``.
 
     The upstream block is ``deploy/nginx/upstream.conf`` with ``upstreams`` for its server
-    lines; the logs the site names under ``/var/log/nginx/`` are written in ``work``.
+    lines; the logs the site names under ``/var/log/nginx/`` are written in ``work``;
+    ``include`` is a file included in the site's server block, before its locations.
     """
     binary = os.environ.get("TM_NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(binary).is_file():
@@ -134,6 +137,10 @@ def nginx(upstreams: list[str], work: Path, port: int | None = None) -> Iterator
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
     site = site.replace("listen [::]:80;", "")
     site = site.replace("/var/log/nginx/", f"{work}/")
+    if include is not None:
+        marker = "    location /api/ {"
+        assert marker in site
+        site = site.replace(marker, f"    include {include};\n\n{marker}", 1)
     (work / "site.conf").write_text(site)
     servers = "\n".join(f"    server {u.removeprefix('http://')};" for u in upstreams)
     upstream = (ROOT / "deploy" / "nginx" / "upstream.conf").read_text()

@@ -308,7 +308,7 @@ def test_a_redis_at_a_closed_port_never_gives_an_idless_or_html_answer(
             assert body["error"] == {"code": -32603, "message": "Internal error."}
     for _ in range(3):
         reply = client.get("/api/v1/resolve", {"uri": FILE}, headers={"X-Forwarded-For": CALLER})
-        assert reply["Content-Type"] == "application/json"
+        assert reply["Content-Type"].split(";")[0] == "application/json"
         assert reply.status_code in (200, 500)
         outcomes.append("ok" if reply.status_code == 200 else reply.json()["reason"])
     buckets._stores.clear()
