@@ -27,7 +27,6 @@ from tmsite.kinds.counter import COUNTER  # noqa: E402  (after the revision pars
 from tmsite.mcp import prepared  # noqa: E402
 from tmsite.mounts import registry  # noqa: E402
 from tmsite.oplog import failures, recorder  # noqa: E402
-from tmsite.trails import index as trail_index  # noqa: E402
 
 
 def _fail_on_what_the_audit_found() -> Generator[None, object, object]:
@@ -105,7 +104,9 @@ def trails_version_asked_on_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
     A process trusts the version it read for a second; across tests that second would carry
     trails read from a database since rolled back. A test of the window sets its own value.
     """
-    monkeypatch.setattr(trail_index, "VERSION_RECHECK_SECONDS", 0.0)
+    from tmsite.trails import index  # models: after Django is set up, not at plugin load
+
+    monkeypatch.setattr(index, "VERSION_RECHECK_SECONDS", 0.0)
 
 
 @pytest.fixture(autouse=True)

@@ -519,11 +519,12 @@ def test_the_logins_in_the_admin_are_read_only(clock: FakeClock, maintainer: Use
     assert row.account == "maintainer"
 
 
-def test_with_the_rate_limits_redis_down_the_throttle_keys_callers_by_its_own_secret(
+def test_with_the_rate_limits_redis_down_the_throttle_keys_callers_by_the_machines_secret(
     clock: FakeClock, maintainer: User, settings: Any, caplog: Any
 ) -> None:
     """A Redis nothing listens on (a free loopback port): the login still counts failures, and
-    the caller's key is this process's own for the day, the same for each of its attempts."""
+    the caller's key is the machine's own for the day (its bucket file's, which every worker
+    of the machine shares), the same for each of its attempts."""
     from tests.oplog.servers import free_port
 
     settings.CACHES = {
@@ -538,5 +539,6 @@ def test_with_the_rate_limits_redis_down_the_throttle_keys_callers_by_its_own_se
     answers = [answer(door.post("maintainer", f"guess-{n}")) for n in range(6)]
     assert answers == [wrong()] * 4 + [wrong(ACCOUNT_LOCKED), refused(ACCOUNT_LOCKED)]
     keys = set(LoginEvent.objects.values_list("caller", flat=True))
-    assert keys == {buckets.digest(caller._own.day_secret(clock()), ALICE).hex()}
-    assert "the rate limit's store did not give the day's secret: ConnectionError" in caplog.text
+    machine = buckets.FileStore(Path(settings.TM_RATE_FILE)).day_secret(clock())
+    assert keys == {buckets.digest(machine, ALICE).hex()}
+    assert "the shared cache does not answer (ConnectionError" in caplog.text
