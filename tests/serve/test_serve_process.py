@@ -293,10 +293,16 @@ def test_slow_clients_hold_no_thread_and_meet_their_deadlines(server: Running) -
 # --- a worker's exit, the start-up checks ------------------------------------------------------
 
 
-def test_a_stopped_worker_writes_its_buffered_rows(var_dir: Path, tmp_path: Path) -> None:
-    """With batches too large and too slow to be written by themselves, SIGTERM writes them."""
+def test_a_stopped_worker_writes_its_buffered_rows(tmp_path: Path) -> None:
+    """With batches too large and too slow to be written by themselves, SIGTERM writes them.
+
+    On a database of its own: the module's is written by the other tests' servers, whose
+    workers may still be writing their last rows when this one starts.
+    """
+    own = tmp_path / "var"
+    migrate(server_env(own))
     with serve(
-        var_dir, tmp_path / "log", TM_LOG_FLUSH_ROWS="100000", TM_LOG_FLUSH_SECONDS="3600"
+        own, tmp_path / "log", TM_LOG_FLUSH_ROWS="100000", TM_LOG_FLUSH_SECONDS="3600"
     ) as running:
         before = len(running.rows())
         with httpx.Client(timeout=10) as client:
