@@ -388,15 +388,8 @@ class FileStore:
 
 # --- many machines: Redis ---------------------------------------------------------------------
 
-#: KEYS[1] the bucket; ARGV now, cost, burst, refill, ttl in ms. Returns {allowed, tokens}.
-#: The same arithmetic as ``step``; floats travel as strings (Lua numbers returned to Redis
-#: become integers).
-_TAKE_SCRIPT = """
-local now = tonumber(ARGV[1])
-local cost = tonumber(ARGV[2])
-local burst = tonumber(ARGV[3])
-local refill = tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[1], 't', 's')
+#: Both scripts' start: the bucket at KEYS[1] refilled to ``now`` (``tokens``, ``stamp``).
+_REFILLED = """local state = redis.call('HMGET', KEYS[1], 't', 's')
 local tokens = tonumber(state[1])
 local stamp = tonumber(state[2])
 if tokens == nil or stamp == nil then
@@ -406,7 +399,19 @@ elseif now > stamp then
   tokens = math.min(burst, tokens + (now - stamp) * refill)
   stamp = now
 end
-local allowed = 0
+"""
+#: KEYS[1] the bucket; ARGV now, cost, burst, refill, ttl in ms. Returns {allowed, tokens}.
+#: The same arithmetic as ``step``; floats travel as strings (Lua numbers returned to Redis
+#: become integers).
+_TAKE_SCRIPT = (
+    """
+local now = tonumber(ARGV[1])
+local cost = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local refill = tonumber(ARGV[4])
+"""
+    + _REFILLED
+    + """local allowed = 0
 if tokens >= cost - 1e-6 then
   tokens = math.max(0, tokens - cost)
   allowed = 1
@@ -419,24 +424,18 @@ end
 redis.call('PEXPIRE', KEYS[1], ttl)
 return {allowed, string.format('%.17g', tokens)}
 """
+)
 #: KEYS[1] the bucket; ARGV now, extra, burst, refill, ttl in ms. Returns the tokens left.
 #: The same arithmetic as ``owe``; a bucket in debt lives until it would be full again.
-_CHARGE_SCRIPT = """
+_CHARGE_SCRIPT = (
+    """
 local now = tonumber(ARGV[1])
 local extra = tonumber(ARGV[2])
 local burst = tonumber(ARGV[3])
 local refill = tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[1], 't', 's')
-local tokens = tonumber(state[1])
-local stamp = tonumber(state[2])
-if tokens == nil or stamp == nil then
-  tokens = burst
-  stamp = now
-elseif now > stamp then
-  tokens = math.min(burst, tokens + (now - stamp) * refill)
-  stamp = now
-end
-tokens = math.max(-burst, tokens - extra)
+"""
+    + _REFILLED
+    + """tokens = math.max(-burst, tokens - extra)
 local ttl = tonumber(ARGV[5])
 if tokens < 0 then
   ttl = ttl + math.ceil(-tokens / refill * 1000)
@@ -445,6 +444,7 @@ redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.for
 redis.call('PEXPIRE', KEYS[1], ttl)
 return string.format('%.17g', tokens)
 """
+)
 
 
 class RedisStore:
