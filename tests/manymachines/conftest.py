@@ -25,9 +25,10 @@ def redis_url() -> str:
     return url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def database_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for this run, dropped afterwards."""
+    """A fresh PostgreSQL database for this test, dropped afterwards: what a test counts in it
+    (request-log rows) is its own, whichever tests ran before it in the worker."""
     url = os.environ.get("TM_TEST_DATABASE_URL")
     if not url:
         missing("no PostgreSQL: TM_TEST_DATABASE_URL is not set", "source .ci/services.sh as root")

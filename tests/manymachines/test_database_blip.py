@@ -11,45 +11,24 @@ buffer and land after, so the rows in the database equal the requests answered.
 
 from __future__ import annotations
 
-import os
-import secrets
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from tests.oplog.servers import gunicorn, migrate, server_env
-from tests.services import missing
 from tmsite.oplog.models import RequestLog
 
 pytestmark = pytest.mark.spec("OP2", "OP5")
 
 FILE = "tm://tinymachines/fs/docs/index.md"
 ENTITY = "tm://tinymachines/entity/pattern/bank-switch"
-
-
-@pytest.fixture
-def own_database() -> Iterator[str]:
-    """A database of this test's own (the session's is shared with the stack test's counts)."""
-    url = os.environ.get("TM_TEST_DATABASE_URL")
-    if not url:
-        missing("no PostgreSQL: TM_TEST_DATABASE_URL is not set", "source .ci/services.sh as root")
-    import psycopg
-
-    name = f"tm_blip_{secrets.token_hex(4)}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager
@@ -91,8 +70,7 @@ def serving(env: dict[str, str], log: Path) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_a_database_outage_loses_no_row(own_database: str, tmp_path: Path) -> None:
-    database_url = own_database
+def test_a_database_outage_loses_no_row(database_url: str, tmp_path: Path) -> None:
     env = server_env(
         tmp_path / "var",
         TM_DATABASE_URL=database_url,
