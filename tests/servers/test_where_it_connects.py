@@ -32,6 +32,7 @@ from tmsite.servers.models import McpServer
 from tmsite.servers.programs import server_records
 
 ROOT = Path(__file__).resolve().parents[2]
+MAPPED = str(ipaddress.ip_address("::ffff:169.254.169.254"))
 
 pytestmark = [pytest.mark.django_db, pytest.mark.spec("MCP", "HTTP")]
 BASE = "tm://test/mcp/"
@@ -109,7 +110,8 @@ def asked(url: str) -> tuple[McpServer, Any]:
         ("https://10.0.0.1/mcp", "10.0.0.1", "private"),
         ("http://[::1]:8931/mcp", "::1", "loopback"),
         ("http://127.0.0.1:8931/mcp", "127.0.0.1", "loopback"),
-        ("https://[::ffff:169.254.169.254]/", "::ffff:a9fe:a9fe", "link-local"),
+        # IPv4-mapped: written as Python writes the address (3.13 keeps the dotted quad)
+        ("https://[::ffff:169.254.169.254]/", MAPPED, "link-local"),
         ("https://100.64.1.1/", "100.64.1.1", "shared"),
         ("https://0.0.0.0/", "0.0.0.0", "unspecified"),
     ],
