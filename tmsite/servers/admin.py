@@ -60,18 +60,7 @@ class McpServerForm(ModelForm[m.McpServer]):
 
     class Meta:
         model = m.McpServer
-        fields = (
-            "name",
-            "description",
-            "transport",
-            "program",
-            "url",
-            "token_setting",
-            "sources",
-            "licence_basis",
-            "start_timeout",
-            "call_timeout",
-        )
+        fields = ("name", *m.McpServer.CORRECTABLE)
 
 
 @admin.register(m.McpServer)
