@@ -146,6 +146,24 @@ def wait_ready(server: Server) -> None:
     )
 
 
+def uvicorn(
+    app: str,
+    port: int,
+    workers: int,
+    http: str = "httptools",
+    loop: str = "uvloop",
+    factory: bool = False,
+) -> list[str]:
+    """uvicorn's argument list for ``app``, quiet, on loopback."""
+    return [
+        str(BIN / "uvicorn"),
+        app,
+        *(["--factory"] if factory else []),
+        *("--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)),
+        *("--http", http, "--loop", loop, "--log-level", "warning", "--no-access-log"),
+    ]
+
+
 #: How tmsite can be served: the deployed way first. Each entry builds the server's argument
 #: list from (port, workers, threads); all serve the same application on the same database.
 TM_SERVERS: dict[str, Callable[[int, int, int], list[str]]] = {
@@ -209,40 +227,12 @@ TM_SERVERS: dict[str, Callable[[int, int, int], list[str]]] = {
         str(threads),
     ],
     # The same application on uvicorn (httptools + uvloop), the SDK's own server.
-    "serve-uvicorn": lambda port, workers, threads: [
-        str(BIN / "uvicorn"),
-        "tmsite.serve.app:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--http",
-        "httptools",
-        "--loop",
-        "uvloop",
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ],
-    "uvicorn-asgi": lambda port, workers, threads: [
-        str(BIN / "uvicorn"),
-        "tmsite.asgi:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--http",
-        "httptools",
-        "--loop",
-        "uvloop",
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ],
+    "serve-uvicorn": lambda port, workers, threads: uvicorn(
+        "tmsite.serve.app:application", port, workers
+    ),
+    "uvicorn-asgi": lambda port, workers, threads: uvicorn(
+        "tmsite.asgi:application", port, workers
+    ),
 }
 
 
@@ -310,24 +300,14 @@ def servers(
         started.append(
             start(
                 "sdk",
-                [
-                    str(BIN / "uvicorn"),
+                uvicorn(
                     "bench.sdk_file_server:create_app",
-                    "--factory",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(sdk_port),
-                    "--workers",
-                    str(workers),
-                    "--log-level",
-                    "warning",
-                    "--no-access-log",
-                    "--http",
-                    sdk_http,
-                    "--loop",
-                    sdk_loop,
-                ],
+                    sdk_port,
+                    workers,
+                    http=sdk_http,
+                    loop=sdk_loop,
+                    factory=True,
+                ),
                 sdk_env,
                 f"http://127.0.0.1:{sdk_port}/mcp",
                 logdir,
