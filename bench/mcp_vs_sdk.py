@@ -286,8 +286,9 @@ def servers(
     }
     started: list[Server] = []
     try:
-        tm_port = free_port()
-        started.append(
+        tm_port = sdk_port = free_port()
+        while sdk_port == tm_port:  # chosen before either binds: never the same port twice
+            started.append(
             start(
                 "tmsite",
                 TM_SERVERS[tm_server](tm_port, workers, threads),
