@@ -286,9 +286,8 @@ def servers(
     }
     started: list[Server] = []
     try:
-        tm_port = sdk_port = free_port()
-        while sdk_port == tm_port:  # chosen before either binds: never the same port twice
-            started.append(
+        tm_port = free_port()
+        started.append(
             start(
                 "tmsite",
                 TM_SERVERS[tm_server](tm_port, workers, threads),
