@@ -20,20 +20,26 @@ A request whose params could make the answer differ (a ``cursor`` on a list, a r
 spelled otherwise) takes the ordinary path. A root read counts its kind on every answer, as
 the ordinary read does.
 
+A plain read of a small ``fs`` file is kept too, against the file's stat and the links other
+mounts give it (``tmsite.mcp.read_memo``, which says what is compared when); its kind is
+counted on every answer as well.
+
 Spec: T7, T10.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
 from tmsite.kinds import counter as kind_counter
-from tmsite.mcp import lifecycle
+from tmsite.mcp import lifecycle, read_memo
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
 
@@ -69,10 +75,14 @@ class Prepared:
         return '{"jsonrpc":"2.0","id":' + id_text + ',"result":' + self.text + "}"
 
 
-_entries: dict[tuple[str, str, str], Prepared] = {}
+Key = tuple[str, str, str]
+
+_entries: dict[Key, Prepared] = {}
+#: The entry a request was judged answerable with, without waiting (``answering``).
+_chosen: ContextVar[tuple[Key, Prepared] | None] = ContextVar("tm_prepared_chosen", default=None)
 
 
-def variant(method: str, params: dict[str, Any], ctx: CallContext) -> tuple[str, str, str] | None:
+def variant(method: str, params: dict[str, Any], ctx: CallContext) -> Key | None:
     """The prepared answer a request may take (method, version, variant), or None for none."""
     if method in _FIXED:
         return (method, ctx.version, "")
@@ -84,44 +94,109 @@ def variant(method: str, params: dict[str, Any], ctx: CallContext) -> tuple[str,
         uri = params.get("uri")
         if isinstance(uri, str) and uri == f"tm://{settings.TM_HOST}/":
             return (method, ctx.version, uri)
+        if isinstance(uri, str) and read_memo.candidate(uri, settings.TM_HOST):
+            return (method, ctx.version, uri)
     return None
 
 
-def _depends(method: str) -> tuple[Any, ...]:
+def _file_read(key: Key) -> bool:
+    return key[0] == "resources/read" and not key[2].endswith("/")
+
+
+def _depends(key: Key) -> tuple[Any, ...]:
     from tmsite.mcp.methods import METHODS  # the row that answers it: a new handler, anew
 
+    method = key[0]
     host: str = settings.TM_HOST
     if method in _USES_NAMESPACE:
-        return (METHODS.get(method), host, lifecycle.public_url(), registry.namespace())
+        namespace = registry.namespace()
+        depends = (METHODS.get(method), host, lifecycle.public_url(), namespace)
+        if _file_read(key):
+            return (*depends, read_memo.stamp(namespace, key[2]))
+        return depends
     return (METHODS.get(method), host, lifecycle.public_url())
 
 
-def lookup(key: tuple[str, str, str]) -> tuple[Prepared | None, tuple[Any, ...]]:
+def lookup(key: Key) -> tuple[Prepared | None, tuple[Any, ...]]:
     """The entry for ``key`` if still current (else None), and what it depends on now.
 
     An entry is current when what it depends on is as it was when it was built; the
     dependencies are returned for ``store`` to keep beside a new entry. The namespace is
     compared by identity (``Namespace`` defines no equality), the settings' strings by value.
+    A file's read depends on its stamp, compared every time, and on its links, compared when
+    due (``read_memo``): they are taken, for ``store``, only when the entry is not current.
     """
-    depends = _depends(key[0])
+    chosen = _chosen.get()
+    if chosen is not None and chosen[0] == key:
+        return chosen[1], chosen[1].depends
+    depends = _depends(key)
     entry = _entries.get(key)
+    if _file_read(key):
+        return _file_lookup(key, entry, depends)
     if entry is None or entry.depends != depends:
         return None, depends
     return entry, depends
 
 
-def store(
-    key: tuple[str, str, str], depends: tuple[Any, ...], result: dict[str, Any], text: str
-) -> Prepared:
+def _file_lookup(
+    key: Key, entry: Prepared | None, depends: tuple[Any, ...]
+) -> tuple[Prepared | None, tuple[Any, ...]]:
+    found = depends[-1]
+    if entry is not None and found is not None and entry.depends[: len(depends)] == depends:
+        if not read_memo.due(key):
+            return entry, depends
+        if read_memo.links(depends[3], key[2]) == entry.depends[-1]:
+            read_memo.checked(key)
+            return entry, depends
+    if found is None or not read_memo.settled(found):
+        return None, depends  # read, not kept: no links to compare later
+    return None, (*depends, read_memo.links(depends[3], key[2]))
+
+
+def current(key: Key) -> Prepared | None:
+    """The entry for ``key`` when it is current and can be given without waiting on anything.
+
+    As ``lookup``, except that a file's read whose links are due to be compared (which may
+    ask the database) is None: it is for a thread to answer.
+    """
+    if not _file_read(key):
+        return lookup(key)[0]
+    depends = _depends(key)
+    entry = _entries.get(key)
+    if (
+        entry is None
+        or depends[-1] is None
+        or entry.depends[: len(depends)] != depends
+        or read_memo.due(key)
+    ):
+        return None
+    return entry
+
+
+@contextlib.contextmanager
+def answering(key: Key, entry: Prepared) -> Iterator[None]:
+    """Within it, the request for ``key`` is answered with ``entry`` (``current`` chose it)."""
+    token = _chosen.set((key, entry))
+    try:
+        yield
+    finally:
+        _chosen.reset(token)
+
+
+def store(key: Key, depends: tuple[Any, ...], result: dict[str, Any], text: str) -> Prepared:
     """Keep the result just built for ``key`` (``depends`` taken before building it)."""
     after: Callable[[], None] | None = None
-    if key[0] == "resources/read":
+    keep = not _file_read(key) or len(depends) == 6
+    if key[0] == "resources/read" and keep:
         with kind_counter.quiet():  # the read just answered was counted already
             content = depends[3].read(key[2])
         after = _count_kind(content)
     plain = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     entry = Prepared(depends, result, text, ascii_only=plain != text, after=after)
-    _entries[key] = entry
+    if keep:
+        _entries[key] = entry
+        if _file_read(key):
+            read_memo.kept(key, _entries)
     return entry
 
 
@@ -135,3 +210,4 @@ def _count_kind(content: Any) -> Callable[[], None]:
 def clear() -> None:
     """Forget every prepared answer (tests)."""
     _entries.clear()
+    read_memo.clear()

@@ -9,7 +9,8 @@ complete request reaches a thread.
 Then, for ``POST /api/mcp``:
 
 * a request ``tmsite.mcp.prepared`` holds a current answer for (``ping``, ``tools/list``,
-  ``initialize``, …) is answered in the event loop, with no thread hop, by the endpoint's own
+  ``initialize``, a small file's read whose links are not due to be compared, …) is answered
+  in the event loop with that answer, with no thread hop, by the endpoint's own
   view behind the endpoint's own middleware (``tmsite.wsgi.ENDPOINT_MIDDLEWARE``): the same
   checks, headers, rate limit and request-log row as any other request. It is taken only when
   nothing in it can wait on the network or write the database: the rate-limit buckets are in
@@ -174,21 +175,27 @@ def _candidate(body: bytes) -> tuple[str, dict[str, Any]] | None:
 
 def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
     """Whether this MCP POST may be answered in the event loop (see the module's text)."""
+    return _in_loop(environ, body) is not None
+
+
+def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepared.Prepared] | None:
+    """The prepared answer this MCP POST may be answered with in the event loop, else None."""
     if len(body) > PREPARED_BODY_MAX or not _local_buckets() or recorder.would_flush():
-        return False
+        return None
     found = _candidate(body)
     if found is None:
-        return False
+        return None
     method, params = found
     header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
     version = header.strip(" \t") if header is not None else DEFAULT_HEADERLESS_VERSION
     if version not in SUPPORTED_VERSIONS:
-        return False
+        return None
     try:
         key = prepared.variant(method, params, CallContext(version=version, transport="http"))
-        return key is not None and prepared.lookup(key)[0] is not None
+        entry = prepared.current(key) if key is not None else None
     except Exception:  # a namespace not built yet, …: the thread builds it
-        return False
+        return None
+    return None if key is None or entry is None else (key, entry)
 
 
 # --- the rest of the site, through its WSGI application --------------------------------------
@@ -412,8 +419,9 @@ class Application:
                 if gathered is None:
                     return  # streamed
                 parts = gathered
-            elif scope["method"] == "POST" and answerable_in_loop(environ, body):
-                with recorder.deferred():  # a batch due meanwhile is the flusher's to write
+            elif scope["method"] == "POST" and (chosen := _in_loop(environ, body)) is not None:
+                # A batch due meanwhile is the flusher's to write; the answer is the one chosen.
+                with recorder.deferred(), prepared.answering(*chosen):
                     parts = _parts(_run_endpoint(environ))
             else:
                 parts = await loop.run_in_executor(self.pool, _endpoint_on_thread, environ)
