@@ -8,12 +8,14 @@ before the answer is built, is:
 * the file as the fs mount resolves the address (its rules run on every use: a segment
   refused, a symlink swapped to point elsewhere, a denied name, all change or void it) and
   that file's stat: device, inode, size, modification and change times in nanoseconds;
+* how many times this process dropped its trails (``trails.index.forgotten``: a correction
+  saved here is in the next answer, as in a built one);
 * the links other mounts give the file (``Namespace.links_into``: its repository, its pages,
   the trails it is a step of, …), compared again when they were last compared more than
   ``LINKS_RECHECK_SECONDS`` ago. That second is the one the git mount trusts a resolved ref
-  for (``REF_TTL``) and the trail index its corrections' version: a commit or a correction
-  reaches a kept answer as late as it reaches a built one, a trail file edited up to a
-  second later.
+  for (``REF_TTL``) and the trail index another machine's corrections: a commit or such a
+  correction reaches a kept answer as late as it reaches a built one; a trail file, an
+  import manifest or a page edited on disk, up to a second later.
 
 Only regular files of at most ``SMALL_FILE`` bytes are kept, at most ``MAX_ENTRIES`` answers
 (the oldest forgotten first). A file changed less than ``SETTLE_SECONDS`` before its stat was
@@ -47,7 +49,7 @@ LINKS_RECHECK_SECONDS = 1.0
 #: A file changed this recently is read, not kept.
 SETTLE_SECONDS = 2.0
 
-Stamp = tuple[str, int, int, int, int, int]
+Stamp = tuple[str, int, int, int, int, int, int]
 
 _lock = threading.Lock()
 #: When each kept answer's links were last compared (``time.monotonic``), oldest kept first.
@@ -79,6 +81,7 @@ def _parsed(uri: str) -> TmUri | None:
 def stamp(namespace: Any, uri: str) -> Stamp | None:
     """The file ``uri`` reads and its stat; None when it is not a small regular file."""
     from tmsite.mounts.fs.mount import FsMount
+    from tmsite.trails import index
 
     parsed = _parsed(uri)
     mount = namespace.mounts.get("fs")
@@ -93,6 +96,7 @@ def stamp(namespace: Any, uri: str) -> Stamp | None:
         return None
     return (
         resolved,
+        index.forgotten(),
         info.st_dev,
         info.st_ino,
         info.st_size,
@@ -109,7 +113,7 @@ def links(namespace: Any, uri: str) -> tuple[Link, ...]:
 
 def settled(found: Stamp) -> bool:
     """Whether the file was last changed long enough ago for its stat to tell every change."""
-    return time.time_ns() - max(found[4], found[5]) >= SETTLE_SECONDS * 1e9
+    return time.time_ns() - max(found[5], found[6]) >= SETTLE_SECONDS * 1e9
 
 
 def due(key: Any) -> bool:

@@ -475,14 +475,22 @@ _memo_lock = threading.Lock()
 #: machine within this many seconds. Without it every read of any address would cost a query.
 VERSION_RECHECK_SECONDS = 1.0
 _version_read_at: dict[str, float] = {}
+_forgotten = 0
 _clock = time.monotonic
 
 
 def forget() -> None:
     """Drop what this process remembers of the trails (a correction was saved here; tests)."""
+    global _forgotten
     with _memo_lock:
         _memo.clear()
         _version_read_at.clear()
+        _forgotten += 1
+
+
+def forgotten() -> int:
+    """How many times this process dropped what it knew (an answer kept before is stale)."""
+    return _forgotten
 
 
 def current(checkout: Path | None = None) -> View:
