@@ -57,10 +57,27 @@ START_TIMEOUT = 90.0
 STOP_TIMEOUT = 10.0
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+#: How many times a server whose port was taken meanwhile is started again on another.
+START_ATTEMPTS = 5
+#: What a server that could not bind its port says (uvicorn, granian; gunicorn).
+ADDRESS_IN_USE = ("address already in use", "errno 98", "connection in use")
+
+
+def free_ports(count: int, avoid: frozenset[int] = frozenset()) -> list[int]:
+    """``count`` loopback ports free now, all different (bound together, then let go)."""
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            if sock.getsockname()[1] in avoid:
+                sock.close()
+                continue
+            held.append(sock)
+        return [int(sock.getsockname()[1]) for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def _child_setup() -> None:
@@ -144,6 +161,58 @@ def wait_ready(server: Server) -> None:
     raise RuntimeError(
         f"{server.name} did not answer ping in {START_TIMEOUT:.0f} s ({last}):\n{server.tail()}"
     )
+
+
+def _port_taken(server: Server) -> bool:
+    """Whether ``server`` exited because its port was bound by another process first."""
+    if server.process.poll() is None:
+        return False
+    said = server.tail().lower()
+    return any(sign in said for sign in ADDRESS_IN_USE)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one server on a given port: its argument list, environment and URL."""
+
+    name: str
+    argv: Callable[[int], list[str]]
+    env: dict[str, str]
+    path: str
+
+    def url(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}{self.path}"
+
+
+def launch_all(
+    launches: list[Launch], logdir: Path, started: list[Server], first: list[int] | None = None
+) -> None:
+    """Start every server on its own free port and wait until each answers ``ping``.
+
+    The ports are chosen together before any server starts (a port chosen after one server
+    started but before it bound is free again, and could be chosen twice). A server whose
+    port another process took in between exits saying so; it is started again on a fresh
+    port, up to ``START_ATTEMPTS`` times. ``started`` receives each server as it starts, so
+    the caller stops them all however this ends; ``first`` gives the first ports (tests).
+    """
+    ports = first if first is not None else free_ports(len(launches))
+    for launch, port in zip(launches, ports, strict=True):
+        started.append(start(launch.name, launch.argv(port), launch.env, launch.url(port), logdir))
+    for index, launch in enumerate(launches):
+        for attempt in range(1, START_ATTEMPTS + 1):
+            server = started[index]
+            try:
+                wait_ready(server)
+                break
+            except RuntimeError:
+                if attempt == START_ATTEMPTS or not _port_taken(server):
+                    raise
+            server.stop()
+            avoid = frozenset(loadgen.Target(other.url).port for other in started)
+            port = free_ports(1, avoid)[0]
+            started[index] = start(
+                launch.name, launch.argv(port), launch.env, launch.url(port), logdir
+            )
 
 
 def uvicorn(
@@ -284,37 +353,30 @@ def servers(
         "BENCH_FILE": file,
         "PYTHONUNBUFFERED": "1",
     }
+    launches = [
+        Launch(
+            "tmsite",
+            lambda port: TM_SERVERS[tm_server](port, workers, threads),
+            tm_env,
+            "/api/mcp",
+        ),
+        Launch(
+            "sdk",
+            lambda port: uvicorn(
+                "bench.sdk_file_server:create_app",
+                port,
+                workers,
+                http=sdk_http,
+                loop=sdk_loop,
+                factory=True,
+            ),
+            sdk_env,
+            "/mcp",
+        ),
+    ]
     started: list[Server] = []
     try:
-        tm_port = free_port()
-        started.append(
-            start(
-                "tmsite",
-                TM_SERVERS[tm_server](tm_port, workers, threads),
-                tm_env,
-                f"http://127.0.0.1:{tm_port}/api/mcp",
-                logdir,
-            )
-        )
-        sdk_port = free_port()
-        started.append(
-            start(
-                "sdk",
-                uvicorn(
-                    "bench.sdk_file_server:create_app",
-                    sdk_port,
-                    workers,
-                    http=sdk_http,
-                    loop=sdk_loop,
-                    factory=True,
-                ),
-                sdk_env,
-                f"http://127.0.0.1:{sdk_port}/mcp",
-                logdir,
-            )
-        )
-        for server in started:
-            wait_ready(server)
+        launch_all(launches, logdir, started)
         yield started[0], started[1]
     finally:
         for server in reversed(started):

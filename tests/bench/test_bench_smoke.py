@@ -107,3 +107,49 @@ def test_stream_capacity_counts_streams_held_per_serving_model() -> None:
         "granian (ASGI)": 12,
         "uvicorn httptools + uvloop (ASGI)": 12,
     }, done.stdout
+
+
+@pytest.mark.slow
+def test_a_server_whose_port_was_taken_meanwhile_starts_again_on_another(
+    tmp_path: Path,
+) -> None:
+    """The port chosen for a server is bound by someone else before the server binds it."""
+    import socket
+
+    sys.path.insert(0, str(ROOT))
+    from bench import mcp_vs_sdk
+
+    launch = mcp_vs_sdk.Launch(
+        "sdk",
+        lambda port: mcp_vs_sdk.uvicorn("bench.sdk_file_server:create_app", port, 1, factory=True),
+        {
+            **mcp_vs_sdk.base_env(),
+            "BENCH_CHECKOUT": str(ROOT),
+            "BENCH_FILE": "docs/README.md",
+        },
+        "/mcp",
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started: list[mcp_vs_sdk.Server] = []
+        try:
+            mcp_vs_sdk.launch_all([launch], tmp_path, started, first=[port])
+            assert len(started) == 1
+            assert started[0].url != launch.url(port)
+            assert started[0].process.poll() is None
+        finally:
+            for server in started:
+                server.stop()
+
+
+def test_ports_chosen_together_are_all_different() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench import mcp_vs_sdk
+
+    for _ in range(20):
+        ports = mcp_vs_sdk.free_ports(2)
+        assert len(set(ports)) == 2
+        again = mcp_vs_sdk.free_ports(1, avoid=frozenset(ports))
+        assert again[0] not in ports
