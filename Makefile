@@ -8,9 +8,10 @@ DEMO_PORT ?= 8001
 HOST   ?= 127.0.0.1
 WORKERS ?= 2
 THREADS ?= 8
-# gunicorn (gthread workers, deploy/gunicorn.conf.py) or serve (python -m tmsite.serve: granian's
-# ASGI workers, prepared MCP answers in the event loop, the rest on THREADS request threads).
-SERVER ?= gunicorn
+# serve (python -m tmsite.serve: granian's ASGI workers, every body read in the event loop
+# against its deadlines, the rest on THREADS request threads) or gunicorn (gthread workers,
+# deploy/gunicorn.conf.py).
+SERVER ?= serve
 
 .PHONY: run test setup lint typecheck check conformance bench clean which-python
 
@@ -41,11 +42,11 @@ run: setup
 		--port $(DEMO_PORT) & demo=$$!; trap "kill $$demo" EXIT INT TERM; \
 	export TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT); \
 	case "$(SERVER)" in \
-	gunicorn) $(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py \
-		--bind $(HOST):$(PORT) --workers $(WORKERS) --threads $(THREADS) ;; \
 	serve) $(BIN)/python -m tmsite.serve --host $(HOST) --port $(PORT) \
 		--workers $(WORKERS) --threads $(THREADS) ;; \
-	*) echo "SERVER must be gunicorn or serve, not $(SERVER)" >&2; exit 2 ;; \
+	gunicorn) $(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py \
+		--bind $(HOST):$(PORT) --workers $(WORKERS) --threads $(THREADS) ;; \
+	*) echo "SERVER must be serve or gunicorn, not $(SERVER)" >&2; exit 2 ;; \
 	esac
 
 test: $(VENV)/.installed

@@ -3,7 +3,8 @@
 The outage is real and this test's database's alone (the server is shared with other tests):
 the server terminates every connection to it — "terminating connection due to administrator
 command", what a restart does to them — and refuses new ones for four seconds
-(``ALLOW_CONNECTIONS false``), then takes them again. gunicorn serves it with two workers; reads
+(``ALLOW_CONNECTIONS false``), then takes them again. The default server (``python -m
+tmsite.serve``) serves it with two workers; reads
 of files need no database and are answered throughout, entity reads fail while it is away and
 are answered -32603 with their id; the rows that could not be written wait in each worker's
 buffer and land after, so the rows in the database equal the requests answered.
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.oplog.servers import gunicorn, migrate, server_env
+from tests.oplog.servers import migrate, serve, server_env
 from tmsite.oplog.models import RequestLog
 
 pytestmark = pytest.mark.spec("OP2", "OP5")
@@ -61,9 +62,9 @@ def rows(database_url: str) -> Counter[tuple[str, str, int]]:
 
 @contextmanager
 def serving(env: dict[str, str], log: Path) -> Iterator[str]:
-    """gunicorn with two workers of two threads; a start that fails shows the server's log."""
+    """The default server, two workers of two threads; a start that fails shows its log."""
     try:
-        with gunicorn(env, workers=2, log=log, threads=2) as base:
+        with serve(env, workers=2, log=log, threads=2) as base:
             yield base
     except TimeoutError as exc:
         pytest.fail(f"{exc}; the server's log ends:\n{log.read_text(errors='replace')[-3000:]}")
@@ -78,7 +79,7 @@ def test_a_database_outage_loses_no_row(database_url: str, tmp_path: Path) -> No
         TM_LOG_FLUSH_SECONDS="0.5",
     )
     migrate(env)
-    log = tmp_path / "gunicorn.log"
+    log = tmp_path / "serve.log"
     answered: Counter[tuple[str, str, int]] = Counter()
     lock = threading.Lock()
     stop = threading.Event()

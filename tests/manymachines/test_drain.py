@@ -1,4 +1,5 @@
-"""Draining a machine loses nothing: two gunicorn machines behind the documented nginx, a
+"""Draining a machine loses nothing: two machines (``python -m tmsite.serve``, the default
+server) behind the documented nginx, a
 steady load of MCP reads, and one machine stopped (SIGTERM, as a rolling restart does) in the
 middle of it. Every read is answered, none with a 5xx, and the request log holds one row per
 read answered — none lost with the machine that went, none written twice for a read nginx
@@ -10,6 +11,8 @@ import http.client
 import json
 import os
 import signal
+import socket
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -20,13 +23,28 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.oplog.servers import free_port, gunicorn, json_lines, migrate, nginx, server_env
+from tests.oplog.servers import (
+    free_port,
+    gunicorn,
+    json_lines,
+    migrate,
+    nginx,
+    server_env,
+    serving,
+)
 
 pytestmark = pytest.mark.spec("OP5", "OP2")
 
 FILE = "tm://tinymachines/fs/docs/index.md"
 PAGE = "tm://tinymachines/http/tinymachines.ai/docs"
 CLIENTS = 4
+
+
+def _wait_exit(process: subprocess.Popen[bytes], deadline: float) -> float:
+    """Seconds until the launcher exited (it waits for its workers first)."""
+    start = time.monotonic()
+    process.wait(timeout=deadline)
+    return time.monotonic() - start
 
 
 def _wait_gone(pidfile: Path, deadline: float) -> float:
@@ -59,8 +77,6 @@ def test_sigterm_one_machine_under_load_loses_no_read(
         TM_RATE_BURST="1000000",  # every caller here is one (loopback, forwarded by nginx)
     )
     migrate(env)
-    pidfile = tmp_path / "machine-a.pid"
-    env_a = {**env, "GUNICORN_CMD_ARGS": f"--pid {pidfile}"}
     logs = [tmp_path / "machine-a.log", tmp_path / "machine-b.log"]
     statuses: Counter[str] = Counter()
     stop = threading.Event()
@@ -93,19 +109,26 @@ def test_sigterm_one_machine_under_load_loses_no_read(
                     statuses[outcome] += 1
 
     with ExitStack() as stack:
-        machines = [  # threads and keep-alive as the deploy config sets them
-            stack.enter_context(gunicorn(env_a, workers=2, log=logs[0], threads=None)),
-            stack.enter_context(gunicorn(env, workers=2, log=logs[1], threads=None)),
+        machines = [  # threads as the launcher sets them
+            stack.enter_context(serving(env, workers=2, log=logs[0])),
+            stack.enter_context(serving(env, workers=2, log=logs[1])),
         ]
-        front = stack.enter_context(nginx(machines, tmp_path / "nginx", port=front_port))
+        stopping = machines[0]
+        front = stack.enter_context(
+            nginx([m.url for m in machines], tmp_path / "nginx", port=front_port)
+        )
         with ThreadPoolExecutor(CLIENTS) as pool:
             running = [pool.submit(load, n) for n in range(CLIENTS)]
             warm = time.monotonic() + 60
             while (before := _answered(statuses, lock)) < 30:  # both machines serving
                 assert time.monotonic() < warm and not any(f.done() for f in running)
                 time.sleep(0.05)
-            os.kill(int(pidfile.read_text()), signal.SIGTERM)
-            drained_in = _wait_gone(pidfile, deadline=30)
+            workers = stopping.workers()
+            assert len(workers) == 2
+            stopping.process.send_signal(signal.SIGTERM)
+            drained_in = _wait_exit(stopping.process, deadline=30)
+            assert stopping.process.returncode == 0
+            assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()], "a worker stayed"
             during = _answered(statuses, lock) - before
             time.sleep(1.5)  # the other machine alone
             stop.set()
@@ -154,3 +177,50 @@ def test_a_stopping_worker_answers_a_request_on_a_kept_alive_connection(tmp_path
         assert second.getheader("Connection") == "close"
         conn.close()
         assert _wait_gone(pidfile, deadline=25) < 25
+
+
+@pytest.mark.slow
+def test_a_stopping_server_closes_idle_kept_alive_connections_and_finishes_what_it_has(
+    tmp_path: Path,
+) -> None:
+    """What the drain rests on with the default server: on SIGTERM an idle kept-alive connection
+    is closed at once (nothing sent on it later can be taken and then lost: the client, nginx,
+    sends it elsewhere), a request whose body is still arriving is answered in full, and the
+    launcher exits 0 after its worker, within the graceful timeout, leaving no process behind."""
+    env = server_env(tmp_path / "var")
+    migrate(env)
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": FILE}}
+    ).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    with serving(env, workers=1, log=tmp_path / "serve.log", threads=2) as machine:
+        idle = http.client.HTTPConnection("127.0.0.1", machine.port, timeout=10)
+        idle.request("POST", "/api/mcp", body, headers)
+        first = idle.getresponse()
+        first.read()
+        assert first.status == 200
+        [worker] = machine.workers()
+        busy = socket.create_connection(("127.0.0.1", machine.port), timeout=10)
+        busy.sendall(
+            b"POST /api/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
+        time.sleep(0.3)  # the request is in the worker, its body not yet whole
+        machine.process.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert idle.sock is not None
+        idle.sock.settimeout(5)
+        assert idle.sock.recv(1) == b"", "the idle kept-alive connection is closed"
+        busy.sendall(body[10:])
+        answer = b""
+        while chunk := busy.recv(65536):
+            answer += chunk
+        head, _, payload = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), answer[:300]
+        assert json.loads(payload)["result"]["contents"][0]["uri"] == FILE
+        busy.close()
+        idle.close()
+        assert _wait_exit(machine.process, deadline=25) < 25
+        assert machine.process.returncode == 0
+        assert not Path(f"/proc/{worker}").exists(), "the worker outlived the launcher"

@@ -1,5 +1,5 @@
 """The shared cache failing is not an outage: a real redis-server of the test's own, stopped and
-frozen (SIGSTOP) under a real gunicorn machine of two workers.
+frozen (SIGSTOP) under a real machine (``python -m tmsite.serve``) of two workers.
 
 While Redis is away every read answers with its result, the rate limit still limits — on the
 machine's own buckets, shared by its workers — health answers at once and says ``degraded``
@@ -24,10 +24,10 @@ import pytest
 from tests import wire_schema
 from tests.oplog.servers import (
     RedisProcess,
-    gunicorn,
     json_lines,
     migrate,
     redis_server,
+    serve,
     server_env,
 )
 
@@ -56,7 +56,7 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path) -> Iterator[Machine]:
-    """gunicorn, two workers of four threads, its buckets in a Redis of this test's own."""
+    """The default server, two workers of four threads, its buckets in a Redis of its own."""
     with redis_server(tmp_path / "redis") as redis:
         env = server_env(
             tmp_path / "var",
@@ -68,7 +68,7 @@ def machine(tmp_path: Path) -> Iterator[Machine]:
         )
         migrate(env)
         log = tmp_path / "machine.log"
-        with gunicorn(env, workers=2, threads=4, log=log) as base:
+        with serve(env, workers=2, threads=4, log=log) as base:
             for _ in range(8):  # both workers past their first answer (a cold one is slower)
                 httpx.get(f"{base}/api/v1/health", timeout=30)
             yield Machine(base, redis, log, tmp_path / "var" / "tmsite.sqlite3")

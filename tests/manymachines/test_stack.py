@@ -1,7 +1,7 @@
-"""The documented setup, for real: nginx in front of two gunicorn "machines" (two workers
-each), PostgreSQL as the database, Redis as the shared cache. The caller's budget is one across
-all four workers; the request log lands in PostgreSQL without any caller in it; health says
-which database and cache it reached."""
+"""The documented setup, for real: nginx in front of two "machines" of the default server
+(``python -m tmsite.serve``, two workers each), PostgreSQL as the database, Redis as the shared
+cache. The caller's budget is one across all four workers; the request log lands in PostgreSQL
+without any caller in it; health says which database and cache it reached."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 
 from tests.oplog.servers import (
     free_port,
-    gunicorn,
     json_lines,
     migrate,
     nginx,
     read,
+    serve,
     server_env,
 )
 
@@ -45,8 +45,8 @@ def test_nginx_two_machines_postgresql_redis(
     migrate(env)
     logs = [tmp_path / "machine-a.log", tmp_path / "machine-b.log"]
     with ExitStack() as stack:
-        machines = [  # threads as the deploy config sets them (GUNICORN_THREADS, 4)
-            stack.enter_context(gunicorn(env, workers=2, log=log, threads=None)) for log in logs
+        machines = [  # threads as the launcher sets them (8)
+            stack.enter_context(serve(env, workers=2, log=log)) for log in logs
         ]
         front = stack.enter_context(nginx(machines, tmp_path / "nginx", port=front_port))
 

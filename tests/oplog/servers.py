@@ -1,4 +1,5 @@
-"""Real servers for the operating tests: gunicorn on loopback, nginx in front of it."""
+"""Real servers for the operating tests on loopback: the default server (``python -m
+tmsite.serve``, granian), gunicorn with the deploy config, nginx in front of either."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,86 @@ def gunicorn(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@dataclass
+class Machine:
+    """One ``python -m tmsite.serve`` process: its base URL and the launcher process."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def workers(self) -> list[int]:
+        """The pids of the launcher's worker processes (its children, from ``/proc``)."""
+        pid = self.process.pid
+        try:
+            text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(part) for part in text.split()]
+
+
+@contextmanager
+def serving(
+    env: Mapping[str, str],
+    workers: int,
+    log: Path,
+    port: int | None = None,
+    threads: int | None = None,
+    *extra: str,
+) -> Iterator[Machine]:
+    """``python -m tmsite.serve`` (the default server) on loopback; SIGTERM when the block ends.
+
+    ``threads=None`` leaves the thread count to the launcher (``TM_SERVE_THREADS``, 8). The
+    block ends once the launcher has exited, its workers with it.
+    """
+    port = port or free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "tmsite.serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        *(["--threads", str(threads)] if threads is not None else []),
+        *extra,
+    ]
+    with log.open("ab") as sink:
+        process = subprocess.Popen(command, cwd=ROOT, env=dict(env), stderr=sink, stdout=sink)
+    machine = Machine(f"http://127.0.0.1:{port}", process)
+    try:
+        try:
+            wait_for(f"{machine.url}/api/v1/health", deadline=90)
+        except TimeoutError as exc:
+            tail = log.read_text(errors="replace")[-3000:]
+            raise TimeoutError(f"{exc}; the server's log ends:\n{tail}") from None
+        yield machine
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def serve(
+    env: Mapping[str, str],
+    workers: int,
+    log: Path,
+    port: int | None = None,
+    threads: int | None = None,
+) -> Iterator[str]:
+    """:func:`serving`, yielding only the base URL (as :func:`gunicorn` does)."""
+    with serving(env, workers, log, port, threads) as machine:
+        yield machine.url
 
 
 NGINX_SITE = """

@@ -1,10 +1,11 @@
 """The ASGI application: the whole body read in the event loop, then one answer per request.
 
 Every request's body is read in the event loop, against a deadline (``TM_BODY_TIMEOUT``
-seconds for the whole body), so a client that trickles its body holds no thread: it holds a
-socket until the deadline answers it 408 and the connection is closed. (The header deadline is
-the server's: ``--http1-header-read-timeout``, set by ``python -m tmsite.serve``.) Only a
-complete request reaches a thread.
+seconds for the whole body) and a minimum rate (``tmsite.serve.guard``), so a client that
+trickles its body holds no thread: it holds a socket until it falls behind, is answered 408 and
+the connection is closed; one caller may have only so many requests in flight (429). (The
+header deadline is the server's: ``--http1-header-read-timeout``, set by ``python -m
+tmsite.serve``.) Only a complete request reaches a thread.
 
 Then, for ``POST /api/mcp``:
 
@@ -37,6 +38,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
@@ -55,6 +57,7 @@ from tmsite.mcp import endpoint, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, recorder
+from tmsite.serve import guard
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -278,36 +281,8 @@ def _start(status: int, headers: list[tuple[bytes, bytes]]) -> Message:
 # --- the request -----------------------------------------------------------------------------
 
 
-class _Late(Exception):
-    """The body did not arrive within its deadline."""
-
-
 class _TooLarge(Exception):
     """The body is longer than this URL takes."""
-
-
-async def read_body(receive: Receive, limit: int, deadline: float) -> bytes | None:
-    """The whole body, or at most ``limit + 1`` bytes of it; None when the client went away.
-
-    Raises:
-        _Late: the body did not arrive within ``deadline`` seconds.
-    """
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(deadline):
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                if chunk:
-                    chunks.append(chunk)
-                    size += len(chunk)
-                if size > limit or not message.get("more_body", False):
-                    return b"".join(chunks)
-    except TimeoutError:
-        raise _Late from None
 
 
 def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
@@ -360,12 +335,6 @@ def _announced(scope: Scope) -> int | None:
     return None
 
 
-_TIMEOUT_BODY = (
-    b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
-    b'"The request body did not arrive in time."}}'
-)
-
-
 class Application:
     """The ASGI callable (``tmsite.serve.app:application``)."""
 
@@ -405,6 +374,11 @@ class Application:
         self._pool = None
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with guard.admitted(scope, send) as admitted:  # the caller's cap (guard.py)
+            if admitted:
+                await self._answer(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         is_mcp = scope["path"] == wsgi.MCP_PATH
         body = await self._body(scope, receive, send, is_mcp)
         if body is None:
@@ -444,24 +418,16 @@ class Application:
                 return b""  # the endpoint answers 413 from the header, reading nothing
             await _too_large(send)
             return None
-        try:
-            body = await read_body(receive, limit, body_timeout())
-        except _Late:
-            await self._late(send, is_mcp)
+        started = time.perf_counter()
+        try:  # the whole body's deadline and its minimum rate (guard.py)
+            body = await guard.read_body(receive, limit, body_timeout())
+        except guard.Late as late:
+            await guard.refuse_late(send, scope, late, started)
             return None
         if body is not None and not is_mcp and len(body) > limit:
             await _too_large(send)
             return None
         return body
-
-    async def _late(self, send: Send, is_mcp: bool) -> None:
-        headers = [(b"connection", b"close"), (b"cache-control", b"no-store")]
-        if is_mcp:
-            headers.append((b"content-type", b"application/json"))
-            await _send_whole(send, 408, headers, _TIMEOUT_BODY)
-        else:
-            headers.append((b"content-type", b"text/plain"))
-            await _send_whole(send, 408, headers, b"The request body did not arrive in time.\n")
 
 
 async def _too_large(send: Send) -> None:

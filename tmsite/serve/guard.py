@@ -1,0 +1,315 @@
+"""Slow and greedy clients meet their limits in the event loop, before they cost a thread.
+
+What ``tmsite.serve.app`` asks of it, for every HTTP request:
+
+* :func:`admitted` — a cap on the requests one caller has in flight in this worker
+  (``TM_CALLER_MAX_REQUESTS``, 16; 0 turns it off). The caller is the one the rate limit keys
+  (``tmsite.oplog.caller.address``: the socket's peer, or the forwarded address from a trusted
+  proxy; the box's own loopback calls are exempt), held only as the HMAC of that address under
+  this process's secret for the UTC day, and only while it has a request in flight. One past the
+  cap is refused at once, before its body is read: 429 with ``Retry-After`` and the surface's
+  JSON refusal (``rate-limited``), and a request-log row.
+* :func:`read_body` — the whole body against two deadlines: all of it within
+  ``TM_BODY_TIMEOUT`` seconds (20), and, after ``TM_BODY_RATE_GRACE`` seconds (3), at least
+  ``TM_BODY_MIN_RATE`` bytes a second on average (4096; 0 turns it off), so a body trickled
+  slower than that is cut as soon as it falls behind, not at the whole-body deadline.
+  :func:`refuse_late` answers either 408 with the connection closed, and writes the row.
+
+A refused or cut request's row has the surface (``mcp-http``, ``rest``), the outcome
+(``rate-limited``, ``http-408``), the status and the bytes sent; its method is empty (its body
+was never read) and nothing about the caller is in it. Requests for the site's pages have no row,
+as they have none when answered.
+
+Spec: OP1, OP2, OP5.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils import timezone
+
+from tmsite.mcp.codes import RATE_LIMITED
+from tmsite.oplog import buckets, caller, recorder
+from tmsite.rest.codes import REST_PREFIX
+
+logger = logging.getLogger("tmsite.serve")
+requests_log = logging.getLogger("tmsite.requests")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+MCP_PATH = "/api/mcp"
+#: Seconds a caller refused for having too many requests in flight is told to wait.
+BUSY_RETRY_AFTER = 1
+
+
+def _number(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def body_timeout() -> float:
+    """Seconds a request's whole body may take to arrive (``TM_BODY_TIMEOUT``, default 20)."""
+    return _number("TM_BODY_TIMEOUT", 20)
+
+
+def min_rate() -> float:
+    """Bytes a second a body must average after the grace (``TM_BODY_MIN_RATE``; 0: off)."""
+    return _number("TM_BODY_MIN_RATE", 4096)
+
+
+def rate_grace() -> float:
+    """Seconds a body may take before its rate is judged (``TM_BODY_RATE_GRACE``, default 3)."""
+    return _number("TM_BODY_RATE_GRACE", 3)
+
+
+def caller_cap() -> int:
+    """Requests one caller may have in flight in this worker (``TM_CALLER_MAX_REQUESTS``)."""
+    return int(_number("TM_CALLER_MAX_REQUESTS", 16))
+
+
+def surface_of(path: str) -> str | None:
+    """The request log's surface of a path, or None for the site's pages (they have no row)."""
+    if path == MCP_PATH:
+        return "mcp-http"
+    if path.startswith(REST_PREFIX):
+        return "rest"
+    return None
+
+
+# --- the caller -------------------------------------------------------------------------------
+
+#: This process's own secret for the day: the keys below never leave the process.
+_secrets = buckets.MemoryStore()
+#: Requests in flight in this worker, by caller key (a key is dropped when its count is 0).
+_in_flight: dict[bytes, int] = {}
+
+
+def _request_of(scope: Scope) -> HttpRequest:
+    """A request carrying only what the rate limit reads of a caller (peer, forwarding)."""
+    request = HttpRequest()
+    client = scope.get("client") or ("", 0)
+    request.META["REMOTE_ADDR"] = str(client[0])
+    forwarded = [
+        value.decode("latin-1")
+        for name, value in scope["headers"]
+        if name.lower() == b"x-forwarded-for"
+    ]
+    if forwarded:
+        request.META["HTTP_X_FORWARDED_FOR"] = ",".join(forwarded)
+    return request
+
+
+def caller_key(scope: Scope) -> bytes | None:
+    """The caller's key for the day, as the rate limit derives it; None when it is exempt."""
+    request = _request_of(scope)
+    who = caller.address(request)
+    if caller.exempt(request, who):
+        return None
+    return buckets.digest(_secrets.day_secret(time.time()), who)
+
+
+def in_flight() -> int:
+    """Requests of non-exempt callers in flight in this worker."""
+    return sum(_in_flight.values())
+
+
+@asynccontextmanager
+async def admitted(scope: Scope, send: Send) -> AsyncIterator[bool]:
+    """Whether this request may go on (False: it was refused 429 and its row written).
+
+    While the block runs, the request counts against its caller's cap.
+    """
+    cap = caller_cap()
+    key = caller_key(scope) if cap > 0 else None
+    if key is None:
+        yield True
+        return
+    if _in_flight.get(key, 0) >= cap:
+        started = time.perf_counter()
+        await _refuse_busy(scope, send, cap, started)
+        yield False
+        return
+    _in_flight[key] = _in_flight.get(key, 0) + 1
+    try:
+        yield True
+    finally:
+        left = _in_flight.get(key, 1) - 1
+        if left > 0:
+            _in_flight[key] = left
+        else:
+            _in_flight.pop(key, None)
+
+
+async def _refuse_busy(scope: Scope, send: Send, cap: int, started: float) -> None:
+    message = (
+        f"Too many requests at once from this caller: at most {cap} may be in flight; "
+        f"retry after {BUSY_RETRY_AFTER} seconds."
+    )
+    refusal = {"reason": "rate-limited", "retryAfter": BUSY_RETRY_AFTER}
+    body: dict[str, Any]
+    if scope["path"] == MCP_PATH:
+        body = {"jsonrpc": "2.0", "error": {"code": RATE_LIMITED, "message": message}}
+        body["error"]["data"] = refusal
+    else:
+        body = {"error": message, **refusal}
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"cache-control", b"no-store"),
+        (b"retry-after", str(BUSY_RETRY_AFTER).encode()),
+        (b"content-length", str(len(payload)).encode()),
+    ]
+    await send_whole(send, 429, headers, payload)
+    record(scope, "rate-limited", 429, len(payload), started)
+
+
+# --- the body ---------------------------------------------------------------------------------
+
+
+class Late(Exception):
+    """The whole body did not arrive within its deadline."""
+
+
+class Slow(Late):
+    """The body arrived slower than the minimum rate, past the grace."""
+
+
+async def read_body(
+    receive: Receive,
+    limit: int,
+    deadline: float | None = None,
+    rate: float | None = None,
+    grace: float | None = None,
+) -> bytes | None:
+    """The whole body, or at most ``limit + 1`` bytes of it; None when the client went away.
+
+    ``deadline``, ``rate`` and ``grace`` default to their settings (module text).
+
+    Raises:
+        Late: the whole body did not arrive within ``deadline`` seconds.
+        Slow: past ``grace`` seconds, fewer than ``rate`` bytes a second had arrived.
+    """
+    deadline = body_timeout() if deadline is None else deadline
+    rate = min_rate() if rate is None else rate
+    grace = rate_grace() if grace is None else grace
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    end = start + deadline
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        # the latest moment the body is still on time: its whole deadline, and the moment the
+        # bytes so far would fall below the rate (never before the grace)
+        behind = start + max(grace, size / rate) if rate > 0 else end
+        due = min(end, behind)
+        left = due - loop.time()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(left):
+                message = await receive()
+        except TimeoutError:
+            raise (Slow if behind < end else Late) from None
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        if chunk:
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit or not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+_MCP_LATE = {
+    False: b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
+    b'"The request body did not arrive in time."}}',
+    True: b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
+    b'"The request body arrived too slowly."}}',
+}
+_TEXT_LATE = {
+    False: b"The request body did not arrive in time.\n",
+    True: b"The request body arrived too slowly.\n",
+}
+
+
+async def refuse_late(send: Send, scope: Scope, late: Late, started: float) -> None:
+    """Answer a body that came too late or too slowly: 408, the connection closed; its row."""
+    slow = isinstance(late, Slow)
+    headers = [(b"connection", b"close"), (b"cache-control", b"no-store")]
+    if scope["path"] == MCP_PATH:
+        headers.append((b"content-type", b"application/json"))
+        body = _MCP_LATE[slow]
+    else:
+        headers.append((b"content-type", b"text/plain"))
+        body = _TEXT_LATE[slow]
+    await send_whole(send, 408, headers, body)
+    record(scope, "http-408", 408, len(body), started)
+
+
+# --- the answer and its row -------------------------------------------------------------------
+
+
+async def send_whole(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
+    """Send one whole answer; a client that went away meanwhile is no failure."""
+    if not any(name == b"content-length" for name, _ in headers):
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+    except Exception as exc:  # the connection is gone: nothing to answer
+        logger.debug("a refusal could not be sent: %s", type(exc).__name__)
+
+
+def record(scope: Scope, outcome: str, status: int, size: int, started: float) -> None:
+    """The request-log row (and JSON line) of a request refused here; the site's have none."""
+    surface = surface_of(scope["path"])
+    if surface is None:
+        return
+    row = recorder.Row(
+        at=timezone.now(),
+        surface=surface,
+        outcome=outcome,
+        status=status,
+        bytes=size,
+        duration_us=max(0, round((time.perf_counter() - started) * 1_000_000)),
+    )
+    try:
+        with recorder.deferred():  # the event loop never writes the database itself
+            recorder.record(row)
+    except Exception as exc:
+        logger.warning("a refusal's request-log row was not kept: %s", type(exc).__name__)
+    if requests_log.isEnabledFor(logging.INFO):
+        requests_log.info(
+            "request",
+            extra={
+                "event": "request",
+                "surface": surface,
+                "method": "",
+                "kind": "",
+                "target": "",
+                "facet": "",
+                "protocol": "",
+                "outcome": outcome,
+                "status": status,
+                "bytes": size,
+                "duration_ms": round(row.duration_us / 1000, 3),
+                "cost": 0,
+            },
+        )
