@@ -112,8 +112,11 @@ async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return status, await reader.readexactly(length)
 
 
-def check_answer(status: int, body: bytes, request_id: int) -> None:
-    """Raise ``BadAnswer`` unless this is an HTTP 200 JSON-RPC result for ``request_id``."""
+def check_answer(status: int, body: bytes, request_id: int, refusal: bool = False) -> None:
+    """Raise ``BadAnswer`` unless this is an HTTP 200 JSON-RPC result for ``request_id``.
+
+    With ``refusal``, the answer must instead be a JSON-RPC error (in an HTTP 200) for it.
+    """
     if status != 200:
         raise BadAnswer(f"HTTP {status}: {body[:200]!r}")
     try:
@@ -124,6 +127,15 @@ def check_answer(status: int, body: bytes, request_id: int) -> None:
         raise BadAnswer(f"not a JSON-RPC message: {body[:200]!r}")
     if message.get("id") != request_id:
         raise BadAnswer(f"id {message.get('id')!r} answers request {request_id}")
+    if refusal:
+        error = message.get("error")
+        if (
+            "result" in message
+            or not isinstance(error, dict)
+            or not isinstance(error.get("code"), int)
+        ):
+            raise BadAnswer(f"not a refusal: {body[:300]!r}")
+        return
     if "error" in message or not isinstance(message.get("result"), dict):
         raise BadAnswer(f"not a result: {body[:300]!r}")
 
@@ -141,6 +153,7 @@ async def _connection(
     deadline: float,
     stats: dict[str, object],
     latencies: list[int],
+    refusal: bool = False,
 ) -> None:
     """One closed-loop connection: request, full answer, check, repeat until the deadline."""
     reader: asyncio.StreamReader | None = None
@@ -158,7 +171,7 @@ async def _connection(
                 writer.write(payload)
                 status, body = await asyncio.wait_for(_read_answer(reader), READ_TIMEOUT)
                 elapsed = time.perf_counter_ns() - started
-                check_answer(status, body, request_id)
+                check_answer(status, body, request_id, refusal)
             except (
                 OSError,
                 asyncio.IncompleteReadError,
@@ -189,6 +202,7 @@ async def _run(
     params: dict[str, object] | None,
     seconds: float,
     connections: int,
+    refusal: bool = False,
 ) -> Result:
     # A few distinct ids per connection, so a misrouted answer cannot pass the id check.
     stats: dict[str, object] = {"errors": 0, "bytes": 0, "first_error": ""}
@@ -198,7 +212,7 @@ async def _run(
     for index in range(connections):
         ids = [index * 4 + k + 1 for k in range(4)]
         requests = [(i, target.request_bytes(_body(method, params, i))) for i in ids]
-        tasks.append(_connection(target, requests, deadline, stats, latencies))
+        tasks.append(_connection(target, requests, deadline, stats, latencies, refusal))
     await asyncio.gather(*tasks)
     return Result(
         requests=len(latencies),
@@ -217,9 +231,11 @@ def run(
     *,
     seconds: float = 5.0,
     connections: int = 8,
+    refusal: bool = False,
 ) -> Result:
     """Drive ``target`` with ``connections`` closed-loop connections for ``seconds``.
 
+    With ``refusal``, every answer must be a JSON-RPC error (a miss, measured for its cost).
     Requests counted are those answered before the deadline, so requests per second is that
     count over ``seconds``; answers still in flight at the deadline are checked but not counted.
     """
@@ -227,4 +243,4 @@ def run(
         raise ValueError(f"seconds must be in (0, {MAX_SECONDS}]")
     if not 0 < connections <= MAX_CONNECTIONS:
         raise ValueError(f"connections must be in [1, {MAX_CONNECTIONS}]")
-    return asyncio.run(_run(target, method, params, seconds, connections))
+    return asyncio.run(_run(target, method, params, seconds, connections, refusal))

@@ -12,7 +12,8 @@ ports, with that many workers each:
   Streamable HTTP, JSON responses — serving the same small checkout file as a resource.
 
 Then, for each connection count (``--connections``, default 16 and 64) and each scenario
-(``ping``, ``tools/list``, ``resources/read`` of that file), it warms both up and drives each
+(``ping``, ``tools/list``, ``resources/read`` of that file; then ``nearest``, a read of a name
+missing from a directory of 5,000, which both refuse), it warms both up and drives each
 with the same closed-loop client (``bench/loadgen.py``: N keep-alive connections for a fixed
 time), every answer checked to be a JSON-RPC result. The servers take turns (ABBA order over
 ``--rounds``, default 2) so that drift in a shared machine's load falls on both alike. It prints
@@ -390,6 +391,52 @@ SCENARIOS: list[tuple[str, str, dict[str, object] | None]] = [
 ]
 
 
+#: The ``nearest`` scenario: a read of a name missing from a directory of this many names,
+#: which tmsite refuses ``not-found`` with the names nearest it (ranked over the directory),
+#: and the SDK refuses as a resource it does not have. Its tmsite is a second server over a
+#: checkout made for it (``crowd_checkout``); the rest of the run serves the real one.
+NEAREST_NAMES = 5_000
+NEAREST_DIR = "docs/crowd5k"
+NEAREST_URI = f"tm://tinymachines/fs/{NEAREST_DIR}/alpha-999999.md"
+
+
+def crowd_checkout(where: Path, file: str) -> Path:
+    """A checkout with ``file`` and a directory of ``NEAREST_NAMES`` names (tmsite's miss)."""
+    from bench.nearest import name_of  # the names bench/nearest.py ranks: many near-ties
+
+    for root in ("docs", "data", "notes"):
+        (where / root).mkdir(parents=True, exist_ok=True)
+    copy = where / file
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes((ROOT / file).read_bytes())
+    crowd = where / NEAREST_DIR
+    crowd.mkdir(parents=True, exist_ok=True)
+    for i in range(NEAREST_NAMES):
+        (crowd / name_of(i)).write_bytes(b"")
+    return where
+
+
+@contextlib.contextmanager
+def crowd_server(
+    logdir: Path, tm_env: dict[str, str], checkout: Path, workers: int, args: argparse.Namespace
+) -> Iterator[Server]:
+    """tmsite over the crowd checkout, answering; stopped however the block ends."""
+    env = {**tm_env, "TM_CHECKOUT": str(checkout)}
+    launch = Launch(
+        "tmsite",
+        lambda port: TM_SERVERS[args.tm_server](port, workers, args.threads),
+        env,
+        "/api/mcp",
+    )
+    started: list[Server] = []
+    try:
+        launch_all([launch], logdir, started)
+        yield started[0]
+    finally:
+        for server in started:
+            server.stop()
+
+
 def merge(results: list[loadgen.Result]) -> loadgen.Result:
     latencies = [value for result in results for value in result.latencies_ns]
     requests = sum(result.requests for result in results)
@@ -471,8 +518,12 @@ def measure(
     workers: int,
     connections: int,
     args: argparse.Namespace,
+    refusal: bool = False,
 ) -> list[Row]:
-    """Every scenario on both servers: a warm-up each, then the rounds in ABBA order."""
+    """Every scenario on both servers: a warm-up each, then the rounds in ABBA order.
+
+    With ``refusal`` every answer must be a JSON-RPC error (the ``nearest`` scenario).
+    """
     rows = []
     for label, method, params in scenarios:
         per: dict[str, list[loadgen.Result]] = {"tmsite": [], "sdk": []}
@@ -485,6 +536,7 @@ def measure(
                     params,
                     seconds=args.warmup,
                     connections=connections,
+                    refusal=refusal,
                 )
         for round_no in range(args.rounds):
             order = pair if round_no % 2 == 0 else pair[::-1]
@@ -497,6 +549,7 @@ def measure(
                         params,
                         seconds=args.seconds,
                         connections=connections,
+                        refusal=refusal,
                     )
                 )
                 cpu[server.name] += group_cpu_seconds(server.process.pid) - before
@@ -579,6 +632,11 @@ def main(argv: list[str] | None = None) -> int:
         default="uvloop",
         help="uvicorn's event loop for the SDK server (default uvloop)",
     )
+    parser.add_argument(
+        "--no-nearest",
+        action="store_true",
+        help=f"skip the nearest scenario (a miss in a directory of {NEAREST_NAMES:,} names)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= loadgen.MAX_SECONDS or not 0 <= args.warmup <= 60:
@@ -612,6 +670,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="tmsite-bench-") as tmp:
             tm_env = migrated_env(Path(tmp) / "var")
+            crowd = None if args.no_nearest else crowd_checkout(Path(tmp) / "crowd", args.file)
+            nearest = [("nearest", "resources/read", {"uri": NEAREST_URI})]
             for workers in args.workers:
                 with servers(
                     args.file,
@@ -625,6 +685,13 @@ def main(argv: list[str] | None = None) -> int:
                 ) as (tmsite, sdk):
                     for connections in args.connections:
                         rows += measure([tmsite, sdk], scenarios, workers, connections, args)
+                    if crowd is not None:
+                        tmsite.stop()  # its cores are the crowd server's now
+                        with crowd_server(Path(tmp), tm_env, crowd, workers, args) as missing:
+                            for connections in args.connections:
+                                rows += measure(
+                                    [missing, sdk], nearest, workers, connections, args, True
+                                )
     except KeyboardInterrupt:
         print("interrupted; both servers stopped", file=sys.stderr)
         return 130

@@ -48,6 +48,7 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
         "ping",
         "tools/list",
         "resources/read",
+        "nearest",  # a miss in a directory of 5,000 names: every answer a refusal
     ]
     for row in report["scenarios"]:
         for server in ("tmsite", "sdk"):
@@ -85,6 +86,24 @@ def test_check_answer_accepts_results_only() -> None:
     for status, body, request_id in bad:
         with pytest.raises(loadgen.BadAnswer):
             loadgen.check_answer(status, body, request_id)
+
+
+def test_check_answer_with_refusal_accepts_errors_only() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench import loadgen
+
+    loadgen.check_answer(
+        200, b'{"jsonrpc":"2.0","id":3,"error":{"code":-32002,"message":"no"}}', 3, refusal=True
+    )
+    bad = [
+        (200, b'{"jsonrpc":"2.0","id":3,"result":{}}', 3),
+        (200, b'{"jsonrpc":"2.0","id":4,"error":{"code":-32002,"message":"no"}}', 3),
+        (200, b'{"jsonrpc":"2.0","id":3,"error":{"message":"no code"}}', 3),
+        (500, b'{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"no"}}', 3),
+    ]
+    for status, body, request_id in bad:
+        with pytest.raises(loadgen.BadAnswer):
+            loadgen.check_answer(status, body, request_id, refusal=True)
 
 
 @pytest.mark.slow

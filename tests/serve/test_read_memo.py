@@ -231,3 +231,33 @@ def test_addresses_spelled_otherwise_are_not_kept() -> None:
         f"tm://{HOST}/git/tmsite/docs/guide.md",
     ):
         assert prepared.variant("resources/read", {"uri": uri}, ctx) is None, uri
+
+
+def test_a_file_swapped_for_a_symlink_out_of_its_root_is_refused(
+    base: str, checkout: Path, tmp_path_factory: pytest.TempPathFactory, threaded: list[str]
+) -> None:
+    uri = _uri("docs", "guide.md")
+    _kept_and_given_in_the_loop(base, uri, threaded)
+    outside = tmp_path_factory.mktemp("outside") / "secret.md"
+    _write(outside, "# Guide\n\nFirst words.\n")  # the same text, out of every root
+    guide = checkout / "docs" / "guide.md"
+    guide.unlink()
+    guide.symlink_to(outside)
+    body = {"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": uri}}
+    reply = httpx.post(
+        f"{base}/api/mcp",
+        content=json.dumps(body),
+        headers={"Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert reply.json()["error"]["data"]["reason"] == "out-of-root"
+
+
+def test_a_directory_swapped_for_a_symlink_is_followed_anew(
+    base: str, checkout: Path, threaded: list[str]
+) -> None:
+    uri = _uri("docs", "deep", "notes.txt")
+    assert "plain text" in _text(_kept_and_given_in_the_loop(base, uri, threaded))
+    _write(checkout / "docs" / "other" / "notes.txt", "other text, the same size...\n")
+    (checkout / "docs" / "deep").rename(checkout / "docs" / "deep-old")
+    (checkout / "docs" / "deep").symlink_to("other")
+    assert "other text" in _text(_kept_and_given_in_the_loop(base, uri, threaded))

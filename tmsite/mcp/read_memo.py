@@ -6,7 +6,8 @@ ordinary path, and gives it again while the answer's stamp is the same. The stam
 before the answer is built, is:
 
 * the file as the fs mount resolves the address (its rules run on every use: a segment
-  refused, a symlink swapped to point elsewhere, a denied name, all change or void it) and
+  refused, a symlink swapped to point elsewhere, a denied name, all change or void it; the
+  served roots are the ones the mount resolved when it was built, as for its own reads) and
   that file's stat: device, inode, size, modification and change times in nanoseconds;
 * how many times this process dropped its trails (``trails.index.forgotten``: a correction
   saved here is in the next answer, as in a built one);
@@ -37,7 +38,7 @@ from typing import Any
 
 from tmsite.core.errors import Refusal
 from tmsite.core.links import Link
-from tmsite.core.paths import PathRefused
+from tmsite.core.paths import CheckoutRoots, PathRefused
 from tmsite.core.uri import TmUri, parse
 
 #: The largest file whose answer is kept.
@@ -88,10 +89,12 @@ def stamp(namespace: Any, uri: str) -> Stamp | None:
     if parsed is None or not isinstance(mount, FsMount):
         return None
     try:
-        resolved = str(mount.files.resolve(parsed.path))
-        info = os.stat(resolved)
+        found = _walk(mount.files, parsed.path)
     except (PathRefused, OSError, ValueError):
         return None
+    if found is None:
+        return None
+    resolved, info = found
     if not stat_module.S_ISREG(info.st_mode) or info.st_size > SMALL_FILE:
         return None
     return (
@@ -103,6 +106,31 @@ def stamp(namespace: Any, uri: str) -> Stamp | None:
         info.st_mtime_ns,
         info.st_ctime_ns,
     )
+
+
+def _walk(files: CheckoutRoots, segments: tuple[str, ...]) -> tuple[str, os.stat_result] | None:
+    """The path ``segments`` name under their root, and its stat, as the fs mount resolves it.
+
+    The asked names are checked by the mount's own rules first. Then each name below the
+    root is looked at without following it (``lstat``): with no symlink among them, the path
+    is the one the mount's resolution gives, without a ``realpath`` of the whole path (the
+    root is the one the mount resolved when it was built; a root no longer a directory is
+    None, for the ordinary read to refuse). A symlink below the root is resolved by the
+    mount's ``resolve`` (its containment and deny-list checks) and followed by ``stat``.
+    """
+    files.check_plain(segments)
+    files.check_named(segments)
+    path = str(files.paths[segments[0]])
+    if not stat_module.S_ISDIR(os.lstat(path).st_mode):
+        return None
+    info = None
+    for name in segments[1:]:
+        path = os.path.join(path, name)
+        info = os.lstat(path)
+        if stat_module.S_ISLNK(info.st_mode):
+            resolved = str(files.resolve(segments))
+            return resolved, os.stat(resolved)
+    return None if info is None else (path, info)
 
 
 def links(namespace: Any, uri: str) -> tuple[Link, ...]:

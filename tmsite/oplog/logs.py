@@ -7,17 +7,21 @@ level, logger and process id. Nothing that names a caller is ever passed in.
 
 ``BackgroundStreamHandler`` is the stream handler the settings give the request log: a request
 only queues its record, and one writer thread per process formats the line and writes it, so no
-request pays for ``json.dumps`` or the write. The queue is drained at exit.
+request pays for ``json.dumps`` or the write. The writer wakes for a record, lets the next ones
+gather for ``GATHER_SECONDS`` and writes them all at once: at a thousand requests a second that
+is fifty wake-ups and writes, not a thousand. The queue is drained at exit.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
 import queue
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,6 +66,12 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+#: How long the writer lets records gather after the first (the most a line waits, about).
+GATHER_SECONDS = 0.02
+#: The most records written at once.
+GATHER_MOST = 1024
+
+
 class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A ``StreamHandler`` whose records are formatted and written by a writer thread.
 
@@ -95,10 +105,32 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def _write_all(self) -> None:
         pending = self._queue
         while True:
-            record = pending.get()
-            if record is None:
+            batch = [pending.get()]
+            # Let a busy moment's records gather: one wake-up and one write for all of them,
+            # not a thread switch and a write per request.
+            time.sleep(GATHER_SECONDS)
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < GATHER_MOST:
+                    batch.append(pending.get_nowait())
+            self._write_batch([record for record in batch if record is not None])
+            if None in batch:
                 return
-            super().emit(record)
+
+    def _write_batch(self, records: list[logging.LogRecord]) -> None:
+        """Format ``records`` and write their lines at once (a record that fails is skipped)."""
+        lines = []
+        for record in records:
+            try:
+                lines.append(self.format(record) + self.terminator)
+            except Exception:  # as StreamHandler.emit: reported, the others written
+                self.handleError(record)
+        if not lines:
+            return
+        try:
+            self.stream.write("".join(lines))
+            self.flush()
+        except Exception:
+            self.handleError(records[-1])
 
     def drain(self) -> None:
         """Write every record still queued, on the calling thread (exit hooks, tests)."""
