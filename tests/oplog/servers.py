@@ -186,7 +186,7 @@ NGINX_SITE = """
 worker_processes 1;
 pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
-events {{ worker_connections 256; }}
+events {{ worker_connections 2048; }}
 http {{
     client_body_temp_path {dir}/body;
     proxy_temp_path {dir}/proxy;
