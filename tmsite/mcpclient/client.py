@@ -250,6 +250,7 @@ class Client:
         self._started = False
         self._closed = False
         self._lock = threading.RLock()
+        self._listeners: list[Callable[[str, JSONObject], None]] = []
 
     # -- construction ----------------------------------------------------------------------
 
@@ -293,6 +294,7 @@ class Client:
             limits=caps,
             shutdown_timeout=shutdown_timeout,
             on_server_request=lambda method: client.refused_requests.append(method),
+            on_notification=lambda method, params: client._notified(method, params),
         )
         client = cls(
             transport,
@@ -386,6 +388,20 @@ class Client:
     def forced_shutdown(self) -> bool:
         """Whether closing had to terminate a stdio child that ignored EOF."""
         return bool(getattr(self._transport, "forced_shutdown", False))
+
+    def on_notification(self, callback: Callable[[str, JSONObject], None]) -> None:
+        """Call ``callback(method, params)`` for each notification the server sends.
+
+        Over stdio a notification is told as it arrives, from the transport's reader thread,
+        whether a request is waiting or not (so ``callback`` must be quick and not block);
+        ``params`` that are not an object are told as ``{}``. Over HTTP no notification is
+        told yet.
+        """
+        self._listeners.append(callback)
+
+    def _notified(self, method: str, params: Any) -> None:
+        for callback in list(self._listeners):
+            callback(method, params if isinstance(params, dict) else {})
 
     def close(self) -> None:
         """End the connection: the child exits (or is killed), the HTTP session is released."""
@@ -646,6 +662,14 @@ class Client:
         if len(items) > MAX_CONTENTS:
             raise TooLarge("contents", MAX_CONTENTS, len(items))
         return [_resource_content(item) for item in items]
+
+    def subscribe_resource(self, uri: str) -> None:
+        """Ask the server to send ``notifications/resources/updated`` when ``uri`` changes."""
+        self.request("resources/subscribe", {"uri": uri})
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Ask the server to stop telling of ``uri``."""
+        self.request("resources/unsubscribe", {"uri": uri})
 
     def complete(
         self,

@@ -12,8 +12,9 @@ box serves:
   trail files' sizes and times; the trail models' signals wake it.
 * ``mcp`` — the same for the server records (their status: last asked, outcome, what they
   declared, their maps), never for what asks a server (a resource's content, a map-named
-  thing): those are told by the server itself (:mod:`tmsite.servers.notices`). The records'
-  and declarations' signals wake it.
+  thing): those are told by the server itself, through a
+  :class:`~tmsite.servers.notices.PeerNotices` (a stdio server's ``resources/updated`` and
+  ``*/list_changed``). The records' and declarations' signals wake it.
 
 Stamps are read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while their mount is
 listened to, so a change made by another process or machine is seen within that.
@@ -188,6 +189,12 @@ def install(
             )
             undo.append(_wire(watcher, _models(*senders), f"tm-sub-{name}"))
             _installed[name] = watcher
+        if "mcp" in wanted:
+            from tmsite.servers.notices import PeerNotices
+
+            notices = PeerNotices(host, changes.publish)
+            undo.append(changes.add_interest_watcher(notices.interest))
+            _installed["mcp-notices"] = notices
         _installed["_undo"] = undo
         return dict(_installed)
 
