@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.gitstore.builder import Builder
+from tmsite.mounts.git.mount import GitMount
 from tmsite.mounts.git.watch import RefWatcher
+from tmsite.mounts.namespace import Namespace
 from tmsite.subscriptions import changes
 
 pytestmark = pytest.mark.spec("SUB3")
@@ -153,3 +155,19 @@ def test_poll_once_without_a_thread(repo: Builder, heard: Heard) -> None:
     assert watcher.poll() == []
     watcher.interest(f"{G}README", False)
     assert heard.uris == [], "a watcher publishes only through what it is given"
+
+
+def test_a_read_right_after_the_change_is_told_reads_the_new_commit(
+    repo: Builder, heard: Heard
+) -> None:
+    mount = GitMount(HOST, {"site": repo.repo.path})
+    space = Namespace(HOST, {"git": mount})
+    assert space.read(f"{G}README").body == "r\n"  # resolved and trusted for REF_TTL
+    watcher = RefWatcher(HOST, {"site": repo.repo.path}, changes.publish, threaded=False)
+    watcher.interest(f"{G}README", True)
+    watcher.poll()
+    first = repo.repo.refs[b"refs/heads/main"]
+    repo.set_ref("refs/heads/main", repo.commit("r", {"README": b"new\n"}, [first], when=9))
+    assert watcher.poll() == [f"{G}README"]
+    assert heard.uris == [f"{G}README"]
+    assert space.read(f"{G}README").body == "new\n"

@@ -16,7 +16,8 @@ URI when they differ; for a listened collection (a directory, a repository root,
 root ``git/``) it publishes each changed path beneath it instead (a file, symlink or
 submodule, at most :data:`MAX_CHANGES` a move; past that, the collection itself). URIs keep
 their ``at=`` label, so they are the ones subscribers hold. The first poll of a ref only notes
-where it is.
+where it is. Before publishing, the git mount is told to forget the refs it resolved, so a read
+right after the change is told reads the new commit.
 
 Spec: SUB3, GIT.
 """
@@ -34,6 +35,7 @@ from tmsite.core.errors import Refusal
 from tmsite.core.uri import parse
 from tmsite.gitstore.tree import entry_at, is_tree_mode
 from tmsite.mounts.git import uris as git_uris
+from tmsite.mounts.git.mount import refs_moved
 
 log = logging.getLogger("tmsite.subscriptions.git")
 
@@ -192,6 +194,7 @@ class RefWatcher:
                 self._at[(repo_name, label)] = commit
             if before is None or before == commit:
                 continue
+            refs_moved()  # a read right after this is told must not see the old commit
             for one in watched:
                 if one.label == label and repo_name in self._repos(one):
                     for uri in self._changed(repo_name, one, before, commit):
