@@ -95,3 +95,35 @@ def test_a_peers_notifications_become_updates_of_its_addresses(
         assert notices.listened() == {}
     finally:
         remove()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flood_of_list_changed_costs_one_probe_a_period(
+    stdio_server: Callable[..., McpServer], tmp_path: Path, heard: Heard
+) -> None:
+    record = stdio_server("notes", peer("notify_peer.py", str(tmp_path)))
+    assert probe_record(record).outcome == "answered"
+    probes: list[float] = []
+
+    def counted(server: McpServer) -> object:
+        probes.append(time.monotonic())
+        return probe_record(server)
+
+    notices = PeerNotices(HOST, changes.publish, reprobe=counted, reprobe_seconds=1.0)
+    remove = changes.add_interest_watcher(notices.interest)
+    try:
+        with changes.listening([f"{BASE}notes/tools/"]):
+            until(lambda: notices.connected("notes") is not None)
+            flood = json.dumps({"method": "notifications/tools/list_changed"})
+            (tmp_path / "send.jsonl").write_text("\n".join([flood] * 500))
+            heard.wait_for(f"{BASE}notes/tools/")
+            assert threading.active_count() < 50, "no thread a notification"
+            until(lambda: not notices.asking("notes"))
+            # The first notification is asked for at once; all that came while it was asked
+            # are asked for once more, a period later.
+            assert 1 <= len(probes) <= 2
+            if len(probes) == 2:
+                assert probes[1] - probes[0] >= 1.0
+    finally:
+        remove()
+    assert heard.uris.count(f"{BASE}notes/tools/") == len(probes)

@@ -12,9 +12,10 @@ server then sends is forwarded:
 * ``notifications/resources/updated {uri}`` → ``mcp/<server>/resources/<uri>`` (the URI is
   data: one segment, at most 2048 characters, no control characters; others are dropped);
 * ``notifications/resources/list_changed``, ``…/tools/list_changed``,
-  ``…/prompts/list_changed`` → the server is asked again what it declares (at most once every
-  :data:`REPROBE_SECONDS` per server), then ``mcp/<server>/resources/`` (``tools/``,
-  ``prompts/``) is published, so a reader sees the new declaration.
+  ``…/prompts/list_changed`` → the server is asked again what it declares, then
+  ``mcp/<server>/resources/`` (``tools/``, ``prompts/``) is published, so a reader sees the
+  new declaration. One worker a server does that, at most once every :data:`REPROBE_SECONDS`,
+  for everything named since: a flood of notifications costs one probe a period.
 
 Only what a listened URI is affected by is published (the URI itself or a collection above
 it). Notifications are heard over stdio, as the transport reads them; an HTTP server's
@@ -80,7 +81,10 @@ class _Peer:
         self.client: Client | None = None
         self.subscribed: set[str] = set()
         self.can_subscribe = False
-        self.reprobed = 0.0
+        self.reprobed = float("-inf")
+        #: The listings a list_changed named since the server was last asked again.
+        self.pending: set[str] = set()
+        self.asking = False
         self.lock = threading.Lock()
 
 
@@ -93,6 +97,7 @@ class PeerNotices:
         connect: a (not yet started) client for a record (default: the record's own).
         reprobe: asks a record's server again what it declares (default: ``probe_record``).
         affects: the bus's rule for whether a change reaches a listened URI.
+        reprobe_seconds: the least time between two re-probes of one server.
     """
 
     def __init__(
@@ -103,6 +108,7 @@ class PeerNotices:
         connect: Connect = _connect,
         reprobe: Reprobe = _reprobe,
         affects: Callable[[str, str], str | None] | None = None,
+        reprobe_seconds: float = REPROBE_SECONDS,
     ) -> None:
         from tmsite.subscriptions import changes
 
@@ -111,6 +117,7 @@ class PeerNotices:
         self.connect = connect
         self.reprobe = reprobe
         self.affects = affects or changes.affects
+        self.reprobe_seconds = reprobe_seconds
         self._lock = threading.Lock()
         self._peers: dict[str, _Peer] = {}
 
@@ -150,6 +157,12 @@ class PeerNotices:
             threading.Thread(
                 target=self._subscription, args=(peer,), name=f"tm-mcp-sub-{name}", daemon=True
             ).start()
+
+    def asking(self, name: str) -> bool:
+        """Whether the server ``name`` is being asked again for a list_changed (or soon)."""
+        with self._lock:
+            peer = self._peers.get(name)
+        return peer is not None and peer.asking
 
     def listened(self) -> dict[str, list[str]]:
         """The servers listened to now and their listened URIs."""
@@ -229,25 +242,37 @@ class PeerNotices:
                 return
             self._forward(peer, str(TmUri(self.host, "mcp", (name, "resources", upstream))))
         elif method in _LISTS:
-            section = _LISTS[method]
-            threading.Thread(
-                target=self._listing_changed, args=(peer, section), daemon=True
-            ).start()
+            with peer.lock:
+                peer.pending.add(_LISTS[method])
+                start = not peer.asking
+                peer.asking = True
+            if start:  # one worker a server, however many notifications come
+                threading.Thread(target=self._listings_changed, args=(peer,), daemon=True).start()
 
-    def _listing_changed(self, peer: _Peer, section: str) -> None:
-        now = time.monotonic()
-        with peer.lock:
-            due = now - peer.reprobed >= REPROBE_SECONDS
-            if due:
-                peer.reprobed = now
-        try:
-            if due:
+    def _listings_changed(self, peer: _Peer) -> None:
+        """Ask the server again (at most once every ``REPROBE_SECONDS``), then tell."""
+        while True:
+            with peer.lock:
+                wait = peer.reprobed + self.reprobe_seconds - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            with self._lock:
+                listened = self._peers.get(peer.record.name) is peer
+            with peer.lock:
+                sections, peer.pending = sorted(peer.pending), set()
+                if not sections or not listened:  # nothing more, or nobody listens now
+                    peer.asking = False
+                    return
+                peer.reprobed = time.monotonic()
+            try:
                 self.reprobe(peer.record)
-        except Exception:
-            log.exception("asking the MCP server %s again failed", peer.record.name)
-        finally:
-            close_old_connections()
-        self._forward(peer, str(TmUri(self.host, "mcp", (peer.record.name, section), True)))
+            except Exception:
+                log.exception("asking the MCP server %s again failed", peer.record.name)
+            finally:
+                close_old_connections()
+            for section in sections:
+                uri = TmUri(self.host, "mcp", (peer.record.name, section), True)
+                self._forward(peer, str(uri))
 
     def _forward(self, peer: _Peer, changed: str) -> None:
         with self._lock:
