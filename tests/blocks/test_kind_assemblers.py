@@ -65,11 +65,11 @@ def test_every_kind_served_has_its_own_assembler(space: Namespace) -> None:
 def test_mcp_kinds_assemble_from_a_real_server(space: Namespace, elements: str) -> None:
     thing = f"{elements}element/Fe"
     found = walk(space, [elements, thing], per_mount=40)
-    for kind in ("server", "tool", "prompt", "resource", "resource-template", "map", "element"):
+    served = ("server", "tool", "prompt", "resource", "resource-template", "map", "element")
+    for kind in (*served, "peer-resource"):
         assert kind in found.served, f"never served {kind}: {sorted(found.served)}"
-    assert {"server", "tool", "prompt", "resource", "resource-template", "map"} <= set(
-        found.declared
-    )
+    # A resource is listed as what it reads as (the server's own type), its declaration linked.
+    assert {"server", "tool", "prompt", "resource-template", "map"} <= set(found.declared)
     assert_own_assemblers(space, found.served, set(found.declared))
     assert assembler_for(space, thing) == "mount:mcp"
 

@@ -101,7 +101,8 @@ def test_reading_the_namespace_never_starts_a_peer(ns: Namespace, elements: McpS
     ]
     assert resources[0]["uri"] == E + "resources/elements:%2F%2Fabout"
     assert resources[2]["mimeType"] == vnd("resource-template")
-    about = ns.read(resources[0]["uri"])
+    assert resources[0]["mimeType"] == "text/plain"  # a resource reads as its server's content
+    about = ns.read(resources[0]["uri"] + "?as=declaration")
     assert about.mime_type == vnd("resource") and about.body["uri"] == "elements://about"
     prompt = ns.read(E + "prompts/explain_element")
     assert prompt.mime_type == vnd("prompt")

@@ -83,7 +83,7 @@ def _lines(content: Content, uri: str, span: tuple[int, int]) -> Content:
         )
     body = "".join(lines[first - 1 : last])
     mime = content.mime_type if not content.is_json else "text/plain; charset=utf-8"
-    return Content(uri, mime, body, content.links, content.kind, True, content.size)
+    return Content(uri, mime, body, content.links, content.kind, True, content.size, content.meta)
 
 
 def _pointer(content: Content, uri: TmUri, pointer: str) -> Content:
@@ -112,7 +112,9 @@ def _pointer(content: Content, uri: TmUri, pointer: str) -> Content:
                 nearest=_pointer_nearest(uri, value, walked, key),
             )
         walked += "/" + token
-    return Content(text_uri, "application/json", value, content.links, content.kind, True)
+    return Content(
+        text_uri, "application/json", value, content.links, content.kind, True, None, content.meta
+    )
 
 
 def _pointer_nearest(uri: TmUri, node: Any, walked: str, key: str) -> list[str]:
@@ -158,7 +160,9 @@ def _range(content: Content, uri: str, span: tuple[int, int]) -> Content:
     body: str | bytes = (
         piece.decode("utf-8", "replace") if is_text_type(content.mime_type) else piece
     )
-    return Content(uri, content.mime_type, body, content.links, content.kind, True, len(data))
+    return Content(
+        uri, content.mime_type, body, content.links, content.kind, True, len(data), content.meta
+    )
 
 
 def wire_size(content: Content) -> int:

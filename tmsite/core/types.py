@@ -51,6 +51,8 @@ class Content:
         kind: The kind of thing read (``listing``, ``file``, ``stat``, ``log`` …).
         part_applied: The mount already cut the part (``range``/``lines``) asked for.
         size: The whole thing's size in bytes, when the body is a part of it.
+        meta: What a surface with a ``_meta`` sends beside the body (provenance of a body that
+            is not JSON and so cannot carry its own), by key; None when there is nothing.
     """
 
     uri: str
@@ -60,6 +62,7 @@ class Content:
     kind: str = "file"
     part_applied: bool = False
     size: int | None = None
+    meta: dict[str, JsonValue] | None = None
 
     @property
     def is_json(self) -> bool:

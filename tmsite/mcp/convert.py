@@ -1,8 +1,9 @@
 """Namespace answers in MCP's wire shapes.
 
 A read becomes one text or base64 ``blob`` item with its links under
-``_meta["tinymachines.ai/links"]``; a prompt's embedded read is the same item, in a ``resource``
-content block that carries the links in its own ``_meta``.
+``_meta["tinymachines.ai/links"]``, beside what else the content carries for ``_meta`` (the
+provenance of another server's resource); a prompt's embedded read is the same item, in a
+``resource`` content block that carries the links in its own ``_meta``.
 
 Spec: LK1, PR1.
 """
@@ -29,7 +30,8 @@ def _item(content: Content) -> dict[str, Any]:
 
 
 def _links(content: Content) -> dict[str, Any]:
-    return {META_LINKS_KEY: [link.to_json() for link in content.links]}
+    """The item's ``_meta``: what the content carries beside its body, then its links."""
+    return {**(content.meta or {}), META_LINKS_KEY: [link.to_json() for link in content.links]}
 
 
 def read_result(content: Content) -> dict[str, Any]:

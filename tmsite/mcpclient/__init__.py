@@ -9,6 +9,7 @@ from tmsite.mcpclient.client import (
     Completion,
     Handshake,
     ProbeResult,
+    ResourceContent,
     ToolResult,
     probe,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "ProbeResult",
     "ProtocolError",
     "Refused",
+    "ResourceContent",
     "Timeout",
     "TooDeep",
     "TooLarge",

@@ -23,7 +23,10 @@ Spec: MCP.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -143,6 +146,37 @@ class ToolResult:
             return None
 
 
+#: A media type as RFC 9110 spells one: ``type/subtype`` and parameters, printable ASCII only.
+_MEDIA_TYPE = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+    r"(?:[ \t]*;[ \t]*[A-Za-z0-9!#$%&'*+.^_`|~-]+=(?:[A-Za-z0-9!#$%&'*+.^_`|~-]+|\"[ -~]*\"))*",
+    re.ASCII,
+)
+#: Longest media type accepted from a server.
+MAX_MEDIA_TYPE = 255
+#: Most content items one ``resources/read`` answer may carry.
+MAX_CONTENTS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceContent:
+    """One item of a ``resources/read`` answer, checked.
+
+    Attributes:
+        uri: the item's URI, as the server sent it (data, never followed).
+        mime_type: the item's ``mimeType`` when it sent one (a well-formed media type).
+        text: the text, for a text item (else None).
+        blob: the decoded bytes, for a blob item (else None).
+        meta: the item's ``_meta``, if any.
+    """
+
+    uri: str
+    mime_type: str | None
+    text: str | None
+    blob: bytes | None
+    meta: JSONObject | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Completion:
     """One ``completion/complete`` answer."""
@@ -216,6 +250,7 @@ class Client:
         self._started = False
         self._closed = False
         self._lock = threading.RLock()
+        self._listeners: list[Callable[[str, JSONObject], None]] = []
 
     # -- construction ----------------------------------------------------------------------
 
@@ -259,6 +294,7 @@ class Client:
             limits=caps,
             shutdown_timeout=shutdown_timeout,
             on_server_request=lambda method: client.refused_requests.append(method),
+            on_notification=lambda method, params: client._notified(method, params),
         )
         client = cls(
             transport,
@@ -352,6 +388,20 @@ class Client:
     def forced_shutdown(self) -> bool:
         """Whether closing had to terminate a stdio child that ignored EOF."""
         return bool(getattr(self._transport, "forced_shutdown", False))
+
+    def on_notification(self, callback: Callable[[str, JSONObject], None]) -> None:
+        """Call ``callback(method, params)`` for each notification the server sends.
+
+        Over stdio a notification is told as it arrives, from the transport's reader thread,
+        whether a request is waiting or not (so ``callback`` must be quick and not block);
+        ``params`` that are not an object are told as ``{}``. Over HTTP no notification is
+        told yet.
+        """
+        self._listeners.append(callback)
+
+    def _notified(self, method: str, params: Any) -> None:
+        for callback in list(self._listeners):
+            callback(method, params if isinstance(params, dict) else {})
 
     def close(self) -> None:
         """End the connection: the child exits (or is killed), the HTTP session is released."""
@@ -596,6 +646,31 @@ class Client:
             raise ProtocolError("resources/read: contents must be a list of objects with a uri")
         return contents
 
+    def read_contents(self, uri: str) -> list[ResourceContent]:
+        """The contents of one resource, each item checked.
+
+        Each has exactly one of ``text`` (a string) and ``blob`` (strict base64, decoded), an
+        optional well-formed ``mimeType`` and an optional ``_meta`` object; there are at most
+        :data:`MAX_CONTENTS` items.
+
+        Raises:
+            ProtocolError: an item breaks one of those rules (``what`` says which).
+            TooLarge: more items than :data:`MAX_CONTENTS` (``what``: ``contents``).
+            PeerError, Unreachable, Timeout, Gated: as :meth:`request`.
+        """
+        items = self.read_resource(uri)
+        if len(items) > MAX_CONTENTS:
+            raise TooLarge("contents", MAX_CONTENTS, len(items))
+        return [_resource_content(item) for item in items]
+
+    def subscribe_resource(self, uri: str) -> None:
+        """Ask the server to send ``notifications/resources/updated`` when ``uri`` changes."""
+        self.request("resources/subscribe", {"uri": uri})
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Ask the server to stop telling of ``uri``."""
+        self.request("resources/unsubscribe", {"uri": uri})
+
     def complete(
         self,
         ref: Mapping[str, Any],
@@ -655,6 +730,40 @@ def probe(client: Client) -> ProbeResult:
     )
 
 
+def _resource_content(item: JSONObject) -> ResourceContent:
+    """One ``resources/read`` item, checked (see :meth:`Client.read_contents`).
+
+    Raises:
+        ProtocolError: the item is malformed.
+    """
+    text, blob = item.get("text"), item.get("blob")
+    if (text is None) == (blob is None):
+        raise ProtocolError("resources/read: an item needs exactly one of text and blob")
+    if text is not None and not isinstance(text, str):
+        raise ProtocolError("resources/read: text must be a string")
+    data: bytes | None = None
+    if blob is not None:
+        if not isinstance(blob, str):
+            raise ProtocolError("resources/read: blob must be a base64 string")
+        try:
+            data = base64.b64decode(blob, validate=True)
+        except (binascii.Error, ValueError):
+            raise ProtocolError(
+                "resources/read: blob is not valid base64", jsonrpc.excerpt(blob)
+            ) from None
+    mime = item.get("mimeType")
+    if mime is not None and not (
+        isinstance(mime, str) and len(mime) <= MAX_MEDIA_TYPE and _MEDIA_TYPE.fullmatch(mime)
+    ):
+        raise ProtocolError(
+            "resources/read: mimeType is not a media type", jsonrpc.excerpt(repr(mime))
+        )
+    meta = item.get("_meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise ProtocolError("resources/read: _meta must be an object")
+    return ResourceContent(str(item["uri"]), mime, text, data, meta)
+
+
 def _object(value: Any, what: str) -> JSONObject:
     if not isinstance(value, dict):
         raise ProtocolError(f"{what} must be an object")
@@ -668,9 +777,6 @@ def _optional_str(value: Any, what: str) -> str | None:
 
 
 def _header_value(value: str) -> str:
-    import base64
-    import re
-
     if (
         re.fullmatch(r"[\x20-\x7e]*", value)
         and value == value.strip()

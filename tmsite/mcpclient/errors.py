@@ -139,7 +139,8 @@ class TooLarge(McpClientError):
 
     Attributes:
         what: which cap — ``"message"`` (bytes in one message), ``"items"`` (entries in one
-            listing), ``"pages"`` (pages in one listing).
+            listing), ``"pages"`` (pages in one listing), ``"contents"`` (items in one
+            ``resources/read`` answer).
         limit: the cap.
         seen: how much had been seen when the client stopped (at least ``limit + 1`` for bytes).
     """

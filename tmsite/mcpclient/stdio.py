@@ -76,6 +76,7 @@ class StdioTransport:
         limits: Limits,
         shutdown_timeout: float,
         on_server_request: Callable[[str], None],
+        on_notification: Callable[[str, Any], None] | None = None,
     ) -> None:
         if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
             raise ValueError("argv must be a non-empty list of strings (no shell is used)")
@@ -87,6 +88,7 @@ class StdioTransport:
         self.limits = limits
         self.shutdown_timeout = shutdown_timeout
         self._on_server_request = on_server_request
+        self._on_notification = on_notification
         self._proc: subprocess.Popen[bytes] | None = None
         self._queue: queue.Queue[Any] = queue.Queue()
         self._threads: list[threading.Thread] = []
@@ -327,9 +329,13 @@ class StdioTransport:
         if not line:
             return True
         try:
-            self._queue.put(
-                jsonrpc.decode(line, self.limits.max_message_bytes, max_depth=self.limits.max_depth)
+            message = jsonrpc.decode(
+                line, self.limits.max_message_bytes, max_depth=self.limits.max_depth
             )
+            if self._on_notification is not None and _is_notification(message):
+                self._tell(message)  # as it arrives, whether a request is waiting or not
+                return True
+            self._queue.put(message)
         except (TooLarge, TooDeep) as exc:
             self._queue.put(exc)
             return False
@@ -339,6 +345,13 @@ class StdioTransport:
             )
             return False
         return True
+
+    def _tell(self, message: dict[str, Any]) -> None:
+        assert self._on_notification is not None
+        try:
+            self._on_notification(message["method"], message.get("params"))
+        except Exception:  # a listener's fault is not the stream's
+            log.exception("a notification listener failed on %s", message["method"])
 
     def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
@@ -392,3 +405,11 @@ class StdioTransport:
 
 
 __all__ = ["DEFAULT_ENV_ALLOW", "StdioTransport", "build_env"]
+
+
+def _is_notification(message: Any) -> bool:
+    """Whether a decoded message is a well-formed JSON-RPC notification."""
+    try:
+        return jsonrpc.classify(message) == "notification"
+    except ProtocolError:
+        return False

@@ -11,7 +11,8 @@ history    2     a git history walk (``?as=log``, ``?as=blame``)
 blocks     2     ``?as=blocks``: one address assembled from many
 mcp        2     another MCP server's record, its tool and resource descriptions, its map
 http       4     a page: fetched from the front door as a visitor gets it
-mcp-run    8     a path the server's map names: runs a tool on another MCP server
+mcp-run    8     a path the server's map names (runs a tool on another MCP server), or the
+                 content of its resource (``mcp/<server>/resources/<uri>``, read from it)
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 =========  ====  ==========================================================================
@@ -134,13 +135,22 @@ def _uri_kind(uri: TmUri) -> str:
     if uri.mount == "http":
         return "http"
     if uri.mount == "mcp":
-        return _mcp_kind(uri.path)
+        return _mcp_kind(uri)
     return FACET_KINDS.get(uri.param("as") or "", uri.mount)
 
 
-def _mcp_kind(path: tuple[str, ...]) -> str:
-    """``mcp`` for a server's record and descriptions, ``mcp-run`` for a path its map runs."""
-    if len(path) <= 1 or path[1] in MCP_DESCRIBING:
+def _mcp_kind(uri: TmUri) -> str:
+    """``mcp`` for a server's record and descriptions, ``mcp-run`` for what asks the server.
+
+    That is a path its map runs, and a resource's content (``resources/<uri>`` read plainly or
+    ``?as=raw``; its declaration, stat and links are descriptions).
+    """
+    path = uri.path
+    if len(path) <= 1:
+        return "mcp"
+    if path[1] == "resources" and len(path) == 3 and not uri.collection:
+        return "mcp-run" if uri.param("as") in (None, "raw") else "mcp"
+    if path[1] in MCP_DESCRIBING:
         return "mcp"
     return "mcp-run"
 

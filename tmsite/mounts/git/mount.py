@@ -101,6 +101,16 @@ DEFAULT_LOG = 20
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
 #: How long a resolved ref is trusted before the ref store is read again (seconds).
 REF_TTL = 1.0
+#: Moves on when a ref is seen to move (:func:`refs_moved`): what was resolved before is not
+#: trusted any more, so a read right after a change is told reads the change.
+_REFS_SEEN = [0]
+
+
+def refs_moved() -> None:
+    """A ref was seen to move (the ref watcher): forget every ref resolved in this process."""
+    _REFS_SEEN[0] += 1
+
+
 COMPLETION_LIMIT = 101
 N_SUGGESTIONS = ("1", "5", "10", "20", "50", "100")
 
@@ -213,7 +223,7 @@ class GitMount(Mount):
             title = "the served checkout" if name == checkout_repo else "a neighbouring repository"
             self.repos[name] = Served(name, Path(repos[name]), refs.get(name), title)
         self.imports = ManifestCache(imports_file)
-        self._resolved: dict[tuple[str, str | None], tuple[float, gitstore.Resolved]] = {}
+        self._resolved: dict[tuple[str, str | None], tuple[float, int, gitstore.Resolved]] = {}
         self._resolved_lock = threading.Lock()
         #: The checkout's served roots (the fs mount's), handed over by the registry when fs is
         #: served: working-copy links and ``fs/…?at=`` reads follow the same rules.
@@ -294,18 +304,19 @@ class GitMount(Mount):
         """``label`` resolved in ``served`` (raises gitstore's refusals).
 
         An answer is trusted for ``REF_TTL`` seconds, so a burst of reads reads the ref store
-        once.
+        once, unless a ref was seen to move meanwhile (:func:`refs_moved`).
         """
         key = (served.name, label)
         now = time.monotonic()
+        seen = _REFS_SEEN[0]
         cached = self._resolved.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1]
+        if cached is not None and cached[0] > now and cached[1] == seen:
+            return cached[2]
         found = gitstore.resolve(repo, label, served.default_ref)
         with self._resolved_lock:
             if len(self._resolved) > 4096:
                 self._resolved.clear()
-            self._resolved[key] = (now + REF_TTL, found)
+            self._resolved[key] = (now + REF_TTL, seen, found)
         return found
 
     def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:

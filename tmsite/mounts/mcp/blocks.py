@@ -8,6 +8,9 @@
   ``outputSchema``) as JSON code, a prompt's arguments as a table.
 * A map (``mcp/<server>/map``) is a table of its entries: the path template (followable to
   the tool that runs it), the tool, the kind it yields, its confidence and where it came from.
+* A resource read from its server (``mcp/<server>/resources/<uri>``) is its content drawn by
+  its media type (text as code, JSON as its structure, bytes as media), then where it came
+  from: the server, the upstream URI, the declaration (followable) and when it was read.
 * A thing a map names (any kind the map declares, so it is registered for the mount, not a
   kind) is the tool's answer drawn as JSON, then how it was read: the server, the tool (both
   followable), the map entry and its confidence, the arguments and when it was called.
@@ -21,9 +24,19 @@ from typing import Any
 
 from tmsite.blocks import vocabulary as v
 from tmsite.blocks.assemble import Context
-from tmsite.blocks.generic import href_of, json_blocks, json_code, mapping, title_of
+from tmsite.blocks.generic import (
+    binary,
+    href_of,
+    json_blocks,
+    json_code,
+    json_file,
+    mapping,
+    text,
+    title_of,
+)
 from tmsite.blocks.registry import assembles
 from tmsite.blocks.vocabulary import Block
+from tmsite.core.parts import is_text_type
 from tmsite.core.types import Content
 from tmsite.mounts.mcp.map import PROVENANCE
 
@@ -230,4 +243,40 @@ def mapped(ctx: Context, content: Content) -> list[Block]:
         blocks.append(
             v.note(source, f"the server asked for: {v.scalar(prov['refusedRequests'])}", "warning")
         )
+    return blocks
+
+
+@assembles(
+    kinds=("peer-resource",), yields=("heading", "note", "kv", "list", "table", "code", "media")
+)
+def peer_resource(ctx: Context, content: Content) -> list[Block]:
+    """A resource another server answered: its content by media type, then where it came from."""
+    source = content.uri
+    prov: dict[str, Any] = mapping((content.meta or {}).get(PROVENANCE))
+    name = str(prov.get("upstreamUri") or title_of({}, source))
+    blocks: list[Block] = [v.heading(source, f"resource {name}")]
+    media = content.mime_type.split(";")[0].strip().lower()
+    if isinstance(content.body, bytes) and not is_text_type(media):
+        blocks += binary(ctx, content)
+    elif media == "application/json" or media.endswith("+json"):
+        blocks += json_file(ctx, content)
+    else:
+        blocks += text(ctx, content)
+    if not prov:
+        return blocks
+    blocks.append(v.heading(source, "Read from", 2))
+    items: list[tuple[str, Any, str | None]] = [
+        ("server", prov.get("server"), href_of(prov.get("serverUri"))),
+        ("upstream URI", prov.get("upstreamUri"), None),
+        (
+            "declared by",
+            prov.get("template") or prov.get("upstreamUri"),
+            href_of(prov.get("declaration")),
+        ),
+        ("read at", prov.get("readAt"), None),
+        ("licence basis", prov.get("licenceBasis"), None),
+    ]
+    if prov.get("sources"):
+        items.append(("sources", ", ".join(str(s) for s in prov["sources"]), None))
+    blocks.append(v.kv(source, [i for i in items if i[1] is not None]))
     return blocks

@@ -9,21 +9,26 @@ Grammar (``tm://<host>/mcp/…``)::
     mcp/<server>/tools/<name>          the tool as the server described it
                                        (application/vnd.tm.tool+json; ?pointer=/inputSchema)
     mcp/<server>/prompts/<name>        a prompt as described (vnd.tm.prompt)
-    mcp/<server>/resources/<uri>       a resource or resource template as described, named by
-                                       its upstream URI (vnd.tm.resource / vnd.tm.resource-template)
+    mcp/<server>/resources/<uri>       a resource, named by its upstream URI: the server's
+                                       resources/read answer (text or bytes, typed with its
+                                       mimeType, provenance in _meta); ?as=declaration is the
+                                       resource as described (vnd.tm.resource). A URI a declared
+                                       template yields reads the same way; the template itself
+                                       reads as described (vnd.tm.resource-template)
     mcp/<server>/map                   the index map, each entry with its confidence
                                        (application/vnd.tm.map+json)
     mcp/<server>/<map path>            a path the map names, e.g. mcp/elements/element/Fe: runs
                                        the entry's tool; the answer is the thing
                                        (application/vnd.tm.<kind>+json)
 
-Everything but a map-named read comes from the stored declaration: reading the namespace never
-starts a peer, except for a map-named read (and completing a map path's argument when the server
-offers completion). Upstream names and URIs are data: they are path segments percent-encoded by
-:mod:`tmsite.core.uri`, never dereferenced; upstream text was capped when stored. A server
-that has never answered has no ``tools/`` (and the others): asking for them is refused
-``gated`` or ``unreachable`` as its record says. Map-named reads: see
-:mod:`tmsite.mounts.mcp.map`. Tools the map does not name are never run.
+Everything but a map-named read and a resource's content comes from the stored declaration:
+reading the namespace never starts a peer, except for those two (and completing a map path's
+argument when the server offers completion). Upstream names and URIs are data: they are path
+segments percent-encoded by :mod:`tmsite.core.uri`, never dereferenced; upstream text was
+capped when stored. A server that has never answered has no ``tools/`` (and the others): asking
+for them is refused ``gated`` or ``unreachable`` as its record says. Map-named reads: see
+:mod:`tmsite.mounts.mcp.map`; resource reads: :mod:`tmsite.mounts.mcp.resources`. Tools the map
+does not name are never run.
 
 Spec: MCP.
 """
@@ -46,10 +51,11 @@ from tmsite.core.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, 
 from tmsite.core.links import Confidence, Link
 from tmsite.core.parts import dumps
 from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
-from tmsite.mcpclient import Client
+from tmsite.mcpclient import Client, PeerError, ResourceContent
 from tmsite.mounts.base import Mount
 from tmsite.mounts.mcp import errors as mcp_errors
 from tmsite.mounts.mcp import map as mcp_map
+from tmsite.mounts.mcp import resources as mcp_resources
 from tmsite.servers import grammar, pool, programs
 from tmsite.servers.connect import token_for
 from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
@@ -61,6 +67,7 @@ SECTIONS: dict[str, tuple[str, str, str]] = {
     "tools": ("tools", "name", "tool"),
 }
 _ITEM_PARAMS = ("as", "pointer", "lines", "range")
+_RESOURCE_FACETS = ("declaration", "links", "raw", "stat")
 _THING_PARAMS = ("as", "pointer", "lines", "range")
 _MAX_DETAIL = 1000
 
@@ -175,6 +182,31 @@ class McpMount(Mount):
             ]
         return items
 
+    def _item_entry(
+        self,
+        record: McpServer,
+        section: str,
+        segment: str,
+        item: Mapping[str, Any],
+        declared: ServerDeclaration,
+    ) -> Entry:
+        """One child of a section: a declared item, or (resources) what reading it answers."""
+        kind = self._item_kind(section, item)
+        mime: str | None = vnd(kind)
+        size: int | None = _size(item)
+        if kind == "resource":  # reads as the server's content: its declared type and size
+            mime = mcp_resources.declared_type(item)
+            size = mcp_resources.declared_size(item)
+        return Entry(
+            str(self.uri(record.name, section, segment)),
+            segment,
+            False,
+            mime,
+            size,
+            title=_title(item),
+            modified=declared.asked_at,
+        )
+
     def _item_kind(self, section: str, item: Mapping[str, Any]) -> str:
         if section == "resources" and "uriTemplate" in item:
             return "resource-template"
@@ -229,15 +261,7 @@ class McpMount(Mount):
             section = path[1]
             return Listing(
                 [
-                    Entry(
-                        str(self.uri(record.name, section, segment)),
-                        segment,
-                        False,
-                        vnd(self._item_kind(section, item)),
-                        _size(item),
-                        title=_title(item),
-                        modified=declared.asked_at,
-                    )
+                    self._item_entry(record, section, segment, item, declared)
                     for segment, item in self._items(declared, section)
                 ],
                 {"server": record.name, "declaredAt": declared.asked_at.isoformat()},
@@ -261,16 +285,31 @@ class McpMount(Mount):
         if path[1] in SECTIONS:
             if len(path) > 3:
                 raise NotFound(req.text, f"a declared {path[1][:-1]} has nothing under it")
+            if path[1] == "resources":
+                return self._read_resource(req, record, path[2])
             return self._read_item(req, record, path[1], path[2])
         if len(path) == 2 and path[1] == "map":
             return self._read_map(req, record)
         return self._read_thing(req, record)
 
+    @override
+    def links(self, req: Request) -> builtins.list[Link]:
+        path = req.uri.path
+        if len(path) == 3 and path[1] == "resources" and not req.uri.collection:
+            record = self._server(req, path[0])
+            _, found = self._find_resource(req, record, path[2])
+            if found.template != path[2]:  # a resource's links, the server not asked
+                return self._resource_links(record, path[2], found)
+        return super().links(req)
+
     # ---- declared items and the map -----------------------------------------------------
 
-    def _read_item(self, req: Request, record: McpServer, section: str, name: str) -> Content:
+    def _read_item(
+        self, req: Request, record: McpServer, section: str, name: str, checked: bool = False
+    ) -> Content:
         req.facets.require(req.text, _ITEM_PARAMS, f"a declared {section[:-1]}")
-        req.facets.require_facet(req.text, ("links", "stat"), f"a declared {section[:-1]}")
+        if not checked:  # else the caller has checked ``as`` (a template's ?as=declaration)
+            req.facets.require_facet(req.text, ("links", "stat"), f"a declared {section[:-1]}")
         declared = self._declaration(req, record)
         item = dict(self._items(declared, section)).get(name)
         if item is None:
@@ -295,6 +334,153 @@ class McpMount(Mount):
             )
             return stat.content(req.text, [*links, Link("alternate", str(me))])
         return Content(req.text, vnd(kind), item, links, kind=kind)
+
+    # ---- another server's resources ----------------------------------------------------
+
+    def _find_resource(
+        self, req: Request, record: McpServer, upstream: str
+    ) -> tuple[ServerDeclaration, mcp_resources.Found]:
+        """The declaration ``upstream`` comes from, or the refusal (the server never asked)."""
+        mcp_resources.check_uri(req.text, upstream)
+        declared = self._declaration(req, record)
+        found = mcp_resources.find(
+            req.text,
+            upstream,
+            [r for r in declared.resources if isinstance(r, dict)],
+            [t for t in declared.resource_templates if isinstance(t, dict)],
+        )
+        if found is None:
+            raise NotFound(
+                req.text,
+                f"{record.name} declared no resource {upstream[:80]!r} and no template that "
+                "yields it; the server was not asked",
+                nearest=[str(self.uri(record.name, "resources", collection=True))],
+            )
+        return declared, found
+
+    def _resource_links(
+        self, record: McpServer, upstream: str, found: mcp_resources.Found
+    ) -> builtins.list[Link]:
+        """A resource's links: its collection, the declaration it comes from, its stat."""
+        me = self.uri(record.name, "resources", upstream)
+        parent = str(self.uri(record.name, "resources", collection=True))
+        if found.template is None:
+            declaration = str(me.with_params({"as": "declaration"}))
+            title = "the resource as its server declared it"
+        else:
+            declaration = str(self.uri(record.name, "resources", found.template))
+            title = f"the template {found.template[:120]} it comes from"
+        return [
+            Link("up", parent),
+            Link("collection", parent),
+            Link("describedby", declaration, title=title, type=vnd(found.kind)),
+            Link("describedby", str(me.with_params({"as": "stat"})), type=vnd("stat")),
+        ]
+
+    def _read_resource(self, req: Request, record: McpServer, upstream: str) -> Content:
+        req.facets.require(req.text, _ITEM_PARAMS, "a resource")
+        req.facets.require_facet(req.text, _RESOURCE_FACETS, "a resource")
+        declared, found = self._find_resource(req, record, upstream)
+        facet = req.facets.facet
+        if found.template == upstream:  # the template itself: only its declaration is read
+            if facet == "raw":
+                raise BadFacet(
+                    req.text,
+                    "a resource template has no content; read a URI it yields",
+                    valid=["declaration", "stat"],
+                )
+            return self._read_item(req, record, "resources", upstream, facet == "declaration")
+        links = self._resource_links(record, upstream, found)
+        me = self.uri(record.name, "resources", upstream)
+        if facet == "declaration":
+            if req.facets.part is not None and req.facets.part != "pointer":
+                raise BadFacet(req.text, "a declaration reads whole or by pointer", valid=[])
+            return Content(
+                req.text,
+                vnd(found.kind),
+                dict(found.item),
+                [*links, Link("alternate", str(me), title="the resource's content")],
+                kind=found.kind,
+            )
+        if facet == "stat":
+            if req.facets.part is not None:
+                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            mime = mcp_resources.declared_type(found.item)
+            extra: dict[str, JsonValue] = {
+                "server": record.name,
+                "upstreamUri": upstream,
+                "declaredAt": declared.asked_at.isoformat(),
+            }
+            if found.template is not None:
+                extra["template"] = found.template
+            stat = Stat(
+                str(me),
+                upstream,
+                mime or "application/octet-stream",
+                size=mcp_resources.declared_size(found.item) if found.template is None else None,
+                text=mcp_resources.is_text(mime),
+                extra=extra,
+            )
+            return stat.content(req.text, [*links[:3], Link("alternate", str(me))])
+        return self._read_content(req, record, upstream, found, links)
+
+    def _read_content(
+        self,
+        req: Request,
+        record: McpServer,
+        upstream: str,
+        found: mcp_resources.Found,
+        links: builtins.list[Link],
+    ) -> Content:
+        """What the server's ``resources/read`` answers for ``upstream``."""
+        with mcp_errors.translated(req.text, record):
+            token_for(record)
+            if record.transport == "stdio":
+                record.launch()
+        declaration = links[2].href
+
+        def read(client: Client) -> builtins.list[ResourceContent]:
+            return client.read_contents(upstream)
+
+        with mcp_errors.translated(req.text, record):
+            try:
+                contents = pool.run(record, read)
+            except PeerError as exc:
+                if exc.code not in mcp_resources.NOT_FOUND_CODES:
+                    raise
+                raise NotFound(
+                    req.text,
+                    f"the MCP server {record.name} has no such resource (its words are in "
+                    "peerError)",
+                    nearest=[declaration],
+                    peerError=exc.message[:_MAX_DETAIL],
+                    code=exc.code,
+                ) from None
+        item = mcp_resources.chosen(upstream, contents)
+        if item is None:
+            raise NotFound(
+                req.text,
+                f"the MCP server {record.name} answered no contents for this resource",
+                nearest=[declaration],
+            )
+        body, mime = mcp_resources.body_and_type(item, found.item)
+        prov = mcp_resources.provenance(
+            server=record.name,
+            server_uri=str(self.uri(record.name, collection=True)),
+            upstream=upstream,
+            found=found,
+            declaration_uri=declaration,
+            item=item,
+            count=len(contents),
+            sources=record.sources,
+            licence_basis=record.licence_basis,
+        )
+        upstream_meta = mcp_resources.upstream_meta(item)
+        if upstream_meta is not None:
+            prov["upstreamMeta"] = upstream_meta
+        return Content(
+            req.text, mime, body, links, kind="peer-resource", meta={mcp_map.PROVENANCE: prov}
+        )
 
     def _entries(self, record: McpServer) -> builtins.list[MapEntry]:
         return _kept(record).entries
@@ -436,18 +622,21 @@ class McpMount(Mount):
         if argument == "server":
             names = McpServer.objects.filter(name__startswith=value).values_list("name", flat=True)
             return [str(n) for n in names[:100]]
-        if argument not in ("tool", "path"):
+        if argument not in ("tool", "path", "uri"):
             raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=["server", "tool", "path"]
+                None,
+                f"no template argument named {argument!r}",
+                valid=["server", "tool", "path", "uri"],
             )
         record = McpServer.objects.filter(name=context.get("server", "")).first()
         if record is None:
             return []
-        if argument == "tool":
+        if argument in ("tool", "uri"):
             declared = record.latest_declaration()
             if declared is None:
                 return []
-            return [n for n, _ in self._items(declared, "tools") if n.startswith(value)][:100]
+            section = "tools" if argument == "tool" else "resources"
+            return [n for n, _ in self._items(declared, section) if n.startswith(value)][:100]
         return self._complete_path(record, value)
 
     def _complete_path(self, record: McpServer, value: str) -> builtins.list[str]:
@@ -538,6 +727,18 @@ class McpMount(Mount):
                 "Tools run only through paths the server's map names.",
                 ("server", "tool"),
                 vnd("tool"),
+            ),
+            Template(
+                "mcp-resource",
+                f"{base}/{{server}}/resources/{{uri}}",
+                "A resource of a server the box reads",
+                "The uri is the server's own, percent-encoded as one segment, and must be one it "
+                "declared or one its declared templates yield (else not-found, the server not "
+                "asked). The read is the server's resources/read answer, text or bytes typed "
+                "with its mimeType, capped like every read; _meta carries the provenance; "
+                "?as=declaration is the declaration it comes from. Traversal in a template's "
+                "values, control characters and URIs past 2048 characters are bad-argument.",
+                ("server", "uri"),
             ),
             Template(
                 "mcp-map",

@@ -1,0 +1,289 @@
+"""What another MCP server says changed, told on the bus as the ``tm://`` addresses it changes.
+
+A :class:`PeerNotices` is told which ``tm://<host>/mcp/<server>/…`` URIs are listened to (its
+:meth:`~PeerNotices.interest` is the bus's interest watcher). While any URI of a server is
+listened to, it holds a connection of its own to that server (not the warm pool's: a
+notification must not wait for a read) and listens to it; when the last listener goes, the
+connection is closed and the server's process ends. For each listened resource
+(``mcp/<server>/resources/<uri>``) it asks the server ``resources/subscribe`` when the server
+declares ``resources.subscribe`` (and ``resources/unsubscribe`` when it is released). What the
+server then sends is forwarded:
+
+* ``notifications/resources/updated {uri}`` → ``mcp/<server>/resources/<uri>`` (the URI is
+  data: one segment, at most 2048 characters, no control characters; others are dropped);
+* ``notifications/resources/list_changed``, ``…/tools/list_changed``,
+  ``…/prompts/list_changed`` → the server is asked again what it declares, then
+  ``mcp/<server>/resources/`` (``tools/``, ``prompts/``) is published, so a reader sees the
+  new declaration. One worker a server does that, at most once every :data:`REPROBE_SECONDS`,
+  for everything named since: a flood of notifications costs one probe a period.
+
+Only what a listened URI is affected by is published (the URI itself or a collection above
+it). Notifications are heard over stdio, as the transport reads them; an HTTP server's
+notifications are not heard yet (its record's status still is, by
+:mod:`tmsite.subscriptions.records`).
+
+Spec: SUB3, MCP.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import close_old_connections
+
+from tmsite.core.errors import Refusal
+from tmsite.core.uri import TmUri, parse
+from tmsite.mcpclient import Client, McpClientError
+from tmsite.servers import grammar
+from tmsite.servers.models import McpServer
+
+log = logging.getLogger("tmsite.subscriptions.mcp")
+
+#: The least time between two re-probes of one server for its list_changed notifications.
+REPROBE_SECONDS = 5.0
+#: The longest upstream URI forwarded.
+MAX_UPSTREAM_URI = 2048
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LISTS = {
+    "notifications/resources/list_changed": "resources",
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+}
+
+Publish = Callable[[str], None]
+Connect = Callable[[McpServer], Client]
+Reprobe = Callable[[McpServer], object]
+
+
+def _connect(record: McpServer) -> Client:
+    from tmsite.servers.connect import client_for
+
+    return client_for(record)
+
+
+def _reprobe(record: McpServer) -> object:
+    from tmsite.servers.connect import probe_record
+
+    return probe_record(record)
+
+
+class _Peer:
+    """One listened server: its record, its connection, what is listened to of it."""
+
+    def __init__(self, record: McpServer) -> None:
+        self.record = record
+        self.uris: set[str] = set()
+        self.client: Client | None = None
+        self.subscribed: set[str] = set()
+        self.can_subscribe = False
+        self.reprobed = float("-inf")
+        #: The listings a list_changed named since the server was last asked again.
+        self.pending: set[str] = set()
+        self.asking = False
+        self.lock = threading.Lock()
+
+
+class PeerNotices:
+    """Holds connections to the listened servers and forwards what they say changed.
+
+    Args:
+        host: the host whose ``mcp/`` URIs are watched.
+        publish: what is called with each changed URI (the bus's ``publish``).
+        connect: a (not yet started) client for a record (default: the record's own).
+        reprobe: asks a record's server again what it declares (default: ``probe_record``).
+        affects: the bus's rule for whether a change reaches a listened URI.
+        reprobe_seconds: the least time between two re-probes of one server.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        publish: Publish,
+        *,
+        connect: Connect = _connect,
+        reprobe: Reprobe = _reprobe,
+        affects: Callable[[str, str], str | None] | None = None,
+        reprobe_seconds: float = REPROBE_SECONDS,
+    ) -> None:
+        from tmsite.subscriptions import changes
+
+        self.host = host
+        self.publish = publish
+        self.connect = connect
+        self.reprobe = reprobe
+        self.affects = affects or changes.affects
+        self.reprobe_seconds = reprobe_seconds
+        self._lock = threading.Lock()
+        self._peers: dict[str, _Peer] = {}
+
+    # ---- interest -----------------------------------------------------------------------
+
+    def interest(self, uri: str, present: bool) -> None:
+        """The bus's interest watcher: ``uri`` gained its first listener, or lost its last."""
+        try:
+            parsed = parse(uri)
+        except Refusal:
+            return
+        if parsed.host != self.host or parsed.mount != "mcp" or not parsed.path:
+            return
+        name = parsed.path[0]
+        if not grammar.SERVER_NAME.fullmatch(name):
+            return
+        upstream = _upstream(parsed)
+        with self._lock:
+            peer = self._peers.get(name)
+            if present:
+                if peer is None:
+                    record = McpServer.objects.filter(name=name).first()
+                    if record is None or record.transport != "stdio":
+                        return
+                    peer = self._peers[name] = _Peer(record)
+                    threading.Thread(
+                        target=self._open, args=(peer,), name=f"tm-mcp-notices-{name}", daemon=True
+                    ).start()
+                peer.uris.add(parsed.text)
+            elif peer is not None:
+                peer.uris.discard(parsed.text)
+                if not peer.uris:
+                    del self._peers[name]
+                    threading.Thread(target=self._close, args=(peer,), daemon=True).start()
+                    return
+        if peer is not None and upstream is not None:
+            threading.Thread(
+                target=self._subscription, args=(peer,), name=f"tm-mcp-sub-{name}", daemon=True
+            ).start()
+
+    def asking(self, name: str) -> bool:
+        """Whether the server ``name`` is being asked again for a list_changed (or soon)."""
+        with self._lock:
+            peer = self._peers.get(name)
+        return peer is not None and peer.asking
+
+    def listened(self) -> dict[str, list[str]]:
+        """The servers listened to now and their listened URIs."""
+        with self._lock:
+            return {name: sorted(p.uris) for name, p in self._peers.items()}
+
+    def connected(self, name: str) -> Client | None:
+        """The connection held to the server ``name``, once it is met."""
+        with self._lock:
+            peer = self._peers.get(name)
+        return peer.client if peer is not None else None
+
+    # ---- the connection -----------------------------------------------------------------
+
+    def _open(self, peer: _Peer) -> None:
+        try:
+            client = self.connect(peer.record)
+            client.on_notification(lambda method, params: self._told(peer, method, params))
+            hs = client.handshake()
+        except Exception as exc:  # a server that does not answer tells nothing
+            log.warning("listening to the MCP server %s failed: %s", peer.record.name, exc)
+            return
+        resources = hs.capabilities.get("resources")
+        with peer.lock:
+            peer.client = client
+            peer.can_subscribe = isinstance(resources, dict) and resources.get("subscribe") is True
+        with self._lock:
+            gone = self._peers.get(peer.record.name) is not peer
+        if gone:
+            client.close()
+            return
+        self._subscription(peer)
+
+    def _close(self, peer: _Peer) -> None:
+        with peer.lock:
+            client, peer.client = peer.client, None
+            subscribed, peer.subscribed = set(peer.subscribed), set()
+        if client is None:
+            return
+        for upstream in sorted(subscribed):
+            try:
+                client.unsubscribe_resource(upstream)
+            except McpClientError:
+                break
+        client.close()
+
+    def _subscription(self, peer: _Peer) -> None:
+        """Ask the server to tell of the listened resources (and no longer of the others)."""
+        with self._lock:
+            wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
+        with peer.lock:
+            client = peer.client
+            if client is None or not peer.can_subscribe:
+                return
+            try:
+                for upstream in sorted(wanted - peer.subscribed):
+                    client.subscribe_resource(upstream)
+                    peer.subscribed.add(upstream)
+                for upstream in sorted(peer.subscribed - wanted):
+                    client.unsubscribe_resource(upstream)
+                    peer.subscribed.discard(upstream)
+            except McpClientError as exc:
+                log.warning("subscribing at the MCP server %s failed: %s", peer.record.name, exc)
+
+    # ---- what the server says -----------------------------------------------------------
+
+    def _told(self, peer: _Peer, method: str, params: dict[str, Any]) -> None:
+        name = peer.record.name
+        if method == "notifications/resources/updated":
+            upstream = params.get("uri")
+            if (
+                not isinstance(upstream, str)
+                or not upstream
+                or len(upstream) > MAX_UPSTREAM_URI
+                or _CONTROL.search(upstream)
+            ):
+                return
+            self._forward(peer, str(TmUri(self.host, "mcp", (name, "resources", upstream))))
+        elif method in _LISTS:
+            with peer.lock:
+                peer.pending.add(_LISTS[method])
+                start = not peer.asking
+                peer.asking = True
+            if start:  # one worker a server, however many notifications come
+                threading.Thread(target=self._listings_changed, args=(peer,), daemon=True).start()
+
+    def _listings_changed(self, peer: _Peer) -> None:
+        """Ask the server again (at most once every ``REPROBE_SECONDS``), then tell."""
+        while True:
+            with peer.lock:
+                wait = peer.reprobed + self.reprobe_seconds - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            with self._lock:
+                listened = self._peers.get(peer.record.name) is peer
+            with peer.lock:
+                sections, peer.pending = sorted(peer.pending), set()
+                if not sections or not listened:  # nothing more, or nobody listens now
+                    peer.asking = False
+                    return
+                peer.reprobed = time.monotonic()
+            try:
+                self.reprobe(peer.record)
+            except Exception:
+                log.exception("asking the MCP server %s again failed", peer.record.name)
+            finally:
+                close_old_connections()
+            for section in sections:
+                uri = TmUri(self.host, "mcp", (peer.record.name, section), True)
+                self._forward(peer, str(uri))
+
+    def _forward(self, peer: _Peer, changed: str) -> None:
+        with self._lock:
+            uris = list(peer.uris)
+        if any(self.affects(uri, changed) is not None for uri in uris):
+            self.publish(changed)
+
+
+def _upstream(uri: TmUri) -> str | None:
+    """The upstream URI a ``mcp/<server>/resources/<uri>`` names, else None."""
+    path = uri.path
+    if len(path) == 3 and path[1] == "resources" and not uri.collection:
+        return path[2]
+    return None

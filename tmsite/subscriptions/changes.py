@@ -1,0 +1,313 @@
+"""The change bus: change sources publish what changed; open streams listen.
+
+A change source (the fs watcher, the git refs, entity signals, a peer's stream, …) calls
+
+* :func:`publish` with the full ``tm://`` URI of what changed, or
+* :func:`publish_list_changed` when what ``tools/list``, ``prompts/list`` or ``resources/list``
+  answers changed,
+
+from any thread. Every listener added with :func:`add_listener` is then called with one
+:class:`Change`, in the publisher's thread (or the bus's own receiving thread); a listener must be
+quick and must not block (an event-loop stream hands it to its loop with
+``call_soon_threadsafe``). A listener that raises is logged and kept.
+
+Which subscription a change reaches (:func:`affects`), given URIs as :mod:`tmsite.core.uri` parses
+them:
+
+* Matching is on the URI's *key*: its identity (host, mount, segments, trailing ``/``) plus its
+  ``at=`` parameter, if any. Every other parameter (``as=``, ``lines=``, ``pointer=``, …) is a
+  view of the same resource, so a change of ``tm://h/fs/a.md`` reaches a subscription to
+  ``tm://h/fs/a.md?lines=1-9``, and that subscriber is told of the URI it subscribed to. ``at=``
+  picks a version: a subscription pinned by ``at=`` is reached only by a change published with
+  the same ``at=`` (a source never publishes one for a commit id, so those never fire).
+* A subscription to a collection (a URI ending in ``/``: a directory, a mount, a host's root
+  ``tm://h/``) is also reached by a change of anything beneath it — any URI whose key path
+  starts with the collection's, with the same ``at=`` — and its subscriber is told of the
+  changed child's URI (as it was published, canonical). A change of a collection itself reaches
+  subscribers to that collection, not those of its children.
+* ``tm://``, the list of hosts, is a collection holding every host.
+
+Interest: a source watches only what someone listens to. A stream calls :func:`interest` for
+each URI it subscribes to and :func:`release` when it ends (or uses :func:`listening`); counts
+are kept per canonical URI. A source calls :func:`add_interest_watcher` with a callback
+``(uri, present)``: it is called at once with ``present=True`` for every URI listened to now,
+then whenever a URI gains its first listener (``True``) or loses its last (``False``). Watchers
+are called under the bus's interest lock, in order, so a source never sees a release before the
+interest it releases; they must be quick and may call :func:`interests`.
+
+A :class:`Change` of kind ``lost`` says the bus can no longer promise delivery (its shared
+backend went away): a stream that gets one ends gracefully so its client listens again.
+
+This is the in-process backend: what one process publishes reaches that process's listeners.
+
+Spec: SUB3.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from tmsite.core import uri as tmuri
+
+log = logging.getLogger("tmsite.subscriptions")
+
+ListKind = Literal["tools", "prompts", "resources"]
+LIST_KINDS: tuple[ListKind, ...] = ("tools", "prompts", "resources")
+ChangeKind = Literal["updated", "list_changed", "lost"]
+
+#: The parameter that is part of what a subscription names (a version), not a view of it.
+PINNING_PARAMS = ("at",)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change on the bus.
+
+    Attributes:
+        kind: ``updated`` (``uri`` changed), ``list_changed`` (the list ``list_kind`` changed)
+            or ``lost`` (the bus cannot promise delivery any more).
+        uri: The canonical URI that changed (``updated`` only).
+        list_kind: Which list changed (``list_changed`` only).
+    """
+
+    kind: ChangeKind
+    uri: str | None = None
+    list_kind: ListKind | None = None
+
+
+Listener = Callable[[Change], None]
+InterestWatcher = Callable[[str, bool], None]
+
+
+# --- URIs --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Key:
+    """What matching compares: the identity's segments, collection or not, and ``at=``."""
+
+    host: str
+    segments: tuple[str, ...]
+    collection: bool
+    pins: tuple[tuple[str, str], ...]
+
+    def holds(self, other: Key) -> bool:
+        """Whether ``other`` is beneath this collection key (never itself)."""
+        if self.pins != other.pins or not self.collection:
+            return False
+        if not self.host:  # tm://: every host
+            return bool(other.host)
+        n = len(self.segments)
+        return (
+            other.host == self.host
+            and len(other.segments) > n
+            and other.segments[:n] == self.segments
+        )
+
+
+def key_of(text: str) -> Key:
+    """The matching key of ``text``.
+
+    Raises:
+        BadUri, BadFacet: ``text`` is not a ``tm://`` URI :mod:`tmsite.core.uri` parses.
+    """
+    parsed = tmuri.parse(text)
+    segments = (parsed.mount, *parsed.path) if parsed.mount is not None else ()
+    pins = tuple((k, v) for k, v in parsed.params if k in PINNING_PARAMS)
+    collection = parsed.collection or parsed.is_hosts or parsed.is_root
+    return Key(parsed.host, segments, collection, tuple(sorted(pins)))
+
+
+def canonical(text: str) -> str:
+    """The canonical text of a ``tm://`` URI (parameters in their canonical order).
+
+    Raises:
+        BadUri, BadFacet: not a ``tm://`` URI.
+    """
+    return tmuri.parse(text).text
+
+
+def affects(subscribed: str, changed: str) -> str | None:
+    """The URI a subscriber to ``subscribed`` is told of when ``changed`` changed, or None.
+
+    Both must be ``tm://`` URIs (see the module's text for the rule).
+    """
+    want, got = key_of(subscribed), key_of(changed)
+    if want == got:
+        return subscribed
+    if want.holds(got):
+        return canonical(changed)
+    return None
+
+
+# --- the bus -----------------------------------------------------------------------------------
+
+
+class Bus:
+    """Listeners and interest counts of one process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[int, Listener] = {}
+        self._next = 0
+        self._interest_lock = threading.RLock()
+        self._interest: dict[str, int] = {}
+        self._watchers: dict[int, InterestWatcher] = {}
+        self._next_watcher = 0
+        #: Changes published and listener calls made (health, tests).
+        self.published = 0
+        self.delivered = 0
+
+    # listeners
+
+    def add_listener(self, callback: Listener) -> Callable[[], None]:
+        """Call ``callback`` for every change from now on; returns what removes it."""
+        with self._lock:
+            self._next += 1
+            token = self._next
+            self._listeners[token] = callback
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners.pop(token, None)
+
+        return remove
+
+    def listener_count(self) -> int:
+        """How many listeners are added now."""
+        with self._lock:
+            return len(self._listeners)
+
+    def dispatch(self, change: Change) -> None:
+        """Call every listener with ``change`` (a listener that raises is logged, kept)."""
+        with self._lock:
+            listeners = list(self._listeners.values())
+            self.published += 1
+            self.delivered += len(listeners)
+        for listener in listeners:
+            try:
+                listener(change)
+            except Exception:
+                log.exception("a change listener failed on %s", change)
+
+    # interest
+
+    def interest(self, uri: str) -> str:
+        """Count one more listener of ``uri``; returns its canonical text."""
+        text = canonical(uri)
+        with self._interest_lock:
+            count = self._interest.get(text, 0)
+            self._interest[text] = count + 1
+            if count == 0:
+                self._tell(text, True)
+        return text
+
+    def release(self, uri: str) -> None:
+        """Count one listener of ``uri`` fewer (a URI not listened to is ignored)."""
+        text = canonical(uri)
+        with self._interest_lock:
+            count = self._interest.get(text, 0)
+            if count <= 0:
+                return
+            if count == 1:
+                del self._interest[text]
+                self._tell(text, False)
+            else:
+                self._interest[text] = count - 1
+
+    def _tell(self, text: str, present: bool) -> None:
+        for watcher in list(self._watchers.values()):
+            try:
+                watcher(text, present)
+            except Exception:
+                log.exception("an interest watcher failed on %s", text)
+
+    def interests(self, prefix: str = "") -> dict[str, int]:
+        """The URIs listened to now (those starting with ``prefix``) and their listener counts."""
+        with self._interest_lock:
+            return {u: n for u, n in self._interest.items() if u.startswith(prefix)}
+
+    def add_interest_watcher(self, callback: InterestWatcher) -> Callable[[], None]:
+        """Tell ``callback`` of every URI listened to now, then of each change; see the module."""
+        with self._interest_lock:
+            self._next_watcher += 1
+            token = self._next_watcher
+            self._watchers[token] = callback
+            for text in list(self._interest):
+                try:
+                    callback(text, True)
+                except Exception:
+                    log.exception("an interest watcher failed on %s", text)
+
+        def remove() -> None:
+            with self._interest_lock:
+                self._watchers.pop(token, None)
+
+        return remove
+
+
+_bus = Bus()
+
+
+def bus() -> Bus:
+    """This process's bus."""
+    return _bus
+
+
+def publish(uri: str) -> None:
+    """``uri`` (a full ``tm://`` URI) changed: tell the listeners.
+
+    Raises:
+        BadUri, BadFacet: ``uri`` is not a ``tm://`` URI.
+    """
+    _bus.dispatch(Change("updated", uri=canonical(uri)))
+
+
+def publish_list_changed(kind: ListKind) -> None:
+    """What ``<kind>/list`` answers changed: tell the listeners."""
+    if kind not in LIST_KINDS:
+        raise ValueError(f"not a list kind: {kind!r}")
+    _bus.dispatch(Change("list_changed", list_kind=kind))
+
+
+def add_listener(callback: Listener) -> Callable[[], None]:
+    """Call ``callback(change)`` for every change; returns what removes it (see the module)."""
+    return _bus.add_listener(callback)
+
+
+def interest(uri: str) -> str:
+    """Someone listens to ``uri`` (until :func:`release`); returns its canonical text."""
+    return _bus.interest(uri)
+
+
+def release(uri: str) -> None:
+    """One listener of ``uri`` fewer."""
+    _bus.release(uri)
+
+
+def interests(prefix: str = "") -> dict[str, int]:
+    """The URIs listened to now (starting with ``prefix``) and how many listen to each."""
+    return _bus.interests(prefix)
+
+
+def add_interest_watcher(callback: InterestWatcher) -> Callable[[], None]:
+    """Tell a change source which URIs are listened to (see the module); returns the remover."""
+    return _bus.add_interest_watcher(callback)
+
+
+@contextlib.contextmanager
+def listening(uris: Iterable[str]) -> Iterator[list[str]]:
+    """Interest in each of ``uris`` for the ``with`` block; yields their canonical texts."""
+    held: list[str] = []
+    try:
+        for uri in uris:
+            held.append(interest(uri))
+        yield held
+    finally:
+        for text in held:
+            release(text)

@@ -1,0 +1,207 @@
+"""The change sources of the database- and repository-backed mounts, wired to the bus.
+
+:func:`install` (idempotent; the serving process calls it once) registers, for the mounts this
+box serves:
+
+* ``git`` — a :class:`~tmsite.mounts.git.watch.RefWatcher` over the served repositories:
+  refs polled every ``TM_SUB_GIT_POLL`` seconds (default 0.5) while git URIs are listened to.
+* ``entity`` — a :class:`~tmsite.subscriptions.records.StampWatcher` whose stamp is each
+  kind's load token (a reload writes a new one) and the newest correction; the entity models'
+  and corrections' ``post_save``/``post_delete`` wake it in the process that saved.
+* ``trail`` — the same, stamped by the trail index's version (re-indexed or corrected) and the
+  trail files' sizes and times; the trail models' signals wake it.
+* ``mcp`` — the same for the server records (their status: last asked, outcome, what they
+  declared, their maps), never for what asks a server (a resource's content, a map-named
+  thing): those are told by the server itself, through a
+  :class:`~tmsite.servers.notices.PeerNotices` (a stdio server's ``resources/updated`` and
+  ``*/list_changed``). The records' and declarations' signals wake it.
+
+Stamps are read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while their mount is
+listened to, so a change made by another process or machine is seen within that.
+
+Spec: SUB3.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.db.models import Count, Max, Sum
+from django.db.models.signals import post_delete, post_save
+
+from tmsite.subscriptions import changes
+from tmsite.subscriptions.records import Read, StampWatcher
+
+_lock = threading.Lock()
+_installed: dict[str, Any] = {}
+#: What an mcp record watcher reads: descriptions only, never what runs on a server.
+MCP_DESCRIBED = frozenset({"tools", "prompts", "map"})
+
+
+def entity_stamp() -> Hashable:
+    """Each entity kind's load token and the newest correction: moves on a reload or a fix."""
+    from tmsite.entities import models as m
+
+    try:
+        tokens = tuple(
+            model.objects.order_by().values_list("load_token", flat=True).first()
+            for model in (m.Pattern, m.Game, m.Routine, m.Lesson)
+        )
+        fixes = m.Correction.objects.aggregate(n=Count("id"), last=Max("id"))
+    except DatabaseError:
+        return None
+    return (tokens, fixes["n"], fixes["last"])
+
+
+def trail_stamp(checkout: Path | None = None) -> Hashable:
+    """The trail index's version and the trail files as they are on disk."""
+    from tmsite.trails import index
+
+    return (index.version(), tuple(index.scan(checkout).items()))
+
+
+def servers_stamp() -> Hashable:
+    """The server records' status and declarations: moves when any is asked or corrected."""
+    from tmsite.servers.models import McpServer, ServerDeclaration
+
+    try:
+        records = McpServer.objects.aggregate(
+            n=Count("id"),
+            asked=Max("last_asked_at"),
+            answered=Max("last_answered_at"),
+            updated=Max("updated_at"),
+            maps=Sum("map_version"),
+        )
+        declared = ServerDeclaration.objects.aggregate(n=Count("id"), last=Max("id"))
+    except DatabaseError:
+        return None
+    return (tuple(sorted(records.items())), declared["n"], declared["last"])
+
+
+def mcp_described(path: tuple[str, ...]) -> bool:
+    """Whether an ``mcp/`` path is read from the records alone (no server is asked)."""
+    if len(path) <= 1:
+        return True
+    if path[1] in MCP_DESCRIBED:
+        return True
+    return path[1] == "resources" and len(path) == 2  # the listing; not a resource's content
+
+
+def _models(*names: str) -> list[Any]:
+    from django.apps import apps
+
+    return [apps.get_model(name) for name in names]
+
+
+def _wire(watcher: StampWatcher, senders: list[Any], uid: str) -> Callable[[], None]:
+    remove = changes.add_interest_watcher(watcher.interest)
+    for sender in senders:
+        for signal in (post_save, post_delete):
+            signal.connect(
+                watcher.wake, sender=sender, weak=False, dispatch_uid=f"{uid}-{sender.__name__}"
+            )
+
+    def undo() -> None:
+        remove()
+        for sender in senders:
+            for signal in (post_save, post_delete):
+                signal.disconnect(sender=sender, dispatch_uid=f"{uid}-{sender.__name__}")
+
+    return undo
+
+
+def install(
+    host: str | None = None,
+    read: Read | None = None,
+    mounts: list[str] | None = None,
+) -> dict[str, Any]:
+    """Register the change sources of the served mounts (once); returns them by mount.
+
+    Args:
+        host: the host whose URIs are watched (default ``TM_HOST``).
+        read: how a URI is read for its fingerprint (default: the process namespace).
+        mounts: which mounts (default: those served, ``TM_MOUNTS`` or all).
+    """
+    from tmsite.mounts import registry
+
+    with _lock:
+        if _installed:
+            return dict(_installed)
+        host = host or settings.TM_HOST
+        reader: Read = read or (lambda uri: registry.namespace().read(uri))
+        wanted = mounts if mounts is not None else registry.enabled_names()
+        records_poll = float(getattr(settings, "TM_SUB_RECORDS_POLL", 1.0))
+        undo: list[Callable[[], None]] = []
+        if "git" in wanted:
+            from tmsite.mounts.git.settings import is_repository, read_settings
+            from tmsite.mounts.git.watch import RefWatcher
+
+            conf = read_settings()
+            repos = dict(conf.neighbours)
+            if conf.checkout_name is not None and is_repository(conf.checkout):
+                repos[conf.checkout_name] = conf.checkout
+            git = RefWatcher(
+                host,
+                repos,
+                changes.publish,
+                default_refs=conf.default_refs,
+                interval=float(getattr(settings, "TM_SUB_GIT_POLL", 0.5)),
+            )
+            undo.append(changes.add_interest_watcher(git.interest))
+            _installed["git"] = git
+        stamped: list[tuple[str, Callable[[], Hashable], list[str], Any]] = [
+            (
+                "entity",
+                entity_stamp,
+                [
+                    "tm_entities.Pattern",
+                    "tm_entities.Game",
+                    "tm_entities.Routine",
+                    "tm_entities.Lesson",
+                    "tm_entities.Correction",
+                ],
+                None,
+            ),
+            ("trail", trail_stamp, ["tm_trails.Trail", "tm_trails.TrailCorrection"], None),
+            (
+                "mcp",
+                servers_stamp,
+                ["tm_servers.McpServer", "tm_servers.ServerDeclaration", "tm_servers.MapEntry"],
+                mcp_described,
+            ),
+        ]
+        for name, stamp, senders, accept in stamped:
+            if name not in wanted:
+                continue
+            watcher = StampWatcher(
+                host,
+                name,
+                stamp,
+                reader,
+                changes.publish,
+                interval=records_poll,
+                accept=accept,
+            )
+            undo.append(_wire(watcher, _models(*senders), f"tm-sub-{name}"))
+            _installed[name] = watcher
+        if "mcp" in wanted:
+            from tmsite.servers.notices import PeerNotices
+
+            notices = PeerNotices(host, changes.publish)
+            undo.append(changes.add_interest_watcher(notices.interest))
+            _installed["mcp-notices"] = notices
+        _installed["_undo"] = undo
+        return dict(_installed)
+
+
+def uninstall() -> None:
+    """Remove what :func:`install` registered (tests; settings changed)."""
+    with _lock:
+        for undo in _installed.pop("_undo", []):
+            undo()
+        _installed.clear()
