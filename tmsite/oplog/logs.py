@@ -15,11 +15,10 @@ is fifty wake-ups and writes, not a thousand. The queue is drained at exit.
 from __future__ import annotations
 
 import atexit
-import contextlib
+import collections
 import json
 import logging
 import os
-import queue
 import threading
 import time
 from datetime import UTC, datetime
@@ -75,14 +74,17 @@ GATHER_MOST = 1024
 class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A ``StreamHandler`` whose records are formatted and written by a writer thread.
 
-    ``emit`` puts the record on a queue; the thread (started on the first record, and again in
-    a forked child) takes it off and runs ``StreamHandler.emit``: format, write, flush. At exit
-    the records still queued are written before the process ends.
+    ``emit`` appends the record to the pending ones and wakes the thread (started on the first
+    record, and again in a forked child), which formats and writes what is pending. A record is
+    either pending or being written under ``_write_lock``, never held anywhere else, so the exit
+    hook (``drain``), taking the same lock, writes every record before the process ends.
     """
 
     def __init__(self, stream: Any = None) -> None:
         super().__init__(stream)
-        self._queue: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
+        self._pending: collections.deque[logging.LogRecord] = collections.deque()
+        self._wake = threading.Event()
+        self._write_lock = threading.Lock()
         self._writer_pid = -1
         self._start_lock = threading.Lock()
         atexit.register(self.drain)
@@ -91,30 +93,38 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def emit(self, record: logging.LogRecord) -> None:
         if self._writer_pid != os.getpid():
             self._start_writer()
-        self._queue.put(record)
+        self._pending.append(record)
+        self._wake.set()
 
     def _start_writer(self) -> None:
         with self._start_lock:
             if self._writer_pid == os.getpid():
                 return
-            self._queue = queue.SimpleQueue()  # a forked child does not inherit the parent's
+            # A forked child inherits neither the parent's pending records nor its thread.
+            self._pending = collections.deque()
+            self._wake = threading.Event()
+            self._write_lock = threading.Lock()
             self._writer_pid = os.getpid()
             thread = threading.Thread(target=self._write_all, name="tm-log-writer", daemon=True)
             thread.start()
 
     def _write_all(self) -> None:
-        pending = self._queue
+        wake = self._wake
         while True:
-            batch = [pending.get()]
+            wake.wait()
             # Let a busy moment's records gather: one wake-up and one write for all of them,
             # not a thread switch and a write per request.
             time.sleep(GATHER_SECONDS)
-            with contextlib.suppress(queue.Empty):
-                while len(batch) < GATHER_MOST:
-                    batch.append(pending.get_nowait())
-            self._write_batch([record for record in batch if record is not None])
-            if None in batch:
-                return
+            wake.clear()
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Write every pending record, ``GATHER_MOST`` at a time."""
+        pending = self._pending
+        with self._write_lock:
+            while pending:
+                batch = [pending.popleft() for _ in range(min(len(pending), GATHER_MOST))]
+                self._write_batch(batch)
 
     def _write_batch(self, records: list[logging.LogRecord]) -> None:
         """Format ``records`` and write their lines at once (a record that fails is skipped)."""
@@ -133,11 +143,5 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(records[-1])
 
     def drain(self) -> None:
-        """Write every record still queued, on the calling thread (exit hooks, tests)."""
-        while True:
-            try:
-                record = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if record is not None:
-                super().emit(record)
+        """Write every record still pending, on the calling thread (exit hooks, tests)."""
+        self._write_pending()
