@@ -24,6 +24,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
+from tmsite.serve.lifeline import LAUNCHER_ENV
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, "") or default
@@ -118,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         check()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
     os.environ["TM_WORKER_THREADS"] = str(max(1, options.threads))
+    os.environ[LAUNCHER_ENV] = str(os.getpid())  # granian keeps this pid: the workers' parent
     command = granian_argv(options)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -57,7 +57,7 @@ from tmsite.mcp import endpoint, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, recorder
-from tmsite.serve import guard
+from tmsite.serve import guard, lifeline
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -359,6 +359,7 @@ class Application:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                lifeline.bind()  # a worker does not outlive its launcher
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
