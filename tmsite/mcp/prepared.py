@@ -36,6 +36,7 @@ from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import lifecycle
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
+from tmsite.subscriptions import delivery
 
 #: Methods whose answer depends only on the version and the settings below.
 _FIXED = frozenset({"ping", "server/discover", "tools/list"})
@@ -91,9 +92,10 @@ def _depends(method: str) -> tuple[Any, ...]:
     from tmsite.mcp.methods import METHODS  # the row that answers it: a new handler, anew
 
     host: str = settings.TM_HOST
+    streams = delivery.here()  # what server/discover advertises
     if method in _USES_NAMESPACE:
-        return (METHODS.get(method), host, lifecycle.public_url(), registry.namespace())
-    return (METHODS.get(method), host, lifecycle.public_url())
+        return (METHODS.get(method), host, lifecycle.public_url(), registry.namespace(), streams)
+    return (METHODS.get(method), host, lifecycle.public_url(), streams)
 
 
 def lookup(key: tuple[str, str, str]) -> tuple[Prepared | None, tuple[Any, ...]]:

@@ -54,6 +54,7 @@ from tmsite.mcp import endpoint, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, recorder
+from tmsite.subscriptions import delivery, stream
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -124,7 +125,8 @@ _chain = _endpoint_chain()
 
 def _run_endpoint(environ: dict[str, Any]) -> HttpResponseBase:
     set_script_prefix(environ.get("SCRIPT_NAME") or "/")
-    return _chain(WSGIRequest(environ))
+    with delivery.serving():  # this server holds subscription streams
+        return _chain(WSGIRequest(environ))
 
 
 def _endpoint_on_thread(environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -186,7 +188,8 @@ def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
         return False
     try:
         key = prepared.variant(method, params, CallContext(version=version, transport="http"))
-        return key is not None and prepared.lookup(key)[0] is not None
+        with delivery.serving():  # as the answer would be made here
+            return key is not None and prepared.lookup(key)[0] is not None
     except Exception:  # a namespace not built yet, …: the thread builds it
         return False
 
@@ -391,6 +394,7 @@ class Application:
 
     async def shutdown(self) -> None:
         """Write the request log's buffered rows (on a thread: it is a database write)."""
+        stream.close_all()  # each open listen stream ends gracefully
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             await loop.run_in_executor(self.pool, recorder.flush_quietly)
@@ -412,6 +416,17 @@ class Application:
                 if gathered is None:
                     return  # streamed
                 parts = gathered
+            elif scope["method"] == "POST" and (listening := stream.listen_request_id(body))[0]:
+                await stream.serve(
+                    receive,
+                    send,
+                    environ,
+                    listening[1],
+                    lambda context: loop.run_in_executor(
+                        self.pool, context.run, _endpoint_on_thread, environ
+                    ),
+                )
+                return
             elif scope["method"] == "POST" and answerable_in_loop(environ, body):
                 with recorder.deferred():  # a batch due meanwhile is the flusher's to write
                     parts = _parts(_run_endpoint(environ))
