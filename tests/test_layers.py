@@ -13,14 +13,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     0: "core mime icon",
-    1: "gitstore mcpclient check_registry admin_base",
+    1: "gitstore mcpclient check_registry admin_base subscriptions.changes subscriptions.delivery",
     2: "blocks",
     3: "entities servers kinds trails site.pages",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
     7: "operations prompts pieces probes schemas oplog",
     8: "mcp rest",
-    9: "api urls admin_site site management demo checks apps settings wsgi asgi",
+    9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions",
     10: "serve",  # the ASGI application over ``wsgi``'s
 }
 RANKS = {f"tmsite.{name}": rank for rank, names in LAYERS.items() for name in names.split()}

@@ -19,6 +19,10 @@ class TmsiteConfig(AppConfig):
 
         registry.discover_blocks()  # each mount's blocks assemblers register themselves
 
+        from tmsite.subscriptions import listen
+
+        listen.install()  # answered by the ASGI server, refused (saying so) by the others
+
 
 class TmAdminConfig(AdminConfig):
     """Django's admin, with the box's own site (:class:`tmsite.admin_site.TmAdminSite`)."""

@@ -103,6 +103,11 @@ def mcp_url(live_server: Served) -> str:
 
 
 @pytest.fixture
+def streams_served() -> bool:
+    return True
+
+
+@pytest.fixture
 def http() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30) as client:
         yield client

@@ -18,3 +18,9 @@ def mcp_url(live_server: Any) -> str:
 def http() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30) as client:
         yield client
+
+
+@pytest.fixture
+def streams_served() -> bool:
+    """Whether the server under test holds subscription streams (Django's live server: no)."""
+    return False

@@ -133,7 +133,9 @@ def test_ping_answers_an_empty_result(http: httpx.Client, mcp_url: str) -> None:
     assert assert_result(reply, "p-1") == {}
 
 
-def test_discover_in_the_stateless_era(http: httpx.Client, mcp_url: str) -> None:
+def test_discover_in_the_stateless_era(
+    http: httpx.Client, mcp_url: str, streams_served: bool
+) -> None:
     reply = post(
         http,
         mcp_url,
@@ -148,7 +150,12 @@ def test_discover_in_the_stateless_era(http: httpx.Client, mcp_url: str) -> None
         "2025-03-26",
         "2024-11-05",
     ]
-    assert result["capabilities"]["tools"] == {"listChanged": False}
+    # listen streams deliver list changes only where a server holds them (tmsite.serve)
+    assert result["capabilities"]["tools"] == {"listChanged": streams_served}
+    assert result["capabilities"]["resources"] == {
+        "subscribe": streams_served,
+        "listChanged": streams_served,
+    }
     assert result["resultType"] == "complete"
     assert isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0
     assert result["cacheScope"] == "public"

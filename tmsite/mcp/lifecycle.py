@@ -33,19 +33,27 @@ from tmsite.mcp.protocol import (
     SUPPORTED_VERSIONS,
     CallContext,
 )
+from tmsite.subscriptions import delivery
 
 #: The ``_meta`` key under which a 2026-07-28 result names the server that produced it.
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
-def capabilities() -> dict[str, Any]:
-    """What the server offers: tools, resources and prompts, all fixed sets, and completions."""
-    return {
+def capabilities(era: str = "2025") -> dict[str, Any]:
+    """What the server offers: tools, resources, prompts and completions.
+
+    In 2026-07-28, on a server that holds ``subscriptions/listen`` streams, the list changes
+    and resource subscriptions they deliver (:mod:`tmsite.subscriptions.delivery`).
+    """
+    offered: dict[str, Any] = {
         "tools": {"listChanged": False},
         "resources": {"subscribe": False, "listChanged": False},
         "prompts": {"listChanged": False},
         "completions": {},
     }
+    if era == "2026":
+        offered.update(delivery.listen_capabilities())
+    return offered
 
 
 def public_url() -> str:
@@ -125,7 +133,7 @@ def discover(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``server/discover``: the versions served, capabilities, instructions, and who we are."""
     return {
         "supportedVersions": sorted(SUPPORTED_VERSIONS, reverse=True),
-        "capabilities": capabilities(),
+        "capabilities": capabilities(ctx.era),
         "instructions": instructions(),
         "_meta": {SERVER_INFO_META_KEY: server_info()},
     }

@@ -42,6 +42,7 @@ from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import lifecycle, read_memo
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
+from tmsite.subscriptions import delivery
 
 #: Methods whose answer depends only on the version and the settings below.
 _FIXED = frozenset({"ping", "server/discover", "tools/list"})
@@ -114,7 +115,8 @@ def _depends(key: Key) -> tuple[Any, ...]:
         if _file_read(key):
             return (*depends, read_memo.stamp(namespace, key[2]))
         return depends
-    return (METHODS.get(method), host, lifecycle.public_url())
+    streams = delivery.here()  # what server/discover advertises
+    return (METHODS.get(method), host, lifecycle.public_url(), streams)
 
 
 def lookup(key: Key) -> tuple[Prepared | None, tuple[Any, ...]]:

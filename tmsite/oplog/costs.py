@@ -15,6 +15,7 @@ mcp-run    8     a path the server's map names (runs a tool on another MCP serve
                  content of its resource (``mcp/<server>/resources/<uri>``, read from it)
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
+listen     4     ``subscriptions/listen``: a stream held open (its slot, its watchers)
 =========  ====  ==========================================================================
 
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
@@ -71,6 +72,7 @@ COSTS: dict[str, int] = {
     "tool:piece": 2,
     "tool:overview": 4,
     "prompt": 8,
+    "listen": 4,
 }
 #: Tokens one unit of work costs (the second table above).
 UNIT_COSTS: dict[Unit, float] = {
@@ -193,6 +195,8 @@ def of_message(method: str, params: Any) -> Priced:
         return of_tool(params.get("name"), params.get("arguments"))
     if method == "prompts/get":
         return of_prompt(params.get("name"))
+    if method == "subscriptions/listen":  # a stream held open, not one answer
+        return Priced("listen", price("listen"))
     return Priced("protocol", price("protocol"))
 
 

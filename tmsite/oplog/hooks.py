@@ -86,6 +86,8 @@ class Exchange:
     #: What was asked (method and price), once the surface knows: for the row of an exchange
     #: that failed before any call was observed. Worked out only then.
     asked: Callable[[], tuple[str, Priced]] | None = None
+    #: Set by :func:`hold`: the rows go to it, not to the log, when the exchange ends.
+    held: Callable[[list[tuple[Row, Priced]]], None] | None = None
 
 
 _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
@@ -301,6 +303,37 @@ def asked(what: Callable[[], tuple[str, Priced]]) -> None:
         exchange.asked = what
 
 
+def current_caller() -> str | None:
+    """The rate limit's caller of the exchange in flight (None: none, or not limited).
+
+    In memory only, like the buckets' keys: what keeps it must never write it anywhere.
+    """
+    exchange = _current.get()
+    return exchange.caller if exchange is not None else None
+
+
+def hold() -> Callable[[int, int, str], None] | None:
+    """Keep the exchange in flight's row back: an answer that goes on after the exchange.
+
+    Returns what writes it later, with the answer's whole duration (µs), its bytes and its
+    outcome, once (later calls do nothing); None outside an observed exchange. The exchange's
+    status is the row's as the exchange ends.
+    """
+    exchange = _current.get()
+    if exchange is None:
+        return None
+    kept: list[tuple[Row, Priced]] = []
+    exchange.held = kept.extend
+
+    def write(duration_us: int, sent: int, outcome: str) -> None:
+        rows, kept[:] = list(kept), []
+        for row, priced in rows:
+            row.duration_us, row.bytes, row.outcome = duration_us, sent, outcome
+            _emit(row, priced)
+
+    return write
+
+
 def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
     if exchange.decision is not None:
         rate_headers(response, exchange.decision)
@@ -327,7 +360,10 @@ def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
         if single:
             row.bytes = _body_size(response)
             row.duration_us = total
-        _emit(row, priced)
+        if exchange.held is None:
+            _emit(row, priced)
+    if exchange.held is not None:
+        exchange.held(exchange.rows)
 
 
 def observe_call(call: Call[A]) -> A:

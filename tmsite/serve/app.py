@@ -58,6 +58,7 @@ from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, recorder
 from tmsite.serve import guard, lifeline
+from tmsite.subscriptions import delivery, stream
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -128,7 +129,8 @@ _chain = _endpoint_chain()
 
 def _run_endpoint(environ: dict[str, Any]) -> HttpResponseBase:
     set_script_prefix(environ.get("SCRIPT_NAME") or "/")
-    return _chain(WSGIRequest(environ))
+    with delivery.serving():  # this server holds subscription streams
+        return _chain(WSGIRequest(environ))
 
 
 def _endpoint_on_thread(environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -195,7 +197,8 @@ def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepar
         return None
     try:
         key = prepared.variant(method, params, CallContext(version=version, transport="http"))
-        entry = prepared.current(key) if key is not None else None
+        with delivery.serving():  # as the answer would be made here
+            entry = prepared.current(key) if key is not None else None
     except Exception:  # a namespace not built yet, …: the thread builds it
         return None
     return None if key is None or entry is None else (key, entry)
@@ -368,6 +371,7 @@ class Application:
 
     async def shutdown(self) -> None:
         """Write the request log's buffered rows (on a thread: it is a database write)."""
+        stream.close_all()  # each open listen stream ends gracefully
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             await loop.run_in_executor(self.pool, recorder.flush_quietly)
@@ -394,6 +398,17 @@ class Application:
                 if gathered is None:
                     return  # streamed
                 parts = gathered
+            elif scope["method"] == "POST" and (listening := stream.listen_request_id(body))[0]:
+                await stream.serve(
+                    receive,
+                    send,
+                    environ,
+                    listening[1],
+                    lambda context: loop.run_in_executor(
+                        self.pool, context.run, _endpoint_on_thread, environ
+                    ),
+                )
+                return
             elif scope["method"] == "POST" and (chosen := _in_loop(environ, body)) is not None:
                 # A batch due meanwhile is the flusher's to write; the answer is the one chosen.
                 with recorder.deferred(), prepared.answering(*chosen):

@@ -1,6 +1,8 @@
 """Subscriptions: a client is told when what it read changes.
 
-``changes`` is the bus change sources publish on and streams listen to.
+``changes`` is the bus change sources publish on and streams listen to; ``listen`` checks a
+2026-07-28 ``subscriptions/listen`` and ``stream`` holds its event stream in the ASGI server's
+loop; ``fswatch`` is the fs mount's change source; ``delivery`` says where streams are served.
 
-Spec: SUB1, SUB2, SUB3.
+Spec: SUB1, SUB3.
 """

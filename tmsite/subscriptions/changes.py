@@ -46,6 +46,7 @@ Spec: SUB3.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -110,6 +111,7 @@ class Key:
         )
 
 
+@functools.lru_cache(maxsize=4096)  # one change is matched by every stream: parsed once
 def key_of(text: str) -> Key:
     """The matching key of ``text``.
 

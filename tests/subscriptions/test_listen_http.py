@@ -1,0 +1,329 @@
+"""``subscriptions/listen`` over Streamable HTTP, served by ``tmsite.serve.app`` (2026-07-28).
+
+A real loopback server in this process; changes are published on the bus by the test, as a
+change source publishes them (the fs watcher's own tests edit files).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+
+from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tests.transport.transport_helpers import modern_headers, modern_request
+from tmsite.oplog import recorder
+from tmsite.oplog.models import RequestLog
+from tmsite.subscriptions import changes, listen, stream
+
+pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.slow]
+
+H = f"tm://{settings.TM_HOST}"
+
+
+def _wait(predicate: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def _listening(uri: str) -> bool:
+    return bool(changes.interests(uri).get(uri))
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=httpx.Timeout(20, read=20)) as http:
+        yield http
+
+
+def test_ack_then_only_what_was_asked_for_then_a_graceful_end(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "1.5")
+    body = listen_body(
+        "s-1",
+        toolsListChanged=True,
+        promptsListChanged=False,
+        resourceSubscriptions=[
+            f"{H}/fs/docs/a.md",
+            f"{H}/fs/docs/sub/",
+            "https://example.org/x",
+            f"{H}/nosuchmount/x",
+            "tm://elsewhere/fs/docs/a.md",
+            f"{H}/fs/docs/a.md",
+        ],
+    )
+    with client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["x-accel-buffering"] == "no"
+        assert response.headers["cache-control"] == "no-store"
+        events = Events(response)
+        ack = events.message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert "id" not in ack
+        assert ack["params"]["notifications"] == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": [f"{H}/fs/docs/a.md", f"{H}/fs/docs/sub/"],
+        }
+        meta = ack["params"]["_meta"]
+        assert meta[SUB_ID] == "s-1"
+        assert [(r["uri"], r["reason"]) for r in meta["tinymachines.ai/refused"]] == [
+            ("https://example.org/x", "bad-uri"),
+            (f"{H}/nosuchmount/x", "not-found"),
+            ("tm://elsewhere/fs/docs/a.md", "not-found"),
+        ]
+        _wait(lambda: _listening(f"{H}/fs/docs/sub/"))
+        changes.publish_list_changed("prompts")  # not asked for: never sent
+        changes.publish(f"{H}/fs/docs/other.md")  # nobody's: never sent
+        changes.publish(f"{H}/fs/docs/a.md")
+        changes.publish(f"{H}/fs/docs/sub/deeper/b.md")
+        changes.publish_list_changed("tools")
+        changes.publish_list_changed("resources")  # not asked for
+        assert events.message() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": f"{H}/fs/docs/a.md", "_meta": {SUB_ID: "s-1"}},
+        }
+        assert events.message()["params"] == {
+            "uri": f"{H}/fs/docs/sub/deeper/b.md",
+            "_meta": {SUB_ID: "s-1"},
+        }
+        assert events.message() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {SUB_ID: "s-1"}},
+        }
+        # nothing more comes: the idle stream is ended with the listen's own response
+        rest = [event for event in events.rest() if event[0] == "message"]
+        assert rest == [
+            (
+                "message",
+                {
+                    "jsonrpc": "2.0",
+                    "id": "s-1",
+                    "result": {"resultType": "complete", "_meta": {SUB_ID: "s-1"}},
+                },
+            )
+        ]
+    _wait(lambda: listen.SLOTS.status()["streams"] == 0)
+    assert not _listening(f"{H}/fs/docs/sub/")
+
+
+def test_keep_alive_comments_and_the_log_row_of_the_whole_stream(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_KEEPALIVE", "0.2")
+    monkeypatch.setenv("TM_LISTEN_IDLE", "1.2")
+    started = time.monotonic()
+    with client.stream(
+        "POST", listen_url, json=listen_body(7), headers=listen_headers()
+    ) as response:
+        events = Events(response)
+        assert events.message()["params"]["_meta"][SUB_ID] == 7
+        seen = events.rest()
+    took = time.monotonic() - started
+    comments = [value for kind, value in seen if kind == "comment"]
+    assert len(comments) >= 4 and set(comments) == {"keep-alive"}
+    assert seen[-1][1]["result"]["resultType"] == "complete"
+    row = _row()
+    assert row.kind == "listen" and row.outcome == "idle" and row.status == 200
+    assert 1.1 <= row.duration_us / 1e6 <= took + 0.5
+    assert row.bytes > 100
+    names = {f.name for f in RequestLog._meta.get_fields()}
+    assert not names & {"caller", "address", "ip", "who"}
+
+
+def test_a_client_that_goes_away_frees_its_slot(listen_url: str, client: httpx.Client) -> None:
+    uri = f"{H}/fs/docs/gone.md"
+    with client.stream(
+        "POST",
+        listen_url,
+        json=listen_body(1, resourceSubscriptions=[uri]),
+        headers=listen_headers(),
+    ) as response:
+        held = Events(response)  # kept: a generator closed by the collector closes the stream
+        held.message()
+        _wait(lambda: _listening(uri))
+        assert listen.SLOTS.status()["streams"] == 1
+    _wait(lambda: listen.SLOTS.status() == {"streams": 0, "uris": 0, "callers": 0})
+    assert not _listening(uri)
+    assert _row().outcome == "gone"
+
+
+def test_caps_per_caller_are_refused_naming_the_cap(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_STREAMS_PER_CALLER", "1")
+    monkeypatch.setenv("TM_LISTEN_URIS_PER_CALLER", "2")
+    many = [f"{H}/fs/docs/{n}.md" for n in range(3)]
+    over = client.post(
+        listen_url, json=listen_body(2, resourceSubscriptions=many), headers=listen_headers()
+    )
+    assert over.status_code == 200
+    error = over.json()["error"]
+    assert error["code"] == -32000
+    assert error["data"] == {
+        "reason": "too-many-subscriptions",
+        "cap": "uris-per-caller",
+        "limit": 2,
+    }
+    assert "2 subscribed URIs" in error["message"]
+    with client.stream(
+        "POST", listen_url, json=listen_body(3), headers=listen_headers()
+    ) as response:
+        held = Events(response)  # kept: a generator closed by the collector closes the stream
+        held.message()
+        second = client.post(listen_url, json=listen_body(4), headers=listen_headers())
+        error = second.json()["error"]
+        assert second.json()["id"] == 4
+        assert error["data"] == {
+            "reason": "too-many-streams",
+            "cap": "streams-per-caller",
+            "limit": 1,
+        }
+    _wait(lambda: listen.SLOTS.status()["streams"] == 0)
+
+
+def test_the_servers_cap_says_when_to_retry(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_STREAMS", "1")
+    with client.stream(
+        "POST", listen_url, json=listen_body(1), headers=listen_headers()
+    ) as response:
+        held = Events(response)  # kept: a generator closed by the collector closes the stream
+        held.message()
+        other = client.post(
+            listen_url,
+            json=listen_body(2),
+            headers=listen_headers(**{"X-Forwarded-For": "192.0.2.7"}),
+        )
+        assert other.json()["error"]["data"] == {
+            "reason": "too-many-streams",
+            "cap": "streams",
+            "limit": 1,
+            "retryAfter": 30,
+        }
+
+
+def test_a_listen_costs_rate_limit_budget(listen_url: str, client: httpx.Client) -> None:
+    caller = {"X-Forwarded-For": "192.0.2.9"}
+    ping = client.post(
+        listen_url,
+        json=modern_request("tools/list", 1),
+        headers={**listen_headers(), **modern_headers("tools/list"), **caller},
+    )
+    before = int(ping.headers["RateLimit"].split("r=")[1].split(";")[0])
+    with client.stream(
+        "POST", listen_url, json=listen_body(5), headers=listen_headers(**caller)
+    ) as response:
+        after = int(response.headers["RateLimit"].split("r=")[1].split(";")[0])
+    assert before - after == 4  # the price of a listen (the refill is slower than the test)
+
+
+def test_a_stream_that_falls_behind_is_ended_gracefully(
+    listen_url: str, client: httpx.Client
+) -> None:
+    uri = f"{H}/fs/docs/"
+    body = listen_body("b", resourceSubscriptions=[uri])
+    with client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
+        events = Events(response)
+        events.message()
+        _wait(lambda: _listening(uri))
+
+        def burst() -> None:  # in the server's loop: the stream cannot drain meanwhile
+            for n in range(1_100):
+                changes.publish(f"{uri}burst/{n}")
+
+        for loop in _running_loops():
+            loop.call_soon_threadsafe(burst)
+        got = [value for kind, value in events.rest() if kind == "message"]
+    assert got[-1] == {
+        "jsonrpc": "2.0",
+        "id": "b",
+        "result": {"resultType": "complete", "_meta": {SUB_ID: "b"}},
+    }
+    # the 1,024 it fell behind by are sent before the end; the 76 past them are not
+    assert len(got) - 1 == 1_024
+    assert got[0]["params"]["uri"] == f"{uri}burst/0"
+    assert _row().outcome == "behind"
+
+
+def test_refusals_before_the_stream(listen_url: str, client: httpx.Client) -> None:
+    bad = client.post(
+        listen_url, json=listen_body(1, toolsListChanged="yes"), headers=listen_headers()
+    )
+    assert bad.json()["error"]["code"] == -32602
+    assert "toolsListChanged must be a boolean" in bad.json()["error"]["message"]
+    plain = client.post(
+        listen_url, json=listen_body(2), headers=listen_headers(Accept="application/json")
+    )
+    assert plain.status_code == 200 and plain.json()["error"]["code"] == -32600
+    assert "text/event-stream" in plain.json()["error"]["message"]
+    foreign = client.post(
+        listen_url, json=listen_body(3), headers=listen_headers(Origin="https://evil.example")
+    )
+    assert foreign.status_code == 403
+    no_meta = client.post(
+        listen_url,
+        content=json.dumps({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen"}),
+        headers=listen_headers(),
+    )
+    assert no_meta.status_code == 400
+    assert listen.SLOTS.status()["streams"] == 0
+
+
+def test_discover_advertises_what_the_streams_deliver(
+    listen_url: str, client: httpx.Client
+) -> None:
+    answer = client.post(
+        listen_url,
+        json=modern_request("server/discover", 1),
+        headers={**listen_headers(), **modern_headers("server/discover")},
+    ).json()
+    caps = answer["result"]["capabilities"]
+    assert caps["tools"] == {"listChanged": True}
+    assert caps["prompts"] == {"listChanged": True}
+    assert caps["resources"] == {"subscribe": True, "listChanged": True}
+
+
+def test_worker_shutdown_ends_streams_gracefully(listen_url: str, client: httpx.Client) -> None:
+    with client.stream(
+        "POST", listen_url, json=listen_body("z"), headers=listen_headers()
+    ) as response:
+        events = Events(response)
+        events.message()
+        assert stream.open_streams() == 1
+        for loop in _running_loops():  # as the lifespan's shutdown calls it, in the loop
+            loop.call_soon_threadsafe(stream.close_all)
+        got = [value for kind, value in events.rest() if kind == "message"]
+    complete = {"resultType": "complete", "_meta": {SUB_ID: "z"}}
+    assert got == [{"jsonrpc": "2.0", "id": "z", "result": complete}]
+    assert _row().outcome == "closed"
+
+
+def _running_loops() -> set[asyncio.AbstractEventLoop]:
+    """The in-thread server's event loop, which holds the open stream."""
+    found = stream.loops()
+    assert len(found) == 1
+    return found
+
+
+def _row() -> RequestLog:
+    """The latest listen's row, once the stream's end has written it."""
+
+    def written() -> bool:
+        recorder.flush()
+        return RequestLog.objects.filter(method="subscriptions/listen").exists()
+
+    _wait(written)
+    return RequestLog.objects.filter(method="subscriptions/listen").latest("id")

@@ -1,0 +1,220 @@
+"""The fs mount's change source: the checkout's roots watched, each change published on the bus.
+
+It watches only what is listened to: a root of the fs mount is watched while some URI at or
+beneath ``tm://<host>/fs/<root>/`` is (a subscription to ``tm://<host>/fs/``, to the host's
+root or to ``tm://`` takes every root). The watching is the maintained ``watchfiles`` library
+(inotify on Linux), on one thread, restarted with the new set of roots when that set changes
+(a subscription made meanwhile is kept: the thread is told, it does not forget). Each file or
+directory that changed — written, created, removed — is published as its ``tm://`` URI (a
+directory as a collection, ``…/``); the bus tells a subscription to the file, and one to any
+directory above it with that child's URI. A name the fs mount refuses (its deny-list, a path
+resolving out of its root) is never published: a listener learns nothing a read would not
+tell it. A directory that a poll sees modified (a child came or went) is not published itself:
+the child's change is, alike under both ways of watching.
+
+``TM_FS_WATCH``: ``native`` (the default) uses the kernel's notifications and falls back to
+polling when they cannot be had (no inotify, its watch limit reached); ``poll`` always polls,
+every ``TM_FS_POLL_MS`` milliseconds (300), for file systems that do not notify (network
+mounts). Changes close together are gathered for 50 ms before they are published.
+
+Spec: SUB3.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.conf import settings
+
+from tmsite.core import uri as tmuri
+from tmsite.core.errors import Refusal
+from tmsite.mounts import registry
+from tmsite.mounts.fs.mount import FsMount
+from tmsite.subscriptions import changes
+
+log = logging.getLogger("tmsite.subscriptions")
+
+#: Milliseconds changes are gathered for before they are published.
+DEBOUNCE_MS = 50
+
+
+def mode() -> str:
+    """``native`` or ``poll`` (``TM_FS_WATCH``)."""
+    return "poll" if os.environ.get("TM_FS_WATCH", "").strip() == "poll" else "native"
+
+
+def poll_ms() -> int:
+    """Milliseconds between two polls (``TM_FS_POLL_MS``, 300)."""
+    declared = os.environ.get("TM_FS_POLL_MS", "")
+    return int(declared) if declared.isdigit() and int(declared) > 0 else 300
+
+
+class FsSource:
+    """Watches the roots listened to; see the module's text."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wanted: frozenset[str] = frozenset()
+        self._stop = threading.Event()
+        self._changed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._remove: object = None
+        #: Times the watch was (re)started, and with which way of watching (tests, health).
+        self.starts: list[tuple[str, frozenset[str]]] = []
+
+    # the interest
+
+    def start(self) -> None:
+        """Begin following the bus's interest (idempotent)."""
+        with self._lock:
+            if self._remove is not None:
+                return
+            self._remove = changes.add_interest_watcher(self._interest)
+
+    def _fs(self) -> FsMount | None:
+        mount = registry.namespace().mounts.get("fs")
+        return mount if isinstance(mount, FsMount) else None
+
+    def roots_for(self, uris: Iterable[str]) -> frozenset[str]:
+        """The fs roots the URIs listened to reach."""
+        fs = self._fs()
+        if fs is None:
+            return frozenset()
+        host: str = settings.TM_HOST
+        wanted: set[str] = set()
+        for text in uris:
+            try:
+                parsed = tmuri.parse(text)
+            except Refusal:
+                continue
+            if parsed.is_hosts or (parsed.host == host and parsed.mount is None):
+                wanted.update(fs.roots)
+            elif parsed.host == host and parsed.mount == "fs":
+                if not parsed.path:
+                    wanted.update(fs.roots)
+                elif parsed.path[0] in fs.roots:
+                    wanted.add(parsed.path[0])
+        return frozenset(wanted)
+
+    def _interest(self, uri: str, present: bool) -> None:
+        wanted = self.roots_for(changes.interests())
+        with self._lock:
+            if wanted == self._wanted:
+                return
+            self._wanted = wanted
+            if self._thread is None or not self._thread.is_alive():
+                if wanted:
+                    self._stop.clear()
+                    self._thread = threading.Thread(
+                        target=self._run, name="tm-fs-watch", daemon=True
+                    )
+                    self._thread.start()
+                return
+            self._changed.set()  # the thread restarts its watch with the new roots
+            self._stop.set()
+
+    def stop(self) -> None:
+        """Stop following the interest and watching (tests)."""
+        with self._lock:
+            remove, self._remove = self._remove, None
+            self._wanted = frozenset()
+            self._stop.set()
+            thread = self._thread
+        if callable(remove):
+            remove()
+        if thread is not None:
+            thread.join(timeout=10)
+
+    @property
+    def watching(self) -> frozenset[str]:
+        """The roots watched now."""
+        with self._lock:
+            return self._wanted
+
+    # the watch
+
+    def _run(self) -> None:
+        poll = mode() == "poll"
+        while True:
+            with self._lock:
+                wanted = self._wanted
+                if not wanted:
+                    self._thread = None
+                    return
+                self._changed.clear()
+                self._stop.clear()
+            fs = self._fs()
+            if fs is None:
+                return
+            paths = [fs.checkout / root for root in sorted(wanted)]
+            paths = [p for p in paths if p.is_dir()]
+            if not paths:
+                self._stop.wait(1.0)
+                continue
+            try:
+                self._watch(fs, paths, poll)
+            except Exception as exc:  # no inotify, its limit reached: poll instead
+                if poll:
+                    log.exception("the fs watch failed; it starts again in a second")
+                    self._stop.wait(1.0)
+                    continue
+                log.warning(
+                    "the fs watch cannot use the kernel's notifications (%s): it polls", exc
+                )
+                poll = True
+                continue
+            if not self._changed.is_set():
+                with self._lock:
+                    if self._stop.is_set() and not self._changed.is_set():
+                        self._thread = None
+                        return
+
+    def _watch(self, fs: FsMount, paths: list[Path], poll: bool) -> None:
+        import watchfiles
+
+        self.starts.append(("poll" if poll else "native", frozenset(p.name for p in paths)))
+        for batch in watchfiles.watch(
+            *paths,
+            watch_filter=None,
+            debounce=DEBOUNCE_MS,
+            step=DEBOUNCE_MS,
+            stop_event=self._stop,
+            rust_timeout=1000,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            force_polling=poll,
+            poll_delay_ms=poll_ms(),
+        ):
+            found = set()
+            for change, path in batch:
+                where = Path(path)
+                if change == watchfiles.Change.modified and where.is_dir():
+                    continue  # a poll's view of a child that came or went: the child says it
+                uri = self.uri_of(fs, where)
+                if uri is not None:
+                    found.add(uri)
+            for uri in sorted(found):
+                changes.publish(uri)
+
+    def uri_of(self, fs: FsMount, path: Path) -> str | None:
+        """The ``tm://`` URI of a changed path, or None when a read would refuse it."""
+        try:
+            parts = path.relative_to(fs.checkout).parts
+        except ValueError:
+            return None
+        if not parts or parts[0] not in fs.roots:
+            return None
+        collection = path.is_dir()
+        uri = tmuri.TmUri(fs.host, "fs", tuple(parts), collection)
+        try:
+            fs.target(uri)
+        except Refusal:
+            return None
+        return uri.text
+
+
+SOURCE = FsSource()

@@ -1,0 +1,346 @@
+"""``subscriptions/listen`` (2026-07-28, ``basic/patterns/subscriptions``): the request's checks.
+
+The method is answered by ``python -m tmsite.serve`` alone (:mod:`tmsite.subscriptions.stream`
+holds the stream in the event loop). The request goes through the endpoint as every other one
+does — ``Origin`` and ``Host``, the envelope's rules, the 2026-07-28 ``_meta`` and headers, the
+caller's rate-limit bucket (a listen is priced ``listen``) — and reaches :func:`listen`, which
+checks what only a listen has, in this order:
+
+1. it is served here: under a WSGI server (gunicorn, Django's live server) there is no stream
+   to hold, and the answer is ``-32601`` saying so (404 in 2026-07-28, as any method not
+   offered);
+2. ``Accept`` lists ``text/event-stream`` (else ``-32600``: the answer is a stream);
+3. ``params.notifications`` is an object whose flags are booleans and whose
+   ``resourceSubscriptions`` is a list (else ``-32602``);
+4. each URI is checked on its own: one that is not a ``tm://`` URI of this host or names no
+   mount is refused by itself — left out of the acknowledged subset and listed, with its
+   refusal's reason and sentence, in the acknowledgement's ``_meta["tinymachines.ai/refused"]``
+   — and the listen goes on with the others (duplicates are counted once);
+5. the caps (:class:`Limits`): open streams per caller and in all, subscribed URIs per caller
+   and in all. A refusal is ``-32000`` whose ``data`` names the cap (``reason``
+   ``too-many-streams`` or ``too-many-subscriptions``, ``cap``, ``limit``), with ``retryAfter``
+   when the cap is the server's (waiting helps); a caller's own cap is freed by closing one of
+   its streams.
+
+Then the stream's plan (what is honoured, its slot) is handed to the stream, and the request
+log's row is held back until the stream ends (its whole duration, the bytes sent, how it ended);
+it names no caller, as no row does. The caps are kept in memory, per process.
+
+Spec: SUB1.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from tmsite.core import uri as tmuri
+from tmsite.core.errors import BadUri, NotFound, Refusal
+from tmsite.mcp import methods
+from tmsite.mcp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
+from tmsite.mounts import registry
+from tmsite.oplog import hooks
+from tmsite.subscriptions.changes import ListKind
+
+METHOD = "subscriptions/listen"
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
+REFUSED_META = "tinymachines.ai/refused"
+#: The filter's flags and the list each asks to be told of.
+FLAGS: dict[str, ListKind] = {
+    "toolsListChanged": "tools",
+    "promptsListChanged": "prompts",
+    "resourcesListChanged": "resources",
+}
+SUBSCRIPTIONS_KEY = "resourceSubscriptions"
+#: The JSON-RPC code of a cap's refusal (implementation-defined, as the rate limit's).
+CAP_REFUSED = -32000
+#: Seconds a refusal by a server-wide cap suggests waiting.
+CAP_RETRY_SECONDS = 30
+NOT_HERE = (
+    "subscriptions/listen is not answered by this server process: it answers one request at a "
+    "time on a thread and holds no streams. Streams are served by `python -m tmsite.serve`."
+)
+
+
+def _setting(name: str, default: float) -> float:
+    declared = os.environ.get(name, "")
+    try:
+        value = float(declared) if declared else default
+    except ValueError:
+        value = default
+    return value if value > 0 else default
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The caps and clocks of listen streams, read from the environment when asked."""
+
+    streams: int = 1000
+    streams_per_caller: int = 8
+    uris: int = 20_000
+    uris_per_caller: int = 256
+    idle_seconds: float = 1800.0
+    keepalive_seconds: float = 15.0
+    #: Events a stream may be behind its client before it is ended (gracefully).
+    behind: int = 1024
+
+    @classmethod
+    def current(cls) -> Limits:
+        """The environment's ``TM_LISTEN_*`` over the defaults.
+
+        ``TM_LISTEN_STREAMS``, ``TM_LISTEN_STREAMS_PER_CALLER``, ``TM_LISTEN_URIS``,
+        ``TM_LISTEN_URIS_PER_CALLER``, ``TM_LISTEN_IDLE``, ``TM_LISTEN_KEEPALIVE``.
+        """
+        d = cls()
+        return cls(
+            streams=int(_setting("TM_LISTEN_STREAMS", d.streams)),
+            streams_per_caller=int(_setting("TM_LISTEN_STREAMS_PER_CALLER", d.streams_per_caller)),
+            uris=int(_setting("TM_LISTEN_URIS", d.uris)),
+            uris_per_caller=int(_setting("TM_LISTEN_URIS_PER_CALLER", d.uris_per_caller)),
+            idle_seconds=_setting("TM_LISTEN_IDLE", d.idle_seconds),
+            keepalive_seconds=_setting("TM_LISTEN_KEEPALIVE", d.keepalive_seconds),
+        )
+
+
+# --- the caps ----------------------------------------------------------------------------------
+
+
+class Slot:
+    """One open stream's share of the caps; :meth:`free` gives it back (once)."""
+
+    def __init__(self, slots: Slots, caller: str, uris: int) -> None:
+        self._slots, self.caller, self.uris = slots, caller, uris
+        self._freed = False
+
+    def free(self) -> None:
+        """Give the stream's share back (later calls do nothing)."""
+        with self._slots.lock:
+            if self._freed:
+                return
+            self._freed = True
+            self._slots.release(self)
+
+
+class Slots:
+    """Open streams and subscribed URIs of this process, in all and per caller."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.streams = 0
+        self.uris = 0
+        self.per_caller: dict[str, list[int]] = {}
+
+    def take(self, caller: str, uris: int, limits: Limits) -> Slot:
+        """A slot for a stream of ``caller`` subscribed to ``uris`` URIs.
+
+        Raises:
+            RpcError: a cap is reached (see the module's text).
+        """
+        with self.lock:
+            mine = self.per_caller.get(caller, [0, 0])
+            if mine[0] + 1 > limits.streams_per_caller:
+                raise _cap("too-many-streams", "streams-per-caller", limits.streams_per_caller)
+            if mine[1] + uris > limits.uris_per_caller:
+                raise _cap("too-many-subscriptions", "uris-per-caller", limits.uris_per_caller)
+            if self.streams + 1 > limits.streams:
+                raise _cap("too-many-streams", "streams", limits.streams, CAP_RETRY_SECONDS)
+            if self.uris + uris > limits.uris:
+                raise _cap("too-many-subscriptions", "uris", limits.uris, CAP_RETRY_SECONDS)
+            self.per_caller[caller] = [mine[0] + 1, mine[1] + uris]
+            self.streams += 1
+            self.uris += uris
+            return Slot(self, caller, uris)
+
+    def release(self, slot: Slot) -> None:
+        """Called under ``lock`` by :meth:`Slot.free`."""
+        self.streams -= 1
+        self.uris -= slot.uris
+        mine = self.per_caller.get(slot.caller)
+        if mine is not None:
+            mine[0] -= 1
+            mine[1] -= slot.uris
+            if mine[0] <= 0:
+                del self.per_caller[slot.caller]
+
+    def status(self) -> dict[str, int]:
+        """Open streams, subscribed URIs and callers with a stream (no caller is named)."""
+        with self.lock:
+            return {"streams": self.streams, "uris": self.uris, "callers": len(self.per_caller)}
+
+
+SLOTS = Slots()
+
+_CAP_SENTENCES = {
+    "streams-per-caller": "This caller has {limit} listen streams open, the most one may hold; "
+    "close one to open another.",
+    "uris-per-caller": "This listen would take this caller past {limit} subscribed URIs across "
+    "its streams; subscribe to a collection instead of its children, or close a stream.",
+    "streams": "The server holds {limit} listen streams, the most it holds; try again later.",
+    "uris": "The server's listen streams hold {limit} subscribed URIs, the most it holds; try "
+    "again later.",
+}
+
+
+def _cap(reason: str, cap: str, limit: int, retry: int | None = None) -> RpcError:
+    data: dict[str, Any] = {"reason": reason, "cap": cap, "limit": limit}
+    if retry is not None:
+        data["retryAfter"] = retry
+    return RpcError(CAP_REFUSED, _CAP_SENTENCES[cap].format(limit=limit), data)
+
+
+# --- the request -------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What one accepted listen delivers, and what it holds until it ends."""
+
+    rid: Any
+    honoured: dict[str, Any]
+    uris: list[str]
+    lists: frozenset[ListKind]
+    refused: list[dict[str, str]]
+    slot: Slot
+    #: Writes the request log's row held back for the stream (duration µs, bytes, outcome).
+    log: Callable[[int, int, str], None] | None = None
+
+    def ack(self) -> dict[str, Any]:
+        """The first message: ``notifications/subscriptions/acknowledged``."""
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META: self.rid}
+        if self.refused:
+            meta[REFUSED_META] = self.refused
+        return {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": self.honoured, "_meta": meta},
+        }
+
+    def complete(self) -> dict[str, Any]:
+        """The graceful end: the listen's own response."""
+        return {
+            "jsonrpc": "2.0",
+            "id": self.rid,
+            "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID_META: self.rid}},
+        }
+
+    def notification(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A notification of this stream, tagged with its subscription id."""
+        body: dict[str, Any] = dict(params or {})
+        body["_meta"] = {SUBSCRIPTION_ID_META: self.rid}
+        return {"jsonrpc": "2.0", "method": f"notifications/{method}", "params": body}
+
+
+@dataclass
+class Offer:
+    """What the stream offers the endpoint for one POST: the request's id and ``Accept``."""
+
+    rid: Any
+    accept: str
+    plan: Plan | None = field(default=None)
+
+
+_offer: ContextVar[Offer | None] = ContextVar("tm_listen_offer", default=None)
+
+
+def offered(offer: Offer) -> Any:
+    """Set ``offer`` for the endpoint run in this context; returns the reset token."""
+    return _offer.set(offer)
+
+
+def withdraw(token: Any) -> None:
+    """Undo :func:`offered`."""
+    _offer.reset(token)
+
+
+def _accepts_stream(accept: str) -> bool:
+    for item in accept.split(","):
+        media, *params = (p.strip() for p in item.split(";"))
+        if media.lower() not in ("text/event-stream", "text/*", "*/*"):
+            continue
+        if any(p.replace(" ", "").lower() in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params):
+            continue
+        return True
+    return False
+
+
+def check_uri(text: Any) -> Refusal | None:
+    """Why ``text`` cannot be subscribed to here, or None."""
+    if not isinstance(text, str):
+        return BadUri(None, "a subscribed URI must be a string")
+    try:
+        parsed = tmuri.parse(text)
+    except Refusal as refusal:
+        return refusal
+    host: str = settings.TM_HOST
+    if parsed.is_hosts:
+        return None
+    if parsed.host != host:
+        return NotFound(text, f"this server answers for tm://{host}/ only", [f"tm://{host}/"])
+    mounts = registry.namespace().mounts
+    if parsed.mount is not None and parsed.mount not in mounts:
+        nearest = [f"tm://{host}/{name}/" for name in mounts][:5]
+        return NotFound(text, f"no mount {parsed.mount!r} is served here", nearest)
+    return None
+
+
+def _filter(params: dict[str, Any]) -> dict[str, Any]:
+    wanted = params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise RpcError(INVALID_PARAMS, "params.notifications must be an object.")
+    for flag in FLAGS:
+        if flag in wanted and not isinstance(wanted[flag], bool):
+            raise RpcError(INVALID_PARAMS, f"notifications.{flag} must be a boolean.")
+    uris = wanted.get(SUBSCRIPTIONS_KEY)
+    if uris is not None and not isinstance(uris, list):
+        raise RpcError(INVALID_PARAMS, f"notifications.{SUBSCRIPTIONS_KEY} must be a list.")
+    return wanted
+
+
+def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """The method table's handler: check the listen and hand its plan to the stream."""
+    offer = _offer.get()
+    if offer is None or ctx.transport != "http":
+        raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
+    if not _accepts_stream(offer.accept):
+        raise RpcError(
+            INVALID_REQUEST,
+            "subscriptions/listen answers with an event stream: Accept must list "
+            "text/event-stream.",
+        )
+    wanted = _filter(params)
+    honoured: dict[str, Any] = {flag: True for flag in FLAGS if wanted.get(flag) is True}
+    uris: list[str] = []
+    refused: list[dict[str, str]] = []
+    for text in wanted.get(SUBSCRIPTIONS_KEY) or []:
+        refusal = check_uri(text)
+        if refusal is not None:
+            refused.append(
+                {"uri": str(text)[:500], "reason": refusal.reason, "message": refusal.message}
+            )
+        elif text not in uris:
+            uris.append(text)
+    if uris:
+        honoured[SUBSCRIPTIONS_KEY] = list(uris)
+    caller = hooks.current_caller() or ""
+    slot = SLOTS.take(caller, len(uris), Limits.current())
+    offer.plan = Plan(
+        rid=offer.rid,
+        honoured=honoured,
+        uris=uris,
+        lists=frozenset(FLAGS[flag] for flag in FLAGS if flag in honoured),
+        refused=refused,
+        slot=slot,
+        log=hooks.hold(),
+    )
+    return {"_meta": {SUBSCRIPTION_ID_META: offer.rid}}  # the stream's last word, not sent now
+
+
+def install() -> None:
+    """Put ``subscriptions/listen`` in the method table (2026-07-28 only)."""
+    methods.METHODS.setdefault(METHOD, methods.Method(listen, frozenset({"2026"})))

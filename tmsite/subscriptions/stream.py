@@ -1,0 +1,254 @@
+"""The ``subscriptions/listen`` stream, held in the event loop of ``python -m tmsite.serve``.
+
+The ASGI application hands a POST whose body is a ``subscriptions/listen`` request to
+:func:`serve`. The request runs the endpoint on a pool thread like any other (its checks, its
+rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer without a plan (a refusal) is
+sent as it is. With a plan, the thread is done and the answer becomes an event stream held by a
+coroutine — no thread per stream:
+
+* headers: ``200``, ``Content-Type: text/event-stream``, ``Cache-Control: no-store``,
+  ``X-Accel-Buffering: no`` (nginx passes each event on at once), and the endpoint's own
+  (``RateLimit``, CORS);
+* the first event is the acknowledgement; each later one a notification the filter asked for,
+  tagged with the subscription id (:mod:`tmsite.subscriptions.changes` says which change reaches
+  which URI); an SSE comment (``: keep-alive``) every ``TM_LISTEN_KEEPALIVE`` seconds (15);
+* the server ends a stream gracefully — the listen's own response ``{"resultType":"complete"}``,
+  then the end of the body — when nothing but keep-alives was sent for ``TM_LISTEN_IDLE``
+  seconds (``idle``), when it falls ``Limits.behind`` (1,024) events behind its client
+  (``behind``), when the bus cannot promise delivery (``lost``) or the worker stops
+  (``closed``); a client ends it by closing the connection (``gone``).
+
+Whatever ends it, the stream's slot is freed, its URIs' interest released and the request log's
+row written with the stream's whole duration, the bytes sent and how it ended.
+
+Spec: SUB1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from tmsite.subscriptions import changes, fswatch, listen
+from tmsite.subscriptions.changes import Change
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+#: Runs the endpoint on a pool thread in a context; returns (status, headers, body).
+RunEndpoint = Callable[
+    [contextvars.Context], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]
+]
+
+KEEPALIVE = b": keep-alive\n\n"
+_LIST_METHODS = {
+    "tools": "tools/list_changed",
+    "prompts": "prompts/list_changed",
+    "resources": "resources/list_changed",
+}
+#: The streams open in this process, each with what ends it gracefully.
+_open: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[str], None]]] = {}
+
+
+def listen_request_id(body: bytes) -> tuple[bool, Any]:
+    """Whether ``body`` is one ``subscriptions/listen`` request, and its id."""
+    if b"subscriptions/listen" not in body:
+        return False, None
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return False, None
+    if not isinstance(value, dict) or value.get("method") != listen.METHOD:
+        return False, None
+    return "id" in value, value.get("id")
+
+
+def open_streams() -> int:
+    """How many streams this process holds open."""
+    return len(_open)
+
+
+def loops() -> set[asyncio.AbstractEventLoop]:
+    """The event loops that hold open streams now."""
+    return {loop for loop, _ in _open.values()}
+
+
+def close_all(reason: str = "closed") -> None:
+    """End every open stream gracefully (the worker stops); call in the event loop."""
+    for _, end in list(_open.values()):
+        end(reason)
+
+
+def _event(message: dict[str, Any]) -> bytes:
+    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n"
+
+
+async def serve(
+    receive: Receive, send: Send, environ: dict[str, Any], rid: Any, run: RunEndpoint
+) -> None:
+    """Answer one ``subscriptions/listen`` POST (see the module's text)."""
+    offer = listen.Offer(rid=rid, accept=str(environ.get("HTTP_ACCEPT", "")))
+    token = listen.offered(offer)
+    try:
+        context = contextvars.copy_context()
+    finally:
+        listen.withdraw(token)
+    started = time.perf_counter()
+    status, headers, body = await run(context)
+    plan = offer.plan
+    if plan is None or status != 200 or b'"error"' in body[:64]:
+        if plan is not None:  # accepted, then failed after: nothing is held
+            plan.slot.free()
+            if plan.log is not None:
+                plan.log(_micros(started), len(body), "internal")
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+        return
+    await _Stream(plan, receive, send, headers, started).run()
+
+
+def _micros(started: float) -> int:
+    return max(0, int((time.perf_counter() - started) * 1_000_000))
+
+
+class _Stream:
+    def __init__(
+        self,
+        plan: listen.Plan,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+        started: float,
+    ) -> None:
+        self.plan, self.receive, self.send, self.started = plan, receive, send, started
+        self.limits = listen.Limits.current()
+        skip = {b"content-type", b"content-length"}
+        self.headers = [(k, v) for k, v in headers if k.lower() not in skip] + [
+            (b"content-type", b"text/event-stream"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        if not any(k.lower() == b"cache-control" for k, _ in self.headers):
+            self.headers.append((b"cache-control", b"no-store"))
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.ended: asyncio.Future[str] | None = None
+        self.sent = 0
+
+    def _hear(self, change: Change) -> None:
+        """A change on the bus (any thread): what this stream is told of it, if anything."""
+        message: dict[str, Any] | None = None
+        if change.kind == "lost":
+            self._soon(lambda: self._end("lost"))
+            return
+        if change.kind == "list_changed" and change.list_kind in self.plan.lists:
+            message = self.plan.notification(_LIST_METHODS[change.list_kind])
+        elif change.kind == "updated" and change.uri is not None:
+            for subscribed in self.plan.uris:
+                told = changes.affects(subscribed, change.uri)
+                if told is not None:
+                    message = self.plan.notification("resources/updated", {"uri": told})
+                    break
+        if message is not None:
+            data = _event(message)
+            self._soon(lambda: self._put(data))
+
+    def _soon(self, call: Callable[[], None]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is over
+            self.loop.call_soon_threadsafe(call)
+
+    def _put(self, data: bytes) -> None:
+        if self.ended is not None and self.ended.done():
+            return
+        if self.queue.qsize() >= self.limits.behind:
+            self._end("behind")
+            return
+        self.queue.put_nowait(data)
+
+    def _end(self, reason: str) -> None:
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(reason)
+
+    async def _write(self, data: bytes) -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": True})
+        self.sent += len(data)
+
+    async def _gone(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self._end("gone")
+                return
+
+    async def run(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.ended = self.loop.create_future()
+        key = id(self)
+        _open[key] = (self.loop, self._end)
+        remove = changes.add_listener(self._hear)
+        fswatch.SOURCE.start()  # the change sources follow what is listened to
+        held = list(self.plan.uris)
+        for uri in held:
+            changes.interest(uri)
+        watcher = asyncio.ensure_future(self._gone())
+        outcome = "gone"
+        try:
+            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            await self._write(_event(self.plan.ack()))
+            outcome = await self._pump()
+            if outcome != "gone":
+                await self.send(
+                    {
+                        "type": "http.response.body",
+                        "body": _event(self.plan.complete()),
+                        "more_body": False,
+                    }
+                )
+        except (OSError, RuntimeError, asyncio.CancelledError):
+            outcome = "gone"  # the connection went while we wrote
+        finally:
+            remove()
+            _open.pop(key, None)
+            watcher.cancel()
+            for uri in held:
+                changes.release(uri)
+            self.plan.slot.free()
+            if self.plan.log is not None:
+                self.plan.log(_micros(self.started), self.sent, outcome)
+
+    async def _drained(self, reason: str) -> str:
+        """A graceful end sends what was queued before it; a client gone is sent nothing."""
+        while reason != "gone" and not self.queue.empty():
+            await self._write(self.queue.get_nowait())
+        return reason
+
+    async def _pump(self) -> str:
+        """Send what comes until the stream ends; returns why it ended."""
+        assert self.ended is not None
+        last_event = time.monotonic()
+        while True:
+            if self.ended.done():
+                return await self._drained(self.ended.result())
+            idle_left = self.limits.idle_seconds - (time.monotonic() - last_event)
+            if idle_left <= 0:
+                return "idle"
+            getting: asyncio.Future[Any] = asyncio.ensure_future(self.queue.get())
+            waits: set[asyncio.Future[Any]] = {getting, self.ended}
+            done, _ = await asyncio.wait(
+                waits,
+                timeout=min(self.limits.keepalive_seconds, idle_left),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if getting in done:
+                await self._write(getting.result())
+                last_event = time.monotonic()
+                continue
+            getting.cancel()
+            if self.ended.done():
+                return await self._drained(self.ended.result())
+            if time.monotonic() - last_event >= self.limits.idle_seconds:
+                return "idle"
+            await self._write(KEEPALIVE)  # a keep-alive is not an event: the idle clock runs on
