@@ -13,6 +13,7 @@ mcp        2     another MCP server's record, its tool and resource descriptions
 http       4     a page: fetched from the front door as a visitor gets it
 mcp-run    8     a path the server's map names: runs a tool on another MCP server
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
+propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 =========  ====  ==========================================================================
 
@@ -69,6 +70,7 @@ COSTS: dict[str, int] = {
     "tool:licensing": 1,
     "tool:piece": 2,
     "tool:overview": 4,
+    "tool:propose": 30,
     "prompt": 8,
 }
 #: Tokens one unit of work costs (the second table above).
@@ -195,6 +197,7 @@ REST_KINDS: dict[str, str] = {
     "templates": "protocol",
     "complete": "protocol",
     "prompts": "protocol",
+    "proposals": "tool:propose",
 }
 
 
