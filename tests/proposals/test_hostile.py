@@ -298,3 +298,45 @@ def test_old_open_proposals_expire(box: Any, settings: Any) -> None:
     assert registry.namespace().read(receipt).body["status"] == "expired"
     again = answer(propose(kind="address", uri=MISSING, expected="x"))  # a fresh one now
     assert again["new"] is True and again["receipt"] != receipt
+
+
+def test_a_map_entry_correction_lands_through_the_admins_path(box: Any) -> None:
+    from tmsite.servers.models import MapEntry, MapEntryChange, McpServer
+
+    server = McpServer.objects.create(name="later", program="elements")
+    entry = MapEntry.objects.create(
+        server=server,
+        path_template="element/{symbol}",
+        tool="element",
+        arguments={"symbol": "{symbol}"},
+        kind="element",
+    )
+    uri = f"{BASE}/mcp/later/map"
+    refused = answer(
+        propose(
+            kind="correction", uri=uri, entry="element/{symbol}", field="kind", value="Bad Kind!"
+        )
+    )
+    assert refused["reason"] == "bad-argument" and refused["field"] == "kind"
+    wrong = answer(propose(kind="correction", uri=uri, entry="nope", field="kind", value="x"))
+    assert wrong["valid"] == ["element/{symbol}"]
+    assert not Proposal.objects.exists()
+    ok = propose(
+        kind="correction", uri=uri, entry="element/{symbol}", field="confidence", value="exact"
+    )
+    assert not ok["isError"], ok
+    proposal = Proposal.objects.get()
+    client = browser(maintainer())
+    url = f"/admin/tm_proposals/proposal/{proposal.pk}/change/"
+    data = form(client, url)
+    data.update(decision="approve", reason="confirmed by hand")
+    assert client.post(url, data).status_code == 302
+    entry.refresh_from_db()
+    assert (entry.confidence, entry.touched) == ("exact", True)
+    change = MapEntryChange.objects.get()
+    assert (change.field, change.old, change.new, change.changed_by_name) == (
+        "confidence",
+        "low",
+        "exact",
+        "maintainer",
+    )

@@ -321,17 +321,25 @@ def _count_caller(now: float) -> None:
     """Count one proposal against the caller's day; refused past ``TM_PROPOSALS_PER_CALLER``."""
     day = int(now // DAY)
     key = hooks.caller_key(now) or LOCAL
-    CallerDay.objects.filter(day__lt=day).delete()  # yesterday's keys link to nothing
     cap = int(settings.TM_PROPOSALS_PER_CALLER)
-    CallerDay.objects.get_or_create(key=key, day=day)
-    counted = CallerDay.objects.filter(key=key, day=day, count__lt=cap).update(count=F("count") + 1)
-    if not counted:
-        wait = (day + 1) * DAY - int(now)
-        raise RateLimited(
-            None,
-            f"this caller has made the {cap} proposals a day takes; retry after {wait} seconds",
-            retryAfter=wait,
-        )
+    today = CallerDay.objects.filter(key=key, day=day)
+    if today.filter(count__lt=cap).update(count=F("count") + 1):
+        return
+    if cap > 0 and not today.exists():  # the caller's first today
+        CallerDay.objects.filter(day__lt=day).delete()  # yesterday's keys link to nothing
+        try:
+            with transaction.atomic():
+                CallerDay.objects.create(key=key, day=day, count=1)
+            return
+        except IntegrityError:  # its first, twice at once: count onto the row just made
+            if today.filter(count__lt=cap).update(count=F("count") + 1):
+                return
+    wait = (day + 1) * DAY - int(now)
+    raise RateLimited(
+        None,
+        f"this caller has made the {cap} proposals a day takes; retry after {wait} seconds",
+        retryAfter=wait,
+    )
 
 
 def take(kind: object, fields: Mapping[str, Any]) -> Taken:

@@ -51,8 +51,9 @@ class Target:
             probe = MapEntry(
                 **{f.attname: getattr(self.obj, f.attname) for f in MapEntry._meta.fields}
             )
+            probe._state.adding = False  # the entry itself, as the admin's form checks it
             setattr(probe, field, value)
-            probe.full_clean(validate_unique=False)
+            probe.full_clean()
             return getattr(probe, field)
         return self.obj._meta.get_field(field).clean(value, self.obj)
 
