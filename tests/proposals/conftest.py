@@ -17,6 +17,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
+from tests.explorer.conftest import page  # noqa: F401  (fixture: a headless Chromium page)
 from tmsite.entities.loaders import fill, parse_records
 from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import tools
@@ -84,9 +85,9 @@ def browser(user: User) -> Client:
 
 def form(client: Client, url: str) -> dict[str, Any]:
     """The form's inputs as the browser would post them (the CSRF token, text areas)."""
-    page = client.get(url)
-    assert page.status_code == 200, page.status_code
-    text = page.content.decode()
+    reply = client.get(url)
+    assert reply.status_code == 200, reply.status_code
+    text = reply.content.decode()
     data: dict[str, Any] = {}
     for tag in re.findall(r"<input[^>]*>", text):
         name = re.search(r'name="([^"]+)"', tag)
