@@ -5,6 +5,9 @@
   It holds nothing about who proposed it.
 * :class:`CuratedLink` — a link a maintainer approved: every read of ``source`` carries it,
   and every read of ``target`` its inverse where the relation has one.
+* :class:`CuratedVersion` — one row: a stamp written afresh whenever a curated link is saved
+  or deleted, which every worker's memo of the curated links (:mod:`tmsite.proposals.curated`)
+  compares, at most once a second.
 * :class:`CallerDay` — how many proposals one caller made on one UTC day, keyed by the rate
   limit's daily keyed hash (meaningless the next day) and deleted once the day is over.
 
@@ -13,9 +16,10 @@ Spec: PROP1, PROP2, PROP3.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import uuid
+from typing import Any, ClassVar
 
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 KINDS = [
@@ -99,6 +103,51 @@ class CuratedLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} {self.rel} {self.target}"
+
+
+class CuratedVersion(models.Model):
+    """One row (``pk=1``): the curated links' change stamp."""
+
+    version = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Written afresh whenever a curated link is saved or deleted: the stamp every "
+        "worker's memo of the curated links checks.",
+    )
+
+    def __str__(self) -> str:
+        return self.version
+
+
+def bump(using: str = "default") -> str:
+    """Write a fresh version: every worker's memo of the curated links is stale within a second."""
+    stamp = uuid.uuid4().hex
+    versions = CuratedVersion.objects.using(using)
+    if not versions.filter(pk=1).update(version=stamp):
+        try:
+            with transaction.atomic(using=using):
+                versions.create(pk=1, version=stamp)
+        except IntegrityError:  # made by another writer just now
+            versions.filter(pk=1).update(version=stamp)
+    return stamp
+
+
+def _bump_version(sender: type[models.Model], instance: Any, using: str, **kwargs: Any) -> None:
+    """A curated link was saved or deleted: the version moves on, on the connection that saved it.
+
+    This process forgets the curated links it read, now and again once the save is committed.
+    """
+    from tmsite.proposals import curated
+
+    bump(using)
+    curated.forget()
+    transaction.on_commit(curated.forget, using=using)
+
+
+models.signals.post_save.connect(_bump_version, sender=CuratedLink, dispatch_uid="curated-version")
+models.signals.post_delete.connect(
+    _bump_version, sender=CuratedLink, dispatch_uid="curated-version-gone"
+)
 
 
 class CallerDay(models.Model):

@@ -8,9 +8,10 @@ prepared change as a diff, the decision and its reason. A token that does not ve
 
 Every read of any address carries the curated links a maintainer approved about it
 (:class:`~tmsite.proposals.models.CuratedLink`, ``confidence: exact``, ``provenance:
-curated``): the link itself on a read of its ``from``, its inverse (where the relation has
-one) on a read of its ``to``; an address an approved proposal changed links ``tm:changed-by``
-to it, and the proposal ``tm:changes`` back.
+curated``), from this process's memo of them (:mod:`tmsite.proposals.curated`: no query while
+their version was asked less than a second ago): the link itself on a read of its ``from``,
+its inverse (where the relation has one) on a read of its ``to``; an address an approved
+proposal changed links ``tm:changed-by`` to it, and the proposal ``tm:changes`` back.
 
 Spec: PROP1, PROP2, LK2.
 """
@@ -21,8 +22,6 @@ import builtins
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import DatabaseError
-from django.db.models import Q
 from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, NotFound
@@ -30,8 +29,8 @@ from tmsite.core.links import INVERSE, Link
 from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
 from tmsite.mounts.base import Mount
-from tmsite.proposals import diff, receipts
-from tmsite.proposals.models import DECIDED, CuratedLink, Proposal
+from tmsite.proposals import curated, diff, receipts
+from tmsite.proposals.models import DECIDED, Proposal
 
 CURATED = "curated"
 MAX_KEY = 1000
@@ -119,16 +118,8 @@ class ProposalsMount(Mount):
         key = str(uri)
         if len(key) > MAX_KEY:
             return []
-        try:
-            rows = list(
-                CuratedLink.objects.filter(Q(source=key) | Q(target=key)).values_list(
-                    "rel", "source", "target"
-                )
-            )
-        except DatabaseError:  # not migrated yet: nothing curated
-            return []
         links = []
-        for rel, source, target in rows:
+        for rel, source, target in curated.about(key):
             if source == key:
                 links.append(Link(rel, target, "exact", provenance=CURATED))
             if target == key and rel in INVERSE:
