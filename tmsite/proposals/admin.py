@@ -2,6 +2,8 @@
 
 * The list shows every proposal (filter ``status`` to ``open`` for the queue), by kind, status
   and age, with its count and a one-line summary; proposals are never added or deleted here.
+  An open proposal older than ``TM_PROPOSALS_EXPIRE_DAYS`` is shown and filtered as expired
+  and cannot be decided, whether or not its row was marked expired yet.
 * A proposal's page shows what was proposed, the prepared change as a unified diff, the
   nearest addresses and the mount, and whether the change still applies (a stale one says why
   and cannot be approved as is). Everything a client wrote is shown as plain text, escaped:
@@ -24,7 +26,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
@@ -34,7 +36,7 @@ from typing_extensions import override
 from tmsite.admin_base import AddressedAdmin
 from tmsite.core.uri import TmUri, parse
 from tmsite.proposals import decide, diff
-from tmsite.proposals.models import CuratedLink, Proposal
+from tmsite.proposals.models import STATUSES, CuratedLink, Proposal, expiry_cutoff
 
 DECISIONS = [("", "—"), ("approve", "approve"), ("reject", "reject")]
 
@@ -55,8 +57,8 @@ class DecisionForm(ModelForm):  # type: ignore[type-arg]
         decision = data.get("decision")
         if not decision:
             return data
-        if self.instance.status != "open":
-            raise ValidationError(f"this proposal is {self.instance.status}, not open")
+        if self.instance.state != "open":
+            raise ValidationError(f"this proposal is {self.instance.state}, not open")
         if not (data.get("reason") or "").strip():
             raise ValidationError({"reason": "say why: the proposer reads the reason"})
         if decision == "approve":
@@ -70,6 +72,28 @@ class ReasonActionForm(ActionForm):
     """The list's action bar, with the reason a bulk decision gives."""
 
     reason = forms.CharField(required=False, label="Reason")
+
+
+class StatusFilter(admin.SimpleListFilter):
+    """The status as served: open ones past their age are expired."""
+
+    title = "status"
+    parameter_name = "status"
+
+    @override
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return list(STATUSES)
+
+    @override
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        aged = Q(status="open", created_at__lt=expiry_cutoff())
+        if self.value() == "open":
+            return queryset.filter(status="open").exclude(aged)
+        if self.value() == "expired":
+            return queryset.filter(Q(status="expired") | aged)
+        if self.value():
+            return queryset.filter(status=self.value())
+        return queryset
 
 
 class AgeFilter(admin.SimpleListFilter):
@@ -113,12 +137,12 @@ class ProposalAdmin(AddressedAdmin):
     form = DecisionForm
     action_form = ReasonActionForm
     actions = ("approve_selected", "reject_selected")
-    list_display = ("id", "kind", "status", "count", "what", "created_at", "last_proposed_at")
-    list_filter = ("status", "kind", AgeFilter)
+    list_display = ("id", "kind", "status_now", "count", "what", "created_at", "last_proposed_at")
+    list_filter = (StatusFilter, "kind", AgeFilter)
     ordering = ("-last_proposed_at",)
     readonly_fields = (
         "kind",
-        "status",
+        "status_now",
         "count",
         "created_at",
         "last_proposed_at",
@@ -132,11 +156,16 @@ class ProposalAdmin(AddressedAdmin):
         "reason",
     )
     fieldsets = (
-        (None, {"fields": ("kind", "status", "count", "created_at", "last_proposed_at")}),
+        (None, {"fields": ("kind", "status_now", "count", "created_at", "last_proposed_at")}),
         ("Proposed", {"fields": ("proposed_text", "nearest_addresses", "mount")}),
         ("Prepared change", {"fields": ("change_diff", "applies")}),
         ("Decision", {"fields": ("decision", "reason", "decided_at", "decided_by_name")}),
     )
+
+    @admin.display(description="status", ordering="status")
+    def status_now(self, obj: Proposal) -> str:
+        """The status as served (an open one past its age: expired)."""
+        return obj.state
 
     @admin.display(description="what")
     def what(self, obj: Proposal) -> str:
@@ -164,21 +193,21 @@ class ProposalAdmin(AddressedAdmin):
     @admin.display(description="applies now")
     def applies(self, obj: Proposal) -> str:
         """Whether the change still applies, or why it is stale."""
-        if obj.status != "open":
-            return "decided"
+        if obj.state != "open":
+            return obj.state
         problem = decide.stale(obj)
         return f"stale: {problem} (cannot be approved as is)" if problem else "yes"
 
     @override
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(self.readonly_fields)
-        if obj is None or obj.status == "open":
+        if obj is None or obj.state == "open":
             return tuple(f for f in fields if f != "reason")
         return fields
 
     @override
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is not None and obj.status != "open":
+        if obj is not None and obj.state != "open":
             decision = ("Decision", {"fields": ("reason", "decided_at", "decided_by_name")})
             return (*self.fieldsets[:3], decision)
         return self.fieldsets

@@ -142,13 +142,14 @@ def decide(proposal_id: int, approve: bool, reason: str, user: Any) -> Proposal:
     """Approve (apply) or reject one open proposal with ``reason``, in one transaction.
 
     Raises:
-        NotApplied: it is not open, or (approving) its change no longer applies.
+        NotApplied: it is not open (decided, or older than ``TM_PROPOSALS_EXPIRE_DAYS``), or
+            (approving) its change no longer applies.
     """
     reason = reason.strip()
     with transaction.atomic():
         proposal = Proposal.objects.select_for_update().get(pk=proposal_id)
-        if proposal.status != "open":
-            raise NotApplied(f"proposal {proposal.pk} is {proposal.status}, not open")
+        if proposal.state != "open":  # decided, or expired (marked so yet or not)
+            raise NotApplied(f"proposal {proposal.pk} is {proposal.state}, not open")
         if approve:
             problem = stale(proposal)
             if problem:

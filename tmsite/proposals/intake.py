@@ -19,7 +19,9 @@ Identical proposals (same kind, same normalised text) are one proposal with a co
 the same receipt. Each proposal (a refused one too) counts against the caller's daily cap
 (``TM_PROPOSALS_PER_CALLER``, by the rate limit's daily keyed hash, in rows deleted once the
 day is over) and the queue's (``TM_PROPOSALS_OPEN_MAX`` open: ``queue-full``). Open proposals
-older than ``TM_PROPOSALS_EXPIRE_DAYS`` expire.
+older than ``TM_PROPOSALS_EXPIRE_DAYS`` are expired (as read at once, marked so whenever a
+proposal is taken or ``manage.py tm_proposals expire`` runs) and deleted
+``TM_PROPOSALS_EXPIRED_KEEP_DAYS`` after they expired.
 
 Spec: PROP1, PROP2, PROP3.
 """
@@ -48,7 +50,7 @@ from tmsite.kinds import counter as kind_counter
 from tmsite.mounts.registry import namespace
 from tmsite.oplog import hooks
 from tmsite.proposals import receipts, targets
-from tmsite.proposals.models import CallerDay, CuratedLink, Proposal
+from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
 from tmsite.trails import index as trails
 
@@ -309,12 +311,26 @@ def fingerprint(kind: str, proposed: Mapping[str, Any]) -> str:
 
 
 def expire(now: Any = None) -> int:
-    """Expire open proposals older than ``TM_PROPOSALS_EXPIRE_DAYS``; how many."""
+    """Mark open proposals older than ``TM_PROPOSALS_EXPIRE_DAYS`` expired; how many.
+
+    Each is marked as expired when its time ran out (``decided_at``), not when it was marked:
+    a receipt, the admin and the retention all read the same moment whenever this runs.
+    """
     now = now or timezone.now()
-    cutoff = now - timedelta(days=float(settings.TM_PROPOSALS_EXPIRE_DAYS))
-    return Proposal.objects.filter(status="open", created_at__lt=cutoff).update(
-        status="expired", decided_at=now
-    )
+    aged = Proposal.objects.filter(status="open", created_at__lt=expiry_cutoff(now))
+    return aged.update(status="expired", decided_at=F("created_at") + lifetime())
+
+
+def sweep(now: Any = None) -> int:
+    """Delete expired proposals that expired more than ``TM_PROPOSALS_EXPIRED_KEEP_DAYS`` ago.
+
+    Expired proposals were never reviewed nor public; after the retention their receipts read
+    as ``not-found``. Decided ones are kept: they are public and linked from what they changed.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=float(settings.TM_PROPOSALS_EXPIRED_KEEP_DAYS))
+    deleted, _ = Proposal.objects.filter(status="expired", decided_at__lt=cutoff).delete()
+    return deleted
 
 
 def _count_caller(now: float) -> None:
@@ -359,6 +375,7 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
         try:
             with transaction.atomic():
                 expire()
+                sweep()
                 same = Proposal.objects.filter(fingerprint=mark).exclude(status="expired")
                 if same.update(count=F("count") + 1, last_proposed_at=timezone.now()):
                     return Taken(same.get(), False)

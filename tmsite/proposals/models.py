@@ -2,7 +2,8 @@
 
 * :class:`Proposal` — one proposal as prepared for review: its kind, what was proposed (plain
   text, normalised), the prepared change, how many times it was proposed, and the decision.
-  It holds nothing about who proposed it.
+  It holds nothing about who proposed it. An open one older than ``TM_PROPOSALS_EXPIRE_DAYS``
+  is expired (:attr:`Proposal.state`) whether or not the row says so yet.
 * :class:`CuratedLink` — a link a maintainer approved: every read of ``source`` carries it,
   and every read of ``target`` its inverse where the relation has one.
 * :class:`CuratedVersion` — one row: a stamp written afresh whenever a curated link is saved
@@ -17,8 +18,10 @@ Spec: PROP1, PROP2, PROP3.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
@@ -35,6 +38,16 @@ STATUSES = [
     ("expired", "expired"),
 ]
 DECIDED = ("approved", "rejected")
+
+
+def lifetime() -> timedelta:
+    """How long an open proposal waits for a decision: ``TM_PROPOSALS_EXPIRE_DAYS``."""
+    return timedelta(days=float(settings.TM_PROPOSALS_EXPIRE_DAYS))
+
+
+def expiry_cutoff(now: datetime | None = None) -> datetime:
+    """Open proposals made before this are expired."""
+    return (now or timezone.now()) - lifetime()
 
 
 class Proposal(models.Model):
@@ -75,6 +88,18 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def expires_at(self) -> datetime:
+        """When this proposal expires if it is still open then."""
+        return self.created_at + lifetime()
+
+    @property
+    def state(self) -> str:
+        """The status as served: an open proposal past its age is expired, marked or not."""
+        if self.status == "open" and self.created_at < expiry_cutoff():
+            return "expired"
+        return self.status
 
     @property
     def decided(self) -> bool:

@@ -3,8 +3,10 @@
 ``proposals/`` lists the decided proposals (approved and rejected) only; ``proposals/<id>``
 reads one. ``proposals/<token>`` is a receipt (``propose`` answers with it): the one address an
 open proposal is read at, by whoever holds the signed, unguessable token — its status, the
-prepared change as a diff, the decision and its reason. A token that does not verify reads as
-``not-found``. Unreviewed text is served to nobody but the holder of its receipt.
+prepared change as a diff, the decision and its reason (an open proposal older than
+``TM_PROPOSALS_EXPIRE_DAYS`` reads as expired, marked so yet or not). A token that does not
+verify, or whose expired proposal was deleted past its retention, reads as ``not-found``.
+Unreviewed text is served to nobody but the holder of its receipt.
 
 Every read of any address carries the curated links a maintainer approved about it
 (:class:`~tmsite.proposals.models.CuratedLink`, ``confidence: exact``, ``provenance:
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from typing_extensions import override
@@ -90,11 +93,11 @@ class ProposalsMount(Mount):
             links.append(Link("collection", str(self.root)))
         elif proposal.decided:
             links.append(Link("alternate", str(public), title="the decided proposal"))
-        own: dict[str, JsonValue] = {"kind": proposal.kind, "status": proposal.status}
+        own: dict[str, JsonValue] = {"kind": proposal.kind, "status": proposal.state}
         if req.facets.facet == "stat":
             if req.facets.part is not None:
                 raise BadFacet(req.text, "a stat has no parts", valid=[])
-            stat = Stat(str(me), name, vnd("proposal"), modified=proposal.decided_at, extra=own)
+            stat = Stat(str(me), name, vnd("proposal"), modified=_decided_at(proposal), extra=own)
             return stat.content(req.text, [*links, Link("alternate", str(me))])
         body: dict[str, JsonValue] = {
             "uri": str(me),
@@ -155,11 +158,20 @@ class ProposalsMount(Mount):
         ]
 
 
-def _decision(proposal: Proposal) -> dict[str, Any] | None:
+def _decided_at(proposal: Proposal) -> datetime | None:
+    """When it was decided, or expired (an open one past its age: when its time ran out)."""
     if proposal.status == "open":
+        return proposal.expires_at if proposal.state == "expired" else None
+    return proposal.decided_at
+
+
+def _decision(proposal: Proposal) -> dict[str, Any] | None:
+    state = proposal.state
+    if state == "open":
         return None
+    at = _decided_at(proposal)
     return {
-        "status": proposal.status,
+        "status": state,
         "reason": proposal.reason,
-        "at": proposal.decided_at.isoformat() if proposal.decided_at else None,
+        "at": at.isoformat() if at else None,
     }
