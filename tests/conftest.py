@@ -110,6 +110,20 @@ def trails_version_asked_on_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def curated_version_asked_on_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The curated links a process read are checked against their version on every read.
+
+    As for the trails: a second's trust across tests would carry links from a database since
+    rolled back or flushed, and so would what a test of the window (which sets its own value)
+    read. Each test starts with nothing read.
+    """
+    from tmsite.proposals import curated  # models: after Django is set up, not at plugin load
+
+    monkeypatch.setattr(curated, "VERSION_RECHECK_SECONDS", 0.0)
+    curated.forget()
+
+
+@pytest.fixture(autouse=True)
 def shared_cache_circuits_start_closed() -> None:
     """A circuit another test opened (a cache made to fail) is not this test's."""
     sharedcache.reset()

@@ -15,11 +15,11 @@ LAYERS = {
     0: "core mime icon",
     1: "gitstore mcpclient check_registry admin_base subscriptions.changes subscriptions.delivery",
     2: "blocks",
-    3: "entities servers kinds trails site.pages",
+    3: "entities servers kinds trails site.pages proposals",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
-    7: "operations prompts pieces probes schemas oplog",
-    8: "mcp rest",
+    7: "operations prompts pieces probes schemas oplog proposals.intake proposals.decide",
+    8: "mcp rest proposals.admin",
     9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions",
     10: "serve",  # the ASGI application over ``wsgi``'s
 }

@@ -22,7 +22,7 @@ from tmsite.core.types import Content, Template
 from tmsite.core.uri import parse
 from tmsite.mounts.namespace import MapPage
 from tmsite.mounts.registry import namespace
-from tmsite.schemas import Overview, PieceStatus, Resolved
+from tmsite.schemas import Overview, PieceStatus, ProposalReceipt, ProposeInput, Resolved
 
 CHIP_MCP_ENDPOINT = "https://6502.tinymachines.ai/api/mcp"
 WHAT = (
@@ -106,6 +106,27 @@ def resolve(uri: object) -> Resolved:
             "text": to_text(content.body),
             "links": links,
         }
+    )
+
+
+def propose(args: ProposeInput) -> ProposalReceipt:
+    """Keep a proposal for the maintainers (identical ones counted), answer its receipt.
+
+    Raises ``Refusal``: ``bad-argument`` (naming what is valid), ``exists``, ``rate-limited``
+    (the caller's daily cap), ``queue-full``.
+    """
+    from tmsite.proposals import intake  # a Django app's models: imported once apps are ready
+
+    fields = args.model_dump(by_alias=True, exclude_none=True, mode="json")
+    kind = fields.pop("kind")
+    taken = intake.take(kind, fields)
+    proposal = taken.proposal
+    return ProposalReceipt(
+        receipt=intake.receipt_uri(proposal),
+        kind=proposal.kind,
+        status=proposal.status,
+        count=proposal.count,
+        new=taken.new,
     )
 
 

@@ -81,6 +81,10 @@ class LinkOut(BaseModel):
     title: str | None = Field(default=None, description="What the target is.")
     count: int | None = Field(default=None, description="Occurrences this link stands for.")
     type: str | None = Field(default=None, description="The target's media type.")
+    provenance: str | None = Field(
+        default=None,
+        description="curated: a link a maintainer approved, not one derived from the content.",
+    )
 
 
 class Resolved(BaseModel):
@@ -109,3 +113,61 @@ __all__ = [
     "ResolveInput",
     "Resolved",
 ]
+
+
+class ProposedStep(_Input):
+    """One step of a proposed trail."""
+
+    uri: str = Field(description="A tm:// address that resolves.")
+    note: str = Field(description="Why the step is there (plain text, at most 500 characters).")
+
+
+class ProposeInput(_Input):
+    """A proposal: its kind and the fields that kind takes (the others left out)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    kind: str = Field(description="address, link, correction or trail.")
+    uri: str | None = Field(
+        default=None,
+        description="address: the tm:// address that does not resolve. correction: the "
+        "entity (entity/<kind>/<key>, entity/game/<game>/routine/<routine>) or the map "
+        "mcp/<server>/map.",
+    )
+    expected: str | None = Field(
+        default=None, description="address: what you expected to find there."
+    )
+    from_: str | None = Field(
+        default=None, alias="from", description="link: the address the link is read from."
+    )
+    rel: str | None = Field(default=None, description="link: a tm: relation (docs/links.md).")
+    to: str | None = Field(default=None, description="link: the address it leads to.")
+    why: str | None = Field(default=None, description="link, correction: why it is right.")
+    entry: str | None = Field(
+        default=None, description="correction of a map: the entry's path template."
+    )
+    field: str | None = Field(default=None, description="correction: the field to correct.")
+    value: str | dict[str, str] | None = Field(
+        default=None,
+        description="correction: the value it should have (an object for a map entry's arguments).",
+    )
+    name: str | None = Field(default=None, description="trail: its name, a-z, 0-9 and -.")
+    title: str | None = Field(default=None, description="trail: its title.")
+    description: str | None = Field(default=None, description="trail: what the walk is for.")
+    steps: list[ProposedStep] | None = Field(
+        default=None, description="trail: the steps in order, each an address and a note."
+    )
+
+
+class ProposalReceipt(BaseModel):
+    """A proposal kept for review: read its receipt for its status and the decision."""
+
+    receipt: str = Field(
+        description="tm://<host>/proposals/<token>: the proposal's status, the change prepared "
+        "for review as a diff, the decision and its reason. Keep it: it is the only way to "
+        "read an open proposal."
+    )
+    kind: str = Field(description="The kind of proposal.")
+    status: str = Field(description="open, approved, rejected or expired.")
+    count: int = Field(description="How many times this same proposal was made.")
+    new: bool = Field(description="Whether this call made it (false: an identical one).")

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "tmsite.kinds.apps.KindsConfig",
     "tmsite.servers.apps.ServersConfig",
     "tmsite.trails.apps.TrailsConfig",
+    "tmsite.proposals.apps.ProposalsConfig",
     "tmsite.site.apps.SiteConfig",
     "tmsite.oplog.apps.OplogConfig",
 ]
@@ -326,6 +327,18 @@ TM_LOG_RETENTION_DAYS = int(os.environ.get("TM_LOG_RETENTION_DAYS", "30"))
 #: Rows are written in batches: every this many rows, or when the oldest waited this long.
 TM_LOG_FLUSH_ROWS = int(os.environ.get("TM_LOG_FLUSH_ROWS", "50"))
 TM_LOG_FLUSH_SECONDS = float(os.environ.get("TM_LOG_FLUSH_SECONDS", "5"))
+
+# --- proposals (tmsite.proposals) ---
+#: Proposals one caller may make a UTC day; open proposals the queue holds at most, and the
+#: ``retryAfter`` a full queue answers with; days an open proposal waits before it expires,
+#: and days an expired one is kept after (then deleted: its receipt reads not-found); the most
+#: steps a proposed trail may have.
+TM_PROPOSALS_PER_CALLER = int(os.environ.get("TM_PROPOSALS_PER_CALLER", "20"))
+TM_PROPOSALS_OPEN_MAX = int(os.environ.get("TM_PROPOSALS_OPEN_MAX", "500"))
+TM_PROPOSALS_RETRY_AFTER = int(os.environ.get("TM_PROPOSALS_RETRY_AFTER", "3600"))
+TM_PROPOSALS_EXPIRE_DAYS = float(os.environ.get("TM_PROPOSALS_EXPIRE_DAYS", "30"))
+TM_PROPOSALS_EXPIRED_KEEP_DAYS = float(os.environ.get("TM_PROPOSALS_EXPIRED_KEEP_DAYS", "30"))
+TM_PROPOSALS_MAX_STEPS = int(os.environ.get("TM_PROPOSALS_MAX_STEPS", "20"))
 
 # --- the git mount ---
 #: The name of the checkout's own repository under ``git/``.

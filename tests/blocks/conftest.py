@@ -46,6 +46,7 @@ MOUNTS = (
     "manifest",
     "mcp",
     "offbox",
+    "proposals",
     "renderers",
     "trail",
 )

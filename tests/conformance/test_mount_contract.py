@@ -159,7 +159,7 @@ def test_the_documented_vocabulary_is_read_whole() -> None:
     iana, tm = documented_relations()
     assert {"up", "collection", "alternate", "describedby", "help"} <= iana
     assert {"tm:source", "tm:renders-as", "tm:step", "tm:step-of", "tm:links"} <= tm
-    assert len(tm) == 24  # 10 pairs and 4 one-way relations
+    assert len(tm) == 26  # 11 pairs and 4 one-way relations
 
 
 def test_links_are_documented_resolve_and_up_never_names_itself(world: World) -> None:

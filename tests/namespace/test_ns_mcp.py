@@ -42,7 +42,7 @@ def test_every_reason_has_a_code_in_each_era() -> None:
         assert set(CODES[reason]) == {"2025", "2026"}
         if reason in PARAM_REASONS:
             assert code_for(reason, "2025") == code_for(reason, "2026") == INVALID_PARAMS
-        elif reason == "rate-limited":
+        elif reason in {"rate-limited", "queue-full"}:
             assert code_for(reason, "2025") == code_for(reason, "2026") == -32000
         else:
             assert code_for(reason, "2025") == RESOURCE_NOT_FOUND == -32002

@@ -43,7 +43,17 @@ def payload(result: dict[str, Any]) -> dict[str, Any]:
 
 def test_tables_agree_as_shipped() -> None:
     tools.check_tables(tools.TOOLS, tools.RUNNERS)
-    assert [tool.name for tool in tools.TOOLS] == ["overview", "piece", "licensing", "resolve"]
+    assert [tool.name for tool in tools.TOOLS] == [
+        "overview",
+        "piece",
+        "licensing",
+        "resolve",
+        "propose",
+    ]
+    # Only propose changes anything (it keeps a proposal), and an identical one is counted.
+    hints = {tool.name: tool.to_json([])["annotations"] for tool in tools.TOOLS}
+    assert {name for name, h in hints.items() if not h["readOnlyHint"]} == {"propose"}
+    assert all(h["idempotentHint"] and not h["destructiveHint"] for h in hints.values())
 
 
 def test_a_tool_without_a_runner_is_a_startup_error() -> None:
@@ -194,7 +204,7 @@ def test_unknown_tool_is_invalid_params(name: object) -> None:
     with pytest.raises(RpcError) as caught:
         dispatch("tools/call", {"name": name, "arguments": {}}, CTX)
     assert caught.value.code == INVALID_PARAMS
-    assert caught.value.data == {"valid": ["overview", "piece", "licensing", "resolve"]}
+    assert caught.value.data == {"valid": ["overview", "piece", "licensing", "resolve", "propose"]}
 
 
 @pytest.mark.parametrize("arguments", [[], "uri", 5])

@@ -48,6 +48,7 @@ RESOURCES = "/api/v1/resources"
 TEMPLATES = "/api/v1/templates"
 COMPLETE = "/api/v1/complete"
 HEALTH = "/api/v1/health"
+PROPOSALS = "/api/v1/proposals"
 #: The prompt routes, exercised against their MCP twins in ``tests/prompts/test_prompts_rest.py``.
 PROMPTS = {"/api/v1/prompts", "/api/v1/prompts/{name}", "/api/v1/prompts/{name}/complete"}
 #: Every route exercised; the OpenAPI document must list exactly these.
@@ -61,6 +62,7 @@ EXERCISED = {
     TEMPLATES,
     COMPLETE,
     HEALTH,
+    PROPOSALS,
     *PROMPTS,
 }
 #: The routes that spell a tool, and the tool.
@@ -80,6 +82,8 @@ EXPECTED_STATUS = {
     "denied": 403,
     "too-large": 413,
     "rate-limited": 429,
+    "exists": 409,
+    "queue-full": 503,
 }
 
 WHOLE_SECOND = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -259,7 +263,10 @@ def test_openapi_lists_exactly_the_operations_the_routers_register(client: Clien
     rest_paths = {prefixes[id(rest.router)] + path for path in rest.router.path_operations}
     health_paths = {prefixes[id(health.router)] + path for path in health.router.path_operations}
     assert set(schema["paths"]) == rest_paths | health_paths
-    assert all(method == "get" for _, method in listed)
+    # Every route reads but the one that keeps a proposal for the maintainers.
+    assert {(path, method) for path, method in listed if method != "get"} == {
+        ("/api/v1/proposals", "post")
+    }
     assert not any(path.endswith("/mcp") for path in schema["paths"])
 
 
@@ -665,7 +672,8 @@ TWINS = [
 def test_every_rest_route_has_a_rate_limit_case() -> None:
     _, prefixes = _registered()
     served = {prefixes[id(rest.router)] + path for path in rest.router.path_operations}
-    assert {param.values[0].path for param in TWINS} == served
+    # The one POST route has its own case: test_over_the_limit_a_proposal_is_refused_alike.
+    assert {param.values[0].path for param in TWINS} | {PROPOSALS} == served
 
 
 @pytest.mark.parametrize("twin", TWINS)
@@ -720,3 +728,52 @@ def test_openapi_declares_the_rate_limit_refusal(client: Client, path: str) -> N
         "error",
         "reason",
     }
+
+
+def _post_proposal(client: Client, body: object) -> Any:
+    return client.post(PROPOSALS, json.dumps(body), content_type="application/json")
+
+
+def test_the_proposals_route_is_the_propose_tools_twin(client: Client, mcp: Mcp) -> None:
+    arguments = {"kind": "address", "uri": DOCS + "wished.md", "expected": "a chapter"}
+    reply = _post_proposal(client, arguments)
+    assert reply.status_code == 200, reply.content
+    first = reply.json()
+    assert first["status"] == "open" and first["count"] == 1 and first["new"] is True
+    assert first["receipt"].startswith(f"tm://{HOST}/proposals/")
+    again = mcp.tool("propose", arguments)  # the same proposal: the same receipt, counted
+    assert again == {**first, "count": 2, "new": False}
+    # The same refusal both ways: the status for its reason, the tool error's fields.
+    hostile = {"kind": "address", "uri": DOCS + "x.md", "expected": "a\u202eb"}
+    reply = _post_proposal(client, hostile)
+    refusal = mcp.tool_refusal("propose", hostile)
+    assert refusal["reason"] == "bad-argument" and refusal["field"] == "expected"
+    assert (reply.status_code, reply.json()) == (400, refusal)
+    exists = {"kind": "address", "uri": DOCS + "notes.md", "expected": "notes"}
+    reply = _post_proposal(client, exists)
+    assert reply.status_code == EXPECTED_STATUS["exists"] == 409
+    assert reply.json() == mcp.tool_refusal("propose", exists)
+    unknown = {"kind": "wish", "uri": DOCS + "x.md"}
+    reply = _post_proposal(client, unknown)
+    assert reply.status_code == 400
+    assert reply.json()["valid"] == ["address", "link", "correction", "trail"]
+    reply = _post_proposal(client, ["not", "an", "object"])
+    assert reply.status_code == 400 and reply.json()["reason"] == "bad-argument"
+
+
+def test_over_the_limit_a_proposal_is_refused_alike(small_limit: FakeClock) -> None:
+    client = Client(headers={"X-Forwarded-For": CALLER})
+    mcp = Mcp(client)
+    for _ in range(100):  # spend the bucket on the cheapest route
+        if client.get(TEMPLATES).status_code == 429:
+            break
+    else:
+        raise AssertionError("the small limit never refused")
+    arguments = {"kind": "address", "uri": DOCS + "wished.md", "expected": "a chapter"}
+    reply = _post_proposal(client, arguments)
+    assert reply.status_code == EXPECTED_STATUS["rate-limited"]
+    error = mcp.error("tools/call", {"name": "propose", "arguments": arguments})
+    assert error["code"] == RATE_LIMITED
+    expected = rest_spelling(error)
+    assert reply["Retry-After"] == str(expected["retryAfter"])
+    assert reply.json() == expected

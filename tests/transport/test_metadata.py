@@ -128,13 +128,21 @@ def test_tools_carry_the_icon_and_hints_that_are_true(
         parsed = model.model_validate(tool)
         assert tool["icons"] == server_icons
         assert parsed.annotations is not None
-        assert parsed.annotations.read_only_hint is True
+        # Only propose changes anything: it keeps a proposal (an identical one is counted).
+        assert parsed.annotations.read_only_hint is (tool["name"] != "propose")
         assert parsed.annotations.destructive_hint is False
         assert parsed.annotations.idempotent_hint is True
         hints[tool["name"]] = parsed.annotations.open_world_hint
     # overview and piece probe the pieces' public URLs; resolve runs other servers' tools
-    # through the mcp mount; licensing reads the box's own record.
-    assert hints == {"overview": True, "piece": True, "licensing": False, "resolve": True}
+    # through the mcp mount; licensing reads the box's own record; propose keeps its proposal
+    # on the box.
+    assert hints == {
+        "overview": True,
+        "piece": True,
+        "licensing": False,
+        "resolve": True,
+        "propose": False,
+    }
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", STATELESS])

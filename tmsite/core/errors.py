@@ -32,6 +32,8 @@ REASONS: tuple[str, ...] = (
     "gated",
     "rate-limited",
     "timeout",
+    "exists",
+    "queue-full",
 )
 
 
@@ -168,6 +170,18 @@ class Timeout(Refusal):
     reason = "timeout"
 
 
+class Exists(Refusal):
+    """What a proposal asks for is there already: ``uri`` names it."""
+
+    reason = "exists"
+
+
+class QueueFull(Refusal):
+    """The maintainers' queue holds all it takes. ``retryAfter``: seconds to wait."""
+
+    reason = "queue-full"
+
+
 REFUSALS: dict[str, type[Refusal]] = {
     cls.reason: cls
     for cls in (
@@ -187,6 +201,8 @@ REFUSALS: dict[str, type[Refusal]] = {
         Gated,
         RateLimited,
         Timeout,
+        Exists,
+        QueueFull,
     )
 }
 assert tuple(REFUSALS) == REASONS, "every reason has exactly one class"

@@ -51,6 +51,8 @@ INVERSE: dict[str, str] = {
     "tm:measured-by": "tm:measures",
     "tm:input": "tm:input-of",
     "tm:input-of": "tm:input",
+    "tm:changed-by": "tm:changes",
+    "tm:changes": "tm:changed-by",
 }
 #: tm: relations with no inverse.
 ONE_WAY: frozenset[str] = frozenset({"tm:read-with", "tm:pins", "tm:cartridge", "tm:links"})
@@ -71,6 +73,7 @@ class Link:
         title: What the target is, for people.
         count: How many occurrences this one link stands for.
         type: The target's media type, when known without reading it.
+        provenance: ``curated`` for a link a maintainer approved rather than one derived.
     """
 
     rel: str
@@ -79,6 +82,7 @@ class Link:
     title: str | None = None
     count: int | None = None
     type: str | None = None
+    provenance: str | None = None
 
     def __post_init__(self) -> None:
         if self.rel.startswith("tm:"):
@@ -100,6 +104,8 @@ class Link:
             out["count"] = self.count
         if self.type is not None:
             out["type"] = self.type
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
         return out
 
     @classmethod
@@ -112,6 +118,7 @@ class Link:
             title=data.get("title"),
             count=data.get("count"),
             type=data.get("type"),
+            provenance=data.get("provenance"),
         )
 
 

@@ -31,6 +31,7 @@ from typing_extensions import override
 
 from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, tm_uri
 from tmsite.core.uri import TmUri
+from tmsite.entities import corrections
 from tmsite.entities import models as m
 
 
@@ -112,23 +113,9 @@ class EntityAdmin(AddressedAdmin):
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
-        changed = [n for n in form.changed_data if n in obj.CORRECTABLE]
-        user = request.user
-        name = user.get_username() if user.is_authenticated else ""
-        m.Correction.objects.bulk_create(
-            m.Correction(
-                entity=self.entity,
-                key=self.correction_key(obj),
-                field=field,
-                value=getattr(obj, field),
-                record_value=obj.recorded.get(field),
-                corrected_by=user if user.is_authenticated else None,
-                corrected_by_name=name,
-            )
-            for field in changed
+        corrections.correct(
+            self.entity, self.correction_key(obj), obj, form.changed_data, request.user
         )
-        if changed:
-            obj.save(update_fields=changed)
 
 
 @admin.register(m.Pattern)

@@ -35,6 +35,8 @@ CODES: dict[str, dict[str, int]] = {
     "bad-uri": _PARAMS,
     "bad-argument": _PARAMS,
     "rate-limited": {"2025": RATE_LIMITED, "2026": RATE_LIMITED},
+    "exists": _RESOURCE,
+    "queue-full": {"2025": RATE_LIMITED, "2026": RATE_LIMITED},
 }
 assert set(CODES) == set(REASONS), "every reason has a code in each era"
 

@@ -1,4 +1,4 @@
-"""The four tools: one table of what is advertised, one of what runs, cross-checked at import.
+"""The five tools: one table of what is advertised, one of what runs, cross-checked at import.
 
 ``TOOLS`` says name → title, description (written for the model), input and output schemas
 (generated from the models in ``tmsite.schemas``, the same the REST routes use). ``RUNNERS``
@@ -30,6 +30,8 @@ from tmsite.schemas import (
     OverviewInput,
     PieceInput,
     PieceStatus,
+    ProposalReceipt,
+    ProposeInput,
     Resolved,
     ResolveInput,
 )
@@ -39,9 +41,10 @@ from tmsite.schemas import (
 class Tool:
     """One advertised tool: its name, what the model is told, its input and output models.
 
-    ``open_world``: whether it reaches beyond the box (``openWorldHint``). Every tool reads and
-    changes nothing, here or elsewhere (read-only, so neither destructive nor anything but
-    idempotent).
+    ``open_world``: whether it reaches beyond the box (``openWorldHint``). ``read_only``:
+    whether it changes nothing (every tool but ``propose``, which keeps a proposal for the
+    maintainers: not read-only, yet not destructive, and idempotent — an identical proposal is
+    counted onto the first).
     """
 
     name: str
@@ -50,6 +53,7 @@ class Tool:
     input_model: type[BaseModel]
     output_model: type[BaseModel]
     open_world: bool
+    read_only: bool = True
 
     def to_json(self, icons: list[dict[str, object]]) -> dict[str, Any]:
         """The ``tools/list`` entry: schemas from the models, the box's ``icons``, the hints."""
@@ -62,7 +66,7 @@ class Tool:
             "icons": icons,
             "annotations": {
                 "title": self.title,
-                "readOnlyHint": True,
+                "readOnlyHint": self.read_only,
                 "destructiveHint": False,
                 "idempotentHint": True,
                 "openWorldHint": self.open_world,
@@ -129,6 +133,23 @@ TOOLS: tuple[Tool, ...] = (
         # The mcp mount runs other servers' tools (those its map says read one thing).
         open_world=True,
     ),
+    Tool(
+        "propose",
+        "Propose what the namespace lacks, for a maintainer to decide",
+        "Only when reading cannot help: first read the refusal's nearest, the links and the "
+        "listings, and use what exists. Then propose one of four kinds: address (uri that "
+        "does not resolve, expected: what you expected there), link (from, rel, to, why: both "
+        "ends resolve, rel is a tm: relation of docs/links.md), correction (uri of an entity "
+        "or mcp/<server>/map with entry, field, value, why: a field the maintainers correct), "
+        "trail (name, title, description, steps: [{uri, note}]). Nothing changes until a "
+        "maintainer approves it. The answer is a receipt address: read it for the status, "
+        "the change as a diff, and the decision with its reason. Identical proposals are one, "
+        "counted. Costs a large share of your rate budget; refusals name what is valid.",
+        ProposeInput,
+        ProposalReceipt,
+        open_world=False,
+        read_only=False,
+    ),
 )
 
 
@@ -150,11 +171,17 @@ def _resolve(args: BaseModel) -> BaseModel:
     return operations.resolve(args.uri)
 
 
+def _propose(args: BaseModel) -> BaseModel:
+    assert isinstance(args, ProposeInput)
+    return operations.propose(args)
+
+
 RUNNERS: dict[str, Callable[[BaseModel], BaseModel]] = {
     "overview": _overview,
     "piece": _piece,
     "licensing": _licensing,
     "resolve": _resolve,
+    "propose": _propose,
 }
 
 
@@ -181,7 +208,7 @@ def _listed(origin: str) -> list[dict[str, Any]]:
 
 
 def list_tools(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    """``tools/list``: the four tools in table order (built once per public front door)."""
+    """``tools/list``: the tools in table order (built once per public front door)."""
     return {"tools": _listed(public_url())}
 
 

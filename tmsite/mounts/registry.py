@@ -33,6 +33,7 @@ MOUNTS: dict[str, str] = {
     "manifest": "tmsite.mounts.manifest.mount:ManifestMount",
     "mcp": "tmsite.mounts.mcp.mount:McpMount",
     "offbox": "tmsite.mounts.offbox.mount:OffboxMount",
+    "proposals": "tmsite.mounts.proposals.mount:ProposalsMount",
     "renderers": "tmsite.mounts.renderers.mount:RenderersMount",
     "trail": "tmsite.mounts.trail.mount:TrailMount",
 }

@@ -108,7 +108,11 @@ def keyed(request: HttpRequest, now: float) -> str:
     does not answer (Redis down) leaves this process's own secret for the day: the key is then
     the same only within the process.
     """
-    who = address(request)
+    return keyed_address(address(request), now)
+
+
+def keyed_address(who: str, now: float) -> str:
+    """:func:`keyed` for an address already worked out (the request's, held in memory)."""
     try:
         secret = buckets.store().day_secret(now)
     except Exception as exc:

@@ -14,6 +14,7 @@ http       4     a page: fetched from the front door as a visitor gets it
 mcp-run    8     a path the server's map names (runs a tool on another MCP server), or the
                  content of its resource (``mcp/<server>/resources/<uri>``, read from it)
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
+propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 listen     4     ``subscriptions/listen``: a stream held open (its slot, its watchers)
 =========  ====  ==========================================================================
@@ -71,6 +72,7 @@ COSTS: dict[str, int] = {
     "tool:licensing": 1,
     "tool:piece": 2,
     "tool:overview": 4,
+    "tool:propose": 30,
     "prompt": 8,
     "listen": 4,
 }
@@ -209,6 +211,7 @@ REST_KINDS: dict[str, str] = {
     "templates": "protocol",
     "complete": "protocol",
     "prompts": "protocol",
+    "proposals": "tool:propose",
 }
 
 

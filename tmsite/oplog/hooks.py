@@ -91,6 +91,18 @@ class Exchange:
 
 
 _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
+#: The address of the HTTP request in flight, held in memory for :func:`caller_key`.
+_address: ContextVar[str | None] = ContextVar("tm_oplog_address", default=None)
+
+
+def caller_key(now: float) -> str | None:
+    """The caller of the HTTP request in flight as a row may keep it (``caller.keyed``).
+
+    None outside an HTTP request (stdio, the operator's own process). The address itself is
+    never handed out.
+    """
+    who = _address.get()
+    return None if who is None else caller.keyed_address(who, now)
 
 
 def _micros(started: float) -> int:
@@ -287,9 +299,11 @@ def observe_exchange(
         protocol=protocol.strip()[:16],
     )
     token = _current.set(exchange)
+    held = _address.set(caller.address(request))
     try:
         response = answer(request)
     finally:
+        _address.reset(held)
         _current.reset(token)
     _finish(exchange, response)
     request.META[LOGGED] = True
@@ -475,9 +489,13 @@ def observe_routes(
                     response["Retry-After"] = str(decision.retry_after)
                 else:
                     where = f"{routes.surface} request"
-                    response, _sent, units = _run_metered(
-                        lambda: run(request, *args, **kwargs), _body_size
-                    )
+                    held = _address.set(caller.address(request))
+                    try:
+                        response, _sent, units = _run_metered(
+                            lambda: run(request, *args, **kwargs), _body_size
+                        )
+                    finally:
+                        _address.reset(held)
                     priced, decision = _settled(routes.surface, who, decision, priced, units)
             except Exception as exc:
                 failures.report(where, exc)

@@ -32,6 +32,8 @@ HTTP_STATUS: dict[str, int] = {
     "unreachable": 502,
     "git-error": 502,
     "timeout": 504,
+    "exists": 409,
+    "queue-full": 503,
 }
 assert set(HTTP_STATUS) == set(REASONS), "every reason has a REST status"
 

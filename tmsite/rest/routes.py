@@ -14,6 +14,7 @@ Spec: TL6, PR1.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -24,13 +25,13 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from tmsite import operations, prompts
-from tmsite.core.errors import Refusal
+from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import tools
 from tmsite.mcp.convert import prompt_result
 from tmsite.oplog import failures, hooks
 from tmsite.pieces import Licensing
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
-from tmsite.schemas import Overview, PieceStatus, Resolved
+from tmsite.schemas import Overview, PieceStatus, ProposalReceipt, ProposeInput, Resolved
 
 
 def _asked_uri(route: str, query: Mapping[str, str]) -> str | None:
@@ -272,3 +273,22 @@ def prompt_complete(
     """``completion/complete`` on ``ref/prompt`` for one argument, without filled context."""
     values = prompts.complete(name, query.argument, query.value, {})
     return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+
+
+@router.post(
+    "/proposals",
+    response={200: ProposalReceipt, **_ERRORS},
+    summary="Propose what the namespace lacks",
+    exclude_unset=True,
+)
+def propose(request: HttpRequest) -> Any:
+    """The ``propose`` tool's answer: the body is its arguments (JSON), the answer its receipt."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        raise BadArgument(None, "the body must be the propose tool's arguments as JSON") from None
+    if not isinstance(body, dict):
+        raise BadArgument(None, "the body must be a JSON object: the propose tool's arguments")
+    args = tools.arguments_for("propose", body)
+    assert isinstance(args, ProposeInput)
+    return operations.propose(args)

@@ -91,6 +91,8 @@ _FAMILY_OF: dict[str, str] = {
     "tm:cartridge": "provenance",
     "tm:input": "provenance",
     "tm:input-of": "provenance",
+    "tm:changed-by": "provenance",
+    "tm:changes": "provenance",
     "tm:data": "data",
     "tm:read-by": "data",
     "tm:read-with": "data",

@@ -1,0 +1,1 @@
+"""The proposals mount: decided proposals, receipts, curated links."""

@@ -1,0 +1,1 @@
+"""``tm_proposals expire``: expiry and the expired proposals' retention, on demand."""
