@@ -20,7 +20,8 @@ LAYERS = {
     6: "mounts.registry mounts.namespace",
     7: "operations prompts pieces probes schemas oplog proposals.intake proposals.decide",
     8: "mcp rest proposals.admin",
-    9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions",
+    9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions "
+    "proposals.management",
     10: "serve",  # the ASGI application over ``wsgi``'s
 }
 RANKS = {f"tmsite.{name}": rank for rank, names in LAYERS.items() for name in names.split()}

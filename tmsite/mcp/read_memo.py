@@ -9,8 +9,9 @@ before the answer is built, is:
   refused, a symlink swapped to point elsewhere, a denied name, all change or void it; the
   served roots are the ones the mount resolved when it was built, as for its own reads) and
   that file's stat: device, inode, size, modification and change times in nanoseconds;
-* how many times this process dropped its trails (``trails.index.forgotten``: a correction
-  saved here is in the next answer, as in a built one);
+* how many times this process dropped its trails and its curated links
+  (``trails.index.forgotten``, ``proposals.curated.forgotten``: a correction or an approved
+  link saved here is in the next answer, as in a built one);
 * the links other mounts give the file (``Namespace.links_into``: its repository, its pages,
   the trails it is a step of, …), compared again when they were last compared more than
   ``LINKS_RECHECK_SECONDS`` ago. That second is the one the git mount trusts a resolved ref
@@ -50,7 +51,7 @@ LINKS_RECHECK_SECONDS = 1.0
 #: A file changed this recently is read, not kept.
 SETTLE_SECONDS = 2.0
 
-Stamp = tuple[str, int, int, int, int, int, int]
+Stamp = tuple[str, int, int, int, int, int, int, int]
 
 _lock = threading.Lock()
 #: When each kept answer's links were last compared (``time.monotonic``), oldest kept first.
@@ -82,6 +83,7 @@ def _parsed(uri: str) -> TmUri | None:
 def stamp(namespace: Any, uri: str) -> Stamp | None:
     """The file ``uri`` reads and its stat; None when it is not a small regular file."""
     from tmsite.mounts.fs.mount import FsMount
+    from tmsite.proposals import curated
     from tmsite.trails import index
 
     parsed = _parsed(uri)
@@ -100,6 +102,7 @@ def stamp(namespace: Any, uri: str) -> Stamp | None:
     return (
         resolved,
         index.forgotten(),
+        curated.forgotten(),
         info.st_dev,
         info.st_ino,
         info.st_size,
@@ -141,7 +144,7 @@ def links(namespace: Any, uri: str) -> tuple[Link, ...]:
 
 def settled(found: Stamp) -> bool:
     """Whether the file was last changed long enough ago for its stat to tell every change."""
-    return time.time_ns() - max(found[5], found[6]) >= SETTLE_SECONDS * 1e9
+    return time.time_ns() - max(found[6], found[7]) >= SETTLE_SECONDS * 1e9
 
 
 def due(key: Any) -> bool:

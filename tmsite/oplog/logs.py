@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 
@@ -71,6 +72,16 @@ GATHER_SECONDS = 0.02
 GATHER_MOST = 1024
 
 
+#: Every background handler of this process, for :func:`drain_all`.
+_HANDLERS: weakref.WeakSet[BackgroundStreamHandler] = weakref.WeakSet()
+
+
+def drain_all() -> None:
+    """Write every pending line of every background handler now (a granian worker's exit)."""
+    for handler in list(_HANDLERS):
+        handler.drain()
+
+
 class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A ``StreamHandler`` whose records are formatted and written by a writer thread.
 
@@ -88,6 +99,7 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._writer_pid = -1
         self._start_lock = threading.Lock()
         atexit.register(self.drain)
+        _HANDLERS.add(self)
 
     @override
     def emit(self, record: logging.LogRecord) -> None:

@@ -56,7 +56,7 @@ from tmsite import wsgi
 from tmsite.mcp import endpoint, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
-from tmsite.oplog import buckets, recorder
+from tmsite.oplog import buckets, logs, recorder
 from tmsite.serve import guard, lifeline
 from tmsite.subscriptions import delivery, stream
 
@@ -375,6 +375,7 @@ class Application:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             await loop.run_in_executor(self.pool, recorder.flush_quietly)
+        logs.drain_all()  # the JSON lines too: a granian worker runs no exit hooks
         self.pool.shutdown(wait=False)
         self._pool = None
 

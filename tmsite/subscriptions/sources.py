@@ -199,6 +199,12 @@ def install(
         return dict(_installed)
 
 
+def installed() -> dict[str, Any]:
+    """The change sources installed in this process, by mount (none before :func:`install`)."""
+    with _lock:
+        return {name: source for name, source in _installed.items() if name != "_undo"}
+
+
 def uninstall() -> None:
     """Remove what :func:`install` registered (tests; settings changed)."""
     with _lock:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from tmsite.subscriptions import changes, fswatch, listen
+from tmsite.subscriptions import changes, fswatch, listen, sources
 from tmsite.subscriptions.changes import Change
 
 Message = MutableMapping[str, Any]
@@ -190,6 +190,7 @@ class _Stream:
         _open[key] = (self.loop, self._end)
         remove = changes.add_listener(self._hear)
         fswatch.SOURCE.start()  # the change sources follow what is listened to
+        await self.loop.run_in_executor(None, sources.install)  # once: git, records, peers
         held = list(self.plan.uris)
         for uri in held:
             changes.interest(uri)
