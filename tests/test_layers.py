@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     0: "core mime icon",
-    1: "gitstore mcpclient check_registry admin_base subscriptions.changes subscriptions.delivery",
+    1: "gitstore mcpclient check_registry admin_base version_rows "
+    "subscriptions.changes subscriptions.delivery",
     2: "blocks",
     3: "entities servers kinds trails site.pages proposals",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__

@@ -17,13 +17,14 @@ Spec: PROP1, PROP2, PROP3.
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import models, transaction
 from django.utils import timezone
+
+from tmsite import version_rows
 
 KINDS = [
     ("address", "an address that does not resolve"),
@@ -146,15 +147,7 @@ class CuratedVersion(models.Model):
 
 def bump(using: str = "default") -> str:
     """Write a fresh version: every worker's memo of the curated links is stale within a second."""
-    stamp = uuid.uuid4().hex
-    versions = CuratedVersion.objects.using(using)
-    if not versions.filter(pk=1).update(version=stamp):
-        try:
-            with transaction.atomic(using=using):
-                versions.create(pk=1, version=stamp)
-        except IntegrityError:  # made by another writer just now
-            versions.filter(pk=1).update(version=stamp)
-    return stamp
+    return version_rows.bump(CuratedVersion, using)
 
 
 def _bump_version(sender: type[models.Model], instance: Any, using: str, **kwargs: Any) -> None:

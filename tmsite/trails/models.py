@@ -15,12 +15,13 @@ Spec: OP4, TRAILS.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import models, transaction
 from django.utils import timezone
+
+from tmsite import version_rows
 
 STATES = [
     ("file", "from its file"),
@@ -112,15 +113,7 @@ class TrailsVersion(models.Model):
 
 def bump(using: str = "default") -> str:
     """Write a fresh version: every worker's memo of the trails is stale from its next read."""
-    stamp = uuid.uuid4().hex
-    versions = TrailsVersion.objects.using(using)
-    if not versions.filter(pk=1).update(version=stamp):
-        try:
-            with transaction.atomic(using=using):
-                versions.create(pk=1, version=stamp)
-        except IntegrityError:  # made by another writer just now
-            versions.filter(pk=1).update(version=stamp)
-    return stamp
+    return version_rows.bump(TrailsVersion, using)
 
 
 def _bump_version(sender: type[models.Model], instance: Any, using: str, **kwargs: Any) -> None:
