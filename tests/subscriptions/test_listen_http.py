@@ -267,8 +267,17 @@ def test_refusals_before_the_stream(listen_url: str, client: httpx.Client) -> No
     plain = client.post(
         listen_url, json=listen_body(2), headers=listen_headers(Accept="application/json")
     )
-    assert plain.status_code == 200 and plain.json()["error"]["code"] == -32600
-    assert "text/event-stream" in plain.json()["error"]["message"]
+    assert plain.status_code == 406
+    assert plain.headers["content-type"].startswith("application/json")
+    assert plain.json() == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {
+            "code": -32600,
+            "message": "subscriptions/listen answers with an event stream: Accept must list "
+            "text/event-stream.",
+        },
+    }
     foreign = client.post(
         listen_url, json=listen_body(3), headers=listen_headers(Origin="https://evil.example")
     )
