@@ -231,8 +231,10 @@ def test_a_listen_costs_rate_limit_budget(listen_url: str, client: httpx.Client)
 
 
 def test_a_stream_that_falls_behind_is_ended_gracefully(
-    listen_url: str, client: httpx.Client
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # keep-alives hold the read open: a stream that is never ended behind ends idle instead
+    monkeypatch.setenv("TM_LISTEN_IDLE", "5")
     uri = f"{H}/fs/docs/"
     body = listen_body("b", resourceSubscriptions=[uri])
     with client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
@@ -267,8 +269,17 @@ def test_refusals_before_the_stream(listen_url: str, client: httpx.Client) -> No
     plain = client.post(
         listen_url, json=listen_body(2), headers=listen_headers(Accept="application/json")
     )
-    assert plain.status_code == 200 and plain.json()["error"]["code"] == -32600
-    assert "text/event-stream" in plain.json()["error"]["message"]
+    assert plain.status_code == 406
+    assert plain.headers["content-type"].startswith("application/json")
+    assert plain.json() == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {
+            "code": -32600,
+            "message": "subscriptions/listen answers with an event stream: Accept must list "
+            "text/event-stream.",
+        },
+    }
     foreign = client.post(
         listen_url, json=listen_body(3), headers=listen_headers(Origin="https://evil.example")
     )
@@ -296,7 +307,11 @@ def test_discover_advertises_what_the_streams_deliver(
     assert caps["resources"] == {"subscribe": True, "listChanged": True}
 
 
-def test_worker_shutdown_ends_streams_gracefully(listen_url: str, client: httpx.Client) -> None:
+def test_worker_shutdown_ends_streams_gracefully(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # keep-alives hold the read open: a stream the shutdown does not end ends idle instead
+    monkeypatch.setenv("TM_LISTEN_IDLE", "5")
     with client.stream(
         "POST", listen_url, json=listen_body("z"), headers=listen_headers()
     ) as response:

@@ -9,7 +9,8 @@ checks what only a listen has, in this order:
 1. it is served here: under a WSGI server (gunicorn, Django's live server) there is no stream
    to hold, and the answer is ``-32601`` saying so (404 in 2026-07-28, as any method not
    offered);
-2. ``Accept`` lists ``text/event-stream`` (else ``-32600``: the answer is a stream);
+2. ``Accept`` lists ``text/event-stream`` (else ``-32600`` with the request's id, sent with HTTP
+   406 as the transport's own ``Accept`` refusal is: the answer is a stream);
 3. ``params.notifications`` is an object whose flags are booleans and whose
    ``resourceSubscriptions`` is a list (else ``-32602``);
 4. each URI is checked on its own: one that is not a ``tm://`` URI of this host or names no
@@ -238,11 +239,16 @@ class Plan:
 
 @dataclass
 class Offer:
-    """What the stream offers the endpoint for one POST: the request's id and ``Accept``."""
+    """What the stream offers the endpoint for one POST: the request's id and ``Accept``.
+
+    ``status`` is the HTTP status a refusal is sent with when it is not the endpoint's (406 for
+    an ``Accept`` without ``text/event-stream``).
+    """
 
     rid: Any
     accept: str
     plan: Plan | None = field(default=None)
+    status: int | None = field(default=None)
 
 
 _offer: ContextVar[Offer | None] = ContextVar("tm_listen_offer", default=None)
@@ -308,6 +314,7 @@ def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     if offer is None or ctx.transport != "http":
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
     if not _accepts_stream(offer.accept):
+        offer.status = 406
         raise RpcError(
             INVALID_REQUEST,
             "subscriptions/listen answers with an event stream: Accept must list "

@@ -3,8 +3,9 @@
 The ASGI application hands a POST whose body is a ``subscriptions/listen`` request to
 :func:`serve`. The request runs the endpoint on a pool thread like any other (its checks, its
 rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer without a plan (a refusal) is
-sent as it is. With a plan, the thread is done and the answer becomes an event stream held by a
-coroutine — no thread per stream:
+sent as it is, with the status the listen asked for when it has one (406 for an ``Accept``
+without ``text/event-stream``). With a plan, the thread is done and the answer becomes an event
+stream held by a coroutine — no thread per stream:
 
 * headers: ``200``, ``Content-Type: text/event-stream``, ``Cache-Control: no-store``,
   ``X-Accel-Buffering: no`` (nginx passes each event on at once), and the endpoint's own
@@ -106,6 +107,8 @@ async def serve(
             plan.slot.free()
             if plan.log is not None:
                 plan.log(_micros(started), len(body), "internal")
+        elif offer.status is not None and status == 200:
+            status = offer.status  # the listen's own refusal (406): the body is the endpoint's
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
         return
