@@ -57,6 +57,17 @@ def test_which_subscription_a_change_reaches(subscribed: str, changed: str, told
     assert affects(subscribed, changed) == told
 
 
+def test_an_exact_change_reaches_its_own_subscribers_only(heard: list[Change]) -> None:
+    secret = "tm://h/proposals/ab.cd"
+    assert affects(secret + "?as=text", secret, exact=True) == secret + "?as=text"
+    assert affects("tm://h/proposals/", secret, exact=True) is None
+    assert affects("tm://h/", secret, exact=True) is None
+    assert affects("tm://", secret, exact=True) is None
+    assert affects("tm://h/proposals/", secret) == secret
+    changes.publish(secret, exact=True)
+    assert heard == [Change("updated", uri=secret, exact=True)]
+
+
 def test_publish_reaches_every_listener_with_the_canonical_uri(heard: list[Change]) -> None:
     other: list[Change] = []
     remove = changes.add_listener(other.append)

@@ -106,7 +106,7 @@ def changed_addresses(proposal: Proposal) -> list[str]:
 
 def decided_uri(proposal: Proposal) -> str:
     """``tm://<host>/proposals/<id>``: a decided proposal's public address."""
-    return str(TmUri(namespace().host, "proposals", (str(proposal.pk),)))
+    return intake.public_uri(proposal)
 
 
 def _apply(proposal: Proposal, user: Any) -> dict[str, Any]:
@@ -162,4 +162,5 @@ def decide(proposal_id: int, approve: bool, reason: str, user: Any) -> Proposal:
             user.get_username() if getattr(user, "is_authenticated", False) else ""
         )
         proposal.save()
+        intake.announce(proposal, changed_addresses(proposal) if approve else ())
     return proposal

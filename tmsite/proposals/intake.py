@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -52,6 +52,7 @@ from tmsite.oplog import hooks
 from tmsite.proposals import receipts, targets
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
+from tmsite.subscriptions import changes
 from tmsite.trails import index as trails
 
 KINDS = ("address", "link", "correction", "trail")
@@ -318,7 +319,13 @@ def expire(now: Any = None) -> int:
     """
     now = now or timezone.now()
     aged = Proposal.objects.filter(status="open", created_at__lt=expiry_cutoff(now))
-    return aged.update(status="expired", decided_at=F("created_at") + lifetime())
+    marking = list(aged.select_for_update())
+    marked = aged.filter(pk__in=[p.pk for p in marking]).update(
+        status="expired", decided_at=F("created_at") + lifetime()
+    )
+    for proposal in marking:
+        announce(proposal)
+    return marked
 
 
 def sweep(now: Any = None) -> int:
@@ -378,7 +385,9 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
                 sweep()
                 same = Proposal.objects.filter(fingerprint=mark).exclude(status="expired")
                 if same.update(count=F("count") + 1, last_proposed_at=timezone.now()):
-                    return Taken(same.get(), False)
+                    counted = same.get()
+                    announce(counted)
+                    return Taken(counted, False)
                 if Proposal.objects.filter(status="open").count() >= int(
                     settings.TM_PROPOSALS_OPEN_MAX
                 ):
@@ -406,3 +415,30 @@ def receipt_uri(proposal: Proposal) -> str:
     """The receipt address of ``proposal``: ``tm://<host>/proposals/<token>``."""
     host = namespace().host
     return f"tm://{host}/proposals/{receipts.token(host, proposal.receipt)}"
+
+
+def public_uri(proposal: Proposal) -> str:
+    """``tm://<host>/proposals/<id>``: a decided proposal's public address."""
+    return str(TmUri(namespace().host, "proposals", (str(proposal.pk),)))
+
+
+def announce(proposal: Proposal, changed: Iterable[str] = ()) -> None:
+    """Once the transaction commits, publish what reads differently because of ``proposal``.
+
+    That is, when it was decided, expired or counted again: its receipt, its public address
+    (decided ones), and ``changed`` (the addresses an approval changed). Published after the
+    commit, so a listener that reads again sees it; nothing when the transaction rolls back.
+    The receipt is published ``exact``: only who listens to it by its token is told of it.
+
+    Spec: SUB3, PROP2.
+    """
+    receipt = receipt_uri(proposal)
+    public = [public_uri(proposal)] if proposal.decided else []
+    public += [u for u in changed if u not in public]
+
+    def tell() -> None:
+        changes.publish(receipt, exact=True)  # a secret: no collection's listener is told it
+        for uri in public:
+            changes.publish(uri)
+
+    transaction.on_commit(tell)

@@ -26,6 +26,9 @@ them:
   changed child's URI (as it was published, canonical). A change of a collection itself reaches
   subscribers to that collection, not those of its children.
 * ``tm://``, the list of hosts, is a collection holding every host.
+* A change published ``exact`` (:func:`publish` with ``exact=True``: a URI that is itself a
+  secret, like a proposal's receipt) reaches only subscribers to that very URI, never those of
+  a collection above it, who would otherwise be told it.
 
 Interest: a source watches only what someone listens to. A stream calls :func:`interest` for
 each URI it subscribes to and :func:`release` when it ends (or uses :func:`listening`); counts
@@ -74,11 +77,13 @@ class Change:
             or ``lost`` (the bus cannot promise delivery any more).
         uri: The canonical URI that changed (``updated`` only).
         list_kind: Which list changed (``list_changed`` only).
+        exact: ``uri`` reaches its own subscribers only, no collection's (``updated`` only).
     """
 
     kind: ChangeKind
     uri: str | None = None
     list_kind: ListKind | None = None
+    exact: bool = False
 
 
 Listener = Callable[[Change], None]
@@ -134,15 +139,16 @@ def canonical(text: str) -> str:
     return tmuri.parse(text).text
 
 
-def affects(subscribed: str, changed: str) -> str | None:
+def affects(subscribed: str, changed: str, *, exact: bool = False) -> str | None:
     """The URI a subscriber to ``subscribed`` is told of when ``changed`` changed, or None.
 
-    Both must be ``tm://`` URIs (see the module's text for the rule).
+    Both must be ``tm://`` URIs (see the module's text for the rule); an ``exact`` change
+    reaches no collection's subscribers.
     """
     want, got = key_of(subscribed), key_of(changed)
     if want == got:
         return subscribed
-    if want.holds(got):
+    if not exact and want.holds(got):
         return canonical(changed)
     return None
 
@@ -261,13 +267,15 @@ def bus() -> Bus:
     return _bus
 
 
-def publish(uri: str) -> None:
+def publish(uri: str, *, exact: bool = False) -> None:
     """``uri`` (a full ``tm://`` URI) changed: tell the listeners.
+
+    ``exact``: tell only the subscribers to ``uri`` itself (a URI that is a secret).
 
     Raises:
         BadUri, BadFacet: ``uri`` is not a ``tm://`` URI.
     """
-    _bus.dispatch(Change("updated", uri=canonical(uri)))
+    _bus.dispatch(Change("updated", uri=canonical(uri), exact=exact))
 
 
 def publish_list_changed(kind: ListKind) -> None:

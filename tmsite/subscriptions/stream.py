@@ -151,7 +151,7 @@ class _Stream:
             message = self.plan.notification(_LIST_METHODS[change.list_kind])
         elif change.kind == "updated" and change.uri is not None:
             for subscribed in self.plan.uris:
-                told = changes.affects(subscribed, change.uri)
+                told = changes.affects(subscribed, change.uri, exact=change.exact)
                 if told is not None:
                     message = self.plan.notification("resources/updated", {"uri": told})
                     break
