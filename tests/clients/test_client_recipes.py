@@ -134,7 +134,7 @@ def curls(path: Path) -> list[Curl]:
         curl = Curl(heading=heading, url="", method="GET")
         rest = iter(words[1:])
         for word in rest:
-            if word == "-s":
+            if word in ("-s", "-N"):  # quiet; unbuffered (a stream is shown as it comes)
                 continue
             if word == "-i":
                 curl.shows_status = True
@@ -391,3 +391,29 @@ def test_every_curl_request_answers_as_the_guide_says(live_server: Any) -> None:
             else:
                 answer = client.post(url, content=curl.raw.encode(), headers=curl.headers)
             check_answer(curl, answer)
+
+
+def test_the_listen_curl_of_the_mcp_guide_opens_a_stream_on_the_default_server(
+    transactional_db: None,
+) -> None:
+    """docs/mcp.md's ``curl -N`` listen, sent as written to ``python -m tmsite.serve``'s
+    application (the WSGI live server refuses streams): the first event is the acknowledgement
+    of what it asked for, under the listen's id."""
+    from tests.serve.inthread import served
+    from tests.subscriptions.helpers import SUB_ID, Events
+    from tmsite.serve.app import Application
+
+    [listen] = [c for c in curls(ROOT / "docs" / "mcp.md") if c.body and "listen" in c.raw]
+    asked = listen.body["params"]["notifications"]
+    with (
+        served(Application()) as base,
+        httpx.Client(timeout=httpx.Timeout(20, read=20)) as client,
+        client.stream(
+            "POST", base + urlsplit(listen.url).path, content=listen.raw, headers=listen.headers
+        ) as answer,
+    ):
+        assert answer.status_code == 200 and answer.headers["content-type"] == "text/event-stream"
+        ack = Events(answer).message()
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"] == asked
+    assert ack["params"]["_meta"][SUB_ID] == listen.body["id"]
