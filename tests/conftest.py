@@ -74,6 +74,18 @@ def _forget_what_the_process_buffered() -> None:
 
 
 @pytest.fixture(autouse=True)
+def change_sources_stay_in_their_test() -> Iterator[None]:
+    """The change sources a listen stream installs (``sources.install``, once a process) are
+    removed after the test: a later test's listeners would otherwise also hear the sources
+    built over an earlier test's settings."""
+    yield
+    from tmsite.subscriptions import sources
+
+    if sources.installed():
+        sources.uninstall()
+
+
+@pytest.fixture(autouse=True)
 def batched_writes_stay_in_their_test(settings: Any) -> Iterator[None]:
     """What a test buffers for the database (request-log rows, kind counts) lands in that test.
 
