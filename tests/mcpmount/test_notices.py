@@ -6,6 +6,7 @@ when nobody listens any more."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +46,14 @@ def res(upstream: str) -> str:
     return str(TmUri(HOST, "mcp", ("notes", "resources", upstream)))
 
 
+def hand_over(directory: Path, lines: str) -> None:
+    """Give the peer ``lines`` to send, whole: written aside, then renamed into place (the peer
+    takes ``send.jsonl`` as soon as it exists, and would take a file still being written)."""
+    aside = directory / "send.jsonl.part"
+    aside.write_text(lines)
+    os.replace(aside, directory / "send.jsonl")
+
+
 def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
     end = time.monotonic() + timeout
     while not check():
@@ -79,13 +88,11 @@ def test_a_peers_notifications_become_updates_of_its_addresses(
                 {"method": "notifications/resources/updated", "params": {"uri": "note://b"}},
                 {"method": "notifications/resources/updated", "params": {"uri": "note://a"}},
             ]
-            (tmp_path / "send.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+            hand_over(tmp_path, "\n".join(json.dumps(x) for x in lines))
             heard.wait_for(res("note://a"))
             assert heard.uris == [res("note://a")], "note://b is not listened to"
             (tmp_path / "tools.json").write_text(json.dumps(["first", "second"]))
-            (tmp_path / "send.jsonl").write_text(
-                json.dumps({"method": "notifications/tools/list_changed"})
-            )
+            hand_over(tmp_path, json.dumps({"method": "notifications/tools/list_changed"}))
             heard.wait_for(f"{BASE}notes/tools/")
             tools = ns.read(f"{BASE}notes/tools/").body["children"]
             assert [t["name"] for t in tools] == ["first", "second"], "asked again, then told"
@@ -115,7 +122,7 @@ def test_a_flood_of_list_changed_costs_one_probe_a_period(
         with changes.listening([f"{BASE}notes/tools/"]):
             until(lambda: notices.connected("notes") is not None)
             flood = json.dumps({"method": "notifications/tools/list_changed"})
-            (tmp_path / "send.jsonl").write_text("\n".join([flood] * 500))
+            hand_over(tmp_path, "\n".join([flood] * 500))
             heard.wait_for(f"{BASE}notes/tools/")
             assert threading.active_count() < 50, "no thread a notification"
             until(lambda: not notices.asking("notes"))
