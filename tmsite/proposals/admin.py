@@ -33,7 +33,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from typing_extensions import override
 
-from tmsite.admin_base import AddressedAdmin
+from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin
 from tmsite.core.uri import TmUri, parse
 from tmsite.proposals import decide, diff
 from tmsite.proposals.models import STATUSES, CuratedLink, Proposal, expiry_cutoff
@@ -267,21 +267,9 @@ class ProposalAdmin(AddressedAdmin):
 
 
 @admin.register(CuratedLink)
-class CuratedLinkAdmin(AddressedAdmin):
+class CuratedLinkAdmin(ReadOnlyAdmin):
     """The curated links approved from proposals, read-only (each with its proposal)."""
 
     list_display = ("source", "rel", "target", "proposal", "created_at")
     list_filter = ("rel",)
     search_fields = ("source", "target")
-
-    @override
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    @override
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    @override
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
