@@ -8,7 +8,8 @@ Usage (from the repository root)::
 
 Without ``--url`` it applies migrations to a database of its own (in a fresh temporary
 ``TM_VAR_DIR``, or in ``--var-dir``; never the checkout's ``var/`` that ``make run`` serves),
-starts gunicorn over it on a free loopback port, waits until ``POST /api/mcp`` answers, runs
+starts the default server (``python -m tmsite.serve``, two workers: the one that holds
+subscription streams) over it on a free loopback port, waits until ``POST /api/mcp`` answers, runs
 ``conformance server --requirements <revision> --expected-failures conformance/baseline.yml``
 for each revision, and stops the server. The suite (pinned in ``conformance/package.json``) is
 installed into ``conformance/node_modules`` with ``npm ci`` when missing. On Node older than
@@ -87,14 +88,13 @@ def start_server(var_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
         [
             python,
             "-m",
-            "gunicorn",
-            "tmsite.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
+            "tmsite.serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
             "--workers",
             "2",
-            "--log-level",
-            "warning",
         ],
         cwd=ROOT,
         env=env,

@@ -32,11 +32,14 @@ from tests.oplog.servers import (
     server_env,
     serving,
 )
+from tmsite.demo import static_site
 
 pytestmark = pytest.mark.spec("OP5", "OP2")
 
 FILE = "tm://tinymachines/fs/docs/index.md"
 PAGE = "tm://tinymachines/http/tinymachines.ai/docs"
+DEMO_PAGE = "tm://tinymachines/http/demo.tinymachines.ai/"
+ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 4
 
 
@@ -224,3 +227,98 @@ def test_a_stopping_server_closes_idle_kept_alive_connections_and_finishes_what_
         assert _wait_exit(machine.process, deadline=25) < 25
         assert machine.process.returncode == 0
         assert not Path(f"/proc/{worker}").exists(), "the worker outlived the launcher"
+
+
+class _Holder:
+    """A loopback server that takes every connection and never answers: a page being fetched
+    holds the request that asked for it on its machine for as long as the test likes."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.arrived = threading.Event()
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._take, daemon=True)
+        self.thread.start()
+
+    def _take(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            self.arrived.set()
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.mark.slow
+def test_a_read_in_flight_on_a_machine_that_dies_is_answered_by_the_other(
+    database_url: str, redis_url: str, cache_prefix: str, tmp_path: Path
+) -> None:
+    """A machine killed (SIGKILL, launcher and workers: a crash, not a drain) while a read is in
+    flight on it: nginx sends that read on to the other machine, and the client gets its answer,
+    not a 502. This is the documented config's ``non_idempotent`` on ``/api/``: an MCP read is a
+    POST, which nginx resends after it reached a machine only when told to.
+
+    The read is a page of the demo site, fetched through ``TM_DEMO_FRONT_DOOR``: machine A's
+    points at a server that never answers, so a read nginx gave A is still in flight there when
+    A is killed; machine B's points at the demo site, served here."""
+    common = {
+        "TM_DATABASE_URL": database_url,
+        "TM_REDIS_URL": redis_url,
+        "TM_RATE_BURST": "1000000",
+    }
+    holder = _Holder()
+    demo = static_site.server(ROOT / "demo_sites" / "demo.tinymachines.ai")
+    threading.Thread(target=demo.serve_forever, daemon=True).start()
+    env_a = server_env(  # its own cache prefix: no page B fetched is given from the shared cache
+        tmp_path / "var-a",
+        TM_DEMO_FRONT_DOOR=f"http://127.0.0.1:{holder.port}",
+        TM_CACHE_PREFIX=f"{cache_prefix}a",
+        **common,
+    )
+    env_b = server_env(
+        tmp_path / "var-b",
+        TM_DEMO_FRONT_DOOR=f"http://127.0.0.1:{demo.server_address[1]}",
+        TM_CACHE_PREFIX=f"{cache_prefix}b",
+        **common,
+    )
+    migrate(env_b)
+    try:
+        with ExitStack() as stack:
+            a = stack.enter_context(serving(env_a, workers=1, log=tmp_path / "a.log"))
+            b = stack.enter_context(serving(env_b, workers=1, log=tmp_path / "b.log"))
+            front = stack.enter_context(nginx([a.url, b.url], tmp_path / "nginx"))
+            with httpx.Client(base_url=front, timeout=30) as client, ThreadPoolExecutor(1) as pool:
+                for rid in range(1, 9):  # nginx takes turns: one of the first reads lands on A
+                    body = {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "method": "resources/read",
+                        "params": {"uri": DEMO_PAGE},
+                    }
+                    reply = pool.submit(client.post, "/api/mcp", json=body)
+                    while not reply.done() and not holder.arrived.is_set():
+                        time.sleep(0.02)
+                    if holder.arrived.is_set():
+                        break
+                    assert reply.result().status_code == 200  # B answered: try again
+                else:
+                    pytest.fail("no read reached machine A")
+                workers = a.workers()
+                a.process.kill()
+                for pid in workers:
+                    os.kill(pid, signal.SIGKILL)
+                answer = reply.result(timeout=30)
+    finally:
+        holder.close()
+        demo.shutdown()
+        demo.server_close()
+    assert answer.status_code == 200, answer.text[:300]
+    result = answer.json()
+    assert result["id"] == rid and result["result"]["contents"][0]["uri"] == DEMO_PAGE, result

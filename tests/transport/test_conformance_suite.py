@@ -1,4 +1,5 @@
-"""The official MCP conformance suite against a real gunicorn, both requirement sets.
+"""The official MCP conformance suite against the default server (``python -m tmsite.serve``,
+the one that holds subscription streams, so the listen checks run), both requirement sets.
 
 ``conformance/run.py`` starts the server, runs ``@modelcontextprotocol/conformance`` with
 ``--requirements 2025-11-25`` and ``--requirements 2026-07-28`` and the fixture-only baseline;

@@ -17,8 +17,9 @@ from __future__ import annotations
 import threading
 import time
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
+from tmsite import version_rows
 from tmsite.proposals import models as pm
 
 #: How long a process trusts the curated links' version it last read before asking again.
@@ -50,18 +51,8 @@ def forgotten() -> int:
 
 def version() -> str | None:
     """The curated links' version, one query; None without the table (not migrated yet)."""
-    quote = connection.ops.quote_name
-    sql = (
-        f"SELECT {quote('version')} FROM {quote(pm.CuratedVersion._meta.db_table)} "
-        f"WHERE {quote('id')} = 1"
-    )
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql)
-            row = cursor.fetchone()
-    except DatabaseError:
-        return None
-    return str(row[0]) if row is not None else ""
+    row = version_rows.read(pm.CuratedVersion, ("version",))
+    return None if row is None else row[0]
 
 
 def _read() -> dict[str, list[Row]]:

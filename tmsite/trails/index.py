@@ -45,9 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import OuterRef, Subquery
 
+from tmsite import version_rows
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
 from tmsite.entities import models as m
@@ -311,23 +312,9 @@ class Latest:
 
 
 def version() -> tuple[str, str] | None:
-    """``(version, indexed)`` of the corrections, one query; None without the tables.
-
-    Asked on every read, so spelled out rather than built by the ORM each time (a tenth of
-    the cost).
-    """
-    quote = connection.ops.quote_name
-    sql = (
-        f"SELECT {quote('version')}, {quote('indexed')} "
-        f"FROM {quote(tm.TrailsVersion._meta.db_table)} WHERE {quote('id')} = 1"
-    )
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql)
-            row = cursor.fetchone()
-    except DatabaseError:
-        return None
-    return (str(row[0]), str(row[1])) if row is not None else ("", "")
+    """``(version, indexed)`` of the corrections, one query; None without the tables."""
+    row = version_rows.read(tm.TrailsVersion, ("version", "indexed"))
+    return None if row is None else (row[0], row[1])
 
 
 def latest_corrections() -> dict[str, Latest]:
