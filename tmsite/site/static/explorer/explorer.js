@@ -3,6 +3,7 @@
 // nothing else. Every control is a link or a button: Tab moves, Enter follows.
 
 import { drawBlocks, el, exploreHref, shapeIcon } from "./blocks.js";
+import { goLive } from "./live.js";
 
 const root = document.getElementById("explorer");
 const api = root.dataset.api;
@@ -233,6 +234,16 @@ async function main() {
   drawEdges(manifest, links);
   document.title = `Explorer · ${target}`;
   root.dataset.ready = "true";
+  if (!body.refused && root.dataset.mcp) {
+    goLive({
+      endpoint: root.dataset.mcp,
+      uri: target,
+      region: document.getElementById("live"),
+      root,
+      drawn: read.text,
+      reread: async () => (await resolve(blocksUri(target))).text,
+    });
+  }
 }
 
 main().catch((error) => {
