@@ -3,8 +3,9 @@
 // body (an EventSource cannot POST). A change is told in a notice with a "Reload" button;
 // nothing is re-drawn behind the reader's back. Where the server holds no streams
 // (`server/discover` does not advertise `resources.subscribe`) nothing is asked and nothing
-// is shown. A stream that ends (`resultType: complete`) or breaks is listened to again, after
-// a wait that grows and is bounded; the page stops listening when it is left. Nothing is
+// is shown. A stream that ends (`resultType: complete`) or breaks is listened to again: at
+// once after a stream that lasted, else after a wait that doubles, up to a minute; after eight
+// listens in a row are refused or broken it stops. It stops when the page is left. Nothing is
 // replayed across streams: on each acknowledgement the address is read again and compared
 // with what was drawn, so a change while no stream was open is told too.
 
@@ -22,6 +23,10 @@ const FIRST_WAIT = 1000;
 const LONGEST_WAIT = 60000;
 /** Breaks in a row (no acknowledgement between them) after which the page stops trying. */
 const MOST_BREAKS = 8;
+/** A stream open this long (milliseconds) was a good one: the next wait starts small again. */
+const SETTLED = 10000;
+/** The wait before listening again after a good stream's graceful end. */
+const AFTER_COMPLETE = 250;
 /** Changed children named in a collection's notice; the rest are counted. */
 const MOST_NAMED = 10;
 
@@ -186,7 +191,8 @@ export function goLive({ endpoint, uri, region, root, drawn, reread }) {
   async function run() {
     controller = new AbortController();
     const { signal } = controller;
-    let breaks = 0;
+    let breaks = 0; // listens in a row that were never acknowledged: too many, and it stops
+    let short = 0; // streams in a row that did not settle: each waits twice as long
     state("asking");
     try {
       if (!(await delivered(endpoint, signal))) {
@@ -198,6 +204,7 @@ export function goLive({ endpoint, uri, region, root, drawn, reread }) {
       return;
     }
     while (!signal.aborted) {
+      const began = performance.now();
       let outcome;
       try {
         outcome = await listenOnce(signal);
@@ -209,13 +216,18 @@ export function goLive({ endpoint, uri, region, root, drawn, reread }) {
         state("off");
         return;
       }
-      breaks = outcome.acknowledged || outcome.end === "complete" ? 0 : breaks + 1;
+      breaks = outcome.acknowledged ? 0 : breaks + 1;
       if (breaks >= MOST_BREAKS) {
         state("stopped");
         return;
       }
-      const grown = breaks ? Math.min(LONGEST_WAIT, FIRST_WAIT * 2 ** (breaks - 1)) : 250;
-      const wait = Math.min(LONGEST_WAIT, outcome.wait || grown) * (0.75 + Math.random() / 2);
+      short = performance.now() - began >= SETTLED ? 0 : short + 1;
+      const grown = short
+        ? Math.min(LONGEST_WAIT, FIRST_WAIT * 2 ** (short - 1))
+        : outcome.end === "complete"
+          ? AFTER_COMPLETE
+          : FIRST_WAIT;
+      const wait = Math.min(LONGEST_WAIT, outcome.wait || grown) * (0.9 + Math.random() / 5);
       state("waiting");
       await new Promise((resolve) => {
         timer = setTimeout(resolve, wait);
