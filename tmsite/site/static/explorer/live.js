@@ -3,10 +3,10 @@
 // body (an EventSource cannot POST). A change is told in a notice with a "Reload" button;
 // nothing is re-drawn behind the reader's back. Where the server holds no streams
 // (`server/discover` does not advertise `resources.subscribe`) nothing is asked and nothing
-// is shown. A stream that ends (`resultType: complete`) or breaks is listened to again: at
-// once after a stream that lasted, else after a wait that doubles, up to a minute; after eight
-// listens in a row are refused or broken it stops. It stops when the page is left. Nothing is
-// replayed across streams: on each acknowledgement the address is read again and compared
+// is shown. A stream that ends (`resultType: complete`) or breaks is listened to again:
+// within a second after a stream that lasted, else after a wait that doubles, up to a
+// minute; after eight listens in a row are refused or broken it stops. It stops when the page
+// is left. Nothing is replayed across streams: on each acknowledgement the address is read again and compared
 // with what was drawn, so a change while no stream was open is told too.
 
 import { el, exploreHref } from "./blocks.js";
