@@ -1,6 +1,7 @@
 // The explorer: reads one tm:// address as blocks through the REST route and draws it from the
 // blocks, the manifest (shapes, colours, handles) and the renderers (one module per media type),
-// nothing else. Every control is a link or a button: Tab moves, Enter follows.
+// nothing else. Every control is a link or a button: Tab moves, Enter follows. Once drawn, the
+// address is listened to (live.js) where the server delivers streams.
 
 import { drawBlocks, el, exploreHref, shapeIcon } from "./blocks.js";
 import { goLive } from "./live.js";
