@@ -6,12 +6,19 @@ colours and handles, and the renderers for media types — nothing else. The mod
 here, from ``static/explorer/``, by the project itself (with or without DEBUG), each with an
 ETag; the renderers mount publishes their SHA-256 so the page checks what it imports.
 
+A shown address is also listened to (:file:`static/explorer/live.js`): a 2026-07-28
+``subscriptions/listen`` POSTed to the MCP endpoint, whose notices say, without a reload, that
+the address or a child beneath it changed. The page asks only where ``server/discover``
+advertises ``resources.subscribe`` (``python -m tmsite.serve``), and only when the page's own
+origin may call the endpoint (loopback, or listed in ``TM_ALLOWED_ORIGINS``): elsewhere it is
+drawn without the endpoint's address and asks nothing.
+
 A logged-in staff user also sees, under the address, a link to the admin change page of the row
 behind it — an entity, an MCP server record, a map entry, a trail (:mod:`tmsite.site.admin_links`);
 that page is then ``private``. Every link in the explorer is a page load, so the shell, drawn
 for each address, always names the right row.
 
-Spec: BLOCKS, OP4.
+Spec: BLOCKS, OP4, SUB3.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from django.utils.cache import get_conditional_response
 from django.views.decorators.http import require_safe
 
 from tmsite.core.uri import TmUri
+from tmsite.mcp.endpoint import origin_allowed
 from tmsite.mounts.renderers.catalogue import MODULE_PREFIX, STATIC_DIR
 from tmsite.site.admin_links import admin_row
 
@@ -52,12 +60,18 @@ def explore(request: HttpRequest) -> HttpResponse:
         "root": root,
         "manifest": str(TmUri(_host(), "manifest")),
         "api": "/api/v1/resolve",
+        "mcp": "/api/mcp" if _may_call_the_endpoint(request) else "",
         "module": MODULE_PREFIX + "explorer.js",
         "stylesheet": MODULE_PREFIX + "explorer.css",
     }
     response = render(request, "tm_site/explorer.html", context)
     response["Cache-Control"] = "private, no-cache" if staff else "no-cache"
     return response
+
+
+def _may_call_the_endpoint(request: HttpRequest) -> bool:
+    """Whether the page's own origin is one the MCP endpoint answers (a browser sends it)."""
+    return origin_allowed(request.build_absolute_uri("/").rstrip("/"))
 
 
 @require_safe

@@ -1,8 +1,10 @@
 // The explorer: reads one tm:// address as blocks through the REST route and draws it from the
 // blocks, the manifest (shapes, colours, handles) and the renderers (one module per media type),
-// nothing else. Every control is a link or a button: Tab moves, Enter follows.
+// nothing else. Every control is a link or a button: Tab moves, Enter follows. Once drawn, the
+// address is listened to (live.js) where the server delivers streams.
 
 import { drawBlocks, el, exploreHref, shapeIcon } from "./blocks.js";
+import { goLive } from "./live.js";
 
 const root = document.getElementById("explorer");
 const api = root.dataset.api;
@@ -233,6 +235,16 @@ async function main() {
   drawEdges(manifest, links);
   document.title = `Explorer · ${target}`;
   root.dataset.ready = "true";
+  if (!body.refused && root.dataset.mcp) {
+    goLive({
+      endpoint: root.dataset.mcp,
+      uri: target,
+      region: document.getElementById("live"),
+      root,
+      drawn: read.text,
+      reread: async () => (await resolve(blocksUri(target))).text,
+    });
+  }
 }
 
 main().catch((error) => {
