@@ -146,7 +146,10 @@ class StdioSession:
             return dumps(refusal.body())
         if message.kind != "request":
             if self.held is not None and message.kind == "notification":
-                self.held.notification(message)
+                try:
+                    self.held.notification(message)
+                except Exception as exc:
+                    failures.report("mcp-stdio session", exc)
             return None
         try:
             if modern_meta(message) is not None:
