@@ -5,9 +5,10 @@ mcp_stdio`` (its stdout); the WSGI servers (gunicorn, Django's test live server)
 request at a time on a thread and refuse ``subscriptions/listen``. The ASGI application runs
 each MCP request inside :func:`serving`, the stdio server its whole session, so
 ``server/discover`` advertises the ``listChanged`` and ``subscribe`` capabilities there and
-nowhere else. Where 2025-11-25 ``resources/subscribe`` is delivered too (``serving(sessions=
-True)``: over stdio the process is the session), ``initialize`` advertises ``resources.
-subscribe``; no list change is told in that era, so ``listChanged`` stays false there.
+nowhere else. Where 2025-11-25 ``resources/subscribe`` is delivered too
+(``serving(sessions=True)``: over stdio the process is the session), ``initialize``
+advertises ``resources.subscribe``; no list change is told in that era, so ``listChanged``
+stays false there.
 
 Spec: SUB1, SUB2.
 """
