@@ -318,13 +318,21 @@ def http_problems(
     return problems
 
 
+def _subscription_id(message: dict[str, Any]) -> Any:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("io.modelcontextprotocol/subscriptionId") if isinstance(meta, dict) else None
+
+
 def stdio_problems(sent: Sequence[bytes | str], stdout: bytes) -> list[str]:
     """What is wrong with a stdio server's output, given the lines it was sent, in order.
 
     Every line of stdout must be a JSON-RPC message (or batch); each answer is paired with the
-    earliest unanswered request of its id.
+    earliest unanswered request of its id, and a notification tagged with a subscription id
+    with the listen of that id (it is checked in the listen's revision).
     """
     pending: list[dict[str, Any]] = []
+    listens: dict[Any, dict[str, Any]] = {}
     for line in sent:
         value = _loads(line)
         for message in value if isinstance(value, list) else [value]:
@@ -334,6 +342,8 @@ def stdio_problems(sent: Sequence[bytes | str], stdout: bytes) -> list[str]:
                 and isinstance(message.get("method"), str)
             ):
                 pending.append(message)
+                if message["method"] == "subscriptions/listen":
+                    listens.setdefault(_id_key(message["id"]), message)
     negotiated: str | None = None
     problems: list[str] = []
     for line in stdout.splitlines():
@@ -348,6 +358,14 @@ def stdio_problems(sent: Sequence[bytes | str], stdout: bytes) -> list[str]:
                 request = next((m for m in pending if _id_key(m["id"]) == key), None)
                 if request is not None:
                     pending.remove(request)
+            elif isinstance(item, dict):
+                tagged = _subscription_id(item)
+                listen = listens.get(_id_key(tagged)) if tagged is not None else None
+                modern = _meta_version(listen)
+                if modern is not None:
+                    for revision in _served([modern]):
+                        problems.extend(check_message(item, None, revision))
+                    continue
             modern = _meta_version(request)
             revisions = (
                 _served([modern])

@@ -19,9 +19,10 @@ class TmsiteConfig(AppConfig):
 
         registry.discover_blocks()  # each mount's blocks assemblers register themselves
 
-        from tmsite.subscriptions import listen
+        from tmsite.subscriptions import listen, subscribe
 
-        listen.install()  # answered by the ASGI server, refused (saying so) by the others
+        listen.install()  # answered by the ASGI server and stdio, refused (saying so) elsewhere
+        subscribe.install()  # answered where a session is held (stdio), refused elsewhere
 
 
 class TmAdminConfig(AdminConfig):

@@ -128,7 +128,7 @@ def test_invalid_messages_get_an_id_less_32600() -> None:
 
 def test_unknown_methods_are_32601() -> None:
     done = run(
-        [{"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "x"}}]
+        [{"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}}]
     )
     (answer,) = replies(done)
     assert answer["id"] == 1 and answer["error"]["code"] == -32601

@@ -43,7 +43,8 @@ def capabilities(era: str = "2025") -> dict[str, Any]:
     """What the server offers: tools, resources, prompts and completions.
 
     In 2026-07-28, on a server that holds ``subscriptions/listen`` streams, the list changes
-    and resource subscriptions they deliver (:mod:`tmsite.subscriptions.delivery`).
+    and resource subscriptions they deliver; in the initialize era, ``resources.subscribe``
+    where ``resources/subscribe`` is delivered (:mod:`tmsite.subscriptions.delivery`).
     """
     offered: dict[str, Any] = {
         "tools": {"listChanged": False},
@@ -53,6 +54,8 @@ def capabilities(era: str = "2025") -> dict[str, Any]:
     }
     if era == "2026":
         offered.update(delivery.listen_capabilities())
+    else:
+        offered.update(delivery.session_capabilities())
     return offered
 
 

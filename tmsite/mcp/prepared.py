@@ -115,7 +115,7 @@ def _depends(key: Key) -> tuple[Any, ...]:
         if _file_read(key):
             return (*depends, read_memo.stamp(namespace, key[2]))
         return depends
-    streams = delivery.here()  # what server/discover advertises
+    streams = delivery.delivered()  # what server/discover and initialize advertise
     return (METHODS.get(method), host, lifecycle.public_url(), streams)
 
 

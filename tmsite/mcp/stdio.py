@@ -7,8 +7,9 @@ Framing follows the stdio server described in seed 000 (and ``basic/transports.m
   without a reply — there is no id to answer to;
 * messages without ``method`` (client responses) are ignored; notifications get no reply;
 * stdin closed → exit status 0;
-* stdout carries JSON-RPC responses only: anything else the process prints goes to stderr, and
-  so does every log line;
+* stdout carries JSON-RPC messages only — the responses and, where subscriptions are held, their
+  notifications — each written whole under one lock (:class:`Writer`); anything else the
+  process prints goes to stderr, and so does every log line;
 * a request the server fails to answer gets -32603 with its id; the failure is logged once per
   class a minute (``tmsite.oplog.failures``), not a traceback per line.
 
@@ -19,7 +20,15 @@ request speaks the version this process negotiated with ``initialize`` (``versio
 initialize-era version before any handshake. Batches are accepted only while that version
 allows them (2025-03-26 and older).
 
-Spec: T11.
+Subscriptions: ``serve`` may be given what holds them (:class:`Held`, built over the
+:class:`Writer`; ``manage.py mcp_stdio`` gives :mod:`tmsite.subscriptions.stdio_stream`, a layer
+above this one). It answers the methods it names (``subscriptions/listen``,
+``resources/subscribe``, ``resources/unsubscribe``) with the ordinary run of the request at
+hand, writes their notifications itself, hears the client's notifications
+(``notifications/cancelled``) and is closed when stdin ends. The session then runs inside
+:func:`tmsite.subscriptions.delivery.serving`, so the capabilities say what it delivers.
+
+Spec: T11, SUB1, SUB2.
 """
 
 from __future__ import annotations
@@ -27,12 +36,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Any, BinaryIO
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO, Protocol
 
 from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     MAX_BODY_BYTES,
+    Answer,
     EnvelopeRefusal,
+    Message,
     ParseFailure,
     check_modern,
     classify,
@@ -48,15 +61,60 @@ from tmsite.mcp.protocol import (
     CallContext,
 )
 from tmsite.oplog import failures
+from tmsite.subscriptions import delivery
 
 logger = logging.getLogger("tmsite.mcp.stdio")
+
+
+class Writer:
+    """stdout, shared by the answers and the notifications: one whole line at a time."""
+
+    def __init__(self, stdout: BinaryIO) -> None:
+        self._out = stdout
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def line(self, text: str) -> bool:
+        """Write ``text`` and a newline, flushed; False once stdout is closed by the client."""
+        data = text.encode("utf-8") + b"\n"
+        with self._lock:
+            if self.closed:
+                return False
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.closed = True
+                logger.warning("stdout closed by the client; stopping")
+                return False
+        return True
+
+
+class Held(Protocol):
+    """What holds the subscriptions of a stdio session (see the module's text)."""
+
+    #: The requests it answers (with the ordinary run it is handed).
+    methods: frozenset[str]
+
+    def request(self, message: Message, ctx: CallContext, run: Callable[[], Answer]) -> str | None:
+        """Answer one of ``methods``: the line to write, or None when it wrote its own."""
+        ...
+
+    def notification(self, message: Message) -> None:
+        """Hear a notification of the client."""
+        ...
+
+    def close(self) -> None:
+        """End everything held (stdin ended)."""
+        ...
 
 
 class StdioSession:
     """One stdio peer: the version it negotiated, and how to answer each of its lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: Held | None = None) -> None:
         self.negotiated: str | None = None
+        self.held = held
 
     @property
     def legacy_version(self) -> str:
@@ -87,18 +145,28 @@ class StdioSession:
         except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
         if message.kind != "request":
+            if self.held is not None and message.kind == "notification":
+                try:
+                    self.held.notification(message)
+                except Exception as exc:
+                    failures.report("mcp-stdio session", exc)
             return None
         try:
             if modern_meta(message) is not None:
                 ctx = check_modern(message, None)
             else:
                 ctx = CallContext(version=self.legacy_version, transport="stdio")
-            answer = observed.run_request(message, ctx)  # a request log row (stdio: no limit)
+            return self._run(message, ctx)
         except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
         except Exception as exc:
             failures.report("mcp-stdio session", exc)
             return observed.internal_error(message.id).text
+
+    def _run(self, message: Message, ctx: CallContext) -> str | None:
+        if self.held is not None and message.method in self.held.methods:
+            return self.held.request(message, ctx, lambda: observed.run_request(message, ctx))
+        answer = observed.run_request(message, ctx)  # a request log row (stdio: no limit)
         if message.method == "initialize" and answer.result is not None:
             version = answer.result.get("protocolVersion")
             if isinstance(version, str):
@@ -120,22 +188,26 @@ class StdioSession:
         return "[" + ",".join(parts) + "]" if parts else None
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO) -> int:
+def serve(
+    stdin: BinaryIO, stdout: BinaryIO, holding: Callable[[Writer], Held] | None = None
+) -> int:
     """Answer lines from ``stdin`` on ``stdout`` until end of input; returns the exit status.
 
+    ``holding`` builds what holds subscriptions over the writer (none: they are not offered).
     While serving, ``sys.stdout`` points at stderr, so a stray ``print`` anywhere cannot corrupt
     the JSON-RPC stream.
     """
-    session = StdioSession()
-    with contextlib.redirect_stdout(sys.stderr):
-        for line in stdin:
-            reply = session.handle_line(line)
-            if reply is None:
-                continue
-            try:
-                stdout.write(reply.encode("utf-8") + b"\n")
-                stdout.flush()
-            except BrokenPipeError:
-                logger.warning("stdout closed by the client; stopping")
-                return 0
+    writer = Writer(stdout)
+    held = holding(writer) if holding is not None else None
+    session = StdioSession(held)
+    delivering = delivery.serving(sessions=True) if held is not None else contextlib.nullcontext()
+    with contextlib.redirect_stdout(sys.stderr), delivering:
+        try:
+            for line in stdin:
+                reply = session.handle_line(line)
+                if reply is not None and not writer.line(reply):
+                    return 0
+        finally:
+            if held is not None:
+                held.close()
     return 0

@@ -1,10 +1,13 @@
 """``subscriptions/listen`` (2026-07-28, ``basic/patterns/subscriptions``): the request's checks.
 
-The method is answered by ``python -m tmsite.serve`` alone (:mod:`tmsite.subscriptions.stream`
-holds the stream in the event loop). The request goes through the endpoint as every other one
-does — ``Origin`` and ``Host``, the envelope's rules, the 2026-07-28 ``_meta`` and headers, the
-caller's rate-limit bucket (a listen is priced ``listen``) — and reaches :func:`listen`, which
-checks what only a listen has, in this order:
+The method is answered by ``python -m tmsite.serve`` (:mod:`tmsite.subscriptions.stream` holds
+the stream in the event loop) and by ``manage.py mcp_stdio``
+(:mod:`tmsite.subscriptions.stdio_stream`, the stream as lines on stdout). Over HTTP the
+request goes through the endpoint as every other one does — ``Origin`` and ``Host``, the
+envelope's rules, the 2026-07-28 ``_meta`` and headers, the caller's rate-limit bucket (a
+listen is priced ``listen``) — and reaches :func:`listen`, which checks what only a listen
+has, in this order (over stdio, 2 has no header to check; the checks from 3 on are
+:func:`plan`, shared by both transports):
 
 1. it is served here: under a WSGI server (gunicorn, Django's live server) there is no stream
    to hold, and the answer is ``-32601`` saying so (404 in 2026-07-28, as any method not
@@ -18,7 +21,8 @@ checks what only a listen has, in this order:
    refusal's reason and sentence, in the acknowledgement's ``_meta["tinymachines.ai/refused"]``
    — and the listen goes on with the others (duplicates are counted once);
 5. the caps (:class:`Limits`): open streams per caller and in all, subscribed URIs per caller
-   and in all. A refusal is ``-32000`` whose ``data`` names the cap (``reason``
+   and in all (over stdio the process is the caller, and its 2025-11-25 subscriptions count
+   among its URIs). A refusal is ``-32000`` whose ``data`` names the cap (``reason``
    ``too-many-streams`` or ``too-many-subscriptions``, ``cap``, ``limit``), with ``retryAfter``
    when the cap is the server's (waiting helps); a caller's own cap is freed by closing one of
    its streams.
@@ -47,7 +51,8 @@ from tmsite.mcp import methods
 from tmsite.mcp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
 from tmsite.mounts import registry
 from tmsite.oplog import hooks
-from tmsite.subscriptions.changes import ListKind
+from tmsite.subscriptions import changes
+from tmsite.subscriptions.changes import Change, ListKind
 
 METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
@@ -59,13 +64,20 @@ FLAGS: dict[str, ListKind] = {
     "resourcesListChanged": "resources",
 }
 SUBSCRIPTIONS_KEY = "resourceSubscriptions"
+#: The notification each list's change is told with.
+LIST_METHODS: dict[ListKind, str] = {
+    "tools": "tools/list_changed",
+    "prompts": "prompts/list_changed",
+    "resources": "resources/list_changed",
+}
 #: The JSON-RPC code of a cap's refusal (implementation-defined, as the rate limit's).
 CAP_REFUSED = -32000
 #: Seconds a refusal by a server-wide cap suggests waiting.
 CAP_RETRY_SECONDS = 30
 NOT_HERE = (
     "subscriptions/listen is not answered by this server process: it answers one request at a "
-    "time on a thread and holds no streams. Streams are served by `python -m tmsite.serve`."
+    "time on a thread and holds no streams. Streams are served by `python -m tmsite.serve` "
+    "and by `manage.py mcp_stdio`."
 )
 
 
@@ -115,9 +127,20 @@ class Limits:
 class Slot:
     """One open stream's share of the caps; :meth:`free` gives it back (once)."""
 
-    def __init__(self, slots: Slots, caller: str, uris: int) -> None:
-        self._slots, self.caller, self.uris = slots, caller, uris
+    def __init__(self, slots: Slots, caller: str, uris: int, streams: int = 1) -> None:
+        self._slots, self.caller, self.uris, self.streams = slots, caller, uris, streams
         self._freed = False
+
+    def resize(self, uris: int, limits: Limits) -> None:
+        """Hold ``uris`` subscribed URIs from now on (a session subscribes one at a time).
+
+        Raises:
+            RpcError: more would pass a cap on URIs (the caller's, or the server's).
+        """
+        with self._slots.lock:
+            if self._freed:
+                return
+            self._slots.resize(self, uris, limits)
 
     def free(self) -> None:
         """Give the stream's share back (later calls do nothing)."""
@@ -137,36 +160,55 @@ class Slots:
         self.uris = 0
         self.per_caller: dict[str, list[int]] = {}
 
-    def take(self, caller: str, uris: int, limits: Limits) -> Slot:
+    def take(self, caller: str, uris: int, limits: Limits, streams: int = 1) -> Slot:
         """A slot for a stream of ``caller`` subscribed to ``uris`` URIs.
+
+        ``streams=0``: a 2025-11-25 session's subscriptions, which hold no stream of their own
+        (over stdio they are told on the process's stdout).
 
         Raises:
             RpcError: a cap is reached (see the module's text).
         """
         with self.lock:
-            mine = self.per_caller.get(caller, [0, 0])
-            if mine[0] + 1 > limits.streams_per_caller:
+            mine = self.per_caller.get(caller, [0, 0, 0])
+            if mine[0] + streams > limits.streams_per_caller:
                 raise _cap("too-many-streams", "streams-per-caller", limits.streams_per_caller)
-            if mine[1] + uris > limits.uris_per_caller:
-                raise _cap("too-many-subscriptions", "uris-per-caller", limits.uris_per_caller)
-            if self.streams + 1 > limits.streams:
+            self._check_uris(mine, uris, limits, "uris-per-caller")
+            if self.streams + streams > limits.streams:
                 raise _cap("too-many-streams", "streams", limits.streams, CAP_RETRY_SECONDS)
-            if self.uris + uris > limits.uris:
-                raise _cap("too-many-subscriptions", "uris", limits.uris, CAP_RETRY_SECONDS)
-            self.per_caller[caller] = [mine[0] + 1, mine[1] + uris]
-            self.streams += 1
+            self._check_uris(mine, uris, limits, "uris")
+            self.per_caller[caller] = [mine[0] + streams, mine[1] + uris, mine[2] + 1]
+            self.streams += streams
             self.uris += uris
-            return Slot(self, caller, uris)
+            return Slot(self, caller, uris, streams)
+
+    def _check_uris(self, mine: list[int], more: int, limits: Limits, *caps: str) -> None:
+        caps = caps or ("uris-per-caller", "uris")
+        if "uris-per-caller" in caps and mine[1] + more > limits.uris_per_caller:
+            raise _cap("too-many-subscriptions", "uris-per-caller", limits.uris_per_caller)
+        if "uris" in caps and self.uris + more > limits.uris:
+            raise _cap("too-many-subscriptions", "uris", limits.uris, CAP_RETRY_SECONDS)
+
+    def resize(self, slot: Slot, uris: int, limits: Limits) -> None:
+        """Called under ``lock`` by :meth:`Slot.resize`."""
+        mine = self.per_caller[slot.caller]
+        more = uris - slot.uris
+        if more > 0:
+            self._check_uris(mine, more, limits)
+        mine[1] += more
+        self.uris += more
+        slot.uris = uris
 
     def release(self, slot: Slot) -> None:
         """Called under ``lock`` by :meth:`Slot.free`."""
-        self.streams -= 1
+        self.streams -= slot.streams
         self.uris -= slot.uris
         mine = self.per_caller.get(slot.caller)
         if mine is not None:
-            mine[0] -= 1
+            mine[0] -= slot.streams
             mine[1] -= slot.uris
-            if mine[0] <= 0:
+            mine[2] -= 1
+            if mine[2] <= 0:
                 del self.per_caller[slot.caller]
 
     def status(self) -> dict[str, int]:
@@ -236,19 +278,35 @@ class Plan:
         body["_meta"] = {SUBSCRIPTION_ID_META: self.rid}
         return {"jsonrpc": "2.0", "method": f"notifications/{method}", "params": body}
 
+    def told(self, change: Change) -> dict[str, Any] | None:
+        """What this stream is told of ``change`` (a bus change), or None: not asked for.
+
+        A ``lost`` change is not a message: it ends the stream (each transport says how).
+        """
+        if change.kind == "list_changed" and change.list_kind in self.lists:
+            return self.notification(LIST_METHODS[change.list_kind])
+        if change.kind == "updated" and change.uri is not None:
+            for subscribed in self.uris:
+                told = changes.affects(subscribed, change.uri, exact=change.exact)
+                if told is not None:
+                    return self.notification("resources/updated", {"uri": told})
+        return None
+
 
 @dataclass
 class Offer:
-    """What the stream offers the endpoint for one POST: the request's id and ``Accept``.
+    """What a transport that holds streams offers one request: its id, ``Accept``, transport.
 
-    ``status`` is the HTTP status a refusal is sent with when it is not the endpoint's (406 for
-    an ``Accept`` without ``text/event-stream``).
+    A listen that arrived by another transport is not held by this offer. ``accept`` is None
+    where there is no header to check (stdio). ``status`` is the HTTP status a refusal is sent
+    with when it is not the endpoint's (406 for an ``Accept`` without ``text/event-stream``).
     """
 
     rid: Any
-    accept: str
+    accept: str | None
     plan: Plan | None = field(default=None)
     status: int | None = field(default=None)
+    transport: str = "http"
 
 
 _offer: ContextVar[Offer | None] = ContextVar("tm_listen_offer", default=None)
@@ -311,15 +369,25 @@ def _filter(params: dict[str, Any]) -> dict[str, Any]:
 def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """The method table's handler: check the listen and hand its plan to the stream."""
     offer = _offer.get()
-    if offer is None or ctx.transport != "http":
+    if offer is None or ctx.transport != offer.transport:
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
-    if not _accepts_stream(offer.accept):
+    if offer.accept is not None and not _accepts_stream(offer.accept):
         offer.status = 406
         raise RpcError(
             INVALID_REQUEST,
             "subscriptions/listen answers with an event stream: Accept must list "
             "text/event-stream.",
         )
+    offer.plan = plan(offer.rid, params, hooks.current_caller() or "")
+    return {"_meta": {SUBSCRIPTION_ID_META: offer.rid}}  # the stream's last word, not sent now
+
+
+def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
+    """The checks of a listen from its filter on (3 to 5 above), on any transport: its plan.
+
+    Raises:
+        RpcError: the filter is malformed (-32602) or a cap is reached (-32000).
+    """
     wanted = _filter(params)
     honoured: dict[str, Any] = {flag: True for flag in FLAGS if wanted.get(flag) is True}
     uris: list[str] = []
@@ -334,10 +402,9 @@ def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
             uris.append(text)
     if uris:
         honoured[SUBSCRIPTIONS_KEY] = list(uris)
-    caller = hooks.current_caller() or ""
     slot = SLOTS.take(caller, len(uris), Limits.current())
-    offer.plan = Plan(
-        rid=offer.rid,
+    return Plan(
+        rid=rid,
         honoured=honoured,
         uris=uris,
         lists=frozenset(FLAGS[flag] for flag in FLAGS if flag in honoured),
@@ -345,7 +412,6 @@ def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
         slot=slot,
         log=hooks.hold(),
     )
-    return {"_meta": {SUBSCRIPTION_ID_META: offer.rid}}  # the stream's last word, not sent now
 
 
 def install() -> None:

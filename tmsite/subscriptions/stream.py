@@ -47,11 +47,6 @@ RunEndpoint = Callable[
 ]
 
 KEEPALIVE = b": keep-alive\n\n"
-_LIST_METHODS = {
-    "tools": "tools/list_changed",
-    "prompts": "prompts/list_changed",
-    "resources": "resources/list_changed",
-}
 #: The streams open in this process, each with what ends it gracefully.
 _open: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[str], None]]] = {}
 
@@ -143,18 +138,10 @@ class _Stream:
 
     def _hear(self, change: Change) -> None:
         """A change on the bus (any thread): what this stream is told of it, if anything."""
-        message: dict[str, Any] | None = None
         if change.kind == "lost":
             self._soon(lambda: self._end("lost"))
             return
-        if change.kind == "list_changed" and change.list_kind in self.plan.lists:
-            message = self.plan.notification(_LIST_METHODS[change.list_kind])
-        elif change.kind == "updated" and change.uri is not None:
-            for subscribed in self.plan.uris:
-                told = changes.affects(subscribed, change.uri, exact=change.exact)
-                if told is not None:
-                    message = self.plan.notification("resources/updated", {"uri": told})
-                    break
+        message = self.plan.told(change)
         if message is not None:
             data = _event(message)
             self._soon(lambda: self._put(data))

@@ -1,6 +1,9 @@
 """``python manage.py mcp_stdio``: serve MCP over newline-delimited JSON on stdin/stdout.
 
-Spec: T11.
+Subscriptions of both eras are held (:mod:`tmsite.subscriptions.stdio_stream`): their
+notifications are lines on stdout too.
+
+Spec: T11, SUB1, SUB2.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from django.core.management.base import BaseCommand
 from typing_extensions import override
 
 from tmsite.mcp.stdio import serve
+from tmsite.subscriptions.stdio_stream import StdioSubscriptions
 
 
 class Command(BaseCommand):
@@ -19,11 +23,11 @@ class Command(BaseCommand):
 
     help = (
         "Serve the MCP methods over stdio: one JSON-RPC message per line on stdin, one response "
-        "per line on stdout, logs on stderr; exits 0 when stdin closes."
+        "or notification per line on stdout, logs on stderr; exits 0 when stdin closes."
     )
 
     @override
     def handle(self, *args: Any, **options: Any) -> None:
-        status = serve(sys.stdin.buffer, sys.stdout.buffer)
+        status = serve(sys.stdin.buffer, sys.stdout.buffer, StdioSubscriptions)
         if status:
             sys.exit(status)
