@@ -17,6 +17,12 @@ polling when they cannot be had (no inotify, its watch limit reached); ``poll`` 
 every ``TM_FS_POLL_MS`` milliseconds (300), for file systems that do not notify (network
 mounts). Changes close together are gathered for 50 ms before they are published.
 
+A watch thread that fails (anything raised outside the watch itself) logs it and starts its
+watch again after ``RESTART_SECONDS``, over the roots listened to then: the roots follow the
+bus's interest whether or not a thread is running, so nothing listened to meanwhile is lost.
+Should the thread be gone anyway, the next stream (:meth:`FsSource.start`) or the next change
+of interest starts a new one.
+
 Spec: SUB3.
 """
 
@@ -40,6 +46,8 @@ log = logging.getLogger("tmsite.subscriptions")
 
 #: Milliseconds changes are gathered for before they are published.
 DEBOUNCE_MS = 50
+#: Seconds a watch thread that failed waits before it watches again.
+RESTART_SECONDS = 1.0
 
 
 def mode() -> str:
@@ -58,6 +66,7 @@ class FsSource:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._following = threading.Lock()
         self._wanted: frozenset[str] = frozenset()
         self._stop = threading.Event()
         self._changed = threading.Event()
@@ -65,13 +74,22 @@ class FsSource:
         self._remove: object = None
         #: Times the watch was (re)started, and with which way of watching (tests, health).
         self.starts: list[tuple[str, frozenset[str]]] = []
+        #: Times the watch thread failed and was started again (tests, health).
+        self.failures = 0
 
     # the interest
 
     def start(self) -> None:
-        """Begin following the bus's interest (idempotent)."""
-        with self._lock:
+        """Begin following the bus's interest (idempotent).
+
+        The bus tells :meth:`_interest` at once of every URI listened to already, in this
+        thread: ``_lock`` must not be held meanwhile (only ``_following``, which orders a start
+        and a stop and which nothing told by the bus takes).
+        """
+        with self._following:
             if self._remove is not None:
+                with self._lock:
+                    self._revive()
                 return
             self._remove = changes.add_interest_watcher(self._interest)
 
@@ -104,28 +122,33 @@ class FsSource:
         wanted = self.roots_for(changes.interests())
         with self._lock:
             if wanted == self._wanted:
+                self._revive()
                 return
             self._wanted = wanted
             if self._thread is None or not self._thread.is_alive():
-                if wanted:
-                    self._stop.clear()
-                    self._thread = threading.Thread(
-                        target=self._run, name="tm-fs-watch", daemon=True
-                    )
-                    self._thread.start()
+                self._revive()
                 return
             self._changed.set()  # the thread restarts its watch with the new roots
             self._stop.set()
 
+    def _revive(self) -> None:
+        """Start a watch thread when roots are wanted and none runs (under ``_lock``)."""
+        if not self._wanted or (self._thread is not None and self._thread.is_alive()):
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="tm-fs-watch", daemon=True)
+        self._thread.start()
+
     def stop(self) -> None:
         """Stop following the interest and watching (tests)."""
-        with self._lock:
+        with self._following:
             remove, self._remove = self._remove, None
-            self._wanted = frozenset()
-            self._stop.set()
-            thread = self._thread
-        if callable(remove):
-            remove()
+            if callable(remove):
+                remove()  # no more news of the interest: then nothing is wanted
+            with self._lock:
+                self._wanted = frozenset()
+                self._stop.set()
+                thread = self._thread
         if thread is not None:
             thread.join(timeout=10)
 
@@ -138,6 +161,17 @@ class FsSource:
     # the watch
 
     def _run(self) -> None:
+        """The watch thread: its watch started again after any failure (see the module)."""
+        while True:
+            try:
+                self._follow()
+                return
+            except Exception:
+                self.failures += 1
+                log.exception("the fs watch thread failed; it watches again in a moment")
+            self._stop.wait(RESTART_SECONDS)
+
+    def _follow(self) -> None:
         poll = mode() == "poll"
         while True:
             with self._lock:
@@ -149,6 +183,8 @@ class FsSource:
                 self._stop.clear()
             fs = self._fs()
             if fs is None:
+                with self._lock:
+                    self._thread = None
                 return
             paths = [fs.checkout / root for root in sorted(wanted)]
             paths = [p for p in paths if p.is_dir()]
