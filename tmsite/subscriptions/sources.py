@@ -15,6 +15,9 @@ box serves:
   thing): those are told by the server itself, through a
   :class:`~tmsite.servers.notices.PeerNotices` (a stdio server's ``resources/updated`` and
   ``*/list_changed``). The records' and declarations' signals wake it.
+* ``http`` — a :class:`~tmsite.mounts.http.watch.PageWatcher`: a page made from a served
+  markdown file is told when the file changes (through the fs watch); any other listened page
+  is fetched again every ``TM_SUB_HTTP_POLL`` seconds (default 5.0) and told when it changed.
 
 Stamps are read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while their mount is
 listened to, so a change made by another process or machine is seen within that.
@@ -189,6 +192,17 @@ def install(
             )
             undo.append(_wire(watcher, _models(*senders), f"tm-sub-{name}"))
             _installed[name] = watcher
+        http = registry.namespace().mounts.get("http") if "http" in wanted else None
+        if http is not None:
+            from tmsite.mounts.http.mount import HttpMount
+            from tmsite.mounts.http.watch import PageWatcher, tick
+
+            every = float(getattr(settings, "TM_SUB_HTTP_POLL", 5.0))
+            fetch = StampWatcher(host, "http", tick(every), reader, changes.publish, interval=every)
+            if isinstance(http, HttpMount):
+                _installed["http"] = page_watcher = PageWatcher(http, fetch.interest)
+                _installed["http-poll"] = fetch
+                undo.append(page_watcher.start())
         if "mcp" in wanted:
             from tmsite.servers.notices import PeerNotices
 
