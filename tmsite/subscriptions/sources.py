@@ -15,6 +15,8 @@ box serves:
   thing): those are told by the server itself, through a
   :class:`~tmsite.servers.notices.PeerNotices` (a stdio server's ``resources/updated`` and
   ``*/list_changed``). The records' and declarations' signals wake it.
+* ``kinds`` — the same, stamped by the stored counts and this process's pending ones (see
+  :mod:`tmsite.mounts.kinds.watch`); its reads, like every watcher's, are not counted.
 * ``http`` — a :class:`~tmsite.mounts.http.watch.PageWatcher`: a page made from a served
   markdown file is told when the file changes (through the fs watch); any other listened page
   is fetched again every ``TM_SUB_HTTP_POLL`` seconds (default 5.0) and told when it changed.
@@ -136,7 +138,11 @@ def install(
         if _installed:
             return dict(_installed)
         host = host or settings.TM_HOST
-        reader: Read = read or (lambda uri: registry.namespace().read(uri))
+        from tmsite.mounts.kinds.watch import SENDERS as KIND_SENDERS
+        from tmsite.mounts.kinds.watch import stamp as kinds_stamp
+        from tmsite.mounts.kinds.watch import unseen
+
+        reader = unseen(read or (lambda uri: registry.namespace().read(uri)))  # never counted
         wanted = mounts if mounts is not None else registry.enabled_names()
         records_poll = float(getattr(settings, "TM_SUB_RECORDS_POLL", 1.0))
         undo: list[Callable[[], None]] = []
@@ -171,6 +177,7 @@ def install(
                 None,
             ),
             ("trail", trail_stamp, ["tm_trails.Trail", "tm_trails.TrailCorrection"], None),
+            ("kinds", kinds_stamp, KIND_SENDERS, None),
             (
                 "mcp",
                 servers_stamp,
