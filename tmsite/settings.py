@@ -306,6 +306,7 @@ TM_PROBE_CACHE_SECONDS = float(os.environ.get("TM_PROBE_CACHE_SECONDS", "30"))
 TM_SUB_GIT_POLL = float(os.environ.get("TM_SUB_GIT_POLL", "0.5"))
 TM_SUB_RECORDS_POLL = float(os.environ.get("TM_SUB_RECORDS_POLL", "1.0"))
 TM_SUB_HTTP_POLL = float(os.environ.get("TM_SUB_HTTP_POLL", "5.0"))
+TM_SUB_LIST_POLL = float(os.environ.get("TM_SUB_LIST_POLL", "10.0"))
 
 # --- operating the box (tmsite.oplog) -------------------------------------------------------
 

@@ -216,6 +216,13 @@ def install(
             notices = PeerNotices(host, changes.publish)
             undo.append(changes.add_interest_watcher(notices.interest))
             _installed["mcp-notices"] = notices
+        from tmsite.subscriptions.lists import ListWatcher, resources_answer
+
+        every = float(getattr(settings, "TM_SUB_LIST_POLL", 10.0))
+        _installed["resources-list"] = listing = ListWatcher(
+            "resources", resources_answer, interval=every
+        )
+        undo.append(listing.stop)
         _installed["_undo"] = undo
         return dict(_installed)
 
