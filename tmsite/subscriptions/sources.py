@@ -21,6 +21,10 @@ box serves:
   markdown file is told when the file changes (through the fs watch); any other listened page
   is fetched again every ``TM_SUB_HTTP_POLL`` seconds (default 5.0) and told when it changed.
 
+And ``resources-list``, a :class:`~tmsite.subscriptions.lists.ListWatcher`: the whole
+``resources/list`` answer read every ``TM_SUB_LIST_POLL`` seconds (default 10.0) while a stream
+asks for its changes.
+
 Stamps are read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while their mount is
 listened to, so a change made by another process or machine is seen within that.
 
