@@ -301,9 +301,12 @@ TM_PIECES_FILE = Path(os.environ.get("TM_PIECES_FILE", TM_CHECKOUT / "data" / "p
 #: Seconds a probe of a piece's public URL may take, and how long its answer is kept.
 TM_PROBE_TIMEOUT = float(os.environ.get("TM_PROBE_TIMEOUT", "4.0"))
 TM_PROBE_CACHE_SECONDS = float(os.environ.get("TM_PROBE_CACHE_SECONDS", "30"))
-#: Seconds between polls of the git refs, and of the records' stamps, while they are listened to.
+#: Seconds between polls of the git refs, of the records' stamps, of the http pages no file
+#: makes and of the resources/list answer, while they are listened to.
 TM_SUB_GIT_POLL = float(os.environ.get("TM_SUB_GIT_POLL", "0.5"))
 TM_SUB_RECORDS_POLL = float(os.environ.get("TM_SUB_RECORDS_POLL", "1.0"))
+TM_SUB_HTTP_POLL = float(os.environ.get("TM_SUB_HTTP_POLL", "5.0"))
+TM_SUB_LIST_POLL = float(os.environ.get("TM_SUB_LIST_POLL", "10.0"))
 
 # --- operating the box (tmsite.oplog) -------------------------------------------------------
 

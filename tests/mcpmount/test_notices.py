@@ -134,3 +134,37 @@ def test_a_flood_of_list_changed_costs_one_probe_a_period(
     finally:
         remove()
     assert heard.uris.count(f"{BASE}notes/tools/") == len(probes)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_listened_peer_that_exits_is_met_again_and_its_notices_resume(
+    stdio_server: Callable[..., McpServer], tmp_path: Path, heard: Heard
+) -> None:
+    record = stdio_server("notes", peer("notify_peer.py", str(tmp_path)))
+    assert probe_record(record).outcome == "answered"
+    notices = PeerNotices(HOST, changes.publish, alive_seconds=0.2, retry_seconds=(0.1, 1.0))
+    remove = changes.add_interest_watcher(notices.interest)
+    asked = tmp_path / "asked"
+    try:
+        with changes.listening([res("note://a")]):
+            until(lambda: asked.exists() and "resources/subscribe note://a" in asked.read_text())
+            client = notices.connected("notes")
+            assert client is not None and client.pid is not None
+            first = client.pid
+            hand_over(tmp_path, '{"exit": true}')
+            until(lambda: gone(first))
+            # met again: a new process, asked again for the listened resource, its URI told once
+            heard.wait_for(res("note://a"))
+            again = notices.connected("notes")
+            assert again is not None and again.pid not in (None, first)
+            assert asked.read_text().count("resources/subscribe note://a") == 2
+            assert heard.uris == [res("note://a")]
+            update = {"method": "notifications/resources/updated", "params": {"uri": "note://a"}}
+            hand_over(tmp_path, json.dumps(update))
+            until(lambda: len(heard.uris) == 2)  # the new process's notices are heard
+            assert heard.uris == [res("note://a")] * 2
+            second = again.pid
+        until(lambda: gone(second))
+        assert notices.listened() == {}
+    finally:
+        remove()

@@ -5,7 +5,8 @@ Plain 2025-era MCP declaring ``resources`` (with ``subscribe`` and ``listChanged
 ``tools/list`` answers the tools in ``DIR/tools.json`` (default: one, ``first``).
 ``resources/subscribe`` and ``resources/unsubscribe`` append ``<method> <uri>`` to
 ``DIR/asked``. A thread watches for ``DIR/send.jsonl``: each of its lines, a notification, is
-written to stdout as it is found, and the file is removed.
+written to stdout as it is found, and the file is removed; a line ``{"exit": true}`` ends the
+process there.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def watch() -> None:
             taken = path.with_suffix(".taken")
             os.replace(path, taken)
             for line in taken.read_text().splitlines():
+                if line.strip() == '{"exit": true}':
+                    taken.unlink()
+                    os._exit(0)
                 if line.strip():
                     send({"jsonrpc": "2.0", **json.loads(line)})
             taken.unlink()

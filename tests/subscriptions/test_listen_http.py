@@ -302,8 +302,8 @@ def test_discover_advertises_what_the_streams_deliver(
         headers={**listen_headers(), **modern_headers("server/discover")},
     ).json()
     caps = answer["result"]["capabilities"]
-    assert caps["tools"] == {"listChanged": True}
-    assert caps["prompts"] == {"listChanged": True}
+    assert caps["tools"] == {"listChanged": False}  # fixed tables: nothing would tell
+    assert caps["prompts"] == {"listChanged": False}
     assert caps["resources"] == {"subscribe": True, "listChanged": True}
 
 

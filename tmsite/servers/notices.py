@@ -18,7 +18,10 @@ server then sends is forwarded:
   for everything named since: a flood of notifications costs one probe a period.
 
 Only what a listened URI is affected by is published (the URI itself or a collection above
-it). Notifications are heard over stdio, as the transport reads them; an HTTP server's
+it). A listened server is pinged every :data:`ALIVE_SECONDS`; one that exited is met again
+(with a doubling wait, :data:`RETRY_SECONDS`) while it is listened to, asked again for the
+listened resources, and its listened URIs are published once, since what changed meanwhile
+was not told. Notifications are heard over stdio, as the transport reads them; an HTTP server's
 notifications are not heard yet (its record's status still is, by
 :mod:`tmsite.subscriptions.records`).
 
@@ -38,7 +41,7 @@ from django.db import close_old_connections
 
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
-from tmsite.mcpclient import Client, McpClientError
+from tmsite.mcpclient import Client, McpClientError, PeerError
 from tmsite.servers import grammar
 from tmsite.servers.models import McpServer
 
@@ -46,6 +49,10 @@ log = logging.getLogger("tmsite.subscriptions.mcp")
 
 #: The least time between two re-probes of one server for its list_changed notifications.
 REPROBE_SECONDS = 5.0
+#: Seconds between two pings of a listened server (a server that exits is met again).
+ALIVE_SECONDS = 5.0
+#: Seconds before the first attempt to meet again a server that exited, and the most between two.
+RETRY_SECONDS = (0.5, 30.0)
 #: The longest upstream URI forwarded.
 MAX_UPSTREAM_URI = 2048
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -86,6 +93,10 @@ class _Peer:
         self.pending: set[str] = set()
         self.asking = False
         self.lock = threading.Lock()
+        #: Set when nobody listens to the server any more: its keeper stops.
+        self.released = threading.Event()
+        #: Times the server was met again after it exited (health, tests).
+        self.reconnects = 0
 
 
 class PeerNotices:
@@ -98,6 +109,9 @@ class PeerNotices:
         reprobe: asks a record's server again what it declares (default: ``probe_record``).
         affects: the bus's rule for whether a change reaches a listened URI.
         reprobe_seconds: the least time between two re-probes of one server.
+        alive_seconds: seconds between two pings of a listened server.
+        retry_seconds: the first and the longest wait before meeting again a server that
+            exited (doubled after each failed attempt).
     """
 
     def __init__(
@@ -109,6 +123,8 @@ class PeerNotices:
         reprobe: Reprobe = _reprobe,
         affects: Callable[[str, str], str | None] | None = None,
         reprobe_seconds: float = REPROBE_SECONDS,
+        alive_seconds: float = ALIVE_SECONDS,
+        retry_seconds: tuple[float, float] = RETRY_SECONDS,
     ) -> None:
         from tmsite.subscriptions import changes
 
@@ -118,6 +134,8 @@ class PeerNotices:
         self.reprobe = reprobe
         self.affects = affects or changes.affects
         self.reprobe_seconds = reprobe_seconds
+        self.alive_seconds = alive_seconds
+        self.retry_seconds = retry_seconds
         self._lock = threading.Lock()
         self._peers: dict[str, _Peer] = {}
 
@@ -151,6 +169,7 @@ class PeerNotices:
                 peer.uris.discard(parsed.text)
                 if not peer.uris:
                     del self._peers[name]
+                    peer.released.set()
                     threading.Thread(target=self._close, args=(peer,), daemon=True).start()
                     return
         if peer is not None and upstream is not None:
@@ -178,23 +197,61 @@ class PeerNotices:
     # ---- the connection -----------------------------------------------------------------
 
     def _open(self, peer: _Peer) -> None:
+        if self._meet(peer):
+            self._keep(peer)
+
+    def _meet(self, peer: _Peer) -> bool:
+        """Connect to the server and ask for the listened resources; False if it failed."""
         try:
             client = self.connect(peer.record)
             client.on_notification(lambda method, params: self._told(peer, method, params))
             hs = client.handshake()
         except Exception as exc:  # a server that does not answer tells nothing
             log.warning("listening to the MCP server %s failed: %s", peer.record.name, exc)
-            return
+            return False
         resources = hs.capabilities.get("resources")
         with peer.lock:
             peer.client = client
             peer.can_subscribe = isinstance(resources, dict) and resources.get("subscribe") is True
-        with self._lock:
-            gone = self._peers.get(peer.record.name) is not peer
-        if gone:
-            client.close()
-            return
+        if peer.released.is_set():
+            self._close(peer)
+            return False
         self._subscription(peer)
+        return True
+
+    def _keep(self, peer: _Peer) -> None:
+        """While the server is listened to, ping it; one that exited is met again, with backoff.
+
+        Once met again, every listened URI of it is published: what changed meanwhile was not
+        told, so its readers read again.
+        """
+        first, most = self.retry_seconds
+        while not peer.released.wait(self.alive_seconds):
+            with peer.lock:
+                client = peer.client
+            try:
+                if client is None:
+                    raise McpClientError("not connected")
+                client.request("ping")
+                continue
+            except PeerError:  # it answered, if only to say it has no ping: it is there
+                continue
+            except McpClientError as exc:
+                log.warning("the MCP server %s stopped answering (%s)", peer.record.name, exc)
+            with peer.lock:
+                peer.client, peer.subscribed = None, set()
+            if client is not None:
+                client.close()
+            wait = first
+            while not peer.released.wait(wait):
+                if self._meet(peer):
+                    peer.reconnects += 1
+                    with self._lock:
+                        listened = sorted(peer.uris)
+                    for uri in listened:
+                        self.publish(uri)
+                    break
+                wait = min(wait * 2, most)
 
     def _close(self, peer: _Peer) -> None:
         with peer.lock:

@@ -310,6 +310,25 @@ def add_interest_watcher(callback: InterestWatcher) -> Callable[[], None]:
     return _bus.add_interest_watcher(callback)
 
 
+_lists_lock = threading.Lock()
+_lists: dict[ListKind, int] = {}
+
+
+def listen_lists(kinds: Iterable[ListKind], present: bool = True) -> None:
+    """A stream listens to the changes of these lists (``present``), or no longer."""
+    with _lists_lock:
+        for kind in kinds:
+            _lists[kind] = _lists.get(kind, 0) + (1 if present else -1)
+            if _lists[kind] <= 0:
+                del _lists[kind]
+
+
+def lists_listened() -> frozenset[ListKind]:
+    """The lists whose changes some stream listens to now (a list source polls only those)."""
+    with _lists_lock:
+        return frozenset(_lists)
+
+
 @contextlib.contextmanager
 def listening(uris: Iterable[str]) -> Iterator[list[str]]:
     """Interest in each of ``uris`` for the ``with`` block; yields their canonical texts."""

@@ -4,11 +4,12 @@
 mcp_stdio`` (its stdout); the WSGI servers (gunicorn, Django's test live server) answer one
 request at a time on a thread and refuse ``subscriptions/listen``. The ASGI application runs
 each MCP request inside :func:`serving`, the stdio server its whole session, so
-``server/discover`` advertises the ``listChanged`` and ``subscribe`` capabilities there and
-nowhere else. Where 2025-11-25 ``resources/subscribe`` is delivered too
-(``serving(sessions=True)``: over stdio the process is the session), ``initialize``
-advertises ``resources.subscribe``; no list change is told in that era, so ``listChanged``
-stays false there.
+``server/discover`` advertises the resources' ``listChanged`` and ``subscribe`` capabilities
+there and nowhere else. The tools' and prompts' lists never change while a box runs (they are
+tables in the code), so their ``listChanged`` is advertised nowhere. Where 2025-11-25
+``resources/subscribe`` is delivered too (``serving(sessions=True)``: over stdio the process is
+the session), ``initialize`` advertises ``resources.subscribe``; no list change is told in that
+era, so ``listChanged`` stays false there.
 
 Spec: SUB1, SUB2.
 """
@@ -54,10 +55,11 @@ def listen_capabilities() -> dict[str, dict[str, bool]]:
     """The capabilities a 2026-07-28 ``subscriptions/listen`` stream delivers, here; or none."""
     if not here():
         return {}
+    # tools/list and prompts/list are tables in the code, fixed while a box runs: never told
     return {
-        "tools": {"listChanged": True},
+        "tools": {"listChanged": False},
         "resources": {"subscribe": True, "listChanged": True},
-        "prompts": {"listChanged": True},
+        "prompts": {"listChanged": False},
     }
 
 

@@ -15,6 +15,15 @@ box serves:
   thing): those are told by the server itself, through a
   :class:`~tmsite.servers.notices.PeerNotices` (a stdio server's ``resources/updated`` and
   ``*/list_changed``). The records' and declarations' signals wake it.
+* ``kinds`` — the same, stamped by the stored counts and this process's pending ones (see
+  :mod:`tmsite.mounts.kinds.watch`); its reads, like every watcher's, are not counted.
+* ``http`` — a :class:`~tmsite.mounts.http.watch.PageWatcher`: a page made from a served
+  markdown file is told when the file changes (through the fs watch); any other listened page
+  is fetched again every ``TM_SUB_HTTP_POLL`` seconds (default 5.0) and told when it changed.
+
+And ``resources-list``, a :class:`~tmsite.subscriptions.lists.ListWatcher`: the whole
+``resources/list`` answer read every ``TM_SUB_LIST_POLL`` seconds (default 10.0) while a stream
+asks for its changes.
 
 Stamps are read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while their mount is
 listened to, so a change made by another process or machine is seen within that.
@@ -133,7 +142,11 @@ def install(
         if _installed:
             return dict(_installed)
         host = host or settings.TM_HOST
-        reader: Read = read or (lambda uri: registry.namespace().read(uri))
+        from tmsite.mounts.kinds.watch import SENDERS as KIND_SENDERS
+        from tmsite.mounts.kinds.watch import stamp as kinds_stamp
+        from tmsite.mounts.kinds.watch import unseen
+
+        reader = unseen(read or (lambda uri: registry.namespace().read(uri)))  # never counted
         wanted = mounts if mounts is not None else registry.enabled_names()
         records_poll = float(getattr(settings, "TM_SUB_RECORDS_POLL", 1.0))
         undo: list[Callable[[], None]] = []
@@ -168,6 +181,7 @@ def install(
                 None,
             ),
             ("trail", trail_stamp, ["tm_trails.Trail", "tm_trails.TrailCorrection"], None),
+            ("kinds", kinds_stamp, KIND_SENDERS, None),
             (
                 "mcp",
                 servers_stamp,
@@ -189,12 +203,30 @@ def install(
             )
             undo.append(_wire(watcher, _models(*senders), f"tm-sub-{name}"))
             _installed[name] = watcher
+        http = registry.namespace().mounts.get("http") if "http" in wanted else None
+        if http is not None:
+            from tmsite.mounts.http.mount import HttpMount
+            from tmsite.mounts.http.watch import PageWatcher, tick
+
+            every = float(getattr(settings, "TM_SUB_HTTP_POLL", 5.0))
+            fetch = StampWatcher(host, "http", tick(every), reader, changes.publish, interval=every)
+            if isinstance(http, HttpMount):
+                _installed["http"] = page_watcher = PageWatcher(http, fetch.interest)
+                _installed["http-poll"] = fetch
+                undo.append(page_watcher.start())
         if "mcp" in wanted:
             from tmsite.servers.notices import PeerNotices
 
             notices = PeerNotices(host, changes.publish)
             undo.append(changes.add_interest_watcher(notices.interest))
             _installed["mcp-notices"] = notices
+        from tmsite.subscriptions.lists import ListWatcher, resources_answer
+
+        every = float(getattr(settings, "TM_SUB_LIST_POLL", 10.0))
+        _installed["resources-list"] = listing = ListWatcher(
+            "resources", resources_answer, interval=every
+        )
+        undo.append(listing.stop)
         _installed["_undo"] = undo
         return dict(_installed)
 

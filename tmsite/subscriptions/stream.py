@@ -184,6 +184,7 @@ class _Stream:
         held = list(self.plan.uris)
         for uri in held:
             changes.interest(uri)
+        changes.listen_lists(self.plan.lists)
         watcher = asyncio.ensure_future(self._gone())
         outcome = "gone"
         try:
@@ -206,6 +207,7 @@ class _Stream:
             watcher.cancel()
             for uri in held:
                 changes.release(uri)
+            changes.listen_lists(self.plan.lists, present=False)
             self.plan.slot.free()
             if self.plan.log is not None:
                 self.plan.log(_micros(self.started), self.sent, outcome)
