@@ -312,7 +312,8 @@ def test_discover_over_stdio_advertises_what_it_delivers(start: Any) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": MODERN_META}}
     )
     assert found["result"]["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
-    assert found["result"]["capabilities"]["tools"] == {"listChanged": True}
-    assert found["result"]["capabilities"]["prompts"] == {"listChanged": True}
+    # the tools' and prompts' lists are tables in the code: never told, never advertised
+    assert found["result"]["capabilities"]["tools"] == {"listChanged": False}
+    assert found["result"]["capabilities"]["prompts"] == {"listChanged": False}
     status, _ = server.close_stdin()
     assert status == 0
