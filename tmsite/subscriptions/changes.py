@@ -321,7 +321,7 @@ class Bus:
         origin = self.origin if origin is None else origin
         now = time.monotonic()
         with self._lock:
-            if change.kind != "lost" and self.coalesce > 0:
+            if self.backend is not None and self.coalesce > 0 and change.kind != "lost":
                 last = self._recent.get(change)
                 if last is not None and last[1] != origin and now - last[0] < self.coalesce:
                     self.coalesced += 1
