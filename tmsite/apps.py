@@ -24,6 +24,10 @@ class TmsiteConfig(AppConfig):
         listen.install()  # answered by the ASGI server and stdio, refused (saying so) elsewhere
         subscribe.install()  # answered where a session is held (stdio), refused elsewhere
 
+        from tmsite.subscriptions import redis_bus
+
+        redis_bus.install()  # the change bus across machines, with TM_REDIS_URL
+
 
 class TmAdminConfig(AdminConfig):
     """Django's admin, with the box's own site (:class:`tmsite.admin_site.TmAdminSite`)."""

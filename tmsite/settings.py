@@ -220,6 +220,9 @@ def _cache() -> dict[str, object]:
 
 
 CACHES = {"default": _cache()}
+TM_REDIS_URL = os.environ.get("TM_REDIS_URL", "")
+TM_REDIS_TIMEOUT = float(os.environ.get("TM_REDIS_TIMEOUT", "0.05"))
+TM_CACHE_PREFIX = os.environ.get("TM_CACHE_PREFIX", "")
 #: Seconds the shared cache is not asked after it failed, before one call tries it again.
 TM_REDIS_RETRY_SECONDS = float(os.environ.get("TM_REDIS_RETRY_SECONDS", "1"))
 
@@ -307,6 +310,13 @@ TM_SUB_GIT_POLL = float(os.environ.get("TM_SUB_GIT_POLL", "0.5"))
 TM_SUB_RECORDS_POLL = float(os.environ.get("TM_SUB_RECORDS_POLL", "1.0"))
 TM_SUB_HTTP_POLL = float(os.environ.get("TM_SUB_HTTP_POLL", "5.0"))
 TM_SUB_LIST_POLL = float(os.environ.get("TM_SUB_LIST_POLL", "10.0"))
+#: The change bus (tmsite.subscriptions.changes): ``redis`` (the default with TM_REDIS_URL)
+#: carries changes between processes and machines; ``local`` keeps them in each process.
+TM_SUB_BUS = os.environ.get("TM_SUB_BUS", "").strip() or ("redis" if TM_REDIS_URL else "local")
+#: Seconds between two pings of the bus's Redis connection (three unanswered: Redis is gone),
+#: and within which the same change from another process is dropped.
+TM_SUB_BUS_HEARTBEAT = float(os.environ.get("TM_SUB_BUS_HEARTBEAT", "1.0"))
+TM_SUB_BUS_COALESCE = float(os.environ.get("TM_SUB_BUS_COALESCE", "0.25"))
 
 # --- operating the box (tmsite.oplog) -------------------------------------------------------
 

@@ -24,6 +24,8 @@ def test_health_reports_database_cache_and_each_mount() -> None:
     assert body["cache"]["ok"] is True and body["cache"]["backend"] == "LocMemCache"
     assert set(body["mounts"]) == set(namespace().mounts)
     assert all(item["ok"] for item in body["mounts"].values())
+    assert body["bus"]["backend"] == "local"  # no TM_REDIS_URL: the bus stays in process
+    assert "state" not in body["bus"]
     assert "RateLimit" not in reply.headers
 
 

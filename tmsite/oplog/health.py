@@ -15,6 +15,13 @@ ready when it lists its own root within ``MOUNT_DEADLINE`` seconds (or, when it 
 ``ready()``, when that returns true). Health checks are neither rate-limited nor written to
 the request log.
 
+``bus`` is the answering process's change bus (``tmsite.subscriptions.changes.status``): its
+backend (``local``, or ``redis`` on many machines), its listeners and counts, and with Redis the
+receiving connection's state — ``idle`` until the process's first listen stream, then ``up``,
+``down`` (how long, the last error) or ``connecting``. A bus that is down answers ``degraded``
+with its reason: the process's streams were ended and changes reach only its own streams until
+it is back.
+
 ``requestLog`` is the answering process's request-log buffer (``recorder.status``): rows
 waiting, rows dropped since it started because the database could not take them for longer
 than the buffer lasts (``dropped``), and writes that failed in a row. It informs; it does not
@@ -39,6 +46,7 @@ from ninja import Router
 from tmsite.core import sharedcache
 from tmsite.mounts.base import Mount
 from tmsite.oplog import buckets, recorder
+from tmsite.subscriptions import changes
 
 router = Router(tags=["operations"])
 
@@ -139,6 +147,7 @@ def mounts() -> dict[str, dict[str, Any]]:
 def report() -> tuple[int, dict[str, Any]]:
     """The status code and body of a health check."""
     body: dict[str, Any] = {"database": database(), "cache": shared_cache(), "mounts": mounts()}
+    body["bus"] = changes.status()
     body["requestLog"] = recorder.status()
     reasons = []
     if not body["database"]["ok"]:
@@ -147,6 +156,11 @@ def report() -> tuple[int, dict[str, Any]]:
         reasons.append(
             f"the shared cache does not answer ({body['cache']['error']}): reads still answer, "
             "the rate limit counts on this machine's buckets"
+        )
+    if body["bus"].get("state") == "down":
+        reasons.append(
+            f"the change bus does not reach Redis ({body['bus'].get('lastError', '')}): listen "
+            "streams were told to listen again, changes reach this process's streams only"
         )
     for name, item in body["mounts"].items():
         if not item["ok"]:

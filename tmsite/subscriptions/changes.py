@@ -41,7 +41,30 @@ interest it releases; they must be quick and may call :func:`interests`.
 A :class:`Change` of kind ``lost`` says the bus can no longer promise delivery (its shared
 backend went away): a stream that gets one ends gracefully so its client listens again.
 
-This is the in-process backend: what one process publishes reaches that process's listeners.
+Two backends, one interface:
+
+* **local** (the default; the embedded box): what a process publishes reaches that process's
+  listeners, in the publisher's thread.
+* **redis** (``TM_REDIS_URL`` is set, unless ``TM_SUB_BUS=local``):
+  :mod:`tmsite.subscriptions.redis_bus`. A change still reaches the publisher's own listeners
+  at once, in its thread, and is also published on one Redis channel (named after
+  ``TM_CACHE_PREFIX``); each process's receiving thread, started by its first listener,
+  dispatches what other processes published to its listeners (its own messages it skips: each
+  change reaches each listener once). When Redis goes away every listener is told ``lost``;
+  a listener added while it is away is told ``lost`` once it is back, since it heard only this
+  process's changes meanwhile.
+
+Coalescing: the same change is often seen by several processes at once (every worker of every
+machine watches a shared checkout or polls the same database for its own listeners), and each
+publishes it. An ``updated`` or ``list_changed`` change that was dispatched from *another*
+process less than ``TM_SUB_BUS_COALESCE`` seconds (0.25) before is dropped; a change from the
+process that was dispatched last always passes, since a source publishes a change once (its own
+debounce) and a second one from it is a second change.
+
+Interest stays per process: each process's change sources watch what its own listeners listen
+to, since each machine sees the files, refs and records it serves. What only one process sees
+(a receipt decided there, a model saved there) is published by that process whatever is
+listened to, so it needs no interest elsewhere.
 
 Spec: SUB3.
 """
@@ -51,10 +74,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from tmsite.core import uri as tmuri
 
@@ -88,6 +113,30 @@ class Change:
 
 Listener = Callable[[Change], None]
 InterestWatcher = Callable[[str, bool], None]
+
+#: Seconds within which the same change from another process is dropped, by default.
+COALESCE_SECONDS = 0.25
+
+
+class Backend(Protocol):
+    """What carries changes between processes (:mod:`tmsite.subscriptions.redis_bus`)."""
+
+    name: str
+
+    def send(self, change: Change, origin: str) -> None:
+        """Hand ``change`` on to the other processes; never blocks, never raises."""
+
+    def wanted(self) -> None:
+        """A listener was added: start receiving (once; later calls do nothing)."""
+
+    def promising(self) -> bool:
+        """Whether what other processes publish reaches this one now (or may: starting)."""
+
+    def status(self) -> dict[str, Any]:
+        """What health says of it."""
+
+    def close(self) -> None:
+        """Stop its threads and close its connections (tests, process exit)."""
 
 
 # --- URIs --------------------------------------------------------------------------------------
@@ -159,10 +208,18 @@ def affects(subscribed: str, changed: str, *, exact: bool = False) -> str | None
 class Bus:
     """Listeners and interest counts of one process (thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, coalesce: float = COALESCE_SECONDS) -> None:
         self._lock = threading.Lock()
         self._listeners: dict[int, Listener] = {}
         self._next = 0
+        #: This process on the wire: its own messages coming back are skipped.
+        self.origin = secrets.token_hex(8)
+        self.backend: Backend | None = None
+        self.coalesce = max(0.0, float(coalesce))
+        #: Per change, when it was last dispatched and from which process.
+        self._recent: dict[Change, tuple[float, str]] = {}
+        #: Listeners added while the backend was away: told ``lost`` when it is back.
+        self._unpromised: set[int] = set()
         self._interest_lock = threading.RLock()
         self._interest: dict[str, int] = {}
         self._watchers: dict[int, InterestWatcher] = {}
@@ -170,6 +227,63 @@ class Bus:
         #: Changes published and listener calls made (health, tests).
         self.published = 0
         self.delivered = 0
+        self.coalesced = 0
+        self.lost = 0
+
+    # the backend
+
+    def attach(self, backend: Backend | None) -> Backend | None:
+        """Carry changes through ``backend`` (None: in process only); returns the one before."""
+        with self._lock:
+            previous, self.backend = self.backend, backend
+            self._recent.clear()
+            self._unpromised.clear()
+            wanted = backend is not None and bool(self._listeners)
+        if wanted and backend is not None:
+            backend.wanted()
+        return previous
+
+    def publish(self, change: Change) -> None:
+        """``change`` happened in this process: tell its listeners, then the other processes."""
+        self.dispatch(change)
+        backend = self.backend
+        if backend is not None:
+            backend.send(change, self.origin)
+
+    def receive(self, change: Change, origin: str) -> None:
+        """``change`` published by process ``origin`` (the backend's thread): dispatch it."""
+        if origin != self.origin:
+            self.dispatch(change, origin)
+
+    def lose(self) -> None:
+        """The backend went away: every listener is told ``lost``."""
+        with self._lock:
+            listeners = list(self._listeners.values())
+            self._unpromised.clear()
+            self.lost += 1
+        self._call(listeners, Change("lost"))
+
+    def promised(self) -> None:
+        """The backend is back: who was added while it was away is told ``lost`` now."""
+        with self._lock:
+            listeners = [self._listeners[t] for t in self._unpromised if t in self._listeners]
+            self._unpromised.clear()
+        self._call(listeners, Change("lost"))
+
+    def status(self) -> dict[str, Any]:
+        """What health says of the bus: its backend, listeners and counts."""
+        backend = self.backend
+        out: dict[str, Any] = {"backend": "local" if backend is None else backend.name}
+        with self._lock:
+            out.update(
+                listeners=len(self._listeners),
+                published=self.published,
+                coalesced=self.coalesced,
+                lost=self.lost,
+            )
+        if backend is not None:
+            out.update(backend.status())
+        return out
 
     # listeners
 
@@ -179,10 +293,17 @@ class Bus:
             self._next += 1
             token = self._next
             self._listeners[token] = callback
+            backend = self.backend
+        if backend is not None:
+            backend.wanted()
+            if not backend.promising():
+                with self._lock:
+                    self._unpromised.add(token)
 
         def remove() -> None:
             with self._lock:
                 self._listeners.pop(token, None)
+                self._unpromised.discard(token)
 
         return remove
 
@@ -191,12 +312,32 @@ class Bus:
         with self._lock:
             return len(self._listeners)
 
-    def dispatch(self, change: Change) -> None:
-        """Call every listener with ``change`` (a listener that raises is logged, kept)."""
+    def dispatch(self, change: Change, origin: str | None = None) -> None:
+        """Call every listener with ``change``, unless it was coalesced (see the module).
+
+        ``origin`` is the process that published it (this one by default). A listener that
+        raises is logged, and kept.
+        """
+        origin = self.origin if origin is None else origin
+        now = time.monotonic()
         with self._lock:
+            if self.backend is not None and self.coalesce > 0 and change.kind != "lost":
+                last = self._recent.get(change)
+                if last is not None and last[1] != origin and now - last[0] < self.coalesce:
+                    self.coalesced += 1
+                    return
+                if len(self._recent) >= 4096:
+                    self._recent = {
+                        c: seen for c, seen in self._recent.items() if now - seen[0] < self.coalesce
+                    }
+                self._recent[change] = (now, origin)
             listeners = list(self._listeners.values())
             self.published += 1
             self.delivered += len(listeners)
+        self._call(listeners, change)
+
+    @staticmethod
+    def _call(listeners: list[Listener], change: Change) -> None:
         for listener in listeners:
             try:
                 listener(change)
@@ -263,8 +404,13 @@ _bus = Bus()
 
 
 def bus() -> Bus:
-    """This process's bus."""
+    """This process's bus (its backend attached at start-up: ``redis_bus.install``)."""
     return _bus
+
+
+def status() -> dict[str, Any]:
+    """What health says of this process's bus."""
+    return _bus.status()
 
 
 def publish(uri: str, *, exact: bool = False) -> None:
@@ -275,14 +421,14 @@ def publish(uri: str, *, exact: bool = False) -> None:
     Raises:
         BadUri, BadFacet: ``uri`` is not a ``tm://`` URI.
     """
-    _bus.dispatch(Change("updated", uri=canonical(uri), exact=exact))
+    _bus.publish(Change("updated", uri=canonical(uri), exact=exact))
 
 
 def publish_list_changed(kind: ListKind) -> None:
     """What ``<kind>/list`` answers changed: tell the listeners."""
     if kind not in LIST_KINDS:
         raise ValueError(f"not a list kind: {kind!r}")
-    _bus.dispatch(Change("list_changed", list_kind=kind))
+    _bus.publish(Change("list_changed", list_kind=kind))
 
 
 def add_listener(callback: Listener) -> Callable[[], None]:

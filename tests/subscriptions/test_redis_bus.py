@@ -1,0 +1,376 @@
+"""The change bus across processes: Redis pub/sub, against a real redis-server of the test's own.
+
+Two buses, each with its own Redis connection (as two processes have), hear each other's changes
+exactly once, their own once too; a change published by a separate Python process reaches a
+``subscriptions/listen`` stream served by ``tmsite.serve.app`` over loopback in this one. Redis
+stopped or frozen (SIGSTOP) ends open streams gracefully within a bounded time, never leaves
+them hanging; publishing never waits on it; once Redis is back, a new listen hears changes again.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+
+from tests.oplog.servers import ROOT, RedisProcess, redis_server, server_env
+from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tmsite.subscriptions import changes, listen, redis_bus, stream
+from tmsite.subscriptions.changes import Bus, Change
+from tmsite.subscriptions.redis_bus import RedisBackend
+
+pytestmark = [pytest.mark.spec("SUB3"), pytest.mark.slow]
+
+H = f"tm://{settings.TM_HOST}"
+#: Seconds between two pings of a test bus's connection: a frozen Redis is found after three.
+BEAT = 0.3
+#: What a stream may take to end after Redis stopped or froze (three beats, a read's wait, the
+#: stream's own loop, on a shared machine).
+ENDS_WITHIN = 5.0
+
+
+def _wait(predicate: Callable[[], Any], seconds: float = 10.0, what: str = "") -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting: {what}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisProcess]:
+    with redis_server(tmp_path / "redis") as server:
+        yield server
+
+
+@pytest.fixture
+def channel() -> str:
+    return redis_bus.channel_name(f"tm-test-{secrets.token_hex(4)}")
+
+
+class Machine:
+    """One bus with its own connection to Redis, and a listener that keeps what it hears."""
+
+    def __init__(self, redis: RedisProcess, channel: str, coalesce: float = 0.25) -> None:
+        self.bus = Bus(coalesce)
+        self.backend = RedisBackend(self.bus, redis.url, channel, heartbeat=BEAT)
+        self.bus.attach(self.backend)
+        self.heard: list[Change] = []
+        self.remove = self.bus.add_listener(self.heard.append)
+
+    def up(self) -> None:
+        _wait(lambda: self.backend.state == "up", what="the bus subscribed")
+
+    def close(self) -> None:
+        self.remove()
+        self.backend.close()
+
+
+@pytest.fixture
+def machines(redis: RedisProcess, channel: str) -> Iterator[Callable[..., Machine]]:
+    made: list[Machine] = []
+
+    def make(coalesce: float = 0.25) -> Machine:
+        machine = Machine(redis, channel, coalesce)
+        made.append(machine)
+        machine.up()
+        return machine
+
+    yield make
+    for machine in made:
+        machine.close()
+
+
+def test_a_change_reaches_every_process_once_its_own_too(
+    machines: Callable[..., Machine],
+) -> None:
+    a, b = machines(0.0), machines(0.0)  # no coalescing: once is the origin's doing alone
+    receipt = Change("updated", uri=f"{H}/proposals/secret.token", exact=True)
+    a.bus.publish(receipt)
+    a.bus.publish(Change("list_changed", list_kind="tools"))
+    _wait(lambda: len(b.heard) == 2, what="b heard both")
+    time.sleep(0.5)  # a second copy would have come by now
+    assert b.heard == [receipt, Change("list_changed", list_kind="tools")]
+    assert b.heard[0].exact is True  # the flag crossed the wire
+    assert a.heard == b.heard  # its own, once: not again from Redis
+    assert a.backend.status()["sent"] == 2 and b.backend.status()["received"] == 2
+    b.bus.publish(Change("updated", uri=f"{H}/fs/docs/a.md"))
+    _wait(lambda: len(a.heard) == 3, what="a heard b")
+    time.sleep(0.3)
+    assert a.heard[2] == b.heard[2] == Change("updated", uri=f"{H}/fs/docs/a.md")
+    assert len(a.heard) == len(b.heard) == 3
+
+
+def test_what_two_processes_saw_at_once_reaches_a_listener_once(
+    machines: Callable[..., Machine],
+) -> None:
+    a, b, c = machines(), machines(), machines()
+    seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
+    a.bus.publish(seen)
+    b.bus.publish(seen)  # the other machine's watcher saw the same edit
+    _wait(lambda: c.backend.status()["received"] == 2, what="c received both")
+    time.sleep(0.3)
+    assert a.heard == b.heard == c.heard == [seen]
+    assert c.bus.status()["coalesced"] == 1
+    # the process that told it last tells a second change at once: a second change
+    a.bus.publish(seen)
+    _wait(lambda: len(c.heard) == 2 and len(b.heard) == 2, what="a's second change")
+    # past the window another process's copy passes too
+    time.sleep(0.3)
+    b.bus.publish(seen)
+    _wait(lambda: len(c.heard) == 3, what="b's change after the window")
+    assert c.heard == [seen] * 3
+
+
+def test_without_coalescing_both_copies_arrive(machines: Callable[..., Machine]) -> None:
+    # the check of the rule above: with no window, the second process's copy is heard too
+    a, b, c = machines(0.0), machines(0.0), machines(0.0)
+    seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
+    a.bus.publish(seen)
+    b.bus.publish(seen)
+    _wait(lambda: len(c.heard) == 2, what="both copies")
+    assert a.heard == b.heard == [seen, seen]
+
+
+def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
+    machines: Callable[..., Machine], redis: RedisProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = machines(), machines()
+    caplog.set_level(logging.WARNING, logger="tmsite.subscriptions")
+    redis.stop()
+    started = time.monotonic()
+    _wait(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
+    assert time.monotonic() - started < ENDS_WITHIN
+    assert b.heard == [Change("lost")] and b.backend.state == "down"
+    assert b.bus.status()["state"] == "down" and b.bus.status()["outages"] == 1
+    # publishing does not wait on the missing Redis; what could not be sent is counted
+    took = time.perf_counter()
+    for n in range(50):
+        a.bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
+    assert time.perf_counter() - took < 0.25
+    assert a.backend.flush(5)
+    assert a.backend.status()["publishFailed"] == 50
+    assert len(a.heard) == 51  # lost, then its own 50: this process's listeners still hear
+    # a listener added while Redis is away heard only this process: it is told once Redis is back
+    late: list[Change] = []
+    b.bus.add_listener(late.append)
+    time.sleep(1.0)  # reconnection attempts fail meanwhile: no second "lost" for the others
+    assert b.heard == [Change("lost")] and late == []
+    redis.start()
+    _wait(lambda: b.backend.state == "up" and a.backend.state == "up", 15, "both back")
+    _wait(lambda: late == [Change("lost")], what="the late listener told")
+    assert b.heard == [Change("lost")]
+    a.bus.publish(Change("updated", uri=f"{H}/fs/docs/back.md"))
+    _wait(lambda: len(b.heard) == 2, what="b hears a again")
+    assert b.heard[1] == Change("updated", uri=f"{H}/fs/docs/back.md")
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("could not be sent" in m for m in messages) == 1, messages
+    assert sum("the change bus lost Redis" in m for m in messages) == 2  # once a bus
+    assert sum("reaches Redis again" in m for m in messages) == 2
+
+
+def test_redis_frozen_is_found_by_the_heartbeat(
+    machines: Callable[..., Machine], redis: RedisProcess
+) -> None:
+    a, b = machines(), machines()
+    redis.freeze()
+    try:
+        started = time.monotonic()
+        took = time.perf_counter()
+        a.bus.publish(Change("updated", uri=f"{H}/fs/docs/frozen.md"))
+        assert time.perf_counter() - took < 0.05  # queued: the request thread never waits
+        _wait(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
+        found = time.monotonic() - started
+        assert found >= BEAT * 2, "lost before any heartbeat could be missed"
+        assert found < ENDS_WITHIN
+        assert "answered nothing" in b.backend.status()["lastError"]
+        assert a.backend.flush(5)
+        assert a.backend.status()["publishFailed"] == 1  # its PUBLISH timed out (50 ms)
+    finally:
+        redis.thaw()
+    _wait(lambda: b.backend.state == "up", 15, "b back")
+    _wait(lambda: a.backend.state == "up", 15, "a back")
+    a.bus.publish(Change("updated", uri=f"{H}/fs/docs/thawed.md"))
+    _wait(lambda: Change("updated", uri=f"{H}/fs/docs/thawed.md") in b.heard, what="after")
+
+
+# --- a listen stream on this process, a change from another --------------------------------
+
+
+@pytest.fixture
+def on_redis(redis: RedisProcess, channel: str) -> Iterator[RedisBackend]:
+    """This process's bus carried by Redis, as ``redis_bus.install`` attaches it."""
+    bus = changes.bus()
+    backend = RedisBackend(bus, redis.url, channel, heartbeat=BEAT)
+    previous = bus.attach(backend)
+    try:
+        yield backend
+    finally:
+        bus.attach(previous)
+        backend.close()
+
+
+def _other_process(redis: RedisProcess, channel: str, uri: str, tmp_path: Path) -> None:
+    """A separate Python process of the box, configured for Redis, publishes ``uri`` and exits."""
+    prefix = channel.removesuffix(":tmsite:changes")
+    env = server_env(
+        tmp_path / "other-var",
+        TM_REDIS_URL=redis.url,
+        TM_CACHE_PREFIX=prefix,
+        PYTHONPATH=str(ROOT),
+    )
+    env["DJANGO_SETTINGS_MODULE"] = "tmsite.settings"
+    code = (
+        "import sys, django; django.setup()\n"
+        "from tmsite.subscriptions import changes\n"
+        "changes.publish(sys.argv[1])\n"
+        "print(changes.status()['backend'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, uri],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "redis"
+
+
+def _open(client: httpx.Client, url: str, rid: str, uri: str) -> Any:
+    return client.stream(
+        "POST", url, json=listen_body(rid, resourceSubscriptions=[uri]), headers=listen_headers()
+    )
+
+
+def _complete(rid: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "result": {"resultType": "complete", "_meta": {SUB_ID: rid}},
+    }
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=httpx.Timeout(20, read=20)) as http:
+        yield http
+
+
+def test_a_stream_hears_a_change_another_process_published(
+    listen_url: str,
+    client: httpx.Client,
+    on_redis: RedisBackend,
+    redis: RedisProcess,
+    channel: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "60")
+    uri = f"{H}/fs/docs/elsewhere.md"
+    with _open(client, listen_url, "r-1", uri) as response:
+        events = Events(response)
+        assert events.message()["params"]["_meta"][SUB_ID] == "r-1"
+        _wait(lambda: on_redis.state == "up", what="subscribed")
+        _other_process(redis, channel, uri, tmp_path)
+        assert events.message() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": uri, "_meta": {SUB_ID: "r-1"}},
+        }
+        assert on_redis.status()["received"] == 1
+        for loop in stream.loops():  # end it now: nothing else came, nothing else does
+            loop.call_soon_threadsafe(stream.close_all)
+        rest = [value for kind, value in events.rest() if kind == "message"]
+    assert rest == [_complete("r-1")]
+
+
+def test_redis_stopped_ends_the_stream_and_a_new_one_works_once_it_is_back(
+    listen_url: str,
+    asgi_url: str,
+    client: httpx.Client,
+    on_redis: RedisBackend,
+    redis: RedisProcess,
+    channel: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "60")  # a stream not ended would hang the read (20 s)
+    uri = f"{H}/fs/docs/kept.md"
+    with _open(client, listen_url, "r-2", uri) as response:
+        events = Events(response)
+        events.message()
+        _wait(lambda: on_redis.state == "up", what="subscribed")
+        redis.stop()
+        started = time.monotonic()
+        rest = [value for kind, value in events.rest() if kind == "message"]
+        took = time.monotonic() - started
+    assert rest == [_complete("r-2")]
+    assert took < ENDS_WITHIN
+    _wait(lambda: listen.SLOTS.status()["streams"] == 0, what="the slot freed")
+    health = client.get(f"{asgi_url}/api/v1/health").json()
+    assert health["status"] == "degraded"
+    assert health["bus"]["backend"] == "redis" and health["bus"]["state"] == "down"
+    assert health["bus"]["outages"] == 1 and health["bus"]["lost"] == 1
+    assert any(r.startswith("the change bus does not reach Redis (") for r in health["reasons"])
+
+    redis.start()
+    _wait(lambda: on_redis.state == "up", 15, "back")
+    assert client.get(f"{asgi_url}/api/v1/health").json()["bus"]["state"] == "up"
+    _heard_through_redis(client, listen_url, "r-3", uri, redis, channel)
+
+
+def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
+    listen_url: str,
+    client: httpx.Client,
+    on_redis: RedisBackend,
+    redis: RedisProcess,
+    channel: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "60")
+    uri = f"{H}/fs/docs/kept.md"
+    with _open(client, listen_url, "r-4", uri) as response:
+        events = Events(response)
+        events.message()
+        _wait(lambda: on_redis.state == "up", what="subscribed")
+        redis.freeze()
+        try:
+            started = time.monotonic()
+            rest = [value for kind, value in events.rest() if kind == "message"]
+            took = time.monotonic() - started
+        finally:
+            redis.thaw()
+    assert rest == [_complete("r-4")]
+    assert BEAT * 2 <= took < ENDS_WITHIN
+    _wait(lambda: on_redis.state == "up", 15, "thawed")
+    _heard_through_redis(client, listen_url, "r-5", uri, redis, channel)
+
+
+def _heard_through_redis(
+    client: httpx.Client, url: str, rid: str, uri: str, redis: RedisProcess, channel: str
+) -> None:
+    """A new stream on this process hears a change another bus published through Redis."""
+    other = Bus()
+    backend = RedisBackend(other, redis.url, channel, heartbeat=BEAT)
+    other.attach(backend)
+    try:
+        with _open(client, url, rid, uri) as response:
+            events = Events(response)
+            assert events.message()["params"]["_meta"][SUB_ID] == rid
+            other.publish(Change("updated", uri=uri))
+            assert events.message()["params"] == {"uri": uri, "_meta": {SUB_ID: rid}}
+            for loop in stream.loops():
+                loop.call_soon_threadsafe(stream.close_all)
+            events.rest()
+    finally:
+        backend.close()
