@@ -22,7 +22,7 @@ class TmsiteConfig(AppConfig):
         from tmsite.subscriptions import listen, subscribe
 
         listen.install()  # answered by the ASGI server and stdio, refused (saying so) elsewhere
-        subscribe.install()  # answered where a session is held (stdio), refused elsewhere
+        subscribe.install()  # answered for a session: stdio, or HTTP under the ASGI server
 
         from tmsite.subscriptions import redis_bus
 

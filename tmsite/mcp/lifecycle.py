@@ -16,7 +16,7 @@ paragraph of instructions for the model. The version rules:
 public front door) and shows its icon (``icons``, same origin, SVG and PNG), as 2025-11-25 added
 them; older revisions' clients ignore members they do not know.
 
-Spec: T7, T9, PR1.
+Spec: T7, T9, PR1, SUB2.
 """
 
 from __future__ import annotations

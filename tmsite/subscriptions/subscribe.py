@@ -2,19 +2,32 @@
 
 The initialize era's subscriptions belong to a session: the client subscribes to one URI at a
 time and is told ``notifications/resources/updated {uri}`` when it changes, on the session's own
-channel, until it unsubscribes or the session ends. The methods are answered where a session is
-held — the transport runs the request inside :func:`holding` with its :class:`Session` — and
-refused with ``-32601`` elsewhere, saying where they are served. Over stdio the process is the
-session (no header names it) and the channel its stdout.
+channel, until it unsubscribes or the session ends. Two transports hold sessions:
 
-A subscription is checked as a listen's URI is (:func:`tmsite.subscriptions.listen.check_uri`:
-a ``tm://`` URI of this host naming a mount it serves); a refusal is the era's error for its
-reason (``bad-uri`` -32602, ``not-found`` -32002, with the refusal's ``data``). The session's
-URIs count against the caps on subscribed URIs, the caller's and the server's, as a listen's
-do (a refusal names the cap). The matching rule is the bus's (:func:`changes.affects`): a
-subscription to a collection is told each change beneath it, with the changed child's URI.
-Subscribing twice to one URI holds it once; unsubscribing from a URI not subscribed to is
-answered ``{}`` as well.
+* **stdio** (``manage.py mcp_stdio``): the process is the session (no header names it) and the
+  channel its stdout. The transport runs each request inside :func:`holding` with its
+  :class:`Session`, kept in memory; its URIs count against the caps on subscribed URIs, the
+  caller's and the server's, as a listen's do (a refusal names the cap).
+* **HTTP**, where streams are delivered (``python -m tmsite.serve``), for a request carrying a
+  valid ``Mcp-Session-Id`` (:mod:`tmsite.subscriptions.sessions`): each subscription is a row
+  keyed by the session's hash, the changes are told on the session's GET stream
+  (:mod:`tmsite.subscriptions.sessionstream`) wherever it is held, and the stream's worker
+  learns the rows from the database (at once, when it is this process). The session's cap is
+  ``Limits.uris_per_caller`` (``TM_LISTEN_URIS_PER_CALLER``, 256): ``-32000`` with ``data``
+  ``{"reason": "too-many-subscriptions", "cap": "uris-per-session", "limit"}``.
+
+Over HTTP, in this order: under a WSGI server (gunicorn, Django's live server) there is no stream
+to tell of changes: ``-32601`` saying where streams are served; without a session, ``-32600``
+(``data.reason`` ``no-session``) saying to initialize first and send its ``Mcp-Session-Id`` (a
+session id that is not valid never gets here: the endpoint answers it 404).
+
+Everywhere: a request without ``params.uri`` is ``-32602``; the URI is checked as a listen
+checks each of its own (:func:`tmsite.subscriptions.listen.check_uri`: a ``tm://`` URI of this
+host naming a mount it serves), a refusal being the era's error for its reason (``bad-uri``
+-32602, ``not-found`` -32002, with the refusal's ``data``). The matching rule is the bus's
+(:func:`changes.affects`): a subscription to a collection is told each change beneath it, with
+the changed child's URI. Both methods are idempotent and answer ``{}``: subscribing twice keeps
+one subscription, unsubscribing from a URI never subscribed to is fine.
 
 Spec: SUB2.
 """
@@ -27,18 +40,42 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
+from tmsite.core.errors import BadUri
 from tmsite.mcp import methods
 from tmsite.mcp.codes import rpc_error
-from tmsite.mcp.protocol import INVALID_PARAMS, METHOD_NOT_FOUND, Era, RpcError
-from tmsite.subscriptions import changes, fswatch, listen, sources
+from tmsite.mcp.protocol import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    CallContext,
+    Era,
+    RpcError,
+)
+from tmsite.subscriptions import (
+    changes,
+    delivery,
+    fswatch,
+    listen,
+    sessions,
+    sessionstream,
+    sources,
+)
 from tmsite.subscriptions.changes import Change
+from tmsite.subscriptions.models import URI_MAX, SessionSubscription
 
 SUBSCRIBE = "resources/subscribe"
 UNSUBSCRIBE = "resources/unsubscribe"
 METHODS = frozenset({SUBSCRIBE, UNSUBSCRIBE})
 NOT_HERE = (
-    "resources/subscribe is answered where a session is held: over stdio, by "
-    "`manage.py mcp_stdio`; over HTTP, listen with subscriptions/listen (2026-07-28)."
+    "{method} is not answered by this server process: it answers one request at a time on a "
+    "thread and holds no streams, so there is no session stream to tell of changes. Streams "
+    "are served by `python -m tmsite.serve` (and, over stdio, by `manage.py mcp_stdio`)."
+)
+NO_SESSION = (
+    "{method} needs a session: send initialize first, then send the Mcp-Session-Id header it "
+    "answered with this request; the changes are told on the session's GET stream."
 )
 
 #: Tells the session's client one notification; must be quick (called on a change's thread).
@@ -139,32 +176,63 @@ def holding(session: Session) -> Iterator[None]:
         _session.reset(token)
 
 
-def _uri(params: dict[str, Any], method: str) -> str:
-    uri = params.get("uri")
-    if not isinstance(uri, str):
+def _uri(params: dict[str, Any], method: str, ctx: CallContext) -> str:
+    if "uri" not in params:
         raise RpcError(INVALID_PARAMS, f"{method} needs params.uri, a string.")
+    uri = params.get("uri")
+    refusal = listen.check_uri(uri)
+    if refusal is None and isinstance(uri, str) and len(uri) > URI_MAX:
+        refusal = BadUri(uri[:200], f"a subscribed URI may be at most {URI_MAX} characters")
+    if refusal is not None:
+        raise rpc_error(refusal, ctx.era)
+    assert isinstance(uri, str)
     return uri
 
 
-def subscribe(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """``resources/subscribe {uri}``: the session is told when ``uri`` changes."""
-    session = _session.get()
+def _http_session(method: str, ctx: CallContext) -> sessions.Session:
+    if ctx.transport != "http" or not delivery.here():
+        raise RpcError(METHOD_NOT_FOUND, NOT_HERE.format(method=method))
+    session = sessions.current()
     if session is None:
-        raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
-    uri = _uri(params, SUBSCRIBE)
-    refusal = listen.check_uri(uri)
-    if refusal is not None:
-        raise rpc_error(refusal, ctx.era)
-    session.subscribe(uri)
+        raise RpcError(INVALID_REQUEST, NO_SESSION.format(method=method), {"reason": "no-session"})
+    return session
+
+
+def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """``resources/subscribe {uri}``: the session is told when ``uri`` changes."""
+    held = _session.get()
+    if held is not None:
+        held.subscribe(_uri(params, SUBSCRIBE, ctx))
+        return {}
+    session = _http_session(SUBSCRIBE, ctx)
+    uri = _uri(params, SUBSCRIBE, ctx)
+    limit = listen.Limits.current().uris_per_caller
+    with transaction.atomic():
+        mine = SessionSubscription.objects.filter(session=session.key)
+        if not mine.filter(uri=uri).exists():
+            if mine.count() >= limit:
+                raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", limit)
+            try:
+                with transaction.atomic():
+                    SessionSubscription.objects.create(
+                        session=session.key, uri=uri, expires=session.expires_at
+                    )
+            except IntegrityError:  # the same subscription, made at the same moment
+                pass
+    sessionstream.wake()
     return {}
 
 
-def unsubscribe(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+def unsubscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/unsubscribe {uri}``: no more notifications of ``uri``."""
-    session = _session.get()
-    if session is None:
-        raise RpcError(METHOD_NOT_FOUND, NOT_HERE.replace(SUBSCRIBE, UNSUBSCRIBE, 1))
-    session.unsubscribe(_uri(params, UNSUBSCRIBE))
+    held = _session.get()
+    if held is not None:
+        held.unsubscribe(_uri(params, UNSUBSCRIBE, ctx))
+        return {}
+    session = _http_session(UNSUBSCRIBE, ctx)
+    uri = _uri(params, UNSUBSCRIBE, ctx)
+    SessionSubscription.objects.filter(session=session.key, uri=uri).delete()
+    sessionstream.wake()
     return {}
 
 
