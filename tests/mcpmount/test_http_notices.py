@@ -200,3 +200,17 @@ def test_a_2025_era_http_server_is_not_listened_to_and_says_so(
         assert notices.listened() == {}
     finally:
         stop_http_peer(old)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_of_comments_that_never_ends_is_ended_too(
+    listen_peer: HttpPeer, tmp_path: Path, notices: PeerNotices, caplog: Any
+) -> None:
+    record(listen_peer.url())
+    caplog.set_level(logging.INFO, logger="tmsite.subscriptions.mcp")
+    with changes.listening([f"{BASE}notes/tools/"]):
+        until(lambda: len(listens(tmp_path)) == 1)
+        hand_over(tmp_path, json.dumps({"comments": True}))
+        until(lambda: (tmp_path / "flooded").exists())  # no event, no silence: the bytes count
+        until(lambda: any("bytes or" in r.getMessage() for r in caplog.records))
+        until(lambda: len(listens(tmp_path)) == 2)

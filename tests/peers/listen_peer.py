@@ -12,10 +12,11 @@ a ``:`` keep-alive every 0.5 s. The newest stream watches for ``DIR/send.jsonl``
 sent as it is found (a notification gets the subscription id in its ``_meta``), and the file is
 removed. Lines that are not notifications do what they say: ``{"close": true}`` ends the
 stream; ``{"huge": N}`` sends a data line of N bytes that never ends; ``{"flood": true}`` sends
-``tools/list_changed`` without pause until the client hangs up (the number sent is then
-written to ``DIR/flooded``). While ``DIR/close_at_once`` exists, a stream ends right after
-its acknowledgement. ``--2025`` makes it a 2025-era server instead: no ``server/discover``,
-``initialize`` answered at 2025-11-25.
+``tools/list_changed`` without pause until the client hangs up, ``{"comments": true}``
+comment lines that never end an event (the number sent is then written to ``DIR/flooded``).
+While ``DIR/close_at_once`` exists, a stream ends right after its acknowledgement.
+``--2025`` makes it a 2025-era server instead: no ``server/discover``, ``initialize``
+answered at 2025-11-25.
 """
 
 from __future__ import annotations
@@ -144,6 +145,14 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(30)
             return False
+        if line.get("comments"):
+            sent = 0
+            try:
+                while True:
+                    self.wfile.write(b":" + b"x" * 200 + b"\n")
+                    sent += 1
+            finally:
+                (DIR / "flooded").write_text(str(sent))
         if line.get("flood"):
             sent = 0
             flood = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}

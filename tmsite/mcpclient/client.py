@@ -394,8 +394,8 @@ class Client:
 
         Over stdio a notification is told as it arrives, from the transport's reader thread,
         whether a request is waiting or not (so ``callback`` must be quick and not block);
-        ``params`` that are not an object are told as ``{}``. Over HTTP no notification is
-        told yet.
+        ``params`` that are not an object are told as ``{}``. Over HTTP the notifications of
+        an ordinary answer are not told; a 2026-07-28 server's are heard with :meth:`listen`.
         """
         self._listeners.append(callback)
 
