@@ -24,6 +24,7 @@ from tmsite.mcpclient.errors import (
     TooLarge,
     Unreachable,
 )
+from tmsite.mcpclient.http import Hangup
 from tmsite.mcpclient.limits import Limits
 from tmsite.mcpclient.stdio import DEFAULT_ENV_ALLOW
 
@@ -33,6 +34,7 @@ __all__ = [
     "Completion",
     "Gated",
     "Handshake",
+    "Hangup",
     "Limits",
     "McpClientError",
     "PeerError",

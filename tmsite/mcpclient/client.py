@@ -47,7 +47,7 @@ from tmsite.mcpclient.errors import (
     TooLarge,
     Unreachable,
 )
-from tmsite.mcpclient.http import HttpTransport
+from tmsite.mcpclient.http import Hangup, HttpTransport
 from tmsite.mcpclient.limits import MAX_DEPTH, Deadline, Limits
 from tmsite.mcpclient.stdio import DEFAULT_ENV_ALLOW, StdioTransport, build_env
 
@@ -394,8 +394,8 @@ class Client:
 
         Over stdio a notification is told as it arrives, from the transport's reader thread,
         whether a request is waiting or not (so ``callback`` must be quick and not block);
-        ``params`` that are not an object are told as ``{}``. Over HTTP no notification is
-        told yet.
+        ``params`` that are not an object are told as ``{}``. Over HTTP the notifications of
+        an ordinary answer are not told; a 2026-07-28 server's are heard with :meth:`listen`.
         """
         self._listeners.append(callback)
 
@@ -670,6 +670,49 @@ class Client:
     def unsubscribe_resource(self, uri: str) -> None:
         """Ask the server to stop telling of ``uri``."""
         self.request("resources/unsubscribe", {"uri": uri})
+
+    def listen(
+        self,
+        notifications: JSONObject,
+        told: Callable[[str, JSONObject], None],
+        hangup: Hangup,
+        *,
+        read_seconds: float = 45.0,
+    ) -> str:
+        """Hold a 2026-07-28 ``subscriptions/listen`` stream open, telling each notification.
+
+        ``notifications`` is the listen's filter (``resourceSubscriptions``,
+        ``toolsListChanged``…); ``told(method, params)`` is called for each notification, the
+        acknowledgement included, from the calling thread. Returns how the stream ended
+        (``"complete"``, ``"closed"``, ``"hung up"``); not under the client's lock, so other
+        requests go on meanwhile.
+
+        Raises:
+            ProtocolError: the server does not speak 2026-07-28 over HTTP. And what
+            :meth:`HttpTransport.listen` raises.
+        """
+        hs = self.handshake()
+        transport = self._transport
+        if hs.era != "discover" or not isinstance(transport, HttpTransport):
+            raise ProtocolError(
+                f"subscriptions/listen needs {MODERN_VERSION} over HTTP "
+                f"(the server speaks {hs.protocol_version})"
+            )
+        params: JSONObject = {"notifications": notifications}
+        body = self._params(params, MODERN_VERSION) or params
+
+        def each(message: JSONObject) -> None:
+            params = message.get("params")
+            told(str(message["method"]), params if isinstance(params, dict) else {})
+
+        return transport.listen(
+            body,
+            self._routing("subscriptions/listen", params, MODERN_VERSION),
+            connect_seconds=self.start_timeout,
+            read_seconds=read_seconds,
+            told=each,
+            hangup=hangup,
+        )
 
     def complete(
         self,

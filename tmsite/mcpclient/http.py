@@ -11,7 +11,14 @@ event until the response to the request arrives. Server→client requests that a
 are answered with -32601 in a POST of their own. A session id issued on the handshake is sent on
 every later request and released with DELETE on close.
 
-Spec: MCP.
+:meth:`HttpTransport.listen` holds one POST open as a notification stream (2026-07-28
+``subscriptions/listen``): the same address checks and redirect rules as every POST, each event
+capped at :data:`LISTEN_EVENT_BYTES`, a read deadline per chunk (a silent stream is ended), and a
+flood cap (:data:`LISTEN_BYTES_PER_SECOND`, :data:`LISTEN_EVENTS_PER_SECOND`) that ends a
+stream arriving faster than a peer's notices can honestly come. A :class:`Hangup` ends it from
+another thread.
+
+Spec: MCP, SUB3.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -47,6 +57,61 @@ SESSION_HEADER = "Mcp-Session-Id"
 _SESSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}$")
 _MAX_REDIRECTS = 3
 _ERROR_BODY_CAP = 64 * 1024
+#: The most bytes of one event (one message) on a notification stream.
+LISTEN_EVENT_BYTES = 64 * 1024
+#: The most bytes, and events, a notification stream may bring in one second before it is ended.
+LISTEN_BYTES_PER_SECOND = 256 * 1024
+LISTEN_EVENTS_PER_SECOND = 200
+
+
+class Hangup:
+    """Ends a notification stream from another thread (shuts its socket down)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self.hung = False
+
+    def attach(self, sock: socket.socket | None) -> None:
+        """The stream's socket, once it is open (shut down at once if already hung up)."""
+        with self._lock:
+            self._socket = sock
+            if self.hung:
+                self._shut()
+
+    def __call__(self) -> None:
+        """End the stream now (or as soon as it opens)."""
+        with self._lock:
+            self.hung = True
+            self._shut()
+
+    def _shut(self) -> None:
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.shutdown(socket.SHUT_RDWR)
+
+
+class _Flood:
+    """Counts a stream's bytes and events per second; raises once a second brings too many."""
+
+    def __init__(self, max_bytes: int, max_events: int) -> None:
+        self.max_bytes = max_bytes
+        self.max_events = max_events
+        self.start = time.monotonic()
+        self.bytes = 0
+        self.events = 0
+
+    def count(self, size: int, events: int) -> None:
+        now = time.monotonic()
+        if now - self.start >= 1.0:
+            self.start, self.bytes, self.events = now, 0, 0
+        self.bytes += size
+        self.events += events
+        if self.bytes > self.max_bytes or self.events > self.max_events:
+            raise ProtocolError(
+                "the notification stream came faster than "
+                f"{self.max_bytes} bytes or {self.max_events} events a second"
+            )
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -380,35 +445,137 @@ class HttpTransport:
 
     def _events(self, response: httpx.Response, deadline: Deadline) -> Iterator[bytes]:
         """The data of each server-sent event, one message per event."""
-        cap = self.limits.max_message_bytes
-        data: list[bytes] = []
-        size = 0
-        pending = b""
-        for chunk in response.iter_bytes():
-            deadline.remaining()
-            pending += chunk
-            if len(pending) > cap + 16:
-                raise TooLarge("message", cap, len(pending))
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                line = line.rstrip(b"\r")
-                if not line:
-                    event = b"\n".join(data)
-                    if event.strip():  # an event without data (a priming event) carries nothing
-                        yield event
-                    data, size = [], 0
-                    continue
-                if line.startswith(b":"):
-                    continue
-                field, _, value = line.partition(b":")
-                if field == b"data":
-                    value = value[1:] if value.startswith(b" ") else value
-                    size += len(value)
-                    if size > cap:
-                        raise TooLarge("message", cap, size)
-                    data.append(value)
-        if b"".join(data).strip():
-            yield b"\n".join(data)
+        return _events(response.iter_bytes(), deadline, self.limits.max_message_bytes)
+
+    # -- the notification stream -----------------------------------------------------------
+
+    def listen(
+        self,
+        params: jsonrpc.JSONObject,
+        headers: Mapping[str, str],
+        *,
+        connect_seconds: float,
+        read_seconds: float,
+        told: Callable[[jsonrpc.JSONObject], None],
+        hangup: Hangup,
+    ) -> str:
+        """POST ``subscriptions/listen`` and tell each message of its stream until it ends.
+
+        Returns how it ended: ``"complete"`` (the server answered the listen), ``"closed"``
+        (the stream ended without an answer) or ``"hung up"`` (``hangup`` was called).
+
+        Raises:
+            Gated, PeerError (the listen refused), Unreachable, Timeout (nothing for
+            ``read_seconds``), ProtocolError (not a stream, a flood), TooLarge (an event).
+        """
+        self._ids += 1
+        sent_id = self._ids
+        body = jsonrpc.encode(jsonrpc.request(sent_id, "subscriptions/listen", params))
+        url = self.url
+        timeout = httpx.Timeout(connect_seconds, read=read_seconds)
+        for _hop in range(_MAX_REDIRECTS + 1):
+            self._judge(url)
+            try:
+                with self._client.stream(
+                    "POST", url, content=body, headers=self._headers(headers), timeout=timeout
+                ) as response:
+                    if response.is_redirect:
+                        url = self._redirect_target(url, response)
+                        continue
+                    return self._stream(response, sent_id, told, hangup)
+            except AddressRefused as exc:
+                raise refused(exc) from None
+            except httpx.TimeoutException:
+                if hangup.hung:
+                    return "hung up"
+                raise Timeout("call", read_seconds, "subscriptions/listen") from None
+            except httpx.ConnectError as exc:
+                raise Unreachable("connect", f"could not connect to {url}: {exc}") from None
+            except httpx.TransportError as exc:
+                if hangup.hung:
+                    return "hung up"
+                raise Unreachable("http", f"{type(exc).__name__} from {url}: {exc}") from None
+        raise ProtocolError(f"more than {_MAX_REDIRECTS} redirects")
+
+    def _stream(
+        self,
+        response: httpx.Response,
+        sent_id: int,
+        told: Callable[[jsonrpc.JSONObject], None],
+        hangup: Hangup,
+    ) -> str:
+        method = "subscriptions/listen"
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        hangup.attach(sock if isinstance(sock, socket.socket) else None)
+        status = response.status_code
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if status != 200 or ctype != "text/event-stream":
+            return self._not_a_stream(response, sent_id, ctype)
+        cap = min(self.limits.max_message_bytes, LISTEN_EVENT_BYTES)
+        flood = _Flood(LISTEN_BYTES_PER_SECOND, LISTEN_EVENTS_PER_SECOND)
+
+        def chunks() -> Iterator[bytes]:
+            for chunk in response.iter_bytes():
+                if hangup.hung:
+                    return
+                flood.count(len(chunk), chunk.count(b"\n\n"))
+                yield chunk
+
+        # No overall deadline: the stream lasts while it is read; the read timeout bounds silence.
+        for data in _events(chunks(), Deadline("call", 1e9), cap):
+            if hangup.hung:
+                return "hung up"
+            message = jsonrpc.decode(data, cap, max_depth=self.limits.max_depth)
+            kind = jsonrpc.classify(message)
+            if kind == "notification":
+                told(message)
+            elif kind == "response" and message.get("id") == sent_id:
+                jsonrpc.result_of(message, sent_id, method, status=status)
+                return "complete"
+        return "hung up" if hangup.hung else "closed"
+
+    def _not_a_stream(self, response: httpx.Response, sent_id: int, ctype: str) -> str:
+        """A listen answered at once: its error raised, a plain result is ``"complete"``."""
+        method = "subscriptions/listen"
+        deadline = Deadline("call", 5.0, method)
+        for reply, code in self._read(response, method, deadline, expect_reply=True):
+            if jsonrpc.classify(reply) == "response":
+                jsonrpc.result_of(reply, sent_id, method, status=code)
+                return "complete"
+        raise ProtocolError(f"the answer to {method} is no event stream ({ctype or 'none'})")
 
 
-__all__ = ["HttpTransport", "origin"]
+def _events(chunks: Iterator[bytes], deadline: Deadline, cap: int) -> Iterator[bytes]:
+    """The data of each server-sent event of a byte stream, each capped at ``cap`` bytes."""
+    data: list[bytes] = []
+    size = 0
+    pending = b""
+    for chunk in chunks:
+        deadline.remaining()
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        if len(pending) > cap + 16:  # a line that does not end: bounded before it is kept
+            raise TooLarge("message", cap, len(pending))
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line:
+                event = b"\n".join(data)
+                if event.strip():  # an event without data (a priming event) carries nothing
+                    yield event
+                data, size = [], 0
+                continue
+            if line.startswith(b":"):
+                continue
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                value = value[1:] if value.startswith(b" ") else value
+                size += len(value)
+                if size > cap:
+                    raise TooLarge("message", cap, size)
+                data.append(value)
+    if b"".join(data).strip():
+        yield b"\n".join(data)
+
+
+__all__ = ["Hangup", "HttpTransport", "origin"]

@@ -21,8 +21,16 @@ Only what a listened URI is affected by is published (the URI itself or a collec
 it). A listened server is pinged every :data:`ALIVE_SECONDS`; one that exited is met again
 (with a doubling wait, :data:`RETRY_SECONDS`) while it is listened to, asked again for the
 listened resources, and its listened URIs are published once, since what changed meanwhile
-was not told. Notifications are heard over stdio, as the transport reads them; an HTTP server's
-notifications are not heard yet (its record's status still is, by
+was not told. Notifications are heard over stdio as the transport reads them. An HTTP server
+that speaks 2026-07-28 is not pinged: a ``subscriptions/listen`` stream is held to it
+(:meth:`tmsite.mcpclient.Client.listen`: the POST client's address checks, redirect rules and
+connections, each event capped, a flood ended) asking for the listened resources (when it
+declares ``resources.subscribe``) and the three list_changed notifications; what it brings
+after the acknowledgement is forwarded as above. A change of the listened set hangs the stream
+up and opens it again with the new set; a stream that ends otherwise (closed, silent for
+:data:`READ_SECONDS`, refused, too large, a flood) is opened again after the same doubling
+wait, and once acknowledged again its listened URIs are published once. A 2025-era HTTP
+server's notifications are not heard yet (logged once; its record's status still is, by
 :mod:`tmsite.subscriptions.records`).
 
 Spec: SUB3, MCP.
@@ -41,7 +49,7 @@ from django.db import close_old_connections
 
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
-from tmsite.mcpclient import Client, McpClientError, PeerError
+from tmsite.mcpclient import Client, Hangup, McpClientError, PeerError
 from tmsite.servers import grammar
 from tmsite.servers.models import McpServer
 
@@ -53,6 +61,11 @@ REPROBE_SECONDS = 5.0
 ALIVE_SECONDS = 5.0
 #: Seconds before the first attempt to meet again a server that exited, and the most between two.
 RETRY_SECONDS = (0.5, 30.0)
+#: Seconds a notification stream may stay silent before it is ended and opened again (the
+#: servers send keep-alives every 15 s or so).
+READ_SECONDS = 45.0
+#: The first notification of a listen stream.
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 #: The longest upstream URI forwarded.
 MAX_UPSTREAM_URI = 2048
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -87,7 +100,7 @@ class _Peer:
         self.uris: set[str] = set()
         self.client: Client | None = None
         self.subscribed: set[str] = set()
-        self.can_subscribe = False
+        self.can_subscribe: bool | None = False
         self.reprobed = float("-inf")
         #: The listings a list_changed named since the server was last asked again.
         self.pending: set[str] = set()
@@ -97,6 +110,10 @@ class _Peer:
         self.released = threading.Event()
         #: Times the server was met again after it exited (health, tests).
         self.reconnects = 0
+        #: Ends the HTTP server's listen stream (to end it, or to open it again with a new set).
+        self.hangup: Hangup | None = None
+        #: Whether the HTTP server's listen stream is open and acknowledged.
+        self.streaming = False
 
 
 class PeerNotices:
@@ -112,6 +129,7 @@ class PeerNotices:
         alive_seconds: seconds between two pings of a listened server.
         retry_seconds: the first and the longest wait before meeting again a server that
             exited (doubled after each failed attempt).
+        read_seconds: how long an HTTP server's listen stream may stay silent.
     """
 
     def __init__(
@@ -125,6 +143,7 @@ class PeerNotices:
         reprobe_seconds: float = REPROBE_SECONDS,
         alive_seconds: float = ALIVE_SECONDS,
         retry_seconds: tuple[float, float] = RETRY_SECONDS,
+        read_seconds: float = READ_SECONDS,
     ) -> None:
         from tmsite.subscriptions import changes
 
@@ -136,6 +155,7 @@ class PeerNotices:
         self.reprobe_seconds = reprobe_seconds
         self.alive_seconds = alive_seconds
         self.retry_seconds = retry_seconds
+        self.read_seconds = read_seconds
         self._lock = threading.Lock()
         self._peers: dict[str, _Peer] = {}
 
@@ -158,7 +178,7 @@ class PeerNotices:
             if present:
                 if peer is None:
                     record = McpServer.objects.filter(name=name).first()
-                    if record is None or record.transport != "stdio":
+                    if record is None or record.transport not in ("stdio", "http"):
                         return
                     peer = self._peers[name] = _Peer(record)
                     threading.Thread(
@@ -188,6 +208,12 @@ class PeerNotices:
         with self._lock:
             return {name: sorted(p.uris) for name, p in self._peers.items()}
 
+    def streaming(self, name: str) -> bool:
+        """Whether the HTTP server ``name``'s listen stream is open and acknowledged now."""
+        with self._lock:
+            peer = self._peers.get(name)
+        return peer is not None and peer.streaming
+
     def connected(self, name: str) -> Client | None:
         """The connection held to the server ``name``, once it is met."""
         with self._lock:
@@ -197,8 +223,115 @@ class PeerNotices:
     # ---- the connection -----------------------------------------------------------------
 
     def _open(self, peer: _Peer) -> None:
-        if self._meet(peer):
+        if peer.record.transport == "http":
+            self._hear(peer)
+        elif self._meet(peer):
             self._keep(peer)
+
+    def _hear(self, peer: _Peer) -> None:
+        """Hold a ``subscriptions/listen`` stream to an HTTP server while it is listened to.
+
+        The stream asks for the listened resources and the three list_changed notifications;
+        what it brings is told as a stdio server's notifications are. A listened set that
+        changes hangs the stream up and opens it again with the new set; a stream that ends
+        otherwise (closed, silent past ``read_seconds``, refused, a flood) is opened again
+        after a doubling wait, and once acknowledged again, every listened URI is published.
+        A server that does not speak 2026-07-28 is not listened to (logged once).
+        """
+        name = peer.record.name
+        first, most = self.retry_seconds
+        wait = first
+        missed = False
+        while not peer.released.is_set():
+            client = peer.client or self._meet_http(peer)
+            if client is None:
+                if peer.released.is_set() or peer.can_subscribe is None:
+                    return
+            else:
+                acked, opened = self._listen_once(peer, client, missed=missed)
+                if peer.released.is_set():
+                    return
+                if acked == "hung up":  # the listened set changed: open it again at once
+                    wait = first
+                    continue
+                missed = missed or acked == "acknowledged"
+                if acked == "acknowledged" and time.monotonic() - opened > wait:
+                    wait = first
+            if peer.released.wait(wait):
+                return
+            wait = min(wait * 2, most)
+            if client is not None:
+                peer.reconnects += 1
+                log.info("listening again to the MCP server %s", name)
+
+    def _meet_http(self, peer: _Peer) -> Client | None:
+        """Connect to an HTTP server; None if it failed (``can_subscribe`` None: never listen)."""
+        try:
+            client = self.connect(peer.record)
+            hs = client.handshake()
+        except Exception as exc:  # a server that does not answer tells nothing
+            log.warning("listening to the MCP server %s failed: %s", peer.record.name, exc)
+            return None
+        if hs.era != "discover":
+            log.warning(
+                "the MCP server %s speaks %s over HTTP: its notifications are not heard "
+                "(only a 2026-07-28 server's subscriptions/listen is)",
+                peer.record.name,
+                hs.protocol_version,
+            )
+            client.close()
+            with peer.lock:
+                peer.can_subscribe = None
+            return None
+        resources = hs.capabilities.get("resources")
+        with peer.lock:
+            peer.client = client
+            peer.can_subscribe = isinstance(resources, dict) and resources.get("subscribe") is True
+        return client
+
+    def _listen_once(self, peer: _Peer, client: Client, *, missed: bool) -> tuple[str, float]:
+        """One listen stream, until it ends: ``("acknowledged" | "hung up" | "", opened)``."""
+        hangup = Hangup()
+        with self._lock:
+            wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
+        with peer.lock:
+            peer.hangup = hangup
+            peer.subscribed = wanted if peer.can_subscribe else set()
+            asked = sorted(peer.subscribed)
+        if peer.released.is_set():
+            return "hung up", time.monotonic()
+        notifications: dict[str, Any] = {
+            "toolsListChanged": True,
+            "promptsListChanged": True,
+            "resourcesListChanged": True,
+        }
+        if asked:
+            notifications["resourceSubscriptions"] = asked
+        acknowledged: list[bool] = []
+
+        def told(method: str, params: dict[str, Any]) -> None:
+            if method == ACKNOWLEDGED:
+                if not acknowledged and missed:  # what changed while not heard was not told
+                    with self._lock:
+                        listened = sorted(peer.uris)
+                    for uri in listened:
+                        self.publish(uri)
+                acknowledged.append(True)
+                peer.streaming = True
+            elif acknowledged:
+                self._told(peer, method, params)
+
+        opened = time.monotonic()
+        try:
+            ended = client.listen(notifications, told, hangup, read_seconds=self.read_seconds)
+        except McpClientError as exc:
+            ended = f"failed: {exc}"
+        finally:
+            peer.streaming = False
+        if hangup.hung:
+            return "hung up", opened
+        log.info("the notification stream of the MCP server %s ended: %s", peer.record.name, ended)
+        return ("acknowledged" if acknowledged else ""), opened
 
     def _meet(self, peer: _Peer) -> bool:
         """Connect to the server and ask for the listened resources; False if it failed."""
@@ -255,6 +388,13 @@ class PeerNotices:
 
     def _close(self, peer: _Peer) -> None:
         with peer.lock:
+            if peer.hangup is not None:
+                peer.hangup()
+            if peer.record.transport == "http":
+                client, peer.client = peer.client, None
+                if client is not None:
+                    client.close()
+                return
             client, peer.client = peer.client, None
             subscribed, peer.subscribed = set(peer.subscribed), set()
         if client is None:
@@ -273,6 +413,10 @@ class PeerNotices:
         with peer.lock:
             client = peer.client
             if client is None or not peer.can_subscribe:
+                return
+            if peer.record.transport == "http":  # the listen stream asks again for the new set
+                if wanted != peer.subscribed and peer.hangup is not None:
+                    peer.hangup()
                 return
             try:
                 for upstream in sorted(wanted - peer.subscribed):

@@ -13,8 +13,8 @@ box serves:
 * ``mcp`` — the same for the server records (their status: last asked, outcome, what they
   declared, their maps), never for what asks a server (a resource's content, a map-named
   thing): those are told by the server itself, through a
-  :class:`~tmsite.servers.notices.PeerNotices` (a stdio server's ``resources/updated`` and
-  ``*/list_changed``). The records' and declarations' signals wake it.
+  :class:`~tmsite.servers.notices.PeerNotices` (a stdio or 2026-07-28 HTTP server's
+  ``resources/updated`` and ``*/list_changed``). The records' and declarations' signals wake it.
 * ``kinds`` — the same, stamped by the stored counts and this process's pending ones (see
   :mod:`tmsite.mounts.kinds.watch`); its reads, like every watcher's, are not counted.
 * ``http`` — a :class:`~tmsite.mounts.http.watch.PageWatcher`: a page made from a served
