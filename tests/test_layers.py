@@ -16,7 +16,8 @@ LAYERS = {
     1: "gitstore mcpclient check_registry admin_base version_rows "
     "subscriptions.changes subscriptions.delivery",
     2: "blocks",
-    3: "entities servers kinds trails site.pages proposals",
+    3: "entities servers kinds trails site.pages proposals subscriptions.models "
+    "subscriptions.sessions subscriptions.migrations",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
     7: "operations prompts pieces probes schemas oplog proposals.intake proposals.decide",

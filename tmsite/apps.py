@@ -19,9 +19,10 @@ class TmsiteConfig(AppConfig):
 
         registry.discover_blocks()  # each mount's blocks assemblers register themselves
 
-        from tmsite.subscriptions import listen
+        from tmsite.subscriptions import listen, subscribe
 
         listen.install()  # answered by the ASGI server, refused (saying so) by the others
+        subscribe.install()  # likewise, for a 2025-11-25 session
 
 
 class TmAdminConfig(AdminConfig):

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "tmsite.proposals.apps.ProposalsConfig",
     "tmsite.site.apps.SiteConfig",
     "tmsite.oplog.apps.OplogConfig",
+    "tmsite.subscriptions.apps.SubscriptionsConfig",
 ]
 
 MIDDLEWARE = [

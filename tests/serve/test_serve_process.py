@@ -111,12 +111,13 @@ def rpc(
     return client.post(f"{url}/api/mcp", content=json.dumps(body), headers=sent)
 
 
-def result_of(response: httpx.Response, rid: Any) -> dict[str, Any]:
+def result_of(response: httpx.Response, rid: Any, session: bool = False) -> dict[str, Any]:
+    """A result; ``session``: it carries a 2025-11-25 session id (an initialize, SUB2)."""
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "application/json"
     assert response.headers["cache-control"] == "no-store"
     assert response.headers["x-content-type-options"] == "nosniff"
-    assert "mcp-session-id" not in response.headers
+    assert ("mcp-session-id" in response.headers) is session
     body = response.json()
     assert body["jsonrpc"] == "2.0" and body["id"] == rid and "error" not in body, body
     return dict(body["result"])
@@ -137,10 +138,14 @@ def test_initialize_ping_list_and_read(server: Running) -> None:
                 "clientInfo": {"name": "serve-tests", "version": "1"},
             },
         }
+        issued = set()
         for _ in range(2):  # built on a thread, then prepared in the loop: the same answer
-            answered = result_of(rpc(client, server.url, init, {}), "a")
+            reply = rpc(client, server.url, init, {})
+            answered = result_of(reply, "a", session=True)
             assert answered["protocolVersion"] == "2025-11-25"
             assert answered["serverInfo"]["name"]
+            issued.add(reply.headers["mcp-session-id"])
+        assert len(issued) == 2  # a new session each time, prepared answer or not
         for rid in (1, 2):
             assert (
                 result_of(

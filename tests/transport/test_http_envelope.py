@@ -52,11 +52,12 @@ def assert_refusal(
     return dict(body)
 
 
-def assert_result(reply: Any, rid: Any = 1) -> dict[str, Any]:
+def assert_result(reply: Any, rid: Any = 1, session: bool = False) -> dict[str, Any]:
+    """A result; ``session``: an initialize answered where streams are served (SUB2)."""
     assert reply.status == 200, reply.content
     assert reply.headers["content-type"] == "application/json"
     assert reply.headers["cache-control"] == "no-store"
-    assert "mcp-session-id" not in reply.headers
+    assert ("mcp-session-id" in reply.headers) is session
     assert "set-cookie" not in reply.headers
     body = reply.json()
     assert body["jsonrpc"] == "2.0" and body["id"] == rid, body
@@ -78,27 +79,29 @@ def init_body(version: Any = "2025-11-25", rid: Any = 1) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("version", INITIALIZE_VERSIONS)
-def test_initialize_echoes_a_known_version(http: httpx.Client, mcp_url: str, version: str) -> None:
-    result = assert_result(post(http, mcp_url, init_body(version)))
+def test_initialize_echoes_a_known_version(
+    http: httpx.Client, mcp_url: str, version: str, streams_served: bool
+) -> None:
+    result = assert_result(post(http, mcp_url, init_body(version)), session=streams_served)
     assert result["protocolVersion"] == version
 
 
 @pytest.mark.parametrize("offered", ["1999-01-01", None, 20251125, "2026-07-28"])
 def test_initialize_answers_latest_to_anything_else(
-    http: httpx.Client, mcp_url: str, offered: Any
+    http: httpx.Client, mcp_url: str, offered: Any, streams_served: bool
 ) -> None:
-    result = assert_result(post(http, mcp_url, init_body(offered)))
+    result = assert_result(post(http, mcp_url, init_body(offered)), session=streams_served)
     assert result["protocolVersion"] == "2025-11-25"
 
 
 def test_initialize_result_describes_the_server(
-    http: httpx.Client, mcp_url: str, settings: Any
+    http: httpx.Client, mcp_url: str, settings: Any, streams_served: bool
 ) -> None:
-    result = assert_result(post(http, mcp_url, init_body()))
+    result = assert_result(post(http, mcp_url, init_body()), session=streams_served)
     assert result["protocolVersion"] == "2025-11-25"
     assert result["capabilities"] == {
         "tools": {"listChanged": False},
-        "resources": {"subscribe": False, "listChanged": False},
+        "resources": {"subscribe": streams_served, "listChanged": False},
         "prompts": {"listChanged": False},
         "completions": {},
     }
@@ -120,10 +123,10 @@ def test_initialize_result_describes_the_server(
 
 
 def test_instructions_follow_the_configured_host(
-    http: httpx.Client, mcp_url: str, settings: Any
+    http: httpx.Client, mcp_url: str, settings: Any, streams_served: bool
 ) -> None:
     settings.TM_HOST = "otherbox"
-    result = assert_result(post(http, mcp_url, init_body()))
+    result = assert_result(post(http, mcp_url, init_body()), session=streams_served)
     assert result["serverInfo"]["name"] == "otherbox"
     assert "tm://otherbox/fs/docs/mcp.md" in result["instructions"]
 
@@ -178,9 +181,13 @@ def test_discover_from_an_initialize_era_client_is_a_jsonrpc_error(
 
 
 @pytest.mark.parametrize("method", ["no/such", "resources/subscribe", "logging/setLevel"])
-def test_unknown_methods_are_32601_in_200(http: httpx.Client, mcp_url: str, method: str) -> None:
+def test_unknown_methods_are_32601_in_200(
+    http: httpx.Client, mcp_url: str, method: str, streams_served: bool
+) -> None:
     reply = post(http, mcp_url, {"jsonrpc": "2.0", "id": 4, "method": method, "params": {}})
-    assert_refusal(reply, 200, -32601, rid=4)
+    # where streams are served a subscribe is answered, and refused without a session (SUB2)
+    needs_session = streams_served and method == "resources/subscribe"
+    assert_refusal(reply, 200, -32600 if needs_session else -32601, rid=4)
 
 
 def test_params_that_are_not_an_object_are_32602_in_200(http: httpx.Client, mcp_url: str) -> None:
@@ -525,7 +532,9 @@ def test_head_is_405_too(http: httpx.Client, mcp_url: str) -> None:
     assert response.headers["allow"] == "POST"
 
 
-def test_preflight_from_an_allowed_origin(http: httpx.Client, mcp_url: str) -> None:
+def test_preflight_from_an_allowed_origin(
+    http: httpx.Client, mcp_url: str, streams_served: bool
+) -> None:
     response = http.options(
         mcp_url,
         headers={
@@ -539,9 +548,12 @@ def test_preflight_from_an_allowed_origin(http: httpx.Client, mcp_url: str) -> N
     assert response.status_code == 204
     assert response.headers["access-control-allow-origin"] == "http://localhost:5173"
     assert response.headers["vary"] == "Origin"
-    assert response.headers["access-control-allow-methods"] == "POST, OPTIONS"
+    assert response.headers["access-control-allow-methods"] == (
+        "GET, POST, DELETE, OPTIONS" if streams_served else "POST, OPTIONS"
+    )
     assert response.headers["access-control-allow-headers"] == (
-        "content-type, mcp-protocol-version, mcp-method, mcp-name, last-event-id, mcp-param-region"
+        "content-type, mcp-protocol-version, mcp-method, mcp-name, last-event-id, "
+        "mcp-session-id, mcp-param-region"
     )
     assert "access-control-allow-credentials" not in response.headers
     assert "access-control-expose-headers" not in response.headers
@@ -883,8 +895,13 @@ def test_the_stateless_context_reaches_the_handler(
     assert all(c.era == "2025" for c in seen)
 
 
-def test_responses_never_carry_a_session(http: httpx.Client, mcp_url: str) -> None:
+def test_responses_never_carry_a_session(
+    http: httpx.Client, mcp_url: str, streams_served: bool
+) -> None:
     reply = post(http, mcp_url, init_body(), headers={"Mcp-Session-Id": "abc"})
+    if streams_served:  # sessions are kept there (SUB2): one not signed by the box is 404
+        assert_refusal(reply, 404, -32600, rid=1)
+        return
     assert_result(reply)
     assert "mcp-session-id" not in reply.headers
     assert "set-cookie" not in reply.headers

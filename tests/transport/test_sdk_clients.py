@@ -36,7 +36,7 @@ def stdio_server() -> StdioServerParameters:
     )
 
 
-def test_client_session_over_streamable_http(mcp_url: str) -> None:
+def test_client_session_over_streamable_http(mcp_url: str, streams_served: bool) -> None:
     async def scenario() -> dict[str, Any]:
         async with (
             streamable_http_client(mcp_url) as (read, write),
@@ -55,7 +55,7 @@ def test_client_session_over_streamable_http(mcp_url: str) -> None:
     assert init.server_info.name == "tinymachines"
     assert init.capabilities.tools is not None and init.capabilities.tools.list_changed is False
     assert init.capabilities.resources is not None
-    assert init.capabilities.resources.subscribe is False
+    assert init.capabilities.resources.subscribe is streams_served
     assert init.capabilities.completions is not None
     assert init.instructions is not None and "tm://tinymachines/" in init.instructions
     assert [t.name for t in seen["tools"].tools] == TOOLS

@@ -10,7 +10,14 @@ order they are applied (the JSON-RPC rules are in ``envelope.py``, with their so
    [::1], any port). ``Host`` is checked by Django against ``ALLOWED_HOSTS``.
 2. ``OPTIONS`` answers the CORS preflight; the origin is echoed only when allowed.
 3. Anything but POST → 405 with ``Allow: POST`` (every revision: GET MUST open a stream or be
-   answered 405; this server never streams, so GET, HEAD and DELETE all get 405).
+   answered 405). Where streams are delivered (``python -m tmsite.serve``), a ``GET`` or
+   ``DELETE`` carrying a 2025-11-25 ``Mcp-Session-Id`` is the session's (rule 3a).
+3a. Sessions (:mod:`tmsite.subscriptions.sessions`, SUB2), where streams are delivered only: a
+   request whose ``Mcp-Session-Id`` is not valid (forged, expired, ended) → 404 with -32600
+   (and the request's id when readable), so the client initializes again; ``DELETE`` with a
+   valid one ends it (204); ``GET`` with one opens its stream (``Accept`` must list
+   ``text/event-stream``, else 406); ``GET`` or ``DELETE`` without one → 405. A 2025-era
+   ``initialize`` answered there carries a new ``Mcp-Session-Id``.
 4. ``Content-Length`` over 4 MiB → 413 without reading the body; a body that turns out longer
    than announced is also 413.
 5. ``Content-Type`` other than ``application/json`` (a ``charset`` of utf-8 is fine) → 415.
@@ -27,10 +34,11 @@ per request in it); only when no id could be read is it an id-less -32603 in 500
 outside the endpoint too (``server_error``, Django's ``handler500`` on this path: a middleware
 that failed), and the request log row names the method and says ``internal``.
 
-Responses are ``application/json`` with ``Cache-Control: no-store``; never a session id, never an
-event stream.
+Responses are ``application/json`` with ``Cache-Control: no-store``; the only session id is the
+one ``initialize`` issues where streams are delivered (rule 3a), the only event streams those
+``tmsite.serve`` holds.
 
-Spec: T1, T2, T3, T4, T5, T6, T8, T12.
+Spec: T1, T2, T3, T4, T5, T6, T8, T12, SUB2.
 """
 
 from __future__ import annotations
@@ -76,6 +84,7 @@ from tmsite.mcp.protocol import (
     CallContext,
 )
 from tmsite.oplog import costs, failures, hooks, recorder
+from tmsite.subscriptions import delivery, sessions
 
 logger = logging.getLogger("tmsite.mcp")
 
@@ -88,6 +97,7 @@ CORS_ALLOWED_HEADERS = (
     "mcp-method",
     "mcp-name",
     "last-event-id",
+    "mcp-session-id",
 )
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 METHOD_NOT_ALLOWED_SENTENCE = (
@@ -251,6 +261,10 @@ def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
     method = request.method or ""
     if method == "OPTIONS":
         return _preflight(request, origin)
+    if method in ("GET", "DELETE") and delivery.here():
+        answered = _session_request(request, method, origin)
+        if answered is not None:
+            return answered
     if method != "POST":
         response = _refuse(405, INVALID_REQUEST, METHOD_NOT_ALLOWED_SENTENCE, origin)
         response["Allow"] = "POST"
@@ -258,9 +272,57 @@ def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
     try:
         value = _parse_body(_checked_body(request))
         read.append(value)
-        return _dispatch(value, request, origin)
+        with sessions.bound(_session_of(request, value)):
+            return _dispatch(value, request, origin)
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
+
+
+def _session_of(request: HttpRequest, value: Any) -> sessions.Session | None:
+    """Rule 3a for a POST: its valid session, or None when it carries none (or none is kept).
+
+    Raises:
+        EnvelopeRefusal: 404 for a session id that is not valid, with the request's id.
+    """
+    token = request.headers.get(sessions.HEADER)
+    version = (request.headers.get("MCP-Protocol-Version") or "").strip(" \t")
+    if token is None or not delivery.here() or version == STATELESS_VERSION:
+        return None
+    session = sessions.valid(token)
+    if session is None:
+        rid = value.get("id") if isinstance(value, dict) else None
+        raise EnvelopeRefusal(
+            404, INVALID_REQUEST, sessions.GONE_SENTENCE, rid if valid_id(rid) else None
+        )
+    return session
+
+
+def _session_request(request: HttpRequest, method: str, origin: str | None) -> HttpResponse | None:
+    """Rule 3a for a GET or DELETE; None when it carries no session (405 as any other)."""
+    token = request.headers.get(sessions.HEADER)
+    if token is None:
+        return None
+    session = sessions.valid(token)
+    if session is None:
+        return _refuse(404, INVALID_REQUEST, sessions.GONE_SENTENCE, origin)
+    if method == "DELETE":
+        sessions.end(session)
+        response = HttpResponse(status=204)
+        _finish(response, origin)
+        del response["Content-Type"]
+        return response
+    offer = sessions.stream_offer()
+    if offer is None:  # answered on a thread of its own: no stream can be held here
+        return None
+    if not sessions.accepts_stream(offer.accept):
+        return _refuse(
+            406,
+            INVALID_REQUEST,
+            "The session's GET stream is an event stream: Accept must list text/event-stream.",
+            origin,
+        )
+    offer.session, offer.caller, offer.log = session, hooks.current_caller() or "", hooks.hold()
+    return _accepted(origin, 200)
 
 
 def _refuse_caller(request: HttpRequest, origin: str | None) -> HttpResponse | None:
@@ -344,7 +406,9 @@ def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
     for name in (h.strip().lower() for h in asked.split(",")):
         if name.startswith("mcp-param-") and name not in allowed and name.isascii():
             allowed.append(name)
-    response["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+    # a session's GET stream and DELETE exist only where streams are delivered (rule 3a)
+    methods = "GET, POST, DELETE, OPTIONS" if delivery.here() else "POST, OPTIONS"
+    response["Access-Control-Allow-Methods"] = methods
     response["Access-Control-Allow-Headers"] = ", ".join(allowed)
     response["Access-Control-Max-Age"] = "600"
     return response
@@ -378,7 +442,12 @@ def _single(
         ctx = CallContext(version=version, transport="http")
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
-    return _json(None, status, origin, text=answer.text)
+    response = _json(None, status, origin, text=answer.text)
+    if message.method == "initialize" and answer.error_code is None and delivery.here():
+        response[sessions.HEADER] = sessions.issue()  # rule 3a: for subscriptions alone
+        if origin is not None:
+            response["Access-Control-Expose-Headers"] = sessions.HEADER
+    return response
 
 
 def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
@@ -409,8 +478,8 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
     return _json(None, 200, origin, text="[" + ",".join(parts) + "]")
 
 
-def _accepted(origin: str | None) -> HttpResponse:
-    response = HttpResponse(status=202)
+def _accepted(origin: str | None, status: int = 202) -> HttpResponse:
+    response = HttpResponse(status=status)
     _finish(response, origin)
     del response["Content-Type"]
     return response

@@ -16,7 +16,7 @@ paragraph of instructions for the model. The version rules:
 public front door) and shows its icon (``icons``, same origin, SVG and PNG), as 2025-11-25 added
 them; older revisions' clients ignore members they do not know.
 
-Spec: T7, T9, PR1.
+Spec: T7, T9, PR1, SUB2.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def capabilities(era: str = "2025") -> dict[str, Any]:
     """What the server offers: tools, resources, prompts and completions.
 
     In 2026-07-28, on a server that holds ``subscriptions/listen`` streams, the list changes
-    and resource subscriptions they deliver (:mod:`tmsite.subscriptions.delivery`).
+    and resource subscriptions they deliver (:mod:`tmsite.subscriptions.delivery`); in the
+    initialize era, there too, ``resources.subscribe`` (a session's GET stream).
     """
     offered: dict[str, Any] = {
         "tools": {"listChanged": False},
@@ -53,6 +54,8 @@ def capabilities(era: str = "2025") -> dict[str, Any]:
     }
     if era == "2026":
         offered.update(delivery.listen_capabilities())
+    elif delivery.here():  # a 2025-11-25 session's GET stream tells its subscriptions (SUB2)
+        offered["resources"] = {"subscribe": True, "listChanged": False}
     return offered
 
 

@@ -18,6 +18,9 @@ Then, for ``POST /api/mcp``:
   this machine (not Redis), and the request log's batch is not due: the request that fills a
   batch goes to a thread, which writes it, and should another thread fill it meanwhile, the
   row is only queued (``recorder.deferred``) for the log's own thread to write;
+* a ``subscriptions/listen`` POST and a session's ``GET`` (``Mcp-Session-Id``) pass the same
+  view on a thread, then are held as event streams in the loop (``tmsite.subscriptions.stream``,
+  ``tmsite.subscriptions.sessionstream``);
 * every other MCP request runs the same view and middleware on a thread of the bounded pool
   (``TM_WORKER_THREADS`` threads, 8 unless set), with Django's ``request_started`` and
   ``request_finished`` signals around it as Django's own handler sends them.
@@ -58,7 +61,7 @@ from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, logs, recorder
 from tmsite.serve import guard, lifeline
-from tmsite.subscriptions import delivery, stream
+from tmsite.subscriptions import delivery, sessionstream, stream
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -186,6 +189,8 @@ def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
 def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepared.Prepared] | None:
     """The prepared answer this MCP POST may be answered with in the event loop, else None."""
     if len(body) > PREPARED_BODY_MAX or not _local_buckets() or recorder.would_flush():
+        return None
+    if "HTTP_MCP_SESSION_ID" in environ:  # a session is checked against the database
         return None
     found = _candidate(body)
     if found is None:
@@ -328,6 +333,10 @@ def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
     return environ
 
 
+def _names_session(scope: Scope) -> bool:
+    return any(name.lower() == b"mcp-session-id" for name, _ in scope["headers"])
+
+
 def _announced(scope: Scope) -> int | None:
     for name, value in scope["headers"]:
         if name.lower() == b"content-length":
@@ -405,6 +414,16 @@ class Application:
                     send,
                     environ,
                     listening[1],
+                    lambda context: loop.run_in_executor(
+                        self.pool, context.run, _endpoint_on_thread, environ
+                    ),
+                )
+                return
+            elif scope["method"] == "GET" and _names_session(scope):  # its stream (SUB2)
+                await sessionstream.serve(
+                    receive,
+                    send,
+                    environ,
                     lambda context: loop.run_in_executor(
                         self.pool, context.run, _endpoint_on_thread, environ
                     ),

@@ -3,6 +3,9 @@
 ``changes`` is the bus change sources publish on and streams listen to; ``listen`` checks a
 2026-07-28 ``subscriptions/listen`` and ``stream`` holds its event stream in the ASGI server's
 loop; ``fswatch`` is the fs mount's change source; ``delivery`` says where streams are served.
+The 2025-11-25 era: ``sessions`` issues and checks the signed session ids, ``subscribe`` answers
+``resources/subscribe`` and ``unsubscribe``, ``sessionstream`` holds the session's GET stream;
+``models`` is what they share between machines.
 
-Spec: SUB1, SUB3.
+Spec: SUB1, SUB2, SUB3.
 """

@@ -185,7 +185,14 @@ _CAP_SENTENCES = {
     "streams": "The server holds {limit} listen streams, the most it holds; try again later.",
     "uris": "The server's listen streams hold {limit} subscribed URIs, the most it holds; try "
     "again later.",
+    "uris-per-session": "This session is subscribed to {limit} URIs, the most one may be; "
+    "subscribe to a collection instead of its children, or unsubscribe from one.",
 }
+
+
+def cap_refusal(reason: str, cap: str, limit: int, retry: int | None = None) -> RpcError:
+    """The refusal of cap ``cap`` (see the module's text)."""
+    return _cap(reason, cap, limit, retry)
 
 
 def _cap(reason: str, cap: str, limit: int, retry: int | None = None) -> RpcError:

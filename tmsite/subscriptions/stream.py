@@ -85,8 +85,11 @@ def close_all(reason: str = "closed") -> None:
         end(reason)
 
 
-def _event(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n"
+def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
+    """One SSE event carrying ``message``, with an ``id:`` line when it has one."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    head = b"id: " + event_id.encode() + b"\n" if event_id is not None else b""
+    return head + b"event: message\ndata: " + data + b"\n\n"
 
 
 async def serve(
@@ -119,16 +122,23 @@ def _micros(started: float) -> int:
     return max(0, int((time.perf_counter() - started) * 1_000_000))
 
 
-class _Stream:
+class Held:
+    """An event stream held in the event loop: its headers, queue, keep-alives and ends.
+
+    What the listen stream and the 2025-11-25 session's GET stream
+    (:mod:`tmsite.subscriptions.sessionstream`) share: events are queued as bytes (from the
+    loop, :meth:`put`) and written by :meth:`pump` until the stream ends (:meth:`end`, from the
+    loop), with a keep-alive comment when nothing was sent for a while and the idle end.
+    """
+
     def __init__(
         self,
-        plan: listen.Plan,
         receive: Receive,
         send: Send,
         headers: list[tuple[bytes, bytes]],
         started: float,
     ) -> None:
-        self.plan, self.receive, self.send, self.started = plan, receive, send, started
+        self.receive, self.send, self.started = receive, send, started
         self.limits = listen.Limits.current()
         skip = {b"content-type", b"content-length"}
         self.headers = [(k, v) for k, v in headers if k.lower() not in skip] + [
@@ -141,23 +151,15 @@ class _Stream:
         self.ended: asyncio.Future[str] | None = None
         self.sent = 0
 
-    def _hear(self, change: Change) -> None:
-        """A change on the bus (any thread): what this stream is told of it, if anything."""
-        message: dict[str, Any] | None = None
-        if change.kind == "lost":
-            self._soon(lambda: self._end("lost"))
-            return
-        if change.kind == "list_changed" and change.list_kind in self.plan.lists:
-            message = self.plan.notification(_LIST_METHODS[change.list_kind])
-        elif change.kind == "updated" and change.uri is not None:
-            for subscribed in self.plan.uris:
-                told = changes.affects(subscribed, change.uri, exact=change.exact)
-                if told is not None:
-                    message = self.plan.notification("resources/updated", {"uri": told})
-                    break
-        if message is not None:
-            data = _event(message)
-            self._soon(lambda: self._put(data))
+    def opened(self) -> None:
+        """The stream starts in the running loop: it is counted, and ended when the worker stops."""
+        self.loop = asyncio.get_running_loop()
+        self.ended = self.loop.create_future()
+        _open[id(self)] = (self.loop, self._end)
+
+    def closed(self) -> None:
+        """The stream is over: no longer counted."""
+        _open.pop(id(self), None)
 
     def _soon(self, call: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is over
@@ -175,6 +177,14 @@ class _Stream:
         if self.ended is not None and not self.ended.done():
             self.ended.set_result(reason)
 
+    def put(self, data: bytes) -> None:
+        """Queue one event (in the loop); past ``Limits.behind`` queued, the stream ends."""
+        self._put(data)
+
+    def end(self, reason: str) -> None:
+        """End the stream (in the loop): ``reason`` is how the request log tells it."""
+        self._end(reason)
+
     async def _write(self, data: bytes) -> None:
         await self.send({"type": "http.response.body", "body": data, "more_body": True})
         self.sent += len(data)
@@ -185,43 +195,6 @@ class _Stream:
             if message["type"] == "http.disconnect":
                 self._end("gone")
                 return
-
-    async def run(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.ended = self.loop.create_future()
-        key = id(self)
-        _open[key] = (self.loop, self._end)
-        remove = changes.add_listener(self._hear)
-        fswatch.SOURCE.start()  # the change sources follow what is listened to
-        await self.loop.run_in_executor(None, sources.install)  # once: git, records, peers
-        held = list(self.plan.uris)
-        for uri in held:
-            changes.interest(uri)
-        watcher = asyncio.ensure_future(self._gone())
-        outcome = "gone"
-        try:
-            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
-            await self._write(_event(self.plan.ack()))
-            outcome = await self._pump()
-            if outcome != "gone":
-                await self.send(
-                    {
-                        "type": "http.response.body",
-                        "body": _event(self.plan.complete()),
-                        "more_body": False,
-                    }
-                )
-        except (OSError, RuntimeError, asyncio.CancelledError):
-            outcome = "gone"  # the connection went while we wrote
-        finally:
-            remove()
-            _open.pop(key, None)
-            watcher.cancel()
-            for uri in held:
-                changes.release(uri)
-            self.plan.slot.free()
-            if self.plan.log is not None:
-                self.plan.log(_micros(self.started), self.sent, outcome)
 
     async def _drained(self, reason: str) -> str:
         """A graceful end sends what was queued before it; a client gone is sent nothing."""
@@ -256,3 +229,68 @@ class _Stream:
             if time.monotonic() - last_event >= self.limits.idle_seconds:
                 return "idle"
             await self._write(KEEPALIVE)  # a keep-alive is not an event: the idle clock runs on
+
+
+class _Stream(Held):
+    def __init__(
+        self,
+        plan: listen.Plan,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+        started: float,
+    ) -> None:
+        super().__init__(receive, send, headers, started)
+        self.plan = plan
+
+    def _hear(self, change: Change) -> None:
+        """A change on the bus (any thread): what this stream is told of it, if anything."""
+        message: dict[str, Any] | None = None
+        if change.kind == "lost":
+            self._soon(lambda: self._end("lost"))
+            return
+        if change.kind == "list_changed" and change.list_kind in self.plan.lists:
+            message = self.plan.notification(_LIST_METHODS[change.list_kind])
+        elif change.kind == "updated" and change.uri is not None:
+            for subscribed in self.plan.uris:
+                told = changes.affects(subscribed, change.uri, exact=change.exact)
+                if told is not None:
+                    message = self.plan.notification("resources/updated", {"uri": told})
+                    break
+        if message is not None:
+            data = event(message)
+            self._soon(lambda: self._put(data))
+
+    async def run(self) -> None:
+        self.opened()
+        remove = changes.add_listener(self._hear)
+        fswatch.SOURCE.start()  # the change sources follow what is listened to
+        await self.loop.run_in_executor(None, sources.install)  # once: git, records, peers
+        held = list(self.plan.uris)
+        for uri in held:
+            changes.interest(uri)
+        watcher = asyncio.ensure_future(self._gone())
+        outcome = "gone"
+        try:
+            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            await self._write(event(self.plan.ack()))
+            outcome = await self._pump()
+            if outcome != "gone":
+                await self.send(
+                    {
+                        "type": "http.response.body",
+                        "body": event(self.plan.complete()),
+                        "more_body": False,
+                    }
+                )
+        except (OSError, RuntimeError, asyncio.CancelledError):
+            outcome = "gone"  # the connection went while we wrote
+        finally:
+            remove()
+            self.closed()
+            watcher.cancel()
+            for uri in held:
+                changes.release(uri)
+            self.plan.slot.free()
+            if self.plan.log is not None:
+                self.plan.log(_micros(self.started), self.sent, outcome)

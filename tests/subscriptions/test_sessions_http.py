@@ -1,0 +1,272 @@
+"""2025-11-25 sessions, ``resources/subscribe`` and the session's GET stream, served by
+``tmsite.serve.app`` on real loopback HTTP in this process.
+
+Most changes are published on the bus by the test, as a change source publishes them; one test
+edits a real checkout through the fs watcher.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+from django.core import signing
+
+from tests.subscriptions.sessions_helpers import (
+    SseEvents,
+    headers,
+    initialize,
+    rpc,
+    stream_headers,
+    until,
+    updated,
+)
+from tmsite.mounts import registry
+from tmsite.subscriptions import changes, fswatch, listen, sessions, sessionstream, subscribe
+from tmsite.subscriptions.models import SessionEvent, SessionSubscription
+
+pytestmark = [pytest.mark.spec("SUB2"), pytest.mark.slow]
+
+H = f"tm://{settings.TM_HOST}"
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=httpx.Timeout(20, read=20)) as http:
+        yield http
+
+
+def _watching(session: str, uris: set[str]) -> bool:
+    found = sessions.read(session)
+    assert found is not None
+    return sessionstream.watched().get(found.key) == uris
+
+
+def _forged(token: str) -> str:
+    head, _, signature = token.rpartition(":")
+    return f"{head}:{'A' if signature[0] != 'A' else 'B'}{signature[1:]}"
+
+
+def test_initialize_issues_a_signed_expiring_session_and_offers_subscribe(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_SESSION_TTL", "120")
+    session, result = initialize(client, listen_url)
+    again, _ = initialize(client, listen_url)
+    assert session != again
+    assert all(0x21 <= ord(c) <= 0x7E for c in session)
+    payload = signing.loads(session, salt=sessions.SALT)
+    assert set(payload) == {"s", "e"} and len(payload["s"]) >= 24
+    assert 110 <= payload["e"] - time.time() <= 121
+    with pytest.raises(signing.BadSignature):
+        signing.loads(session)  # signed under its own salt, no other
+    assert result["capabilities"]["resources"] == {"subscribe": True, "listChanged": False}
+    # everything else stays stateless: no session is asked for or given
+    plain = rpc(client, listen_url, "ping", 5)
+    assert plain.status_code == 200 and plain.json() == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    assert "mcp-session-id" not in plain.headers
+    with_it = rpc(client, listen_url, "ping", 6, session=session)
+    assert with_it.json() == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+
+def test_forged_expired_and_ended_sessions_are_answered_404(
+    listen_url: str, client: httpx.Client
+) -> None:
+    session, _ = initialize(client, listen_url)
+    expired = signing.dumps({"s": "x" * 24, "e": int(time.time()) - 1}, salt=sessions.SALT)
+    other_salt = signing.dumps({"s": "x" * 24, "e": int(time.time()) + 99}, salt="elsewhere")
+    gone = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32600, "message": sessions.GONE_SENTENCE},
+    }
+    for bad in (_forged(session), expired, other_salt, "not-a-session"):
+        reply = rpc(client, listen_url, "ping", 3, session=bad)
+        assert reply.status_code == 404, bad
+        assert reply.json() == gone
+        got = client.get(listen_url, headers=stream_headers(bad))
+        assert got.status_code == 404
+        assert got.json() == {"jsonrpc": "2.0", "error": gone["error"]}  # no request, no id
+    # DELETE ends it for good; without a session DELETE and GET are not offered
+    assert client.delete(listen_url).status_code == 405
+    assert client.get(listen_url, headers={"Accept": "text/event-stream"}).status_code == 405
+    ended = client.delete(listen_url, headers={"Mcp-Session-Id": session})
+    assert ended.status_code == 204 and ended.content == b""
+    after = rpc(client, listen_url, "ping", 3, session=session)
+    assert after.status_code == 404 and after.json() == gone
+    assert client.delete(listen_url, headers={"Mcp-Session-Id": session}).status_code == 404
+    assert client.get(listen_url, headers=stream_headers(session)).status_code == 404
+
+
+def test_subscribe_and_unsubscribe_refusals(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_URIS_PER_CALLER", "2")
+    alone = rpc(client, listen_url, "resources/subscribe", 1, uri=f"{H}/fs/docs/a.md")
+    assert alone.status_code == 200
+    assert alone.json()["error"] == {
+        "code": -32600,
+        "message": subscribe.NO_SESSION.format(method="resources/subscribe"),
+        "data": {"reason": "no-session"},
+    }
+    nothing = rpc(client, listen_url, "resources/unsubscribe", 1, uri=f"{H}/fs/docs/a.md")
+    assert nothing.json()["error"]["data"] == {"reason": "no-session"}
+    session, _ = initialize(client, listen_url)
+
+    def sub(uri: Any, rid: int = 2) -> dict[str, Any]:
+        reply = rpc(client, listen_url, "resources/subscribe", rid, session=session, uri=uri)
+        assert reply.status_code == 200
+        body: dict[str, Any] = reply.json()
+        assert body["id"] == rid
+        return body
+
+    bad = sub("https://example.org/x")["error"]
+    assert (bad["code"], bad["data"]["reason"]) == (-32602, "bad-uri")
+    missing = sub(f"{H}/nosuchmount/x")["error"]
+    assert missing["code"] == -32002
+    assert missing["data"]["reason"] == "not-found"
+    assert missing["message"] == listen.check_uri(f"{H}/nosuchmount/x").message  # type: ignore[union-attr]
+    assert sub(7)["error"]["data"]["reason"] == "bad-uri"
+    assert sub(f"{H}/fs/docs/a.md") == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert sub(f"{H}/fs/docs/a.md")["result"] == {}  # idempotent
+    assert sub(f"{H}/fs/docs/b.md")["result"] == {}
+    over = sub(f"{H}/fs/docs/c.md", 9)["error"]
+    assert over == {
+        "code": -32000,
+        "message": "This session is subscribed to 2 URIs, the most one may be; subscribe to a "
+        "collection instead of its children, or unsubscribe from one.",
+        "data": {"reason": "too-many-subscriptions", "cap": "uris-per-session", "limit": 2},
+    }
+    key = sessions.read(session).key  # type: ignore[union-attr]
+    rows = set(SessionSubscription.objects.filter(session=key).values_list("uri", flat=True))
+    assert rows == {f"{H}/fs/docs/a.md", f"{H}/fs/docs/b.md"}
+    un = rpc(client, listen_url, "resources/unsubscribe", 4, session=session, uri=f"{H}/fs/x.md")
+    assert un.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}  # never subscribed: fine
+    rpc(client, listen_url, "resources/unsubscribe", 5, session=session, uri=f"{H}/fs/docs/a.md")
+    assert sub(f"{H}/fs/docs/c.md")["result"] == {}  # room again
+    # the 2026 era has no such methods
+    assert not any(k.startswith("caller") for k in SessionSubscription._meta.fields_map)
+
+
+def test_the_get_stream_wants_an_event_stream(listen_url: str, client: httpx.Client) -> None:
+    session, _ = initialize(client, listen_url)
+    refused = client.get(
+        listen_url, headers={**stream_headers(session), "Accept": "application/json"}
+    )
+    assert refused.status_code == 406
+    assert refused.json()["error"]["code"] == -32600
+    assert "text/event-stream" in refused.json()["error"]["message"]
+
+
+def test_a_change_reaches_the_stream_until_unsubscribed(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "2")
+    monkeypatch.setenv("TM_LISTEN_KEEPALIVE", "0.3")
+    session, _ = initialize(client, listen_url)
+    a, sub = f"{H}/fs/docs/a.md", f"{H}/fs/docs/sub/"
+    for uri in (a, sub):
+        rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=uri)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["x-accel-buffering"] == "no"
+        assert response.headers["cache-control"] == "no-store"
+        events = SseEvents(response)
+        until(lambda: _watching(session, {a, sub}))
+        assert changes.interests(a) == {a: 1}
+        changes.publish(f"{H}/fs/docs/other.md")  # not subscribed: never sent
+        changes.publish(a)
+        changes.publish(f"{H}/fs/docs/sub/deeper/b.md")
+        assert events.message() == ("1", updated(a))
+        assert events.message() == ("2", updated(f"{H}/fs/docs/sub/deeper/b.md"))
+        rpc(client, listen_url, "resources/unsubscribe", 2, session=session, uri=a)
+        until(lambda: _watching(session, {sub}))
+        assert not changes.interests(a)
+        changes.publish(a)  # unsubscribed: never sent
+        rest = events.rest()  # keep-alives, then the idle end
+    assert rest and all(event_id is None and value == "keep-alive" for event_id, value in rest)
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+
+
+def test_a_reconnect_with_last_event_id_is_replayed_what_it_missed(
+    listen_url: str, client: httpx.Client
+) -> None:
+    session, _ = initialize(client, listen_url)
+    a = f"{H}/fs/docs/a.md"
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        events = SseEvents(response)
+        until(lambda: _watching(session, {a}))
+        changes.publish(a)
+        changes.publish(f"{a}?lines=1-2")  # a view of the same file: told as subscribed
+        assert events.message() == ("1", updated(a))
+        assert events.message() == ("2", updated(a))
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    # cut: the session's URIs are still watched and its events kept
+    assert _watching(session, {a})
+    changes.publish(a)
+    key = sessions.read(session).key  # type: ignore[union-attr]
+    until(lambda: SessionEvent.objects.filter(session=key).count() == 3)
+    with client.stream("GET", listen_url, headers=stream_headers(session, last="1")) as response:
+        events = SseEvents(response)
+        assert events.message() == ("2", updated(a))
+        assert events.message() == ("3", updated(a))
+        changes.publish(a)
+        assert events.message() == ("4", updated(a))
+
+
+def test_a_newer_stream_takes_over(listen_url: str, client: httpx.Client) -> None:
+    session, _ = initialize(client, listen_url)
+    a = f"{H}/fs/docs/a.md"
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    with (
+        httpx.Client(timeout=20) as other,
+        client.stream("GET", listen_url, headers=stream_headers(session)) as first,
+    ):
+        older = SseEvents(first)
+        until(lambda: _watching(session, {a}))
+        with other.stream("GET", listen_url, headers=stream_headers(session)) as second:
+            newer = SseEvents(second)
+            assert [v for _, v in older.rest() if isinstance(v, dict)] == []  # it ended
+            changes.publish(a)
+            assert newer.message() == ("1", updated(a))
+            assert listen.SLOTS.status()["streams"] == 1
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("TM_FS_WATCH", "native")
+    root = tmp_path / "box"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text("# a\n")
+    settings.TM_CHECKOUT = root
+    settings.TM_FS_ROOTS = ["docs"]
+    registry.reset()
+    yield root
+    fswatch.SOURCE.stop()
+    registry.reset()
+
+
+def test_an_edited_file_reaches_the_get_stream(
+    listen_url: str, client: httpx.Client, checkout: Path
+) -> None:
+    session, _ = initialize(client, listen_url)
+    a = f"{H}/fs/docs/a.md"
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        events = SseEvents(response)
+        until(lambda: _watching(session, {a}))
+        until(lambda: fswatch.SOURCE.watching == {"docs"})
+        time.sleep(0.3)
+        (checkout / "docs" / "other.md").write_text("not subscribed\n")
+        (checkout / "docs" / "a.md").write_text("# a, changed\n")
+        event_id, message = events.message()
+    assert message == updated(a)
+    assert event_id == "1"
+    assert headers()["MCP-Protocol-Version"] == "2025-11-25"

@@ -1,0 +1,212 @@
+"""2025-11-25 sessions: a signed, expiring ``Mcp-Session-Id``, for subscriptions alone.
+
+A session exists only so that a 2025-era client can subscribe to resources and be told of their
+changes on the session's GET stream (``basic/transports`` "Session Management",
+``server/resources`` "Subscriptions"). Everything else stays stateless: a request without a
+session id is answered exactly as before, and the 2026-07-28 era never gets one.
+
+* **Issued** by ``initialize`` (2025 era) where streams are delivered
+  (:func:`tmsite.subscriptions.delivery.here`), in the ``Mcp-Session-Id`` response header: a
+  token signed with Django's signing (salt :data:`SALT`) carrying a random id and an expiry
+  (``TM_SESSION_TTL`` seconds from the handshake, a day unless set). Visible ASCII only
+  (base64url and ``:``). Any machine with the box's secret key validates it; nothing is
+  remembered for it.
+* **Refused** with HTTP 404 (the client initializes again) when it is not one this box signed,
+  was altered, has expired, or was ended.
+* **Ended** by ``DELETE`` with it (204): a row (:class:`~tmsite.subscriptions.models.SessionEnd`,
+  kept until the token's own expiry) makes every machine answer it 404 from then on, and the
+  session's subscriptions, stream record and kept events are deleted.
+
+Rows are keyed by :func:`key_of`, a hash of the session's random id: never the caller.
+
+Spec: SUB2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core import signing
+from django.db import transaction
+
+#: The salt of the session tokens' signatures (no other signed value of the box verifies).
+SALT = "tmsite.subscriptions.session"
+HEADER = "Mcp-Session-Id"
+DEFAULT_TTL = 86400.0
+GONE_SENTENCE = (
+    "This Mcp-Session-Id is not a session of this server, or it has expired or was ended: send "
+    "initialize again, without it, for a new session."
+)
+
+
+def _seconds(name: str, default: float) -> float:
+    declared = os.environ.get(name, "")
+    try:
+        value = float(declared) if declared else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def ttl() -> float:
+    """Seconds a session lives from its ``initialize`` (``TM_SESSION_TTL``, a day unless set)."""
+    return _seconds("TM_SESSION_TTL", DEFAULT_TTL)
+
+
+@dataclass(frozen=True)
+class Session:
+    """A valid session: its row key (a hash of its random id) and its expiry (epoch seconds)."""
+
+    key: str
+    expires: float
+
+    @property
+    def expires_at(self) -> dt.datetime:
+        """The expiry as an aware datetime (what rows carry, to be pruned after it)."""
+        return dt.datetime.fromtimestamp(self.expires, tz=dt.UTC)
+
+
+def key_of(random_id: str) -> str:
+    """The key a session's rows are stored under: a hash of its random id."""
+    return hashlib.sha256(random_id.encode()).hexdigest()
+
+
+def issue() -> str:
+    """A new session's ``Mcp-Session-Id``: a random id and its expiry, signed."""
+    payload = {"s": secrets.token_urlsafe(18), "e": int(time.time() + ttl())}
+    return signing.dumps(payload, salt=SALT, compress=False)
+
+
+def read(token: str) -> Session | None:
+    """The session ``token`` names when it is signed by this box and not expired (no database)."""
+    if not token or len(token) > 256 or not token.isascii():
+        return None
+    try:
+        value = signing.loads(token, salt=SALT)
+    except (signing.BadSignature, ValueError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    random_id, expires = value.get("s"), value.get("e")
+    if not isinstance(random_id, str) or not isinstance(expires, int):
+        return None
+    if expires <= time.time():
+        return None
+    return Session(key_of(random_id), float(expires))
+
+
+def valid(token: str) -> Session | None:
+    """:func:`read`, and not ended by its client (one row looked up)."""
+    from tmsite.subscriptions.models import SessionEnd  # the endpoint imports this before Django
+
+    session = read(token)
+    if session is None or SessionEnd.objects.filter(key=session.key).exists():
+        return None
+    return session
+
+
+def end(session: Session) -> None:
+    """End ``session`` for every machine: its token is refused from now on; its rows go."""
+    from tmsite.subscriptions.models import (
+        SessionEnd,
+        SessionEvent,
+        SessionStream,
+        SessionSubscription,
+    )
+
+    now = dt.datetime.now(tz=dt.UTC)
+    with transaction.atomic():
+        SessionEnd.objects.update_or_create(
+            key=session.key, defaults={"expires": session.expires_at}
+        )
+        SessionSubscription.objects.filter(session=session.key).delete()
+        SessionStream.objects.filter(session=session.key).delete()
+        SessionEvent.objects.filter(session=session.key).delete()
+    prune(now)
+
+
+def prune(now: dt.datetime | None = None) -> None:
+    """Delete the rows of sessions past their expiry (their tokens are refused anyway)."""
+    from tmsite.subscriptions.models import SessionEnd, SessionStream, SessionSubscription
+
+    now = now or dt.datetime.now(tz=dt.UTC)
+    SessionEnd.objects.filter(expires__lte=now).delete()
+    SessionSubscription.objects.filter(expires__lte=now).delete()
+    SessionStream.objects.filter(expires__lte=now).delete()
+
+
+# --- the request's session -----------------------------------------------------------------
+
+_current: ContextVar[Session | None] = ContextVar("tm_session", default=None)
+
+
+def current() -> Session | None:
+    """The valid session the request being answered carries, or None."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def bound(session: Session | None) -> Iterator[None]:
+    """The block answers a request carrying ``session``."""
+    token = _current.set(session)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+# --- the GET stream's hand-off ---------------------------------------------------------------
+
+
+@dataclass
+class StreamOffer:
+    """What the ASGI server offers the endpoint for one ``GET``: it can hold a stream.
+
+    The endpoint checks the request (``Origin``, ``Host``, the session, ``Accept``) and, when a
+    stream is to be opened, sets ``session``, ``caller`` and ``log``; the server then holds it.
+    """
+
+    accept: str
+    last_event_id: str | None
+    session: Session | None = None
+    caller: str = ""
+    log: Callable[[int, int, str], None] | None = field(default=None)
+
+
+_offer: ContextVar[StreamOffer | None] = ContextVar("tm_session_stream_offer", default=None)
+
+
+def offered(offer: StreamOffer) -> Any:
+    """Set ``offer`` for the endpoint run in this context; returns the reset token."""
+    return _offer.set(offer)
+
+
+def stream_offer() -> StreamOffer | None:
+    """The GET stream offer of the request being answered (None: no stream can be held)."""
+    return _offer.get()
+
+
+def accepts_stream(accept: str) -> bool:
+    """Whether ``Accept`` lists ``text/event-stream`` (or a wildcard over it) with q > 0."""
+    for item in accept.split(","):
+        media, *params = (p.strip() for p in item.split(";"))
+        if media.lower() not in ("text/event-stream", "text/*", "*/*"):
+            continue
+        if any(p.replace(" ", "").lower() in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params):
+            continue
+        return True
+    return False
+
+
+def withdraw(token: Any) -> None:
+    """Undo :func:`offered`."""
+    _offer.reset(token)

@@ -1,0 +1,438 @@
+"""The 2025-11-25 session's GET stream, held in the event loop of ``python -m tmsite.serve``.
+
+``GET /api/mcp`` with ``Accept: text/event-stream`` and a valid ``Mcp-Session-Id`` runs the
+endpoint on a pool thread like any request (``Origin``, ``Host``, the session's check:
+:mod:`tmsite.mcp.endpoint` rule 3a); when it says the stream may open, the stream is a coroutine
+(:class:`tmsite.subscriptions.stream.Held`, the listen stream's pieces): ``200``,
+``text/event-stream``, ``X-Accel-Buffering: no``, a keep-alive comment every
+``TM_LISTEN_KEEPALIVE`` seconds, the end (the body closes) after ``TM_LISTEN_IDLE`` seconds
+without an event. Each event is ``notifications/resources/updated {uri}`` for a change that
+reaches one of the session's subscribed URIs (:func:`tmsite.subscriptions.changes.affects`),
+with an ``id:``: the session's own increasing event number.
+
+Subscriptions may be made on another process or machine than the one holding the stream, so the
+process's :class:`Hub` learns each open session's URIs from the database — one poll for all its
+sessions every ``TM_SESSION_POLL`` seconds (0.5), at once when the subscribe was answered in this
+process — and holds the bus's interest in them, so the change sources watch them.
+
+* **One live stream per session**: a stream that opens records itself as the session's
+  (:class:`~tmsite.subscriptions.models.SessionStream`); an older stream of the session, here or
+  on another machine, ends when its process sees that (at once here, by the next poll there).
+* **Resumable within a window**: every event is kept (the session's last
+  :data:`KEPT_EVENTS`, and none older than ``TM_SESSION_REPLAY`` seconds, 300). A GET with
+  ``Last-Event-ID`` — on any machine — is first sent the kept events after that id, then what
+  comes. After a stream is cut its process goes on watching the session's URIs and keeping
+  their events for the replay window, unless a newer stream of the session opened anywhere.
+* **Caps**: each open stream takes a slot of the listen streams' caps
+  (:data:`tmsite.subscriptions.listen.SLOTS`: per caller and in all); over one, the GET is
+  answered 429 with the cap's refusal.
+
+Spec: SUB2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import datetime as dt
+import json
+import logging
+import os
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.db import close_old_connections, transaction
+
+from tmsite.mcp.envelope import error_response
+from tmsite.mcp.protocol import RpcError
+from tmsite.subscriptions import changes, fswatch, listen, sessions, sources
+from tmsite.subscriptions.changes import Change
+from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
+from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event
+
+log = logging.getLogger("tmsite.subscriptions")
+
+#: The most events kept for one session's reconnect.
+KEPT_EVENTS = 256
+DEFAULT_REPLAY = 300.0
+DEFAULT_POLL = 0.5
+
+
+def _seconds(name: str, default: float) -> float:
+    declared = os.environ.get(name, "")
+    try:
+        value = float(declared) if declared else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def replay_seconds() -> float:
+    """How long events are kept for a reconnect (``TM_SESSION_REPLAY``, 300 s unless set)."""
+    return _seconds("TM_SESSION_REPLAY", DEFAULT_REPLAY)
+
+
+def poll_seconds() -> float:
+    """How often a process reads its sessions' subscriptions (``TM_SESSION_POLL``, 0.5 s)."""
+    return _seconds("TM_SESSION_POLL", DEFAULT_POLL)
+
+
+def updated(uri: str) -> dict[str, Any]:
+    """The notification a session's stream sends for ``uri``."""
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(tz=dt.UTC)
+
+
+# --- the database side (on the hub's one thread) --------------------------------------------
+
+
+def _claim(
+    session: sessions.Session, stream: str, last_event_id: str | None
+) -> tuple[set[str], list[tuple[int, str]], int]:
+    """Record ``stream`` as the session's live one; its URIs, the events to replay, last id."""
+    close_old_connections()
+    with transaction.atomic():
+        row, created = SessionStream.objects.select_for_update().get_or_create(
+            session=session.key,
+            defaults={"stream": stream, "seq": 0, "expires": session.expires_at},
+        )
+        if not created:
+            row.stream = stream
+            row.save(update_fields=["stream"])
+    uris = set(
+        SessionSubscription.objects.filter(session=session.key).values_list("uri", flat=True)
+    )
+    replay: list[tuple[int, str]] = []
+    after = _event_number(last_event_id)
+    if after is not None:
+        kept = SessionEvent.objects.filter(
+            session=session.key,
+            seq__gt=after,
+            at__gt=_now() - dt.timedelta(seconds=replay_seconds()),
+        )
+        replay = [(int(n), str(u)) for n, u in kept.order_by("seq").values_list("seq", "uri")]
+    return uris, replay[-KEPT_EVENTS:], int(row.seq)
+
+
+def _event_number(text: str | None) -> int | None:
+    if text is None:
+        return None
+    text = text.strip()
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+def _store(key: str, stream: str, seq: int, uri: str) -> None:
+    """Keep one event of the session, if ``stream`` is still its live one; prune the old."""
+    try:
+        close_old_connections()
+        now = _now()
+        with transaction.atomic():
+            if not SessionStream.objects.filter(session=key, stream=stream).update(seq=seq):
+                return  # a newer stream of the session took over: it numbers the events
+            SessionEvent.objects.create(session=key, seq=seq, uri=uri, at=now)
+        SessionEvent.objects.filter(session=key, seq__lte=seq - KEPT_EVENTS).delete()
+        SessionEvent.objects.filter(at__lt=now - dt.timedelta(seconds=replay_seconds())).delete()
+    except Exception:
+        log.exception("a session's event could not be kept")
+
+
+def _look(keys: list[str]) -> dict[str, tuple[str | None, set[str]]]:
+    """For each session: its live stream's id (None: ended or gone) and its subscribed URIs."""
+    close_old_connections()
+    found: dict[str, tuple[str | None, set[str]]] = {key: (None, set()) for key in keys}
+    for key, stream in SessionStream.objects.filter(session__in=keys).values_list(
+        "session", "stream"
+    ):
+        found[key] = (str(stream), set())
+    for key, uri in SessionSubscription.objects.filter(session__in=keys).values_list(
+        "session", "uri"
+    ):
+        found[key][1].add(str(uri))
+    return found
+
+
+# --- the process's sessions ----------------------------------------------------------------
+
+
+class _Watch:
+    """One session this process watches: its live stream here (if any) and its URIs."""
+
+    def __init__(self, session: sessions.Session) -> None:
+        self.session = session
+        self.stream_id = ""
+        self.stream: SessionStreamHeld | None = None
+        self.uris: set[str] = set()
+        self.seq = 0
+        #: When the watch ends with no stream (monotonic seconds), or None while one is open.
+        self.until: float | None = None
+
+
+class Hub:
+    """The sessions one process watches: their URIs polled, their changes numbered and kept."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.watches: dict[str, _Watch] = {}
+        #: (key, URIs) of each watch, replaced whole: read by the bus's threads.
+        self._matching: tuple[tuple[str, frozenset[str]], ...] = ()
+        self.db = ThreadPoolExecutor(1, thread_name_prefix="tm-sessions")
+        self.poke = asyncio.Event()
+        self._remove = changes.add_listener(self._hear)
+        self._task = loop.create_task(self._polling())
+
+    def close(self) -> None:
+        """Stop watching (the loop is going)."""
+        self._remove()
+        self._task.cancel()
+        for key in list(self.watches):
+            self._drop(key, "closed")
+        self.db.shutdown(wait=False)
+
+    # the bus's side (any thread)
+
+    def _hear(self, change: Change) -> None:
+        if change.kind == "lost":
+            self._soon(self._lost)
+            return
+        if change.kind != "updated" or change.uri is None:
+            return
+        for key, uris in self._matching:
+            for subscribed in uris:
+                told = changes.affects(subscribed, change.uri, exact=change.exact)
+                if told is not None:
+                    self._soon(lambda key=key, told=told: self._record(key, told))
+                    break
+
+    def _soon(self, call: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            self.loop.call_soon_threadsafe(call)
+
+    # the loop's side
+
+    def _lost(self) -> None:
+        for watch in self.watches.values():
+            if watch.stream is not None:
+                watch.stream.end("lost")
+
+    def _record(self, key: str, uri: str) -> None:
+        watch = self.watches.get(key)
+        if watch is None or not watch.stream_id:
+            return
+        watch.seq += 1
+        if watch.stream is not None:
+            watch.stream.put(event(updated(uri), str(watch.seq)))
+        self.loop.run_in_executor(self.db, _store, key, watch.stream_id, watch.seq, uri)
+
+    def _rematch(self) -> None:
+        self._matching = tuple(
+            (key, frozenset(watch.uris)) for key, watch in self.watches.items() if watch.uris
+        )
+
+    def _set_uris(self, watch: _Watch, uris: set[str]) -> None:
+        for uri in uris - watch.uris:
+            changes.interest(uri)
+        for uri in watch.uris - uris:
+            changes.release(uri)
+        watch.uris = set(uris)
+        self._rematch()
+
+    def _drop(self, key: str, reason: str) -> None:
+        watch = self.watches.pop(key, None)
+        if watch is None:
+            return
+        if watch.stream is not None:
+            watch.stream.end(reason)
+        self._set_uris(watch, set())
+
+    def attach(self, stream: SessionStreamHeld, stream_id: str, uris: set[str], seq: int) -> None:
+        """``stream`` is the session's live one from now on (an older one here ends)."""
+        session = stream.session
+        watch = self.watches.get(session.key)
+        if watch is None:
+            watch = self.watches[session.key] = _Watch(session)
+        elif watch.stream is not None and watch.stream is not stream:
+            watch.stream.end("taken")
+        watch.stream, watch.stream_id, watch.seq, watch.until = stream, stream_id, seq, None
+        self._set_uris(watch, uris)
+
+    def detach(self, stream: SessionStreamHeld) -> None:
+        """``stream`` ended: its session is watched on for the replay window."""
+        watch = self.watches.get(stream.session.key)
+        if watch is None or watch.stream is not stream:
+            return
+        watch.stream = None
+        watch.until = time.monotonic() + replay_seconds()
+        self.poke.set()
+
+    async def _polling(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.poke.wait(), poll_seconds())
+            self.poke.clear()
+            if not self.watches:
+                continue
+            asked = {key: watch.stream_id for key, watch in self.watches.items()}
+            try:
+                found = await self.loop.run_in_executor(self.db, _look, list(asked))
+            except Exception:
+                log.exception("the sessions' subscriptions could not be read")
+                continue
+            self._apply(asked, found)
+
+    def _apply(self, asked: dict[str, str], found: dict[str, tuple[str | None, set[str]]]) -> None:
+        now, wall = time.monotonic(), time.time()
+        for key, watch in list(self.watches.items()):
+            if key not in asked or asked[key] != watch.stream_id:
+                continue  # a stream opened meanwhile: the next poll reads it
+            stream_id, uris = found.get(key, (None, set()))
+            if stream_id != watch.stream_id:
+                self._drop(key, "taken")  # ended, or a newer stream opened elsewhere
+            elif watch.session.expires <= wall:
+                self._drop(key, "expired")
+            elif watch.stream is None and watch.until is not None and now >= watch.until:
+                self._drop(key, "over")
+            else:
+                self._set_uris(watch, uris)
+
+
+_hub: Hub | None = None
+
+
+def hub() -> Hub:
+    """This process's hub, in the running loop (made on the first stream)."""
+    global _hub
+    loop = asyncio.get_running_loop()
+    if _hub is None or _hub.loop is not loop:
+        if _hub is not None:
+            with contextlib.suppress(Exception):
+                _hub.close()
+        _hub = Hub(loop)
+    return _hub
+
+
+def wake() -> None:
+    """A session's subscriptions changed in this process (any thread): read them now."""
+    current = _hub
+    if current is not None:
+        with contextlib.suppress(RuntimeError):
+            current.loop.call_soon_threadsafe(current.poke.set)
+
+
+def watched() -> dict[str, set[str]]:
+    """The sessions watched here (by key) and their URIs (health, tests)."""
+    current = _hub
+    return {} if current is None else {k: set(w.uris) for k, w in current.watches.items()}
+
+
+# --- the request -----------------------------------------------------------------------------
+
+
+async def serve(receive: Receive, send: Send, environ: dict[str, Any], run: RunEndpoint) -> None:
+    """Answer one ``GET /api/mcp`` (see the module's text)."""
+    offer = sessions.StreamOffer(
+        accept=str(environ.get("HTTP_ACCEPT", "")),
+        last_event_id=environ.get("HTTP_LAST_EVENT_ID"),
+    )
+    token = sessions.offered(offer)
+    try:
+        context = contextvars.copy_context()
+    finally:
+        sessions.withdraw(token)
+    started = time.perf_counter()
+    status, headers, body = await run(context)
+    session = offer.session
+    if session is None or status != 200:
+        await _whole(send, status, headers, body)
+        return
+    try:
+        slot = listen.SLOTS.take(offer.caller, 0, listen.Limits.current())
+    except RpcError as refused:
+        text = json.dumps(error_response(None, refused.code, refused.message, refused.data))
+        if offer.log is not None:
+            offer.log(_micros(started), len(text), str((refused.data or {}).get("reason", "")))
+        retry = str((refused.data or {}).get("retryAfter", 1)).encode()
+        kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
+        kept += [(b"content-type", b"application/json"), (b"retry-after", retry)]
+        await _whole(send, 429, kept, text.encode())
+        return
+    await SessionStreamHeld(session, offer, slot, receive, send, headers, started).run()
+
+
+async def _whole(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    if not any(k.lower() == b"content-length" for k, _ in headers):
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _json_headers() -> list[tuple[bytes, bytes]]:
+    return [(b"content-type", b"application/json"), (b"retry-after", b"1")]
+
+
+def _micros(started: float) -> int:
+    return max(0, int((time.perf_counter() - started) * 1_000_000))
+
+
+class SessionStreamHeld(Held):
+    """One session's GET stream."""
+
+    def __init__(
+        self,
+        session: sessions.Session,
+        offer: sessions.StreamOffer,
+        slot: listen.Slot,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+        started: float,
+    ) -> None:
+        super().__init__(receive, send, headers, started)
+        self.session, self.offer, self.slot = session, offer, slot
+
+    async def run(self) -> None:
+        """Claim the session, replay what was kept after ``Last-Event-ID``, then go live."""
+        self.opened()
+        here = hub()
+        outcome = "gone"
+        watcher: asyncio.Future[None] | None = None
+        attached = False
+        try:
+            fswatch.SOURCE.start()  # the change sources follow what is listened to
+            await self.loop.run_in_executor(None, sources.install)
+            stream_id = secrets.token_hex(8)
+            try:
+                uris, replay, seq = await self.loop.run_in_executor(
+                    here.db, _claim, self.session, stream_id, self.offer.last_event_id
+                )
+            except Exception:  # the database is out: no stream, the client tries again
+                log.exception("a session's stream could not be claimed")
+                outcome = "internal"
+                text = json.dumps(error_response(None, -32603, "Internal error.")).encode()
+                await _whole(send=self.send, status=503, headers=_json_headers(), body=text)
+                return
+            here.attach(self, stream_id, uris, seq)
+            attached = True
+            watcher = asyncio.ensure_future(self._gone())
+            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            for number, uri in replay:
+                await self._write(event(updated(uri), str(number)))
+            outcome = await self._pump()
+            if outcome != "gone":
+                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        except (OSError, RuntimeError, asyncio.CancelledError):
+            outcome = "gone"  # the connection went while we wrote
+        finally:
+            if attached:
+                here.detach(self)
+            self.closed()
+            if watcher is not None:
+                watcher.cancel()
+            self.slot.free()
+            if self.offer.log is not None:
+                self.offer.log(_micros(self.started), self.sent, outcome)
