@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.clients.sdk_clients import HOST
 from tests.serve.inthread import served
 from tmsite.mounts import registry
 from tmsite.serve.app import Application
-
-HOST = "tinymachines"
 
 
 @pytest.fixture(scope="module")

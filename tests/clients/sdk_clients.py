@@ -31,6 +31,8 @@ SDK_VENV = ROOT / ".sdk-clients" / "sdk1"
 TS = HERE / "ts"
 #: The clients the tests drive: the id of each is the name of its directory here.
 CLIENTS = ("sdk1", "ts")
+#: The box's host, in the tests' addresses and the servers' settings.
+HOST = "tinymachines"
 WAIT = 90.0
 
 
@@ -57,6 +59,13 @@ def stdio_server(**env: str) -> dict[str, Any]:
         "cwd": str(ROOT),
         "env": {**os.environ, "PYTHONPATH": str(ROOT), **env},
     }
+
+
+def where(transport: str, url: str, box: Path) -> dict[str, Any]:
+    """Where the client finds the server: ``url`` over HTTP, or ``mcp_stdio`` serving ``box``."""
+    if transport == "http":
+        return {"url": url}
+    return {"stdio": stdio_server(TM_CHECKOUT=str(box), TM_FS_ROOTS="docs", TM_HOST=HOST)}
 
 
 def client_env() -> dict[str, str]:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.clients import sdk_clients
-from tests.clients.conftest import HOST
+from tests.clients.sdk_clients import HOST
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
 
 pytestmark = [
@@ -44,14 +43,6 @@ def templates_on_the_wire(url: str) -> list[str]:
     return [t["uriTemplate"] for t in answer["result"]["resourceTemplates"]]
 
 
-def where(transport: str, url: str, box: Path) -> dict[str, Any]:
-    if transport == "http":
-        return {"url": url}
-    return {
-        "stdio": sdk_clients.stdio_server(TM_CHECKOUT=str(box), TM_FS_ROOTS="docs", TM_HOST=HOST)
-    }
-
-
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 @pytest.mark.parametrize("client", sdk_clients.CLIENTS)
 def test_the_handshake_the_listings_a_read_and_a_refusal(
@@ -59,7 +50,7 @@ def test_the_handshake_the_listings_a_read_and_a_refusal(
 ) -> None:
     config = {
         "scenario": "basics",
-        **where(transport, mcp_endpoint, box),
+        **sdk_clients.where(transport, mcp_endpoint, box),
         "read": f"{FS}/docs/a.md",
         "refused": f"{FS}/docs/nope.md",
     }

@@ -11,7 +11,8 @@ it imports the SDK 1.x only. Its one argument is a JSON object:
   receives until a ``notifications/resources/updated``, then ``resources/unsubscribe``).
 
 It prints one JSON object a line on stdout, flushed, and the tests assert on them. A line
-``{"event": "subscribed", ...}`` tells the test it may change the subscribed file.
+``{"event": "subscribed", ...}`` tells the test it may change the subscribed file (``session``:
+whether the HTTP transport holds a session id, without which the SDK opens no GET stream).
 """
 
 from __future__ import annotations
@@ -35,13 +36,18 @@ def emit(**line: Any) -> None:
     print(json.dumps(line, sort_keys=True), flush=True)
 
 
+#: The HTTP transport's session id, once the server gave one (``initialize``'s answer).
+SESSION: dict[str, Any] = {}
+
+
 @asynccontextmanager
 async def connected(config: dict[str, Any], handler: Any = None) -> AsyncIterator[ClientSession]:
     if "url" in config:
         async with (
-            streamable_http_client(config["url"]) as (read, write, _session_id),
+            streamable_http_client(config["url"]) as (read, write, session_id),
             ClientSession(read, write, message_handler=handler) as session,
         ):
+            SESSION["id"] = session_id
             yield session
     else:
         server = StdioServerParameters(**config["stdio"])
@@ -108,7 +114,8 @@ async def subscribe(config: dict[str, Any]) -> None:
         except McpError as error:
             emit(event="refused", **handshake(init), refused=refusal(error))
             return
-        emit(event="subscribed", **handshake(init))
+        session_id = SESSION["id"]() if "id" in SESSION else None
+        emit(event="subscribed", **handshake(init), session=session_id is not None)
         with anyio.move_on_after(WAIT) as waited:
             await updated.wait()
         if waited.cancelled_caught:

@@ -9,7 +9,8 @@
 //   (client.subscribeResource of `uri`, then the notifications a
 //   ResourceUpdatedNotificationSchema handler receives, then unsubscribeResource).
 // It prints one JSON object a line on stdout; {"event": "subscribed", ...} tells the test it
-// may change the subscribed file.
+// may change the subscribed file (session: whether the HTTP transport holds a session id, which
+// its GET stream is opened with).
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -57,7 +58,7 @@ async function connected(config) {
     serverInfo: client.getServerVersion(),
     capabilities: client.getServerCapabilities(),
   };
-  return { client, handshake };
+  return { client, handshake, transport: raw };
 }
 
 function refusal(error) {
@@ -93,7 +94,7 @@ async function basics(config) {
 }
 
 async function subscribe(config) {
-  const { client, handshake } = await connected(config);
+  const { client, handshake, transport } = await connected(config);
   try {
     let told;
     const updated = new Promise((resolve) => {
@@ -103,13 +104,18 @@ async function subscribe(config) {
       emit({ event: "notification", method: notification.method, params: notification.params });
       told();
     });
+    // Any other notification is shown too: the server must send nothing else.
+    client.fallbackNotificationHandler = async (notification) => {
+      emit({ event: "notification", method: notification.method, params: notification.params });
+    };
+    client.onerror = (error) => emit({ event: "error", error: String(error) });
     try {
       await client.subscribeResource({ uri: config.uri });
     } catch (error) {
       emit({ event: "refused", ...handshake, refused: refusal(error) });
       return;
     }
-    emit({ event: "subscribed", ...handshake });
+    emit({ event: "subscribed", ...handshake, session: transport.sessionId !== undefined });
     let timer;
     const late = new Promise((resolve) => {
       timer = setTimeout(() => resolve("timeout"), WAIT_MS);
