@@ -21,6 +21,7 @@ import pytest
 from tests.clients import sdk_clients
 from tests.clients.sdk_clients import HOST
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
+from tmsite.subscriptions import sessionstream
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("SUB2"), pytest.mark.slow]
 
@@ -46,8 +47,11 @@ def told_after_edits(running: sdk_clients.Running, box: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("client", sdk_clients.CLIENTS)
 def test_the_client_is_told_of_the_file_it_subscribed_to(
-    client: str, transport: str, mcp_endpoint: str, box: Path
+    client: str, transport: str, mcp_endpoint: str, box: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a session whose stream ended is watched for the replay window, reading the database:
+    # a short one ends that within the test (the TypeScript client sends no DELETE)
+    monkeypatch.setenv("TM_SESSION_REPLAY", "0.5")
     uri = f"{FS}/docs/a.md"
     config = {
         "scenario": "subscribe",
@@ -72,3 +76,7 @@ def test_the_client_is_told_of_the_file_it_subscribed_to(
             assert line["params"] == {"uri": uri}
             line = running.line()
         assert line == {"event": "unsubscribed"}
+    deadline = time.monotonic() + 10
+    while sessionstream.watched():
+        assert time.monotonic() < deadline, "the ended session is still watched"
+        time.sleep(0.05)
