@@ -2,7 +2,8 @@
 ``ClientSession.subscribe_resource`` (its message handler fed by the session's GET stream) and
 the TypeScript SDK 1.x ``client.subscribeResource`` (a ``ResourceUpdatedNotificationSchema``
 handler), each a real subprocess, against the box served by ``tmsite.serve.app`` on loopback
-over a checkout of the test's own.
+over a checkout of the test's own, and over stdio against ``manage.py mcp_stdio`` serving that
+checkout (the process is the session there: no session id, no GET stream).
 
 The client subscribes to one file; the test edits another file (never told: it is not
 subscribed to), then the subscribed one, again until the client is told; every notification the
@@ -26,7 +27,7 @@ from tmsite.subscriptions import sessionstream
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("SUB2"), pytest.mark.slow]
 
 FS = f"tm://{HOST}/fs"
-TRANSPORTS = ["http"]
+TRANSPORTS = ["http", "stdio"]
 
 
 def told_after_edits(running: sdk_clients.Running, box: Path) -> dict[str, Any]:
