@@ -13,7 +13,7 @@ THREADS ?= 8
 # deploy/gunicorn.conf.py).
 SERVER ?= serve
 
-.PHONY: run test setup lint typecheck check conformance bench clean which-python
+.PHONY: run test setup sdk-clients lint typecheck check conformance bench clean which-python
 
 # python3 when it is 3.11, 3.12 or 3.13, else python3.13, python3.12, python3.11; with none of
 # them, make stops with one sentence saying what to install.
@@ -49,7 +49,31 @@ run: setup
 	*) echo "SERVER must be serve or gunicorn, not $(SERVER)" >&2; exit 2 ;; \
 	esac
 
+# The official SDK clients of the 2025 era that tests/clients drives the server with, outside
+# what git tracks: the Python SDK 1.x in a venv of its own, $(SDK_VENV) (its pins in
+# tests/clients/sdk1), the TypeScript SDK 1.x in tests/clients/ts/node_modules (npm ci from its
+# package-lock.json; needs node and npm). Without them those tests skip, saying so.
+SDK1     := tests/clients/sdk1
+SDK_VENV := .sdk-clients/sdk1
+TS       := tests/clients/ts
+
+$(SDK_VENV)/.installed: $(SDK1)/requirements.txt $(SDK1)/constraints.txt
+	rm -rf $(SDK_VENV)
+	python=$$(PYTHON='$(PYTHON)' ./scripts/find-python) && "$$python" -m venv $(SDK_VENV)
+	$(SDK_VENV)/bin/pip install -q -c $(SDK1)/constraints.txt -r $(SDK1)/requirements.txt
+	touch $@
+
+$(TS)/node_modules/.installed: $(TS)/package.json $(TS)/package-lock.json
+	cd $(TS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+sdk-clients: $(SDK_VENV)/.installed $(TS)/node_modules/.installed
+
+# The SDK clients are made when they can be: without network their tests skip (under CI=true
+# they fail instead, see tests/services.py).
 test: $(VENV)/.installed
+	@$(MAKE) --no-print-directory sdk-clients || echo "make test: make sdk-clients failed;" \
+		"the tests driving the SDK 1.x clients skip" >&2
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
@@ -68,4 +92,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/mcp_vs_sdk.py
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var .sdk-clients $(TS)/node_modules
