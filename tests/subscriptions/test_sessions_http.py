@@ -16,6 +16,7 @@ import httpx
 import pytest
 from django.conf import settings
 from django.core import signing
+from django.db import OperationalError
 
 from tests.subscriptions.sessions_helpers import (
     SseEvents,
@@ -28,7 +29,7 @@ from tests.subscriptions.sessions_helpers import (
 )
 from tmsite.mounts import registry
 from tmsite.subscriptions import changes, fswatch, listen, sessions, sessionstream, subscribe
-from tmsite.subscriptions.models import SessionEvent, SessionSubscription
+from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
 pytestmark = [pytest.mark.spec("SUB2"), pytest.mark.slow]
 
@@ -41,10 +42,38 @@ def client() -> Iterator[httpx.Client]:
         yield http
 
 
+@pytest.fixture(autouse=True)
+def _watches_end(listen_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """After each test the server watches no session (none lingers into the next test).
+
+    In this process every subscribe wakes the poll at once; the timed poll is made rare, so
+    that it seldom meets a test's own writes in the shared in-memory test database (which
+    locks a table rather than wait).
+    """
+    monkeypatch.setenv("TM_SESSION_POLL", "5")
+    yield
+    for _ in range(50):
+        try:
+            SessionStream.objects.filter(session__in=list(sessionstream.watched())).delete()
+            break
+        except OperationalError:  # the table is locked a moment by the server's own thread
+            time.sleep(0.1)
+    sessionstream.wake()
+    until(lambda: not sessionstream.watched())
+
+
 def _watching(session: str, uris: set[str]) -> bool:
     found = sessions.read(session)
     assert found is not None
     return sessionstream.watched().get(found.key) == uris
+
+
+def _kept(key: str) -> int:
+    time.sleep(0.1)  # the server's thread writes the same table
+    try:
+        return SessionEvent.objects.filter(session=key).count()
+    except OperationalError:  # locked a moment (the shared in-memory test database)
+        return -1
 
 
 def _forged(token: str) -> str:
@@ -212,7 +241,7 @@ def test_a_reconnect_with_last_event_id_is_replayed_what_it_missed(
     assert _watching(session, {a})
     changes.publish(a)
     key = sessions.read(session).key  # type: ignore[union-attr]
-    until(lambda: SessionEvent.objects.filter(session=key).count() == 3)
+    until(lambda: _kept(key) == 3)
     with client.stream("GET", listen_url, headers=stream_headers(session, last="1")) as response:
         events = SseEvents(response)
         assert events.message() == ("2", updated(a))
@@ -221,7 +250,10 @@ def test_a_reconnect_with_last_event_id_is_replayed_what_it_missed(
         assert events.message() == ("4", updated(a))
 
 
-def test_a_newer_stream_takes_over(listen_url: str, client: httpx.Client) -> None:
+def test_a_newer_stream_takes_over(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "8")  # a stream not taken over ends idle, later
     session, _ = initialize(client, listen_url)
     a = f"{H}/fs/docs/a.md"
     rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
@@ -233,7 +265,9 @@ def test_a_newer_stream_takes_over(listen_url: str, client: httpx.Client) -> Non
         until(lambda: _watching(session, {a}))
         with other.stream("GET", listen_url, headers=stream_headers(session)) as second:
             newer = SseEvents(second)
+            started = time.monotonic()
             assert [v for _, v in older.rest() if isinstance(v, dict)] == []  # it ended
+            assert time.monotonic() - started < 4  # at once, not idle
             changes.publish(a)
             assert newer.message() == ("1", updated(a))
             assert listen.SLOTS.status()["streams"] == 1
@@ -270,3 +304,32 @@ def test_an_edited_file_reaches_the_get_stream(
     assert message == updated(a)
     assert event_id == "1"
     assert headers()["MCP-Protocol-Version"] == "2025-11-25"
+
+
+def test_the_curls_of_the_mcp_guide_subscribe_and_are_told(
+    listen_url: str, client: httpx.Client
+) -> None:
+    """docs/mcp.md's 2025-11-25 curls, sent as written (``$SID`` the session they got)."""
+    from urllib.parse import urlsplit
+
+    from tests.clients.test_client_recipes import ROOT, curls
+
+    found = [c for c in curls(ROOT / "docs" / "mcp.md") if "2025-11-25 era" in c.heading]
+    [init, sub, get] = found
+    assert init.shows_status and init.body["method"] == "initialize"
+    assert sub.body["method"] == "resources/subscribe" and get.raw is None
+    url = listen_url.removesuffix(urlsplit(listen_url).path) + urlsplit(init.url).path
+    answered = client.post(url, content=(init.raw or "").encode(), headers=init.headers)
+    session = answered.headers["mcp-session-id"]
+
+    def sent(curl: Any) -> dict[str, str]:
+        return {k: v.replace("$SID", session) for k, v in curl.headers.items()}
+
+    done = client.post(url, content=(sub.raw or "").encode(), headers=sent(sub))
+    assert done.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    with client.stream("GET", url, headers=sent(get)) as response:
+        events = SseEvents(response)
+        uri = sub.body["params"]["uri"]
+        until(lambda: _watching(session, {uri}))
+        changes.publish(f"{uri}guide.md")
+        assert events.message() == ("1", updated(f"{uri}guide.md"))

@@ -44,7 +44,12 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def servers(box: tuple[Path, Path]) -> Iterator[tuple[Running, Running]]:
     root, var_dir = box
-    extra = {"TM_CHECKOUT": str(root), "TM_FS_ROOTS": "docs", "TM_SESSION_POLL": "0.2"}
+    extra = {
+        "TM_CHECKOUT": str(root),
+        "TM_FS_ROOTS": "docs",
+        "TM_SESSION_POLL": "0.2",
+        "TM_LISTEN_IDLE": "15",  # a stream not taken over would end, idle, this late
+    }
     with (
         serve(var_dir, root.parent / "one.log", **extra) as one,
         serve(var_dir, root.parent / "two.log", **extra) as two,
@@ -115,7 +120,9 @@ def test_subscribed_on_one_told_on_the_other_replayed_on_the_first(
                 other.stream("GET", url_two, headers=stream_headers(session)) as newer,
             ):
                 assert newer.status_code == 200
-                events.rest()  # ends (else the read times out)
+                started = time.monotonic()
+                events.rest()  # it ends
+                assert time.monotonic() - started < 6  # by the first server's next poll
                 later_id, later = SseEvents(newer).message()
         assert later == updated(A_MD)
         assert int(later_id or 0) > kept

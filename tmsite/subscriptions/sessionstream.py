@@ -44,7 +44,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import close_old_connections, transaction
+from django.db import OperationalError, close_old_connections, transaction
 
 from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
@@ -59,6 +59,7 @@ log = logging.getLogger("tmsite.subscriptions")
 KEPT_EVENTS = 256
 DEFAULT_REPLAY = 300.0
 DEFAULT_POLL = 0.5
+STORE_ATTEMPTS = 5
 
 
 def _seconds(name: str, default: float) -> float:
@@ -128,18 +129,32 @@ def _event_number(text: str | None) -> int | None:
 
 
 def _store(key: str, stream: str, seq: int, uri: str) -> None:
-    """Keep one event of the session, if ``stream`` is still its live one; prune the old."""
-    try:
-        close_old_connections()
-        now = _now()
-        with transaction.atomic():
-            if not SessionStream.objects.filter(session=key, stream=stream).update(seq=seq):
-                return  # a newer stream of the session took over: it numbers the events
-            SessionEvent.objects.create(session=key, seq=seq, uri=uri, at=now)
-        SessionEvent.objects.filter(session=key, seq__lte=seq - KEPT_EVENTS).delete()
-        SessionEvent.objects.filter(at__lt=now - dt.timedelta(seconds=replay_seconds())).delete()
-    except Exception:
-        log.exception("a session's event could not be kept")
+    """Keep one event of the session, if ``stream`` is still its live one; prune the old.
+
+    A database busy for a moment (SQLite's lock) is tried again, a few times.
+    """
+    for attempt in range(STORE_ATTEMPTS):
+        try:
+            _store_once(key, stream, seq, uri)
+            return
+        except OperationalError:
+            if attempt + 1 == STORE_ATTEMPTS:
+                log.exception("a session's event could not be kept")
+            time.sleep(0.05 * (attempt + 1))
+        except Exception:
+            log.exception("a session's event could not be kept")
+            return
+
+
+def _store_once(key: str, stream: str, seq: int, uri: str) -> None:
+    close_old_connections()
+    now = _now()
+    with transaction.atomic():
+        if not SessionStream.objects.filter(session=key, stream=stream).update(seq=seq):
+            return  # a newer stream of the session took over: it numbers the events
+        SessionEvent.objects.create(session=key, seq=seq, uri=uri, at=now)
+    SessionEvent.objects.filter(session=key, seq__lte=seq - KEPT_EVENTS).delete()
+    SessionEvent.objects.filter(at__lt=now - dt.timedelta(seconds=replay_seconds())).delete()
 
 
 def _look(keys: list[str]) -> dict[str, tuple[str | None, set[str]]]:
