@@ -77,12 +77,13 @@ def _forget_what_the_process_buffered() -> None:
 def change_sources_stay_in_their_test() -> Iterator[None]:
     """The change sources a listen stream installs (``sources.install``, once a process) are
     removed after the test: a later test's listeners would otherwise also hear the sources
-    built over an earlier test's settings."""
+    built over an earlier test's settings. So are the 2025-11-25 sessions a process watches."""
     yield
-    from tmsite.subscriptions import sources
+    from tmsite.subscriptions import sessionstream, sources
 
     if sources.installed():
         sources.uninstall()
+    sessionstream.forget()  # a session watched after its test would poll the next one's database
 
 
 @pytest.fixture(autouse=True)

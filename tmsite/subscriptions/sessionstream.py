@@ -331,6 +331,19 @@ def hub() -> Hub:
     return _hub
 
 
+def forget() -> None:
+    """Stop watching every session here: its streams end (``closed``), nothing is polled.
+
+    The next stream makes a new hub. A test's sessions end with it, so no poll of an earlier
+    test's sessions reads a later test's database.
+    """
+    global _hub
+    current, _hub = _hub, None
+    if current is not None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing polls
+            current.loop.call_soon_threadsafe(current.close)
+
+
 def wake() -> None:
     """A session's subscriptions changed in this process (any thread): read them now."""
     current = _hub
