@@ -36,7 +36,6 @@ Spec: SUB1.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -51,7 +50,7 @@ from tmsite.mcp import methods
 from tmsite.mcp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
 from tmsite.mounts import registry
 from tmsite.oplog import hooks
-from tmsite.subscriptions import changes
+from tmsite.subscriptions import changes, env
 from tmsite.subscriptions.changes import Change, ListKind
 
 METHOD = "subscriptions/listen"
@@ -81,15 +80,6 @@ NOT_HERE = (
 )
 
 
-def _setting(name: str, default: float) -> float:
-    declared = os.environ.get(name, "")
-    try:
-        value = float(declared) if declared else default
-    except ValueError:
-        value = default
-    return value if value > 0 else default
-
-
 @dataclass(frozen=True)
 class Limits:
     """The caps and clocks of listen streams, read from the environment when asked."""
@@ -112,12 +102,14 @@ class Limits:
         """
         d = cls()
         return cls(
-            streams=int(_setting("TM_LISTEN_STREAMS", d.streams)),
-            streams_per_caller=int(_setting("TM_LISTEN_STREAMS_PER_CALLER", d.streams_per_caller)),
-            uris=int(_setting("TM_LISTEN_URIS", d.uris)),
-            uris_per_caller=int(_setting("TM_LISTEN_URIS_PER_CALLER", d.uris_per_caller)),
-            idle_seconds=_setting("TM_LISTEN_IDLE", d.idle_seconds),
-            keepalive_seconds=_setting("TM_LISTEN_KEEPALIVE", d.keepalive_seconds),
+            streams=int(env.positive("TM_LISTEN_STREAMS", d.streams)),
+            streams_per_caller=int(
+                env.positive("TM_LISTEN_STREAMS_PER_CALLER", d.streams_per_caller)
+            ),
+            uris=int(env.positive("TM_LISTEN_URIS", d.uris)),
+            uris_per_caller=int(env.positive("TM_LISTEN_URIS_PER_CALLER", d.uris_per_caller)),
+            idle_seconds=env.positive("TM_LISTEN_IDLE", d.idle_seconds),
+            keepalive_seconds=env.positive("TM_LISTEN_KEEPALIVE", d.keepalive_seconds),
         )
 
 

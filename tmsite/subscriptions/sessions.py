@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +36,8 @@ from typing import Any
 
 from django.core import signing
 from django.db import transaction
+
+from tmsite.subscriptions import env
 
 #: The salt of the session tokens' signatures (no other signed value of the box verifies).
 SALT = "tmsite.subscriptions.session"
@@ -48,18 +49,9 @@ GONE_SENTENCE = (
 )
 
 
-def _seconds(name: str, default: float) -> float:
-    declared = os.environ.get(name, "")
-    try:
-        value = float(declared) if declared else default
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 def ttl() -> float:
     """Seconds a session lives from its ``initialize`` (``TM_SESSION_TTL``, a day unless set)."""
-    return _seconds("TM_SESSION_TTL", DEFAULT_TTL)
+    return env.positive("TM_SESSION_TTL", DEFAULT_TTL)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ import contextvars
 import datetime as dt
 import json
 import logging
-import os
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +47,7 @@ from django.db import OperationalError, close_old_connections, transaction
 
 from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
-from tmsite.subscriptions import changes, fswatch, listen, sessions, sources
+from tmsite.subscriptions import changes, env, fswatch, listen, sessions, sources
 from tmsite.subscriptions.changes import Change
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event
@@ -62,23 +61,14 @@ DEFAULT_POLL = 0.5
 STORE_ATTEMPTS = 5
 
 
-def _seconds(name: str, default: float) -> float:
-    declared = os.environ.get(name, "")
-    try:
-        value = float(declared) if declared else default
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 def replay_seconds() -> float:
     """How long events are kept for a reconnect (``TM_SESSION_REPLAY``, 300 s unless set)."""
-    return _seconds("TM_SESSION_REPLAY", DEFAULT_REPLAY)
+    return env.positive("TM_SESSION_REPLAY", DEFAULT_REPLAY)
 
 
 def poll_seconds() -> float:
     """How often a process reads its sessions' subscriptions (``TM_SESSION_POLL``, 0.5 s)."""
-    return _seconds("TM_SESSION_POLL", DEFAULT_POLL)
+    return env.positive("TM_SESSION_POLL", DEFAULT_POLL)
 
 
 def updated(uri: str) -> dict[str, Any]:
@@ -96,7 +86,22 @@ def _now() -> dt.datetime:
 def _claim(
     session: sessions.Session, stream: str, last_event_id: str | None
 ) -> tuple[set[str], list[tuple[int, str]], int]:
-    """Record ``stream`` as the session's live one; its URIs, the events to replay, last id."""
+    """Record ``stream`` as the session's live one; its URIs, the events to replay, last id.
+
+    A database busy for a moment (SQLite refuses at once a write that another process's holds
+    back) is tried again, a few times, as :func:`_store` is.
+    """
+    for attempt in range(STORE_ATTEMPTS - 1):
+        try:
+            return _claim_once(session, stream, last_event_id)
+        except OperationalError:
+            time.sleep(0.05 * (attempt + 1))
+    return _claim_once(session, stream, last_event_id)
+
+
+def _claim_once(
+    session: sessions.Session, stream: str, last_event_id: str | None
+) -> tuple[set[str], list[tuple[int, str]], int]:
     close_old_connections()
     with transaction.atomic():
         row, created = SessionStream.objects.select_for_update().get_or_create(
