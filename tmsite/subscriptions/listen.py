@@ -50,7 +50,7 @@ from tmsite.mcp import methods
 from tmsite.mcp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
 from tmsite.mounts import registry
 from tmsite.oplog import hooks
-from tmsite.subscriptions import changes, env
+from tmsite.subscriptions import changes, env, sessions
 from tmsite.subscriptions.changes import Change, ListKind
 
 METHOD = "subscriptions/listen"
@@ -321,17 +321,6 @@ def withdraw(token: Any) -> None:
     _offer.reset(token)
 
 
-def _accepts_stream(accept: str) -> bool:
-    for item in accept.split(","):
-        media, *params = (p.strip() for p in item.split(";"))
-        if media.lower() not in ("text/event-stream", "text/*", "*/*"):
-            continue
-        if any(p.replace(" ", "").lower() in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params):
-            continue
-        return True
-    return False
-
-
 def check_uri(text: Any) -> Refusal | None:
     """Why ``text`` cannot be subscribed to here, or None."""
     if not isinstance(text, str):
@@ -370,7 +359,7 @@ def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     offer = _offer.get()
     if offer is None or ctx.transport != offer.transport:
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
-    if offer.accept is not None and not _accepts_stream(offer.accept):
+    if offer.accept is not None and not sessions.accepts_stream(offer.accept):
         offer.status = 406
         raise RpcError(
             INVALID_REQUEST,
