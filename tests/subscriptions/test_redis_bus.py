@@ -136,8 +136,8 @@ def test_without_coalescing_both_copies_arrive(machines: Callable[..., Machine])
     seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
     a.bus.publish(seen)
     b.bus.publish(seen)
-    _wait(lambda: len(c.heard) == 2, what="both copies")
-    assert a.heard == b.heard == [seen, seen]
+    _wait(lambda: len(a.heard) == len(b.heard) == len(c.heard) == 2, what="both copies")
+    assert a.heard == b.heard == c.heard == [seen, seen]
 
 
 def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
