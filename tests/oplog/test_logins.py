@@ -140,8 +140,9 @@ def test_a_thousand_wrong_passwords_lock_the_account_until_the_cool_off_ends(
     assert answers[4] == wrong(ACCOUNT_LOCKED)  # the fifth failure brings the lock-out
     assert answers[5:] == [refused(ACCOUNT_LOCKED)] * 995  # the password is not looked at
     assert {response["Retry-After"] for response in responses[5:]} == {"900"}
-    # CPU, not wall time: the machine running the suite may be shared
-    assert cpu < 5, f"1,000 attempts took {cpu:.1f} s of CPU ({wall:.1f} s)"
+    # CPU, not wall time: the machine running the suite may be shared (5.2 s once, beside a
+    # second suite on two cores); a password hashed on every refusal would be far past this
+    assert cpu < 8, f"1,000 attempts took {cpu:.1f} s of CPU ({wall:.1f} s)"
 
     # the state: five failures, one lock-out for 15 minutes that refused the other 995
     lock = account_lock("maintainer")
