@@ -105,7 +105,8 @@ def caller_key(now: float) -> str | None:
     return None if who is None else caller.keyed_address(who, now)
 
 
-def _micros(started: float) -> int:
+def micros(started: float) -> int:
+    """Microseconds since ``started`` (``time.perf_counter``): a row's duration."""
     return max(0, int((time.perf_counter() - started) * 1_000_000))
 
 
@@ -351,7 +352,7 @@ def hold() -> Callable[[int, int, str], None] | None:
 def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
     if exchange.decision is not None:
         rate_headers(response, exchange.decision)
-    total = _micros(exchange.started)
+    total = micros(exchange.started)
     if not exchange.rows:
         outcome = _status_outcome(response)
         method, priced = "", Priced("protocol", 0)
@@ -417,7 +418,7 @@ def observe_call(call: Call[A]) -> A:
         protocol=call.protocol[:16],
         outcome=outcome,
         bytes=sent,
-        duration_us=_micros(started),
+        duration_us=micros(started),
     )
     if exchange is not None:
         exchange.rows.append((row, priced))
@@ -505,7 +506,7 @@ def observe_routes(
             row.outcome = _status_outcome(response)
             row.status = response.status_code
             row.bytes = _body_size(response)
-            row.duration_us = _micros(started)
+            row.duration_us = micros(started)
             _emit(row, priced)
             request.META[LOGGED] = True
             return response

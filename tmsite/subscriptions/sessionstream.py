@@ -47,10 +47,11 @@ from django.db import OperationalError, close_old_connections, transaction
 
 from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
+from tmsite.oplog import hooks
 from tmsite.subscriptions import changes, env, fswatch, listen, sessions, sources
 from tmsite.subscriptions.changes import Change
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
-from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event
+from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event, whole
 
 log = logging.getLogger("tmsite.subscriptions")
 
@@ -381,35 +382,24 @@ async def serve(receive: Receive, send: Send, environ: dict[str, Any], run: RunE
     status, headers, body = await run(context)
     session = offer.session
     if session is None or status != 200:
-        await _whole(send, status, headers, body)
+        await whole(send, status, headers, body)
         return
     try:
         slot = listen.SLOTS.take(offer.caller, 0, listen.Limits.current())
     except RpcError as refused:
         text = json.dumps(error_response(None, refused.code, refused.message, refused.data))
         if offer.log is not None:
-            offer.log(_micros(started), len(text), str((refused.data or {}).get("reason", "")))
+            offer.log(hooks.micros(started), len(text), str((refused.data or {}).get("reason", "")))
         retry = str((refused.data or {}).get("retryAfter", 1)).encode()
         kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
         kept += [(b"content-type", b"application/json"), (b"retry-after", retry)]
-        await _whole(send, 429, kept, text.encode())
+        await whole(send, 429, kept, text.encode())
         return
     await SessionStreamHeld(session, offer, slot, receive, send, headers, started).run()
 
 
-async def _whole(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-    if not any(k.lower() == b"content-length" for k, _ in headers):
-        headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
 def _json_headers() -> list[tuple[bytes, bytes]]:
     return [(b"content-type", b"application/json"), (b"retry-after", b"1")]
-
-
-def _micros(started: float) -> int:
-    return max(0, int((time.perf_counter() - started) * 1_000_000))
 
 
 class SessionStreamHeld(Held):
@@ -447,7 +437,7 @@ class SessionStreamHeld(Held):
                 log.exception("a session's stream could not be claimed")
                 outcome = "internal"
                 text = json.dumps(error_response(None, -32603, "Internal error.")).encode()
-                await _whole(send=self.send, status=503, headers=_json_headers(), body=text)
+                await whole(send=self.send, status=503, headers=_json_headers(), body=text)
                 return
             here.attach(self, stream_id, uris, seq)
             attached = True
@@ -468,4 +458,4 @@ class SessionStreamHeld(Held):
                 watcher.cancel()
             self.slot.free()
             if self.offer.log is not None:
-                self.offer.log(_micros(self.started), self.sent, outcome)
+                self.offer.log(hooks.micros(self.started), self.sent, outcome)

@@ -35,6 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from tmsite.oplog import hooks
 from tmsite.subscriptions import changes, fswatch, listen, sources
 from tmsite.subscriptions.changes import Change
 
@@ -104,17 +105,20 @@ async def serve(
         if plan is not None:  # accepted, then failed after: nothing is held
             plan.slot.free()
             if plan.log is not None:
-                plan.log(_micros(started), len(body), "internal")
+                plan.log(hooks.micros(started), len(body), "internal")
         elif offer.status is not None and status == 200:
             status = offer.status  # the listen's own refusal (406): the body is the endpoint's
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body, "more_body": False})
+        await whole(send, status, headers, body)
         return
     await _Stream(plan, receive, send, headers, started).run()
 
 
-def _micros(started: float) -> int:
-    return max(0, int((time.perf_counter() - started) * 1_000_000))
+async def whole(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    """Send one whole answer that is not a stream (a refusal), with its length."""
+    if not any(k.lower() == b"content-length" for k, _ in headers):
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class Held:
@@ -282,4 +286,4 @@ class _Stream(Held):
             changes.listen_lists(self.plan.lists, present=False)
             self.plan.slot.free()
             if self.plan.log is not None:
-                self.plan.log(_micros(self.started), self.sent, outcome)
+                self.plan.log(hooks.micros(self.started), self.sent, outcome)
