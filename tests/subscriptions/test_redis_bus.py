@@ -5,6 +5,9 @@ exactly once, their own once too; a change published by a separate Python proces
 ``subscriptions/listen`` stream served by ``tmsite.serve.app`` over loopback in this one. Redis
 stopped or frozen (SIGSTOP) ends open streams gracefully within a bounded time, never leaves
 them hanging; publishing never waits on it; once Redis is back, a new listen hears changes again.
+A change published while Redis is briefly away is sent, once, when it answers again (what is
+held is bounded, what is dropped counted in health), and the shared cache's circuit, opened by a
+real timeout, does not stop a publish.
 """
 
 from __future__ import annotations
@@ -21,9 +24,15 @@ from typing import Any
 import httpx
 import pytest
 from django.conf import settings
+from django.test import Client
+from redis import Redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
-from tests.oplog.servers import ROOT, RedisProcess, redis_server, server_env
+from tests.oplog.servers import ROOT, RedisProcess, free_port, redis_server, server_env
 from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tmsite.core import sharedcache
 from tmsite.subscriptions import changes, listen, redis_bus, stream
 from tmsite.subscriptions.changes import Bus, Change
 from tmsite.subscriptions.redis_bus import RedisBackend
@@ -59,9 +68,16 @@ def channel() -> str:
 class Machine:
     """One bus with its own connection to Redis, and a listener that keeps what it hears."""
 
-    def __init__(self, redis: RedisProcess, channel: str, coalesce: float = 0.25) -> None:
+    def __init__(
+        self,
+        redis: RedisProcess,
+        channel: str,
+        coalesce: float = 0.25,
+        heartbeat: float = BEAT,
+        hold: float = redis_bus.HOLD_SECONDS,
+    ) -> None:
         self.bus = Bus(coalesce)
-        self.backend = RedisBackend(self.bus, redis.url, channel, heartbeat=BEAT)
+        self.backend = RedisBackend(self.bus, redis.url, channel, heartbeat=heartbeat, hold=hold)
         self.bus.attach(self.backend)
         self.heard: list[Change] = []
         self.remove = self.bus.add_listener(self.heard.append)
@@ -78,8 +94,8 @@ class Machine:
 def machines(redis: RedisProcess, channel: str) -> Iterator[Callable[..., Machine]]:
     made: list[Machine] = []
 
-    def make(coalesce: float = 0.25) -> Machine:
-        machine = Machine(redis, channel, coalesce)
+    def make(coalesce: float = 0.25, **options: float) -> Machine:
+        machine = Machine(redis, channel, coalesce, **options)
         made.append(machine)
         machine.up()
         return machine
@@ -140,10 +156,30 @@ def test_without_coalescing_both_copies_arrive(machines: Callable[..., Machine])
     assert a.heard == b.heard == c.heard == [seen, seen]
 
 
+def test_a_message_sent_again_is_told_once(
+    machines: Callable[..., Machine], redis: RedisProcess, channel: str
+) -> None:
+    # a PUBLISH that timed out may still reach Redis: its retry is the same message again
+    b = machines(0.0)  # no coalescing: a repeat is skipped by its number alone
+    first = Change("updated", uri=f"{H}/fs/docs/again.md")
+    data = redis_bus.encode(first, "elsewhere", 7)
+    sender = Redis.from_url(redis.url)
+    try:
+        sender.publish(channel, data)
+        sender.publish(channel, data)
+        sender.publish(channel, redis_bus.encode(first, "elsewhere", 8))  # the next one
+        sender.publish(channel, redis_bus.encode(first, "another", 7))  # another process's
+        _wait(lambda: b.backend.status()["repeats"] + len(b.heard) == 4, what="b heard four")
+    finally:
+        sender.close()
+    assert b.heard == [first] * 3
+    assert b.backend.status()["repeats"] == 1 and b.backend.status()["received"] == 3
+
+
 def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     machines: Callable[..., Machine], redis: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
-    a, b = machines(), machines()
+    a, b = machines(hold=0.5), machines()  # a holds a change half a second at most
     caplog.set_level(logging.WARNING, logger="tmsite.subscriptions")
     redis.stop()
     started = time.monotonic()
@@ -156,8 +192,11 @@ def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     for n in range(50):
         a.bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
     assert time.perf_counter() - took < 0.25
-    assert a.backend.flush(5)
-    assert a.backend.status()["publishFailed"] == 50
+    _wait(lambda: a.backend.status()["publishing"] == "failing", what="a's publish failed")
+    assert a.backend.flush(5)  # held half a second, tried again meanwhile, then given up
+    status = a.backend.status()
+    assert status["dropped"] == 50 and status["held"] == 0 and status["sent"] == 0
+    assert status["publishFailed"] >= 2  # tried, and tried again
     assert len(a.heard) == 51  # lost, then its own 50: this process's listeners still hear
     # a listener added while Redis is away heard only this process: it is told once Redis is back
     late: list[Change] = []
@@ -192,23 +231,120 @@ def test_redis_frozen_is_found_by_the_heartbeat(
         assert found >= BEAT * 2, "lost before any heartbeat could be missed"
         assert found < ENDS_WITHIN
         assert "answered nothing" in b.backend.status()["lastError"]
-        assert a.backend.flush(5)
-        assert a.backend.status()["publishFailed"] == 1  # its PUBLISH timed out (50 ms)
+        status = a.backend.status()
+        assert status["publishFailed"] >= 1  # its PUBLISH timed out (50 ms), and again
+        assert status["publishing"] == "failing" and status["held"] == 1
+        assert "Timeout" in status["publishError"]
     finally:
         redis.thaw()
+    assert a.backend.flush(10)  # sent once Redis answers, not dropped
+    status = a.backend.status()
+    assert status["sent"] == 1 and status["dropped"] == 0 and status["publishing"] == "ok"
     _wait(lambda: b.backend.state == "up", 15, "b back")
     _wait(lambda: a.backend.state == "up", 15, "a back")
     thawed = Change("updated", uri=f"{H}/fs/docs/thawed.md")
+    a.bus.publish(thawed)  # once: nothing of the outage stops it now
+    _wait(lambda: thawed in b.heard, what="after")
 
-    def told_after_thaw() -> bool:
-        # a publish while the shared cache's circuit is still open (its retry time after the
-        # PUBLISH that timed out) is dropped and counted, by design: publish until one passes
-        if thawed not in b.heard:
-            a.bus.publish(thawed)
-            time.sleep(0.2)
-        return thawed in b.heard
 
-    _wait(told_after_thaw, what="after")
+def test_a_change_published_during_a_short_outage_is_told_once_when_redis_answers(
+    machines: Callable[..., Machine], redis: RedisProcess
+) -> None:
+    a = machines()
+    b = machines(heartbeat=1.5)  # a freeze shorter than three of its pings: b stays subscribed
+    meanwhile = Change("updated", uri=f"{H}/fs/docs/meanwhile.md")
+    redis.freeze()
+    try:
+        a.bus.publish(meanwhile)
+        _wait(lambda: a.backend.status()["publishFailed"] >= 2, 5, "a tried twice")
+        status = a.backend.status()
+        assert status["publishing"] == "failing" and status["held"] == 1
+        assert b.heard == []
+    finally:
+        redis.thaw()
+    _wait(lambda: meanwhile in b.heard, 10, "b told what changed during the outage")
+    assert a.backend.flush(5)
+    time.sleep(0.5)  # a copy of a PUBLISH that timed out would have come by now
+    assert b.heard == [meanwhile] and a.heard == [meanwhile]
+    assert b.backend.state == "up" and b.backend.status()["outages"] == 0
+    status = a.backend.status()
+    assert status["sent"] == 1 and status["dropped"] == 0 and status["held"] == 0
+    assert status["publishing"] == "ok" and "publishError" not in status
+
+
+def test_the_shared_cache_circuit_open_does_not_stop_a_publish(
+    machines: Callable[..., Machine], redis: RedisProcess, channel: str, settings: Any
+) -> None:
+    # the box's settings: the cache and the bus on one Redis, the bus made as install() makes it
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis.url,
+            "OPTIONS": {
+                "socket_connect_timeout": 0.05,
+                "socket_timeout": 0.05,
+                "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            },
+        }
+    }
+    settings.TM_REDIS_URL = redis.url
+    settings.TM_CACHE_PREFIX = channel.removesuffix(":tmsite:changes")
+    settings.TM_REDIS_TIMEOUT = 0.05
+    settings.TM_REDIS_RETRY_SECONDS = 30  # the cache's circuit stays open through the test
+    settings.TM_SUB_BUS_HEARTBEAT = BEAT
+    publisher = Bus()
+    backend = redis_bus.from_settings(publisher)
+    publisher.attach(backend)
+    b = machines()
+    try:
+        publisher.publish(Change("updated", uri=f"{H}/fs/docs/before.md"))
+        _wait(lambda: len(b.heard) == 1, what="b heard the publisher")
+        redis.freeze()  # a real timeout of a cache call (50 ms), as under load
+        try:
+            with pytest.raises(sharedcache.SharedCacheDown):
+                sharedcache.call(lambda: sharedcache.cache().get("tm-test-circuit"))
+        finally:
+            redis.thaw()
+        _wait(redis.ping, what="Redis answers")
+        assert sharedcache.circuit().state == "open"
+        after = Change("updated", uri=f"{H}/fs/docs/after.md")
+        publisher.publish(after)
+        _wait(lambda: after in b.heard, 5, "b heard a publish made while the circuit is open")
+        assert sharedcache.circuit().state == "open"  # it was not asked
+        status = backend.status()
+        assert status["sent"] == 2 and status["dropped"] == 0 and status["publishing"] == "ok"
+    finally:
+        publisher.attach(None)
+        backend.close()
+
+
+@pytest.mark.django_db
+def test_past_the_bound_a_change_is_dropped_and_health_says_what_is_held(
+    channel: str,
+) -> None:
+    # a real port nothing listens on: every PUBLISH is refused
+    bus = changes.bus()
+    backend = RedisBackend(bus, f"redis://127.0.0.1:{free_port()}/0", channel, held_max=3)
+    previous = bus.attach(backend)
+    try:
+        for n in range(5):
+            bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
+        _wait(lambda: backend.status()["publishing"] == "failing", what="the first PUBLISH")
+        reply = Client().get("/api/v1/health")
+        assert reply.status_code == 200
+        body = reply.json()
+        assert body["status"] == "degraded"
+        found = body["bus"]
+        assert found["backend"] == "redis" and found["publishing"] == "failing"
+        assert found["held"] == 3 and found["dropped"] == 2 and found["sent"] == 0
+        assert found["publishFailed"] >= 1 and "Connection refused" in found["publishError"]
+        assert (
+            f"the change bus cannot publish to Redis ({found['publishError']}): 3 change(s) "
+            "held for the other machines, tried again"
+        ) in body["reasons"]
+    finally:
+        bus.attach(previous)
+        backend.close()
 
 
 # --- a listen stream on this process, a change from another --------------------------------
