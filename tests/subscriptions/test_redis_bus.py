@@ -31,9 +31,17 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
 from tests.oplog.servers import ROOT, RedisProcess, free_port, redis_server, server_env
-from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tests.subscriptions.helpers import (
+    SUB_ID,
+    Events,
+    complete,
+    end_streams,
+    listen_body,
+    listen_headers,
+    wait_until,
+)
 from tmsite.core import sharedcache
-from tmsite.subscriptions import changes, listen, redis_bus, stream
+from tmsite.subscriptions import changes, listen, redis_bus
 from tmsite.subscriptions.changes import Bus, Change
 from tmsite.subscriptions.redis_bus import RedisBackend
 
@@ -45,13 +53,6 @@ BEAT = 0.3
 #: What a stream may take to end after Redis stopped or froze (three beats, a read's wait, the
 #: stream's own loop, on a shared machine).
 ENDS_WITHIN = 5.0
-
-
-def _wait(predicate: Callable[[], Any], seconds: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting: {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -83,7 +84,7 @@ class Machine:
         self.remove = self.bus.add_listener(self.heard.append)
 
     def up(self) -> None:
-        _wait(lambda: self.backend.state == "up", what="the bus subscribed")
+        wait_until(lambda: self.backend.state == "up", what="the bus subscribed")
 
     def close(self) -> None:
         self.remove()
@@ -112,14 +113,14 @@ def test_a_change_reaches_every_process_once_its_own_too(
     receipt = Change("updated", uri=f"{H}/proposals/secret.token", exact=True)
     a.bus.publish(receipt)
     a.bus.publish(Change("list_changed", list_kind="tools"))
-    _wait(lambda: len(b.heard) == 2, what="b heard both")
+    wait_until(lambda: len(b.heard) == 2, what="b heard both")
     time.sleep(0.5)  # a second copy would have come by now
     assert b.heard == [receipt, Change("list_changed", list_kind="tools")]
     assert b.heard[0].exact is True  # the flag crossed the wire
     assert a.heard == b.heard  # its own, once: not again from Redis
     assert a.backend.status()["sent"] == 2 and b.backend.status()["received"] == 2
     b.bus.publish(Change("updated", uri=f"{H}/fs/docs/a.md"))
-    _wait(lambda: len(a.heard) == 3, what="a heard b")
+    wait_until(lambda: len(a.heard) == 3, what="a heard b")
     time.sleep(0.3)
     assert a.heard[2] == b.heard[2] == Change("updated", uri=f"{H}/fs/docs/a.md")
     assert len(a.heard) == len(b.heard) == 3
@@ -132,17 +133,17 @@ def test_what_two_processes_saw_at_once_reaches_a_listener_once(
     seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
     a.bus.publish(seen)
     b.bus.publish(seen)  # the other machine's watcher saw the same edit
-    _wait(lambda: c.backend.status()["received"] == 2, what="c received both")
+    wait_until(lambda: c.backend.status()["received"] == 2, what="c received both")
     time.sleep(0.3)
     assert a.heard == b.heard == c.heard == [seen]
     assert c.bus.status()["coalesced"] == 1
     # the process that told it last tells a second change at once: a second change
     a.bus.publish(seen)
-    _wait(lambda: len(c.heard) == 2 and len(b.heard) == 2, what="a's second change")
+    wait_until(lambda: len(c.heard) == 2 and len(b.heard) == 2, what="a's second change")
     # past the window another process's copy passes too
     time.sleep(0.3)
     b.bus.publish(seen)
-    _wait(lambda: len(c.heard) == 3, what="b's change after the window")
+    wait_until(lambda: len(c.heard) == 3, what="b's change after the window")
     assert c.heard == [seen] * 3
 
 
@@ -152,7 +153,7 @@ def test_without_coalescing_both_copies_arrive(machines: Callable[..., Machine])
     seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
     a.bus.publish(seen)
     b.bus.publish(seen)
-    _wait(lambda: len(a.heard) == len(b.heard) == len(c.heard) == 2, what="both copies")
+    wait_until(lambda: len(a.heard) == len(b.heard) == len(c.heard) == 2, what="both copies")
     assert a.heard == b.heard == c.heard == [seen, seen]
 
 
@@ -169,7 +170,7 @@ def test_a_message_sent_again_is_told_once(
         sender.publish(channel, data)
         sender.publish(channel, redis_bus.encode(first, "elsewhere", 8))  # the next one
         sender.publish(channel, redis_bus.encode(first, "another", 7))  # another process's
-        _wait(lambda: b.backend.status()["repeats"] + len(b.heard) == 4, what="b heard four")
+        wait_until(lambda: b.backend.status()["repeats"] + len(b.heard) == 4, what="b heard four")
     finally:
         sender.close()
     assert b.heard == [first] * 3
@@ -183,7 +184,7 @@ def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     caplog.set_level(logging.WARNING, logger="tmsite.subscriptions")
     redis.stop()
     started = time.monotonic()
-    _wait(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
+    wait_until(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
     assert time.monotonic() - started < ENDS_WITHIN
     assert b.heard == [Change("lost")] and b.backend.state == "down"
     assert b.bus.status()["state"] == "down" and b.bus.status()["outages"] == 1
@@ -192,7 +193,7 @@ def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     for n in range(50):
         a.bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
     assert time.perf_counter() - took < 0.25
-    _wait(lambda: a.backend.status()["publishing"] == "failing", what="a's publish failed")
+    wait_until(lambda: a.backend.status()["publishing"] == "failing", what="a's publish failed")
     assert a.backend.flush(5)  # held half a second, tried again meanwhile, then given up
     status = a.backend.status()
     assert status["dropped"] == 50 and status["held"] == 0 and status["sent"] == 0
@@ -204,11 +205,11 @@ def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     time.sleep(1.0)  # reconnection attempts fail meanwhile: no second "lost" for the others
     assert b.heard == [Change("lost")] and late == []
     redis.start()
-    _wait(lambda: b.backend.state == "up" and a.backend.state == "up", 15, "both back")
-    _wait(lambda: late == [Change("lost")], what="the late listener told")
+    wait_until(lambda: b.backend.state == "up" and a.backend.state == "up", 15, "both back")
+    wait_until(lambda: late == [Change("lost")], what="the late listener told")
     assert b.heard == [Change("lost")]
     a.bus.publish(Change("updated", uri=f"{H}/fs/docs/back.md"))
-    _wait(lambda: len(b.heard) == 2, what="b hears a again")
+    wait_until(lambda: len(b.heard) == 2, what="b hears a again")
     assert b.heard[1] == Change("updated", uri=f"{H}/fs/docs/back.md")
     messages = [r.getMessage() for r in caplog.records]
     assert sum("could not be sent" in m for m in messages) == 1, messages
@@ -226,7 +227,7 @@ def test_redis_frozen_is_found_by_the_heartbeat(
         took = time.perf_counter()
         a.bus.publish(Change("updated", uri=f"{H}/fs/docs/frozen.md"))
         assert time.perf_counter() - took < 0.05  # queued: the request thread never waits
-        _wait(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
+        wait_until(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
         found = time.monotonic() - started
         assert found >= BEAT * 2, "lost before any heartbeat could be missed"
         assert found < ENDS_WITHIN
@@ -240,11 +241,11 @@ def test_redis_frozen_is_found_by_the_heartbeat(
     assert a.backend.flush(10)  # sent once Redis answers, not dropped
     status = a.backend.status()
     assert status["sent"] == 1 and status["dropped"] == 0 and status["publishing"] == "ok"
-    _wait(lambda: b.backend.state == "up", 15, "b back")
-    _wait(lambda: a.backend.state == "up", 15, "a back")
+    wait_until(lambda: b.backend.state == "up", 15, "b back")
+    wait_until(lambda: a.backend.state == "up", 15, "a back")
     thawed = Change("updated", uri=f"{H}/fs/docs/thawed.md")
     a.bus.publish(thawed)  # once: nothing of the outage stops it now
-    _wait(lambda: thawed in b.heard, what="after")
+    wait_until(lambda: thawed in b.heard, what="after")
 
 
 def test_a_change_published_during_a_short_outage_is_told_once_when_redis_answers(
@@ -256,13 +257,13 @@ def test_a_change_published_during_a_short_outage_is_told_once_when_redis_answer
     redis.freeze()
     try:
         a.bus.publish(meanwhile)
-        _wait(lambda: a.backend.status()["publishFailed"] >= 2, 5, "a tried twice")
+        wait_until(lambda: a.backend.status()["publishFailed"] >= 2, 5, "a tried twice")
         status = a.backend.status()
         assert status["publishing"] == "failing" and status["held"] == 1
         assert b.heard == []
     finally:
         redis.thaw()
-    _wait(lambda: meanwhile in b.heard, 10, "b told what changed during the outage")
+    wait_until(lambda: meanwhile in b.heard, 10, "b told what changed during the outage")
     assert a.backend.flush(5)
     time.sleep(0.5)  # a copy of a PUBLISH that timed out would have come by now
     assert b.heard == [meanwhile] and a.heard == [meanwhile]
@@ -298,18 +299,18 @@ def test_the_shared_cache_circuit_open_does_not_stop_a_publish(
     b = machines()
     try:
         publisher.publish(Change("updated", uri=f"{H}/fs/docs/before.md"))
-        _wait(lambda: len(b.heard) == 1, what="b heard the publisher")
+        wait_until(lambda: len(b.heard) == 1, what="b heard the publisher")
         redis.freeze()  # a real timeout of a cache call (50 ms), as under load
         try:
             with pytest.raises(sharedcache.SharedCacheDown):
                 sharedcache.call(lambda: sharedcache.cache().get("tm-test-circuit"))
         finally:
             redis.thaw()
-        _wait(redis.ping, what="Redis answers")
+        wait_until(redis.ping, what="Redis answers")
         assert sharedcache.circuit().state == "open"
         after = Change("updated", uri=f"{H}/fs/docs/after.md")
         publisher.publish(after)
-        _wait(lambda: after in b.heard, 5, "b heard a publish made while the circuit is open")
+        wait_until(lambda: after in b.heard, 5, "b heard a publish made while the circuit is open")
         assert sharedcache.circuit().state == "open"  # it was not asked
         status = backend.status()
         assert status["sent"] == 2 and status["dropped"] == 0 and status["publishing"] == "ok"
@@ -329,7 +330,7 @@ def test_past_the_bound_a_change_is_dropped_and_health_says_what_is_held(
     try:
         for n in range(5):
             bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
-        _wait(lambda: backend.status()["publishing"] == "failing", what="the first PUBLISH")
+        wait_until(lambda: backend.status()["publishing"] == "failing", what="the first PUBLISH")
         reply = Client().get("/api/v1/health")
         assert reply.status_code == 200
         body = reply.json()
@@ -392,29 +393,15 @@ def _other_process(redis: RedisProcess, channel: str, uri: str, tmp_path: Path) 
     assert done.stdout.strip() == "redis"
 
 
-def _open(client: httpx.Client, url: str, rid: str, uri: str) -> Any:
-    return client.stream(
+def _open(http_client: httpx.Client, url: str, rid: str, uri: str) -> Any:
+    return http_client.stream(
         "POST", url, json=listen_body(rid, resourceSubscriptions=[uri]), headers=listen_headers()
     )
 
 
-def _complete(rid: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "result": {"resultType": "complete", "_meta": {SUB_ID: rid}},
-    }
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=httpx.Timeout(20, read=20)) as http:
-        yield http
-
-
 def test_a_stream_hears_a_change_another_process_published(
     listen_url: str,
-    client: httpx.Client,
+    http_client: httpx.Client,
     on_redis: RedisBackend,
     redis: RedisProcess,
     channel: str,
@@ -423,10 +410,10 @@ def test_a_stream_hears_a_change_another_process_published(
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "60")
     uri = f"{H}/fs/docs/elsewhere.md"
-    with _open(client, listen_url, "r-1", uri) as response:
+    with _open(http_client, listen_url, "r-1", uri) as response:
         events = Events(response)
         assert events.message()["params"]["_meta"][SUB_ID] == "r-1"
-        _wait(lambda: on_redis.state == "up", what="subscribed")
+        wait_until(lambda: on_redis.state == "up", what="subscribed")
         _other_process(redis, channel, uri, tmp_path)
         assert events.message() == {
             "jsonrpc": "2.0",
@@ -434,16 +421,15 @@ def test_a_stream_hears_a_change_another_process_published(
             "params": {"uri": uri, "_meta": {SUB_ID: "r-1"}},
         }
         assert on_redis.status()["received"] == 1
-        for loop in stream.loops():  # end it now: nothing else came, nothing else does
-            loop.call_soon_threadsafe(stream.close_all)
+        end_streams()  # end it now: nothing else came, nothing else does
         rest = [value for kind, value in events.rest() if kind == "message"]
-    assert rest == [_complete("r-1")]
+    assert rest == [complete("r-1")]
 
 
 def test_redis_stopped_ends_the_stream_and_a_new_one_works_once_it_is_back(
     listen_url: str,
     asgi_url: str,
-    client: httpx.Client,
+    http_client: httpx.Client,
     on_redis: RedisBackend,
     redis: RedisProcess,
     channel: str,
@@ -451,32 +437,32 @@ def test_redis_stopped_ends_the_stream_and_a_new_one_works_once_it_is_back(
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "60")  # a stream not ended would hang the read (20 s)
     uri = f"{H}/fs/docs/kept.md"
-    with _open(client, listen_url, "r-2", uri) as response:
+    with _open(http_client, listen_url, "r-2", uri) as response:
         events = Events(response)
         events.message()
-        _wait(lambda: on_redis.state == "up", what="subscribed")
+        wait_until(lambda: on_redis.state == "up", what="subscribed")
         redis.stop()
         started = time.monotonic()
         rest = [value for kind, value in events.rest() if kind == "message"]
         took = time.monotonic() - started
-    assert rest == [_complete("r-2")]
+    assert rest == [complete("r-2")]
     assert took < ENDS_WITHIN
-    _wait(lambda: listen.SLOTS.status()["streams"] == 0, what="the slot freed")
-    health = client.get(f"{asgi_url}/api/v1/health").json()
+    wait_until(lambda: listen.SLOTS.status()["streams"] == 0, what="the slot freed")
+    health = http_client.get(f"{asgi_url}/api/v1/health").json()
     assert health["status"] == "degraded"
     assert health["bus"]["backend"] == "redis" and health["bus"]["state"] == "down"
     assert health["bus"]["outages"] == 1 and health["bus"]["lost"] == 1
     assert any(r.startswith("the change bus does not reach Redis (") for r in health["reasons"])
 
     redis.start()
-    _wait(lambda: on_redis.state == "up", 15, "back")
-    assert client.get(f"{asgi_url}/api/v1/health").json()["bus"]["state"] == "up"
-    _heard_through_redis(client, listen_url, "r-3", uri, redis, channel)
+    wait_until(lambda: on_redis.state == "up", 15, "back")
+    assert http_client.get(f"{asgi_url}/api/v1/health").json()["bus"]["state"] == "up"
+    _heard_through_redis(http_client, listen_url, "r-3", uri, redis, channel)
 
 
 def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
     listen_url: str,
-    client: httpx.Client,
+    http_client: httpx.Client,
     on_redis: RedisBackend,
     redis: RedisProcess,
     channel: str,
@@ -484,10 +470,10 @@ def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "60")
     uri = f"{H}/fs/docs/kept.md"
-    with _open(client, listen_url, "r-4", uri) as response:
+    with _open(http_client, listen_url, "r-4", uri) as response:
         events = Events(response)
         events.message()
-        _wait(lambda: on_redis.state == "up", what="subscribed")
+        wait_until(lambda: on_redis.state == "up", what="subscribed")
         redis.freeze()
         try:
             started = time.monotonic()
@@ -495,27 +481,26 @@ def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
             took = time.monotonic() - started
         finally:
             redis.thaw()
-    assert rest == [_complete("r-4")]
+    assert rest == [complete("r-4")]
     assert BEAT * 2 <= took < ENDS_WITHIN
-    _wait(lambda: on_redis.state == "up", 15, "thawed")
-    _heard_through_redis(client, listen_url, "r-5", uri, redis, channel)
+    wait_until(lambda: on_redis.state == "up", 15, "thawed")
+    _heard_through_redis(http_client, listen_url, "r-5", uri, redis, channel)
 
 
 def _heard_through_redis(
-    client: httpx.Client, url: str, rid: str, uri: str, redis: RedisProcess, channel: str
+    http_client: httpx.Client, url: str, rid: str, uri: str, redis: RedisProcess, channel: str
 ) -> None:
     """A new stream on this process hears a change another bus published through Redis."""
     other = Bus()
     backend = RedisBackend(other, redis.url, channel, heartbeat=BEAT)
     other.attach(backend)
     try:
-        with _open(client, url, rid, uri) as response:
+        with _open(http_client, url, rid, uri) as response:
             events = Events(response)
             assert events.message()["params"]["_meta"][SUB_ID] == rid
             other.publish(Change("updated", uri=uri))
             assert events.message()["params"] == {"uri": uri, "_meta": {SUB_ID: rid}}
-            for loop in stream.loops():
-                loop.call_soon_threadsafe(stream.close_all)
+            end_streams()
             events.rest()
     finally:
         backend.close()
