@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.serve.inthread import served
+from tests.subscriptions.helpers import stream_client
 from tmsite.serve.app import Application
 
 
@@ -19,3 +21,10 @@ def asgi_url() -> Iterator[str]:
 @pytest.fixture
 def listen_url(asgi_url: str, transactional_db: None) -> str:
     return f"{asgi_url}/api/mcp"
+
+
+@pytest.fixture
+def http_client() -> Iterator[httpx.Client]:
+    """A client for streams: a read waits 20 s for the next bytes."""
+    with stream_client() as http:
+        yield http

@@ -16,13 +16,20 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 
-from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
-from tmsite.mounts import registry
+from tests.subscriptions.helpers import (
+    HOST,
+    SUB_ID,
+    Events,
+    listen_body,
+    listen_headers,
+    own_box,
+    wait_until,
+    write_files,
+)
 from tmsite.subscriptions import changes, fswatch
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 
-HOST = "tinymachines"
 FS = f"tm://{HOST}/fs"
 
 
@@ -32,27 +39,10 @@ def checkout(
 ) -> Iterator[Path]:
     monkeypatch.setenv("TM_FS_WATCH", request.param)
     monkeypatch.setenv("TM_FS_POLL_MS", "100")
-    root = tmp_path / "box"
-    (root / "docs" / "guide").mkdir(parents=True)
-    (root / "docs" / "a.md").write_text("# a\n")
-    (root / "docs" / "guide" / "b.md").write_text("# b\n")
-    (root / "docs" / ".env").write_text("SECRET=1\n")
-    (root / "data").mkdir()
-    settings.TM_CHECKOUT = root
-    settings.TM_FS_ROOTS = ["docs", "data"]
-    settings.TM_HOST = HOST
-    registry.reset()
-    fswatch.SOURCE.starts.clear()
-    yield root
-    fswatch.SOURCE.stop()
-    registry.reset()
-
-
-def _until(predicate: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
+    files = {"docs/a.md": "# a\n", "docs/guide/b.md": "# b\n", "docs/.env": "SECRET=1\n"}
+    root = write_files(tmp_path / "box", files, dirs=("data",))
+    with own_box(settings, root, ["docs", "data"], fs_watch=True):
+        yield root
 
 
 def test_the_sdk_client_is_told_of_a_file_and_a_directory_changed(
@@ -66,7 +56,7 @@ def test_the_sdk_client_is_told_of_a_file_and_a_directory_changed(
             client.listen(tools_list_changed=True, resource_subscriptions=wanted) as sub,
         ):
             honoured = sub.honored.model_dump(by_alias=True, exclude_none=True)
-            await anyio.to_thread.run_sync(_until, lambda: fswatch.SOURCE.starts)
+            await anyio.to_thread.run_sync(wait_until, lambda: fswatch.SOURCE.starts)
             await anyio.sleep(0.5)  # the watch is set up (a poll has its first look)
             first: Any = None
             for attempt in range(20):  # until the watch has had its first look (a poll's)
@@ -103,8 +93,8 @@ def test_the_sdk_client_is_told_of_a_file_and_a_directory_changed(
     assert seen["took"] < 5
     assert seen["starts"][0] == (request.node.callspec.params["checkout"], frozenset({"docs"}))
     # the stream is gone: so is the interest, and the watch
-    _until(lambda: not changes.interests(f"{FS}/"))
-    _until(lambda: fswatch.SOURCE.watching == frozenset())
+    wait_until(lambda: not changes.interests(f"{FS}/"))
+    wait_until(lambda: fswatch.SOURCE.watching == frozenset())
 
 
 def test_the_watch_follows_what_is_listened_to(checkout: Path) -> None:
@@ -112,20 +102,22 @@ def test_the_watch_follows_what_is_listened_to(checkout: Path) -> None:
     source.start()
     assert source.watching == frozenset()
     with changes.listening([f"{FS}/data/"]):
-        _until(lambda: source.watching == {"data"})
+        wait_until(lambda: source.watching == {"data"})
         with changes.listening([f"tm://{HOST}/"]):
-            _until(lambda: source.watching == {"docs", "data"})
+            wait_until(lambda: source.watching == {"docs", "data"})
             got: list[changes.Change] = []
             remove = changes.add_listener(got.append)
             try:
                 time.sleep(0.5)
                 (checkout / "docs" / "guide" / "c.md").write_text("# c\n")
                 (checkout / "data" / "d").mkdir()
-                _until(lambda: {c.uri for c in got} >= {f"{FS}/docs/guide/c.md", f"{FS}/data/d/"})
+                wait_until(
+                    lambda: {c.uri for c in got} >= {f"{FS}/docs/guide/c.md", f"{FS}/data/d/"}
+                )
             finally:
                 remove()
-        _until(lambda: source.watching == {"data"})
-    _until(lambda: source.watching == frozenset())
+        wait_until(lambda: source.watching == {"data"})
+    wait_until(lambda: source.watching == frozenset())
 
 
 def test_ack_subscription_id_and_filter_on_the_wire(listen_url: str, checkout: Path) -> None:
@@ -137,7 +129,7 @@ def test_ack_subscription_id_and_filter_on_the_wire(listen_url: str, checkout: P
     ):
         events = Events(response)
         ack = events.message()
-        _until(lambda: fswatch.SOURCE.watching == {"docs"})
+        wait_until(lambda: fswatch.SOURCE.watching == {"docs"})
         stop = threading.Event()
 
         def probe() -> None:  # until the watch has had its first look (a poll's)

@@ -5,22 +5,27 @@ the test builds."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.gitstore.builder import Builder
-from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
-from tmsite.mounts import registry
+from tests.subscriptions.helpers import (
+    HOST,
+    SUB_ID,
+    Events,
+    listen_body,
+    listen_headers,
+    own_box,
+    stream_client,
+    wait_until,
+)
 from tmsite.subscriptions import sources
 
 pytestmark = [pytest.mark.spec("SUB3"), pytest.mark.slow]
 
-HOST = "tinymachines"
 REPO = f"tm://{HOST}/git/box"
 
 
@@ -30,17 +35,12 @@ def repo(tmp_path: Path, settings: Any) -> Iterator[Builder]:
     first = built.commit("first", {"docs/a.md": b"one\n", "docs/b.md": b"bee\n"}, when=0)
     built.set_ref("refs/heads/main", first)
     built.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
-    settings.TM_CHECKOUT = tmp_path / "box"
     settings.TM_CHECKOUT_REPO = "box"
     settings.TM_GIT_REPOS = {}
-    settings.TM_FS_ROOTS = ["docs"]
-    settings.TM_HOST = HOST
     settings.TM_SUB_GIT_POLL = 0.05
-    registry.reset()
-    sources.uninstall()  # the first stream of this test installs them over this repository
-    yield built
-    sources.uninstall()
-    registry.reset()
+    # the first stream of this test installs the change sources over this repository
+    with own_box(settings, tmp_path / "box", ["docs"], fresh_sources=True):
+        yield built
 
 
 def test_a_branch_moved_by_a_new_commit_is_told_and_a_pinned_address_is_not(
@@ -50,7 +50,7 @@ def test_a_branch_moved_by_a_new_commit_is_told_and_a_pinned_address_is_not(
     wanted = [f"{REPO}/docs/a.md", f"{REPO}/docs/b.md?at={first}", f"{REPO}/docs/"]
     body = listen_body("g-1", resourceSubscriptions=wanted)
     with (
-        httpx.Client(timeout=httpx.Timeout(20, read=20)) as client,
+        stream_client() as client,
         client.stream("POST", listen_url, json=body, headers=listen_headers()) as response,
     ):
         assert response.status_code == 200
@@ -74,16 +74,12 @@ def test_a_branch_moved_by_a_new_commit_is_told_and_a_pinned_address_is_not(
 
 
 def _installed(name: str, timeout: float = 10.0) -> Any:
-    end = time.monotonic() + timeout
-    while name not in sources.installed():
-        assert time.monotonic() < end, f"no {name} change source was installed"
-        time.sleep(0.01)
+    wait_until(
+        lambda: name in sources.installed(), timeout, f"no {name} change source was installed", 0.01
+    )
     return sources.installed()[name]
 
 
 def _polled(watcher: Any, more: int = 2, timeout: float = 10.0) -> None:
     target = watcher.polls + more
-    end = time.monotonic() + timeout
-    while watcher.polls < target:
-        assert time.monotonic() < end, "the git watcher does not poll"
-        time.sleep(0.01)
+    wait_until(lambda: watcher.polls >= target, timeout, "the git watcher does not poll", 0.01)

@@ -9,35 +9,31 @@ from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
-from tmsite.mounts import registry
+from tests.subscriptions.helpers import (
+    SUB_ID,
+    Events,
+    listen_body,
+    listen_headers,
+    own_box,
+    stream_client,
+    wait_until,
+    write_files,
+)
 from tmsite.subscriptions import changes, sources
 from tmsite.subscriptions.lists import ListWatcher, resources_answer
 
 pytestmark = pytest.mark.spec("SUB3")
 
-HOST = "tinymachines"
-
 
 @pytest.fixture
 def checkout(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    root = tmp_path / "box"
-    (root / "docs").mkdir(parents=True)
-    (root / "docs" / "a.md").write_text("# a\n")
-    settings.TM_CHECKOUT = root
-    settings.TM_FS_ROOTS = ["docs"]
-    settings.TM_HOST = HOST
-    settings.TM_MOUNTS = ["fs"]
     settings.TM_SUB_LIST_POLL = 0.1
     monkeypatch.setenv("TM_LISTEN_IDLE", "10")  # a list never told ends the stream, not the run
-    registry.reset()
-    sources.uninstall()
-    yield root
-    sources.uninstall()
-    registry.reset()
+    root = write_files(tmp_path / "box", {"docs/a.md": "# a\n"})
+    with own_box(settings, root, ["docs"], ["fs"], fresh_sources=True):
+        yield root
 
 
 def test_the_map_is_read_only_while_listened_and_told_when_it_moved(checkout: Path) -> None:
@@ -70,16 +66,17 @@ def test_the_map_is_read_only_while_listened_and_told_when_it_moved(checkout: Pa
 def test_a_stream_is_told_the_resource_list_changed(listen_url: str, checkout: Path) -> None:
     body = listen_body("l-1", resourcesListChanged=True, toolsListChanged=True)
     with (
-        httpx.Client(timeout=httpx.Timeout(20, read=20)) as client,
+        stream_client() as client,
         client.stream("POST", listen_url, json=body, headers=listen_headers()) as response,
     ):
         assert response.status_code == 200
         events = Events(response)
         events.message()  # the acknowledgement
-        end = time.monotonic() + 10
-        while "resources-list" not in sources.installed() or not changes.lists_listened():
-            assert time.monotonic() < end, "the list's source was never installed"
-            time.sleep(0.02)
+        wait_until(
+            lambda: "resources-list" in sources.installed() and bool(changes.lists_listened()),
+            10,
+            "the list's source was never installed",
+        )
         time.sleep(0.5)  # its first reading
         (checkout / "docs" / "guide").mkdir()
         told = events.message()

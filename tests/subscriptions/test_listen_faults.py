@@ -7,26 +7,32 @@ closed with a reset (``SO_LINGER`` 0), as a client that crashed or lost its netw
 
 from __future__ import annotations
 
-import json
 import socket
-import struct
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
-from tests.subscriptions.helpers import Events, listen_body, listen_headers
-from tmsite.mounts import registry
+from tests.subscriptions.helpers import (
+    HOST,
+    Events,
+    listen_body,
+    listen_headers,
+    nothing_held,
+    own_box,
+    raw_listen,
+    reset_connection,
+    stream_client,
+    wait_until,
+    write_files,
+)
 from tmsite.subscriptions import changes, fswatch, listen
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 
-HOST = "tinymachines"
 FS = f"tm://{HOST}/fs"
 READ_SECONDS = 8.0
 
@@ -36,38 +42,14 @@ def checkout(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("TM_FS_WATCH", "native")
     # no keep-alive comes: a stream that is told nothing times its read out (READ_SECONDS)
     monkeypatch.setenv("TM_LISTEN_KEEPALIVE", "60")
-    root = tmp_path / "box"
-    (root / "docs").mkdir(parents=True)
-    (root / "docs" / "a.md").write_text("# a\n")
-    (root / "data").mkdir()
-    settings.TM_CHECKOUT = root
-    settings.TM_FS_ROOTS = ["docs", "data"]
-    settings.TM_HOST = HOST
-    registry.reset()
-    fswatch.SOURCE.starts.clear()
-    yield root
-    fswatch.SOURCE.stop()
-    registry.reset()
-
-
-def _until(predicate: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
+    root = write_files(tmp_path / "box", {"docs/a.md": "# a\n"}, dirs=("data",))
+    with own_box(settings, root, ["docs", "data"], fs_watch=True):
+        yield root
 
 
 def _raw_listen(url: str, body: dict[str, Any]) -> tuple[socket.socket, bytes]:
     """A listen over a raw socket; returns it once the acknowledgement arrived, and what came."""
-    parts = urlsplit(url)
-    sock = socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=10)
-    payload = json.dumps(body).encode()
-    head = "".join(f"{k}: {v}\r\n" for k, v in listen_headers().items())
-    sock.sendall(
-        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n{head}"
-        f"Content-Length: {len(payload)}\r\n\r\n".encode()
-        + payload
-    )
+    sock = raw_listen(url, body)
     got = b""
     while b"notifications/subscriptions/acknowledged" not in got:
         chunk = sock.recv(65536)
@@ -76,28 +58,18 @@ def _raw_listen(url: str, body: dict[str, Any]) -> tuple[socket.socket, bytes]:
     return sock, got
 
 
-def _reset(sock: socket.socket) -> None:
-    """Close with a reset, not a goodbye: the listener vanished."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
-def _nothing_held() -> bool:
-    return listen.SLOTS.status() == {"streams": 0, "uris": 0, "callers": 0}
-
-
 def test_a_listener_reset_while_idle_frees_its_slot_and_interest(
     listen_url: str, checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uri = f"{FS}/docs/a.md"
     sock, got = _raw_listen(listen_url, listen_body("v-1", resourceSubscriptions=[uri]))
     assert b" 200 " in got.split(b"\r\n", 1)[0]
-    _until(lambda: changes.interests(uri).get(uri) == 1)
+    wait_until(lambda: changes.interests(uri).get(uri) == 1)
     assert listen.SLOTS.status() == {"streams": 1, "uris": 1, "callers": 1}
-    _reset(sock)
-    _until(_nothing_held, seconds=5)
+    reset_connection(sock)
+    wait_until(nothing_held, seconds=5)
     assert changes.interests(uri) == {}
-    _until(lambda: fswatch.SOURCE.watching == frozenset(), seconds=5)
+    wait_until(lambda: fswatch.SOURCE.watching == frozenset(), seconds=5)
 
 
 def test_a_listener_reset_while_being_told_frees_its_slot_and_interest(
@@ -106,7 +78,7 @@ def test_a_listener_reset_while_being_told_frees_its_slot_and_interest(
     uri = f"{FS}/docs/"
     sock, _ = _raw_listen(listen_url, listen_body("v-2", resourceSubscriptions=[uri]))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the server's writes back up
-    _until(lambda: changes.interests(uri).get(uri) == 1)
+    wait_until(lambda: changes.interests(uri).get(uri) == 1)
     stop = threading.Event()
 
     def tell() -> None:  # notifications keep coming while the listener vanishes
@@ -120,8 +92,8 @@ def test_a_listener_reset_while_being_told_frees_its_slot_and_interest(
     teller.start()
     try:
         time.sleep(0.3)
-        _reset(sock)
-        _until(_nothing_held, seconds=5)
+        reset_connection(sock)
+        wait_until(nothing_held, seconds=5)
     finally:
         stop.set()
         teller.join()
@@ -154,12 +126,12 @@ def test_the_fs_watch_stopped_and_started_again_keeps_every_subscription(
     uri = f"{FS}/docs/a.md"
     body = listen_body("w-1", resourceSubscriptions=[uri])
     with (
-        httpx.Client(timeout=httpx.Timeout(20, read=READ_SECONDS)) as client,
+        stream_client(READ_SECONDS) as client,
         client.stream("POST", listen_url, json=body, headers=listen_headers()) as response,
     ):
         events = Events(response)
         events.message()
-        _until(lambda: fswatch.SOURCE.watching == {"docs"})
+        wait_until(lambda: fswatch.SOURCE.watching == {"docs"})
         _hears(events, checkout / "docs" / "a.md", uri)
         fswatch.SOURCE.stop()  # the watch stops: nothing is watched, nobody is followed
         assert fswatch.SOURCE.watching == frozenset()
@@ -169,7 +141,7 @@ def test_the_fs_watch_stopped_and_started_again_keeps_every_subscription(
         starting.start()
         starting.join(timeout=10)
         assert not starting.is_alive(), "the fs watch did not start again"
-        _until(lambda: fswatch.SOURCE.watching == {"docs"})
+        wait_until(lambda: fswatch.SOURCE.watching == {"docs"})
         _hears(events, checkout / "docs" / "a.md", uri)
     assert [roots for _, roots in fswatch.SOURCE.starts] == [frozenset({"docs"})] * 2
 
@@ -190,12 +162,12 @@ def test_a_watch_thread_that_fails_restarts_and_loses_no_subscription(
 
     body = listen_body("w-2", resourceSubscriptions=[uri])
     with (
-        httpx.Client(timeout=httpx.Timeout(20, read=READ_SECONDS)) as client,
+        stream_client(READ_SECONDS) as client,
         client.stream("POST", listen_url, json=body, headers=listen_headers()) as response,
     ):
         events = Events(response)
         events.message()
-        _until(lambda: fswatch.SOURCE.watching == {"docs"})
+        wait_until(lambda: fswatch.SOURCE.watching == {"docs"})
         _hears(events, checkout / "docs" / "a.md", uri)
         monkeypatch.setattr(fswatch.FsSource, "_fs", failing_once)
         got: list[changes.Change] = []
@@ -203,10 +175,10 @@ def test_a_watch_thread_that_fails_restarts_and_loses_no_subscription(
         try:
             # a second root listened to: the watch restarts over both, and its thread fails
             with changes.listening([f"{FS}/data/"]):
-                _until(lambda: bool(failed))
+                wait_until(lambda: bool(failed))
                 _hears(events, checkout / "docs" / "a.md", uri)  # the first stream still hears
                 (checkout / "data" / "b.md").write_text("b\n")
-                _until(lambda: f"{FS}/data/b.md" in {c.uri for c in got})
+                wait_until(lambda: f"{FS}/data/b.md" in {c.uri for c in got})
         finally:
             remove()
     assert fswatch.SOURCE.failures == 1

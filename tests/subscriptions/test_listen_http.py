@@ -9,14 +9,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 from django.conf import settings
 
-from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tests.subscriptions.helpers import (
+    SUB_ID,
+    Events,
+    complete,
+    listen_body,
+    listen_headers,
+    listening,
+    nothing_held,
+    wait_until,
+)
 from tests.transport.transport_helpers import modern_headers, modern_request
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
@@ -27,25 +34,8 @@ pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.slow]
 H = f"tm://{settings.TM_HOST}"
 
 
-def _wait(predicate: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
-def _listening(uri: str) -> bool:
-    return bool(changes.interests(uri).get(uri))
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=httpx.Timeout(20, read=20)) as http:
-        yield http
-
-
 def test_ack_then_only_what_was_asked_for_then_a_graceful_end(
-    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "1.5")
     body = listen_body(
@@ -61,7 +51,7 @@ def test_ack_then_only_what_was_asked_for_then_a_graceful_end(
             f"{H}/fs/docs/a.md",
         ],
     )
-    with client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
+    with http_client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream"
         assert response.headers["x-accel-buffering"] == "no"
@@ -81,7 +71,7 @@ def test_ack_then_only_what_was_asked_for_then_a_graceful_end(
             (f"{H}/nosuchmount/x", "not-found"),
             ("tm://elsewhere/fs/docs/a.md", "not-found"),
         ]
-        _wait(lambda: _listening(f"{H}/fs/docs/sub/"))
+        wait_until(lambda: listening(f"{H}/fs/docs/sub/"))
         changes.publish_list_changed("prompts")  # not asked for: never sent
         changes.publish(f"{H}/fs/docs/other.md")  # nobody's: never sent
         changes.publish(f"{H}/fs/docs/a.md")
@@ -104,27 +94,18 @@ def test_ack_then_only_what_was_asked_for_then_a_graceful_end(
         }
         # nothing more comes: the idle stream is ended with the listen's own response
         rest = [event for event in events.rest() if event[0] == "message"]
-        assert rest == [
-            (
-                "message",
-                {
-                    "jsonrpc": "2.0",
-                    "id": "s-1",
-                    "result": {"resultType": "complete", "_meta": {SUB_ID: "s-1"}},
-                },
-            )
-        ]
-    _wait(lambda: listen.SLOTS.status()["streams"] == 0)
-    assert not _listening(f"{H}/fs/docs/sub/")
+        assert rest == [("message", complete("s-1"))]
+    wait_until(lambda: listen.SLOTS.status()["streams"] == 0)
+    assert not listening(f"{H}/fs/docs/sub/")
 
 
 def test_keep_alive_comments_and_the_log_row_of_the_whole_stream(
-    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_KEEPALIVE", "0.2")
     monkeypatch.setenv("TM_LISTEN_IDLE", "1.2")
     started = time.monotonic()
-    with client.stream(
+    with http_client.stream(
         "POST", listen_url, json=listen_body(7), headers=listen_headers()
     ) as response:
         events = Events(response)
@@ -142,9 +123,9 @@ def test_keep_alive_comments_and_the_log_row_of_the_whole_stream(
     assert not names & {"caller", "address", "ip", "who"}
 
 
-def test_a_client_that_goes_away_frees_its_slot(listen_url: str, client: httpx.Client) -> None:
+def test_a_client_that_goes_away_frees_its_slot(listen_url: str, http_client: httpx.Client) -> None:
     uri = f"{H}/fs/docs/gone.md"
-    with client.stream(
+    with http_client.stream(
         "POST",
         listen_url,
         json=listen_body(1, resourceSubscriptions=[uri]),
@@ -152,20 +133,20 @@ def test_a_client_that_goes_away_frees_its_slot(listen_url: str, client: httpx.C
     ) as response:
         held = Events(response)  # kept: a generator closed by the collector closes the stream
         held.message()
-        _wait(lambda: _listening(uri))
+        wait_until(lambda: listening(uri))
         assert listen.SLOTS.status()["streams"] == 1
-    _wait(lambda: listen.SLOTS.status() == {"streams": 0, "uris": 0, "callers": 0})
-    assert not _listening(uri)
+    wait_until(nothing_held)
+    assert not listening(uri)
     assert _row().outcome == "gone"
 
 
 def test_caps_per_caller_are_refused_naming_the_cap(
-    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_STREAMS_PER_CALLER", "1")
     monkeypatch.setenv("TM_LISTEN_URIS_PER_CALLER", "2")
     many = [f"{H}/fs/docs/{n}.md" for n in range(3)]
-    over = client.post(
+    over = http_client.post(
         listen_url, json=listen_body(2, resourceSubscriptions=many), headers=listen_headers()
     )
     assert over.status_code == 200
@@ -177,12 +158,12 @@ def test_caps_per_caller_are_refused_naming_the_cap(
         "limit": 2,
     }
     assert "2 subscribed URIs" in error["message"]
-    with client.stream(
+    with http_client.stream(
         "POST", listen_url, json=listen_body(3), headers=listen_headers()
     ) as response:
         held = Events(response)  # kept: a generator closed by the collector closes the stream
         held.message()
-        second = client.post(listen_url, json=listen_body(4), headers=listen_headers())
+        second = http_client.post(listen_url, json=listen_body(4), headers=listen_headers())
         error = second.json()["error"]
         assert second.json()["id"] == 4
         assert error["data"] == {
@@ -190,19 +171,19 @@ def test_caps_per_caller_are_refused_naming_the_cap(
             "cap": "streams-per-caller",
             "limit": 1,
         }
-    _wait(lambda: listen.SLOTS.status()["streams"] == 0)
+    wait_until(lambda: listen.SLOTS.status()["streams"] == 0)
 
 
 def test_the_servers_cap_says_when_to_retry(
-    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_STREAMS", "1")
-    with client.stream(
+    with http_client.stream(
         "POST", listen_url, json=listen_body(1), headers=listen_headers()
     ) as response:
         held = Events(response)  # kept: a generator closed by the collector closes the stream
         held.message()
-        other = client.post(
+        other = http_client.post(
             listen_url,
             json=listen_body(2),
             headers=listen_headers(**{"X-Forwarded-For": "192.0.2.7"}),
@@ -215,15 +196,15 @@ def test_the_servers_cap_says_when_to_retry(
         }
 
 
-def test_a_listen_costs_rate_limit_budget(listen_url: str, client: httpx.Client) -> None:
+def test_a_listen_costs_rate_limit_budget(listen_url: str, http_client: httpx.Client) -> None:
     caller = {"X-Forwarded-For": "192.0.2.9"}
-    ping = client.post(
+    ping = http_client.post(
         listen_url,
         json=modern_request("tools/list", 1),
         headers={**listen_headers(), **modern_headers("tools/list"), **caller},
     )
     before = int(ping.headers["RateLimit"].split("r=")[1].split(";")[0])
-    with client.stream(
+    with http_client.stream(
         "POST", listen_url, json=listen_body(5), headers=listen_headers(**caller)
     ) as response:
         after = int(response.headers["RateLimit"].split("r=")[1].split(";")[0])
@@ -231,16 +212,16 @@ def test_a_listen_costs_rate_limit_budget(listen_url: str, client: httpx.Client)
 
 
 def test_a_stream_that_falls_behind_is_ended_gracefully(
-    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # keep-alives hold the read open: a stream that is never ended behind ends idle instead
     monkeypatch.setenv("TM_LISTEN_IDLE", "5")
     uri = f"{H}/fs/docs/"
     body = listen_body("b", resourceSubscriptions=[uri])
-    with client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
+    with http_client.stream("POST", listen_url, json=body, headers=listen_headers()) as response:
         events = Events(response)
         events.message()
-        _wait(lambda: _listening(uri))
+        wait_until(lambda: listening(uri))
 
         def burst() -> None:  # in the server's loop: the stream cannot drain meanwhile
             for n in range(1_100):
@@ -249,24 +230,20 @@ def test_a_stream_that_falls_behind_is_ended_gracefully(
         for loop in _running_loops():
             loop.call_soon_threadsafe(burst)
         got = [value for kind, value in events.rest() if kind == "message"]
-    assert got[-1] == {
-        "jsonrpc": "2.0",
-        "id": "b",
-        "result": {"resultType": "complete", "_meta": {SUB_ID: "b"}},
-    }
+    assert got[-1] == complete("b")
     # the 1,024 it fell behind by are sent before the end; the 76 past them are not
     assert len(got) - 1 == 1_024
     assert got[0]["params"]["uri"] == f"{uri}burst/0"
     assert _row().outcome == "behind"
 
 
-def test_refusals_before_the_stream(listen_url: str, client: httpx.Client) -> None:
-    bad = client.post(
+def test_refusals_before_the_stream(listen_url: str, http_client: httpx.Client) -> None:
+    bad = http_client.post(
         listen_url, json=listen_body(1, toolsListChanged="yes"), headers=listen_headers()
     )
     assert bad.json()["error"]["code"] == -32602
     assert "toolsListChanged must be a boolean" in bad.json()["error"]["message"]
-    plain = client.post(
+    plain = http_client.post(
         listen_url, json=listen_body(2), headers=listen_headers(Accept="application/json")
     )
     assert plain.status_code == 406
@@ -280,11 +257,11 @@ def test_refusals_before_the_stream(listen_url: str, client: httpx.Client) -> No
             "text/event-stream.",
         },
     }
-    foreign = client.post(
+    foreign = http_client.post(
         listen_url, json=listen_body(3), headers=listen_headers(Origin="https://evil.example")
     )
     assert foreign.status_code == 403
-    no_meta = client.post(
+    no_meta = http_client.post(
         listen_url,
         content=json.dumps({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen"}),
         headers=listen_headers(),
@@ -294,9 +271,9 @@ def test_refusals_before_the_stream(listen_url: str, client: httpx.Client) -> No
 
 
 def test_discover_advertises_what_the_streams_deliver(
-    listen_url: str, client: httpx.Client
+    listen_url: str, http_client: httpx.Client
 ) -> None:
-    answer = client.post(
+    answer = http_client.post(
         listen_url,
         json=modern_request("server/discover", 1),
         headers={**listen_headers(), **modern_headers("server/discover")},
@@ -308,11 +285,11 @@ def test_discover_advertises_what_the_streams_deliver(
 
 
 def test_worker_shutdown_ends_streams_gracefully(
-    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # keep-alives hold the read open: a stream the shutdown does not end ends idle instead
     monkeypatch.setenv("TM_LISTEN_IDLE", "5")
-    with client.stream(
+    with http_client.stream(
         "POST", listen_url, json=listen_body("z"), headers=listen_headers()
     ) as response:
         events = Events(response)
@@ -321,8 +298,7 @@ def test_worker_shutdown_ends_streams_gracefully(
         for loop in _running_loops():  # as the lifespan's shutdown calls it, in the loop
             loop.call_soon_threadsafe(stream.close_all)
         got = [value for kind, value in events.rest() if kind == "message"]
-    complete = {"resultType": "complete", "_meta": {SUB_ID: "z"}}
-    assert got == [{"jsonrpc": "2.0", "id": "z", "result": complete}]
+    assert got == [complete("z")]
     assert _row().outcome == "closed"
 
 
@@ -340,5 +316,5 @@ def _row() -> RequestLog:
         recorder.flush()
         return RequestLog.objects.filter(method="subscriptions/listen").exists()
 
-    _wait(written)
+    wait_until(written)
     return RequestLog.objects.filter(method="subscriptions/listen").latest("id")

@@ -10,31 +10,21 @@ from __future__ import annotations
 
 import json
 import socket
-import struct
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from tests.oplog.servers import migrate, server_env, serving
-from tests.subscriptions.helpers import listen_body, listen_headers
+from tests.subscriptions.helpers import listen_body, raw_listen, reset_connection
 
 pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.slow]
 
 
 def _listen(base: str, rid: str) -> tuple[socket.socket, dict[str, Any]]:
     """A listen over a raw socket: the socket and its first message (ack or refusal)."""
-    parts = urlsplit(base)
-    sock = socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=10)
-    payload = json.dumps(listen_body(rid)).encode()
-    head = "".join(f"{k}: {v}\r\n" for k, v in listen_headers().items())
-    sock.sendall(
-        f"POST /api/mcp HTTP/1.1\r\nHost: {parts.netloc}\r\n{head}"
-        f"Content-Length: {len(payload)}\r\n\r\n".encode()
-        + payload
-    )
+    sock = raw_listen(f"{base}/api/mcp", listen_body(rid))
     got = b""
     while True:
         chunk = sock.recv(65536)
@@ -48,11 +38,6 @@ def _listen(base: str, rid: str) -> tuple[socket.socket, dict[str, Any]]:
                 return sock, json.loads(body[start : end + 1])
             except ValueError:
                 continue
-
-
-def _reset(sock: socket.socket) -> None:
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
 
 
 def test_a_reset_listener_gives_its_callers_stream_back(tmp_path: Path) -> None:
@@ -73,7 +58,7 @@ def test_a_reset_listener_gives_its_callers_stream_back(tmp_path: Path) -> None:
             "cap": "streams-per-caller",
             "limit": 1,
         }
-        _reset(first)  # the listener vanishes
+        reset_connection(first)  # the listener vanishes
         deadline = time.monotonic() + 5
         while True:
             third, message = _listen(machine.url, "third")

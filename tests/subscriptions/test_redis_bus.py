@@ -5,6 +5,9 @@ exactly once, their own once too; a change published by a separate Python proces
 ``subscriptions/listen`` stream served by ``tmsite.serve.app`` over loopback in this one. Redis
 stopped or frozen (SIGSTOP) ends open streams gracefully within a bounded time, never leaves
 them hanging; publishing never waits on it; once Redis is back, a new listen hears changes again.
+A change published while Redis is briefly away is sent, once, when it answers again (what is
+held is bounded, what is dropped counted in health), and the shared cache's circuit, opened by a
+real timeout, does not stop a publish.
 """
 
 from __future__ import annotations
@@ -21,10 +24,24 @@ from typing import Any
 import httpx
 import pytest
 from django.conf import settings
+from django.test import Client
+from redis import Redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
-from tests.oplog.servers import ROOT, RedisProcess, redis_server, server_env
-from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
-from tmsite.subscriptions import changes, listen, redis_bus, stream
+from tests.oplog.servers import ROOT, RedisProcess, free_port, redis_server, server_env
+from tests.subscriptions.helpers import (
+    SUB_ID,
+    Events,
+    complete,
+    end_streams,
+    listen_body,
+    listen_headers,
+    wait_until,
+)
+from tmsite.core import sharedcache
+from tmsite.subscriptions import changes, listen, redis_bus
 from tmsite.subscriptions.changes import Bus, Change
 from tmsite.subscriptions.redis_bus import RedisBackend
 
@@ -36,13 +53,6 @@ BEAT = 0.3
 #: What a stream may take to end after Redis stopped or froze (three beats, a read's wait, the
 #: stream's own loop, on a shared machine).
 ENDS_WITHIN = 5.0
-
-
-def _wait(predicate: Callable[[], Any], seconds: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting: {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -59,15 +69,22 @@ def channel() -> str:
 class Machine:
     """One bus with its own connection to Redis, and a listener that keeps what it hears."""
 
-    def __init__(self, redis: RedisProcess, channel: str, coalesce: float = 0.25) -> None:
+    def __init__(
+        self,
+        redis: RedisProcess,
+        channel: str,
+        coalesce: float = 0.25,
+        heartbeat: float = BEAT,
+        hold: float = redis_bus.HOLD_SECONDS,
+    ) -> None:
         self.bus = Bus(coalesce)
-        self.backend = RedisBackend(self.bus, redis.url, channel, heartbeat=BEAT)
+        self.backend = RedisBackend(self.bus, redis.url, channel, heartbeat=heartbeat, hold=hold)
         self.bus.attach(self.backend)
         self.heard: list[Change] = []
         self.remove = self.bus.add_listener(self.heard.append)
 
     def up(self) -> None:
-        _wait(lambda: self.backend.state == "up", what="the bus subscribed")
+        wait_until(lambda: self.backend.state == "up", what="the bus subscribed")
 
     def close(self) -> None:
         self.remove()
@@ -78,8 +95,8 @@ class Machine:
 def machines(redis: RedisProcess, channel: str) -> Iterator[Callable[..., Machine]]:
     made: list[Machine] = []
 
-    def make(coalesce: float = 0.25) -> Machine:
-        machine = Machine(redis, channel, coalesce)
+    def make(coalesce: float = 0.25, **options: float) -> Machine:
+        machine = Machine(redis, channel, coalesce, **options)
         made.append(machine)
         machine.up()
         return machine
@@ -96,14 +113,14 @@ def test_a_change_reaches_every_process_once_its_own_too(
     receipt = Change("updated", uri=f"{H}/proposals/secret.token", exact=True)
     a.bus.publish(receipt)
     a.bus.publish(Change("list_changed", list_kind="tools"))
-    _wait(lambda: len(b.heard) == 2, what="b heard both")
+    wait_until(lambda: len(b.heard) == 2, what="b heard both")
     time.sleep(0.5)  # a second copy would have come by now
     assert b.heard == [receipt, Change("list_changed", list_kind="tools")]
     assert b.heard[0].exact is True  # the flag crossed the wire
     assert a.heard == b.heard  # its own, once: not again from Redis
     assert a.backend.status()["sent"] == 2 and b.backend.status()["received"] == 2
     b.bus.publish(Change("updated", uri=f"{H}/fs/docs/a.md"))
-    _wait(lambda: len(a.heard) == 3, what="a heard b")
+    wait_until(lambda: len(a.heard) == 3, what="a heard b")
     time.sleep(0.3)
     assert a.heard[2] == b.heard[2] == Change("updated", uri=f"{H}/fs/docs/a.md")
     assert len(a.heard) == len(b.heard) == 3
@@ -116,17 +133,17 @@ def test_what_two_processes_saw_at_once_reaches_a_listener_once(
     seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
     a.bus.publish(seen)
     b.bus.publish(seen)  # the other machine's watcher saw the same edit
-    _wait(lambda: c.backend.status()["received"] == 2, what="c received both")
+    wait_until(lambda: c.backend.status()["received"] == 2, what="c received both")
     time.sleep(0.3)
     assert a.heard == b.heard == c.heard == [seen]
     assert c.bus.status()["coalesced"] == 1
     # the process that told it last tells a second change at once: a second change
     a.bus.publish(seen)
-    _wait(lambda: len(c.heard) == 2 and len(b.heard) == 2, what="a's second change")
+    wait_until(lambda: len(c.heard) == 2 and len(b.heard) == 2, what="a's second change")
     # past the window another process's copy passes too
     time.sleep(0.3)
     b.bus.publish(seen)
-    _wait(lambda: len(c.heard) == 3, what="b's change after the window")
+    wait_until(lambda: len(c.heard) == 3, what="b's change after the window")
     assert c.heard == [seen] * 3
 
 
@@ -136,18 +153,38 @@ def test_without_coalescing_both_copies_arrive(machines: Callable[..., Machine])
     seen = Change("updated", uri=f"{H}/fs/docs/shared.md")
     a.bus.publish(seen)
     b.bus.publish(seen)
-    _wait(lambda: len(a.heard) == len(b.heard) == len(c.heard) == 2, what="both copies")
+    wait_until(lambda: len(a.heard) == len(b.heard) == len(c.heard) == 2, what="both copies")
     assert a.heard == b.heard == c.heard == [seen, seen]
+
+
+def test_a_message_sent_again_is_told_once(
+    machines: Callable[..., Machine], redis: RedisProcess, channel: str
+) -> None:
+    # a PUBLISH that timed out may still reach Redis: its retry is the same message again
+    b = machines(0.0)  # no coalescing: a repeat is skipped by its number alone
+    first = Change("updated", uri=f"{H}/fs/docs/again.md")
+    data = redis_bus.encode(first, "elsewhere", 7)
+    sender = Redis.from_url(redis.url)
+    try:
+        sender.publish(channel, data)
+        sender.publish(channel, data)
+        sender.publish(channel, redis_bus.encode(first, "elsewhere", 8))  # the next one
+        sender.publish(channel, redis_bus.encode(first, "another", 7))  # another process's
+        wait_until(lambda: b.backend.status()["repeats"] + len(b.heard) == 4, what="b heard four")
+    finally:
+        sender.close()
+    assert b.heard == [first] * 3
+    assert b.backend.status()["repeats"] == 1 and b.backend.status()["received"] == 3
 
 
 def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     machines: Callable[..., Machine], redis: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
-    a, b = machines(), machines()
+    a, b = machines(hold=0.5), machines()  # a holds a change half a second at most
     caplog.set_level(logging.WARNING, logger="tmsite.subscriptions")
     redis.stop()
     started = time.monotonic()
-    _wait(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
+    wait_until(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
     assert time.monotonic() - started < ENDS_WITHIN
     assert b.heard == [Change("lost")] and b.backend.state == "down"
     assert b.bus.status()["state"] == "down" and b.bus.status()["outages"] == 1
@@ -156,8 +193,11 @@ def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     for n in range(50):
         a.bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
     assert time.perf_counter() - took < 0.25
-    assert a.backend.flush(5)
-    assert a.backend.status()["publishFailed"] == 50
+    wait_until(lambda: a.backend.status()["publishing"] == "failing", what="a's publish failed")
+    assert a.backend.flush(5)  # held half a second, tried again meanwhile, then given up
+    status = a.backend.status()
+    assert status["dropped"] == 50 and status["held"] == 0 and status["sent"] == 0
+    assert status["publishFailed"] >= 2  # tried, and tried again
     assert len(a.heard) == 51  # lost, then its own 50: this process's listeners still hear
     # a listener added while Redis is away heard only this process: it is told once Redis is back
     late: list[Change] = []
@@ -165,11 +205,11 @@ def test_redis_stopped_every_listener_is_told_lost_then_it_comes_back(
     time.sleep(1.0)  # reconnection attempts fail meanwhile: no second "lost" for the others
     assert b.heard == [Change("lost")] and late == []
     redis.start()
-    _wait(lambda: b.backend.state == "up" and a.backend.state == "up", 15, "both back")
-    _wait(lambda: late == [Change("lost")], what="the late listener told")
+    wait_until(lambda: b.backend.state == "up" and a.backend.state == "up", 15, "both back")
+    wait_until(lambda: late == [Change("lost")], what="the late listener told")
     assert b.heard == [Change("lost")]
     a.bus.publish(Change("updated", uri=f"{H}/fs/docs/back.md"))
-    _wait(lambda: len(b.heard) == 2, what="b hears a again")
+    wait_until(lambda: len(b.heard) == 2, what="b hears a again")
     assert b.heard[1] == Change("updated", uri=f"{H}/fs/docs/back.md")
     messages = [r.getMessage() for r in caplog.records]
     assert sum("could not be sent" in m for m in messages) == 1, messages
@@ -187,28 +227,125 @@ def test_redis_frozen_is_found_by_the_heartbeat(
         took = time.perf_counter()
         a.bus.publish(Change("updated", uri=f"{H}/fs/docs/frozen.md"))
         assert time.perf_counter() - took < 0.05  # queued: the request thread never waits
-        _wait(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
+        wait_until(lambda: Change("lost") in b.heard, ENDS_WITHIN, "b told lost")
         found = time.monotonic() - started
         assert found >= BEAT * 2, "lost before any heartbeat could be missed"
         assert found < ENDS_WITHIN
         assert "answered nothing" in b.backend.status()["lastError"]
-        assert a.backend.flush(5)
-        assert a.backend.status()["publishFailed"] == 1  # its PUBLISH timed out (50 ms)
+        status = a.backend.status()
+        assert status["publishFailed"] >= 1  # its PUBLISH timed out (50 ms), and again
+        assert status["publishing"] == "failing" and status["held"] == 1
+        assert "Timeout" in status["publishError"]
     finally:
         redis.thaw()
-    _wait(lambda: b.backend.state == "up", 15, "b back")
-    _wait(lambda: a.backend.state == "up", 15, "a back")
+    assert a.backend.flush(10)  # sent once Redis answers, not dropped
+    status = a.backend.status()
+    assert status["sent"] == 1 and status["dropped"] == 0 and status["publishing"] == "ok"
+    wait_until(lambda: b.backend.state == "up", 15, "b back")
+    wait_until(lambda: a.backend.state == "up", 15, "a back")
     thawed = Change("updated", uri=f"{H}/fs/docs/thawed.md")
+    a.bus.publish(thawed)  # once: nothing of the outage stops it now
+    wait_until(lambda: thawed in b.heard, what="after")
 
-    def told_after_thaw() -> bool:
-        # a publish while the shared cache's circuit is still open (its retry time after the
-        # PUBLISH that timed out) is dropped and counted, by design: publish until one passes
-        if thawed not in b.heard:
-            a.bus.publish(thawed)
-            time.sleep(0.2)
-        return thawed in b.heard
 
-    _wait(told_after_thaw, what="after")
+def test_a_change_published_during_a_short_outage_is_told_once_when_redis_answers(
+    machines: Callable[..., Machine], redis: RedisProcess
+) -> None:
+    a = machines()
+    b = machines(heartbeat=1.5)  # a freeze shorter than three of its pings: b stays subscribed
+    meanwhile = Change("updated", uri=f"{H}/fs/docs/meanwhile.md")
+    redis.freeze()
+    try:
+        a.bus.publish(meanwhile)
+        wait_until(lambda: a.backend.status()["publishFailed"] >= 2, 5, "a tried twice")
+        status = a.backend.status()
+        assert status["publishing"] == "failing" and status["held"] == 1
+        assert b.heard == []
+    finally:
+        redis.thaw()
+    wait_until(lambda: meanwhile in b.heard, 10, "b told what changed during the outage")
+    assert a.backend.flush(5)
+    time.sleep(0.5)  # a copy of a PUBLISH that timed out would have come by now
+    assert b.heard == [meanwhile] and a.heard == [meanwhile]
+    assert b.backend.state == "up" and b.backend.status()["outages"] == 0
+    status = a.backend.status()
+    assert status["sent"] == 1 and status["dropped"] == 0 and status["held"] == 0
+    assert status["publishing"] == "ok" and "publishError" not in status
+
+
+def test_the_shared_cache_circuit_open_does_not_stop_a_publish(
+    machines: Callable[..., Machine], redis: RedisProcess, channel: str, settings: Any
+) -> None:
+    # the box's settings: the cache and the bus on one Redis, the bus made as install() makes it
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis.url,
+            "OPTIONS": {
+                "socket_connect_timeout": 0.05,
+                "socket_timeout": 0.05,
+                "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            },
+        }
+    }
+    settings.TM_REDIS_URL = redis.url
+    settings.TM_CACHE_PREFIX = channel.removesuffix(":tmsite:changes")
+    settings.TM_REDIS_TIMEOUT = 0.05
+    settings.TM_REDIS_RETRY_SECONDS = 30  # the cache's circuit stays open through the test
+    settings.TM_SUB_BUS_HEARTBEAT = BEAT
+    publisher = Bus()
+    backend = redis_bus.from_settings(publisher)
+    publisher.attach(backend)
+    b = machines()
+    try:
+        publisher.publish(Change("updated", uri=f"{H}/fs/docs/before.md"))
+        wait_until(lambda: len(b.heard) == 1, what="b heard the publisher")
+        redis.freeze()  # a real timeout of a cache call (50 ms), as under load
+        try:
+            with pytest.raises(sharedcache.SharedCacheDown):
+                sharedcache.call(lambda: sharedcache.cache().get("tm-test-circuit"))
+        finally:
+            redis.thaw()
+        wait_until(redis.ping, what="Redis answers")
+        assert sharedcache.circuit().state == "open"
+        after = Change("updated", uri=f"{H}/fs/docs/after.md")
+        publisher.publish(after)
+        wait_until(lambda: after in b.heard, 5, "b heard a publish made while the circuit is open")
+        assert sharedcache.circuit().state == "open"  # it was not asked
+        status = backend.status()
+        assert status["sent"] == 2 and status["dropped"] == 0 and status["publishing"] == "ok"
+    finally:
+        publisher.attach(None)
+        backend.close()
+
+
+@pytest.mark.django_db
+def test_past_the_bound_a_change_is_dropped_and_health_says_what_is_held(
+    channel: str,
+) -> None:
+    # a real port nothing listens on: every PUBLISH is refused
+    bus = changes.bus()
+    backend = RedisBackend(bus, f"redis://127.0.0.1:{free_port()}/0", channel, held_max=3)
+    previous = bus.attach(backend)
+    try:
+        for n in range(5):
+            bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
+        wait_until(lambda: backend.status()["publishing"] == "failing", what="the first PUBLISH")
+        reply = Client().get("/api/v1/health")
+        assert reply.status_code == 200
+        body = reply.json()
+        assert body["status"] == "degraded"
+        found = body["bus"]
+        assert found["backend"] == "redis" and found["publishing"] == "failing"
+        assert found["held"] == 3 and found["dropped"] == 2 and found["sent"] == 0
+        assert found["publishFailed"] >= 1 and "Connection refused" in found["publishError"]
+        assert (
+            f"the change bus cannot publish to Redis ({found['publishError']}): 3 change(s) "
+            "held for the other machines, tried again"
+        ) in body["reasons"]
+    finally:
+        bus.attach(previous)
+        backend.close()
 
 
 # --- a listen stream on this process, a change from another --------------------------------
@@ -256,29 +393,15 @@ def _other_process(redis: RedisProcess, channel: str, uri: str, tmp_path: Path) 
     assert done.stdout.strip() == "redis"
 
 
-def _open(client: httpx.Client, url: str, rid: str, uri: str) -> Any:
-    return client.stream(
+def _open(http_client: httpx.Client, url: str, rid: str, uri: str) -> Any:
+    return http_client.stream(
         "POST", url, json=listen_body(rid, resourceSubscriptions=[uri]), headers=listen_headers()
     )
 
 
-def _complete(rid: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "result": {"resultType": "complete", "_meta": {SUB_ID: rid}},
-    }
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=httpx.Timeout(20, read=20)) as http:
-        yield http
-
-
 def test_a_stream_hears_a_change_another_process_published(
     listen_url: str,
-    client: httpx.Client,
+    http_client: httpx.Client,
     on_redis: RedisBackend,
     redis: RedisProcess,
     channel: str,
@@ -287,10 +410,10 @@ def test_a_stream_hears_a_change_another_process_published(
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "60")
     uri = f"{H}/fs/docs/elsewhere.md"
-    with _open(client, listen_url, "r-1", uri) as response:
+    with _open(http_client, listen_url, "r-1", uri) as response:
         events = Events(response)
         assert events.message()["params"]["_meta"][SUB_ID] == "r-1"
-        _wait(lambda: on_redis.state == "up", what="subscribed")
+        wait_until(lambda: on_redis.state == "up", what="subscribed")
         _other_process(redis, channel, uri, tmp_path)
         assert events.message() == {
             "jsonrpc": "2.0",
@@ -298,16 +421,15 @@ def test_a_stream_hears_a_change_another_process_published(
             "params": {"uri": uri, "_meta": {SUB_ID: "r-1"}},
         }
         assert on_redis.status()["received"] == 1
-        for loop in stream.loops():  # end it now: nothing else came, nothing else does
-            loop.call_soon_threadsafe(stream.close_all)
+        end_streams()  # end it now: nothing else came, nothing else does
         rest = [value for kind, value in events.rest() if kind == "message"]
-    assert rest == [_complete("r-1")]
+    assert rest == [complete("r-1")]
 
 
 def test_redis_stopped_ends_the_stream_and_a_new_one_works_once_it_is_back(
     listen_url: str,
     asgi_url: str,
-    client: httpx.Client,
+    http_client: httpx.Client,
     on_redis: RedisBackend,
     redis: RedisProcess,
     channel: str,
@@ -315,32 +437,32 @@ def test_redis_stopped_ends_the_stream_and_a_new_one_works_once_it_is_back(
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "60")  # a stream not ended would hang the read (20 s)
     uri = f"{H}/fs/docs/kept.md"
-    with _open(client, listen_url, "r-2", uri) as response:
+    with _open(http_client, listen_url, "r-2", uri) as response:
         events = Events(response)
         events.message()
-        _wait(lambda: on_redis.state == "up", what="subscribed")
+        wait_until(lambda: on_redis.state == "up", what="subscribed")
         redis.stop()
         started = time.monotonic()
         rest = [value for kind, value in events.rest() if kind == "message"]
         took = time.monotonic() - started
-    assert rest == [_complete("r-2")]
+    assert rest == [complete("r-2")]
     assert took < ENDS_WITHIN
-    _wait(lambda: listen.SLOTS.status()["streams"] == 0, what="the slot freed")
-    health = client.get(f"{asgi_url}/api/v1/health").json()
+    wait_until(lambda: listen.SLOTS.status()["streams"] == 0, what="the slot freed")
+    health = http_client.get(f"{asgi_url}/api/v1/health").json()
     assert health["status"] == "degraded"
     assert health["bus"]["backend"] == "redis" and health["bus"]["state"] == "down"
     assert health["bus"]["outages"] == 1 and health["bus"]["lost"] == 1
     assert any(r.startswith("the change bus does not reach Redis (") for r in health["reasons"])
 
     redis.start()
-    _wait(lambda: on_redis.state == "up", 15, "back")
-    assert client.get(f"{asgi_url}/api/v1/health").json()["bus"]["state"] == "up"
-    _heard_through_redis(client, listen_url, "r-3", uri, redis, channel)
+    wait_until(lambda: on_redis.state == "up", 15, "back")
+    assert http_client.get(f"{asgi_url}/api/v1/health").json()["bus"]["state"] == "up"
+    _heard_through_redis(http_client, listen_url, "r-3", uri, redis, channel)
 
 
 def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
     listen_url: str,
-    client: httpx.Client,
+    http_client: httpx.Client,
     on_redis: RedisBackend,
     redis: RedisProcess,
     channel: str,
@@ -348,10 +470,10 @@ def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
 ) -> None:
     monkeypatch.setenv("TM_LISTEN_IDLE", "60")
     uri = f"{H}/fs/docs/kept.md"
-    with _open(client, listen_url, "r-4", uri) as response:
+    with _open(http_client, listen_url, "r-4", uri) as response:
         events = Events(response)
         events.message()
-        _wait(lambda: on_redis.state == "up", what="subscribed")
+        wait_until(lambda: on_redis.state == "up", what="subscribed")
         redis.freeze()
         try:
             started = time.monotonic()
@@ -359,27 +481,26 @@ def test_redis_frozen_ends_the_stream_and_a_new_one_works_once_it_thaws(
             took = time.monotonic() - started
         finally:
             redis.thaw()
-    assert rest == [_complete("r-4")]
+    assert rest == [complete("r-4")]
     assert BEAT * 2 <= took < ENDS_WITHIN
-    _wait(lambda: on_redis.state == "up", 15, "thawed")
-    _heard_through_redis(client, listen_url, "r-5", uri, redis, channel)
+    wait_until(lambda: on_redis.state == "up", 15, "thawed")
+    _heard_through_redis(http_client, listen_url, "r-5", uri, redis, channel)
 
 
 def _heard_through_redis(
-    client: httpx.Client, url: str, rid: str, uri: str, redis: RedisProcess, channel: str
+    http_client: httpx.Client, url: str, rid: str, uri: str, redis: RedisProcess, channel: str
 ) -> None:
     """A new stream on this process hears a change another bus published through Redis."""
     other = Bus()
     backend = RedisBackend(other, redis.url, channel, heartbeat=BEAT)
     other.attach(backend)
     try:
-        with _open(client, url, rid, uri) as response:
+        with _open(http_client, url, rid, uri) as response:
             events = Events(response)
             assert events.message()["params"]["_meta"][SUB_ID] == rid
             other.publish(Change("updated", uri=uri))
             assert events.message()["params"] == {"uri": uri, "_meta": {SUB_ID: rid}}
-            for loop in stream.loops():
-                loop.call_soon_threadsafe(stream.close_all)
+            end_streams()
             events.rest()
     finally:
         backend.close()

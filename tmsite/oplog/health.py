@@ -20,7 +20,8 @@ backend (``local``, or ``redis`` on many machines), its listeners and counts, an
 receiving connection's state — ``idle`` until the process's first listen stream, then ``up``,
 ``down`` (how long, the last error) or ``connecting``. A bus that is down answers ``degraded``
 with its reason: the process's streams were ended and changes reach only its own streams until
-it is back.
+it is back. Its own publishing is told apart (``publishing``: ``ok``, or ``failing`` with the
+error, and ``held``, the changes waiting to be sent): failing answers ``degraded`` too.
 
 ``requestLog`` is the answering process's request-log buffer (``recorder.status``): rows
 waiting, rows dropped since it started because the database could not take them for longer
@@ -161,6 +162,11 @@ def report() -> tuple[int, dict[str, Any]]:
         reasons.append(
             f"the change bus does not reach Redis ({body['bus'].get('lastError', '')}): listen "
             "streams were told to listen again, changes reach this process's streams only"
+        )
+    if body["bus"].get("publishing") == "failing":
+        reasons.append(
+            f"the change bus cannot publish to Redis ({body['bus'].get('publishError', '')}): "
+            f"{body['bus'].get('held', 0)} change(s) held for the other machines, tried again"
         )
     for name, item in body["mounts"].items():
         if not item["ok"]:

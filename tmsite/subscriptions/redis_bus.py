@@ -5,11 +5,20 @@
 channel, ``<TM_CACHE_PREFIX>:tmsite:changes`` (boxes sharing a Redis do not hear each other),
 and hears what the others publish.
 
-**Publishing** never waits on Redis: a change is put on a bounded queue (``QUEUE_MAX``) that a
-sender thread publishes from, each ``PUBLISH`` bounded by ``TM_REDIS_TIMEOUT`` and asked through
-the shared cache's circuit (:mod:`tmsite.core.sharedcache`), so while Redis is gone or frozen
-the sender drops changes at once instead of waiting on each. A change that could not be sent is
-counted (``publishFailed``, ``dropped``) and logged once a minute at most.
+**Publishing** never waits on Redis: a change is put on a queue that a sender thread publishes
+from, in order, each ``PUBLISH`` bounded by ``TM_REDIS_TIMEOUT``. The sender keeps its own
+account of Redis, apart from the shared cache's circuit (:mod:`tmsite.core.sharedcache`): a
+cache call that timed out under load says nothing of this connection, so it never stops a
+publish. A ``PUBLISH`` that fails is counted (``publishFailed``) and tried again, the change
+kept, after a wait that doubles from ``RETRY_MIN`` to ``RETRY_MAX`` seconds, so a change made
+during a short outage is sent when Redis answers again. What is held is bounded twice: at most
+``HELD_MAX`` changes (past it a new change is dropped), each for ``HOLD_SECONDS`` at most (a
+longer outage has ended every other machine's streams anyway); each change given up is counted
+(``dropped``) and logged once a minute at most. A ``PUBLISH`` that timed out may still reach
+Redis (a frozen one reads it when it thaws), so every message carries a number of its
+process's and a receiver skips one it has just heard from that process: a change sent again is
+not told twice. Health's ``bus`` says ``publishing`` (``ok``, or ``failing`` with the error and
+for how long) and ``held``.
 
 **Receiving**: one thread a process, started when its first listener is added. It subscribes,
 then sends a ``PING`` on its connection every ``TM_SUB_BUS_HEARTBEAT`` seconds (1). Redis
@@ -21,7 +30,8 @@ subscribed again, the bus is *up* and the listeners added meanwhile are told ``l
 heard this process's changes only).
 
 On the wire a change is a small JSON object: the publishing process's id (``o``, its own
-messages a process skips), the kind, the URI or the list, and whether it is exact.
+messages a process skips), its number in that process (``n``), the kind, the URI or the list,
+and whether it is exact.
 
 Spec: SUB3.
 """
@@ -36,6 +46,7 @@ import queue
 import random
 import threading
 import time
+from collections import OrderedDict, deque
 from typing import Any
 
 from tmsite.core import sharedcache
@@ -44,8 +55,16 @@ from tmsite.subscriptions.changes import LIST_KINDS, Bus, Change, canonical
 
 log = logging.getLogger("tmsite.subscriptions")
 
-#: Changes waiting to be sent at most; past it a change is dropped (and counted).
-QUEUE_MAX = 10_000
+#: Changes held (waiting to be sent, or being tried again) at most; past it one is dropped.
+HELD_MAX = 10_000
+#: Seconds a change is held at most while Redis does not take it; then it is dropped.
+HOLD_SECONDS = 30.0
+#: Seconds between two tries of a ``PUBLISH`` that failed: the first wait, and the most.
+RETRY_MIN = 0.05
+RETRY_MAX = 1.0
+#: Message numbers remembered per publishing process, and processes remembered (repeats).
+SEEN_PER_ORIGIN = 1024
+SEEN_ORIGINS = 256
 #: Heartbeats without an answer after which Redis counts as gone.
 MISSED = 3
 #: Seconds between two connection attempts: the first wait, and the most.
@@ -63,9 +82,11 @@ def channel_name(prefix: str) -> str:
     return f"{prefix}:tmsite:changes" if prefix else "tmsite:changes"
 
 
-def encode(change: Change, origin: str) -> bytes:
-    """``change`` as sent on the channel."""
+def encode(change: Change, origin: str, number: int = 0) -> bytes:
+    """``change`` as sent on the channel (``number``: its place in what ``origin`` sent)."""
     item: dict[str, Any] = {"o": origin, "k": change.kind}
+    if number:
+        item["n"] = number
     if change.kind == "updated":
         item["u"] = change.uri
         if change.exact:
@@ -75,8 +96,8 @@ def encode(change: Change, origin: str) -> bytes:
     return json.dumps(item, separators=(",", ":")).encode()
 
 
-def decode(data: bytes) -> tuple[Change, str] | None:
-    """The change and origin in ``data``, or None when it is not one."""
+def decode(data: bytes) -> tuple[Change, str, int] | None:
+    """The change, origin and number (0: none) in ``data``, or None when it is not one."""
     if len(data) > MESSAGE_MAX:
         return None
     try:
@@ -94,7 +115,39 @@ def decode(data: bytes) -> tuple[Change, str] | None:
             change = None
     elif kind == "list_changed" and item.get("l") in LIST_KINDS:
         change = Change("list_changed", list_kind=item["l"])
-    return None if change is None else (change, origin)
+    if change is None:
+        return None
+    number = item.get("n")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        number = 0
+    return change, origin, number
+
+
+class Seen:
+    """The message numbers just heard from each process, to skip a message sent again."""
+
+    def __init__(self) -> None:
+        self._origins: OrderedDict[str, tuple[deque[int], set[int]]] = OrderedDict()
+
+    def repeat(self, origin: str, number: int) -> bool:
+        """Whether ``number`` from ``origin`` was heard already (else it is remembered now)."""
+        if not number:
+            return False
+        found = self._origins.get(origin)
+        if found is None:
+            found = self._origins[origin] = (deque(), set())
+            while len(self._origins) > SEEN_ORIGINS:
+                self._origins.popitem(last=False)
+        else:
+            self._origins.move_to_end(origin)
+        order, numbers = found
+        if number in numbers:
+            return True
+        order.append(number)
+        numbers.add(number)
+        while len(order) > SEEN_PER_ORIGIN:
+            numbers.discard(order.popleft())
+        return False
 
 
 class RedisBackend:
@@ -106,7 +159,8 @@ class RedisBackend:
         channel: The channel (:func:`channel_name`).
         timeout: Seconds a connect or a ``PUBLISH`` may take (``TM_REDIS_TIMEOUT``).
         heartbeat: Seconds between two pings of the receiving connection.
-        circuit: What publishing asks first (the shared cache's, by default a new one).
+        held_max: Changes held at most (``HELD_MAX``).
+        hold: Seconds a change is held at most (``HOLD_SECONDS``).
     """
 
     name = "redis"
@@ -119,14 +173,18 @@ class RedisBackend:
         *,
         timeout: float = 0.05,
         heartbeat: float = 1.0,
-        circuit: sharedcache.Circuit | None = None,
+        held_max: int = HELD_MAX,
+        hold: float = HOLD_SECONDS,
     ) -> None:
         self.bus, self.url, self.channel = bus, url, channel
         self.timeout = max(0.001, float(timeout))
         self.heartbeat = max(0.05, float(heartbeat))
-        self.circuit = circuit or sharedcache.Circuit(sharedcache.DEFAULT_RETRY_SECONDS)
+        self.held_max = max(1, int(held_max))
+        self.hold = max(0.0, float(hold))
         self._lock = threading.Lock()
-        self._queue: queue.Queue[Any] = queue.Queue(QUEUE_MAX)
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._number = 0
+        self._seen = Seen()
         self._sender: threading.Thread | None = None
         self._receiver: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -138,8 +196,13 @@ class RedisBackend:
         self.last_error = ""
         self.sent = 0
         self.received = 0
+        #: Messages skipped as sent again (a ``PUBLISH`` that timed out, then reached Redis).
+        self.repeats = 0
         self.publish_failed = 0
         self.dropped = 0
+        #: Since when a ``PUBLISH`` fails (0: the last one was sent), and its error.
+        self._failing_since = 0.0
+        self.publish_error = ""
         self.outages = 0
         self._unsent_logged = 0.0
         self._unsent_since_log = 0
@@ -147,16 +210,19 @@ class RedisBackend:
     # --- publishing ------------------------------------------------------------------------
 
     def send(self, change: Change, origin: str) -> None:
-        """Queue ``change`` for the sender thread (never blocks; a full queue drops it)."""
+        """Queue ``change`` for the sender (never blocks; past ``held_max`` it is dropped)."""
         if change.kind == "lost" or self._stopping.is_set():
             return
         self._start_sender()
-        try:
-            self._queue.put_nowait(encode(change, origin))
-        except queue.Full:
-            with self._lock:
+        with self._lock:
+            full = self._queue.unfinished_tasks >= self.held_max
+            if full:
                 self.dropped += 1
-            self._unsent("the queue of changes to send is full")
+            else:
+                self._number += 1
+                self._queue.put_nowait((time.monotonic(), encode(change, origin, self._number)))
+        if full:
+            self._unsent(f"{self.held_max} changes are held already")
 
     def _start_sender(self) -> None:
         if self._sender is not None:
@@ -184,39 +250,53 @@ class RedisBackend:
     def _send_loop(self) -> None:
         client = self._client(self.timeout, self.timeout)
         while True:
-            data = self._queue.get()
+            item = self._queue.get()
             try:
-                if data is _STOP:
+                if item is _STOP:
                     return
-                self._publish(client, data)
+                self._publish(client, *item)
             finally:
                 self._queue.task_done()
 
-    def _publish(self, client: Any, data: bytes) -> None:
-        gate = self.circuit
-        try:
-            trial = gate.admit()
-        except sharedcache.SharedCacheDown as exc:
-            self._failed(str(exc))
-            return
-        try:
-            client.publish(self.channel, data)
-        except Exception as exc:
-            if not sharedcache.is_outage(exc):
-                gate.release(trial)
-                log.exception("a change could not be published")
+    def _publish(self, client: Any, queued: float, data: bytes) -> None:
+        """Send ``data``, trying again while Redis does not take it, ``hold`` seconds at most."""
+        wait = RETRY_MIN
+        while True:
+            if self._failing_since and (
+                self._stopping.is_set() or time.monotonic() - queued > self.hold
+            ):
+                with self._lock:
+                    self.dropped += 1
+                    if self._queue.unfinished_tasks <= 1:  # nothing else held: not failing now
+                        self._failing_since = 0.0
+                self._unsent(f"Redis did not take them for {self.hold:g} s: {self.publish_error}")
                 return
-            gate.failed(exc, trial)
-            self._failed(f"{type(exc).__name__}: {str(exc)[:200]}")
+            try:
+                client.publish(self.channel, data)
+            except Exception as exc:
+                if not sharedcache.is_outage(exc):
+                    log.exception("a change could not be published")
+                    with self._lock:
+                        self.dropped += 1
+                    return
+                self._failed(f"{type(exc).__name__}: {str(exc)[:200]}")
+                self._stopping.wait(wait * random.uniform(0.8, 1.2))
+                wait = min(RETRY_MAX, wait * 2)
+                continue
+            with self._lock:
+                self.sent += 1
+                away = time.monotonic() - self._failing_since if self._failing_since else 0.0
+                self._failing_since = 0.0
+            if away:
+                log.warning("the change bus publishes to Redis again after %.1f s", away)
             return
-        gate.succeeded(trial)
-        with self._lock:
-            self.sent += 1
 
     def _failed(self, why: str) -> None:
         with self._lock:
             self.publish_failed += 1
-        self._unsent(why)
+            self.publish_error = why
+            if not self._failing_since:
+                self._failing_since = time.monotonic()
 
     def _unsent(self, why: str) -> None:
         """Count a change not sent; say so in the log once every ``LOG_EVERY`` seconds."""
@@ -317,10 +397,15 @@ class RedisBackend:
         elif kind == "message":
             data = message.get("data")
             found = decode(data) if isinstance(data, bytes) else None
-            if found is not None:
-                with self._lock:
-                    self.received += 1
-                self.bus.receive(*found)
+            if found is None:
+                return
+            change, origin, number = found
+            with self._lock:
+                if self._seen.repeat(origin, number):
+                    self.repeats += 1
+                    return
+                self.received += 1
+            self.bus.receive(change, origin)
 
     def _up(self) -> None:
         self._went_up = True
@@ -356,17 +441,23 @@ class RedisBackend:
                 "channel": self.channel,
                 "sent": self.sent,
                 "received": self.received,
+                "publishing": "failing" if self._failing_since else "ok",
+                "held": self._queue.unfinished_tasks,
                 "publishFailed": self.publish_failed,
                 "dropped": self.dropped,
+                "repeats": self.repeats,
                 "outages": self.outages,
             }
+            if self._failing_since:
+                out["publishFailingSeconds"] = round(time.monotonic() - self._failing_since, 3)
+                out["publishError"] = self.publish_error
             if self.state == "down":
                 out["downSeconds"] = round(time.monotonic() - self._down_since, 3)
                 out["lastError"] = self.last_error
         return out
 
     def close(self) -> None:
-        """Stop both threads (what is queued is sent first, for a second at most)."""
+        """Stop both threads (what is held is sent first, for a second at most)."""
         self.flush(1.0)
         self._stopping.set()
         if self._sender is not None:
@@ -380,8 +471,8 @@ class RedisBackend:
 def from_settings(bus: Bus) -> RedisBackend:
     """The backend the settings configure.
 
-    That is ``TM_REDIS_URL``, ``TM_CACHE_PREFIX``, ``TM_REDIS_TIMEOUT``, ``TM_SUB_BUS_HEARTBEAT``
-    and the shared cache's circuit.
+    That is ``TM_REDIS_URL``, ``TM_CACHE_PREFIX``, ``TM_REDIS_TIMEOUT`` and
+    ``TM_SUB_BUS_HEARTBEAT``; not the shared cache's circuit (the module says why).
     """
     from django.conf import settings
 
@@ -391,7 +482,6 @@ def from_settings(bus: Bus) -> RedisBackend:
         channel_name(str(settings.TM_CACHE_PREFIX)),
         timeout=float(settings.TM_REDIS_TIMEOUT),
         heartbeat=float(settings.TM_SUB_BUS_HEARTBEAT),
-        circuit=sharedcache.circuit(),
     )
 
 
