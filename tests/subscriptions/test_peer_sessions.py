@@ -4,13 +4,15 @@ of its own while a URI of it is listened to; the listened resources are subscrib
 session, its GET stream is held, and what it sends there reaches the bus as the matching
 ``tm://`` address. The session is ended (``DELETE``) when nothing listens any more; a stream the
 server cuts is resumed with ``Last-Event-ID``; a peer that dies is met again, in a new session,
-once it is back."""
+once it is back; a peer that offers no session stream (405) is not heard, nor asked again."""
 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ import pytest
 
 from tests.clients.sdk_clients import SDK_VENV, client_env
 from tests.mcpmount.test_notices import Heard, hand_over, res, until
-from tests.peers.processes import HttpPeer, stop_http_peer
+from tests.peers.processes import HttpPeer, start_http_peer, stop_http_peer
 from tests.services import missing
 from tmsite.core.uri import TmUri
 from tmsite.mcpclient import http as mcphttp
@@ -249,6 +251,40 @@ def test_a_peer_that_dies_is_met_again_in_a_new_session_once_it_is_back(
         assert notices.connected("notes") is None
     finally:
         stop_http_peer(peer)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_peer_without_a_session_stream_is_not_heard_nor_asked_again(
+    peer_dir: Path, notices: PeerNotices, caplog: Any
+) -> None:
+    caplog.set_level(logging.WARNING, logger="tmsite.subscriptions.mcp")
+    no_stream = start_http_peer(
+        [sys.executable, str(PEER.with_name("no_stream_peer.py")), str(peer_dir)]
+    )
+    try:
+        record(no_stream.url())
+        with changes.listening([res("note://a")]):
+            until(lambda: any("no session stream" in r.getMessage() for r in caplog.records))
+            until(lambda: notices.connected("notes") is None)
+            time.sleep(1.0)  # the first waits are 0.2 s and 0.4 s: nothing is tried again
+            assert [(r["verb"], r["method"], r["session"]) for r in requests(peer_dir)] == [
+                ("POST", "server/discover", None),
+                ("POST", "initialize", None),
+                ("POST", "notifications/initialized", "s-1"),
+                ("GET", None, "s-1"),
+                ("DELETE", None, "s-1"),
+            ]
+            assert notices.listened() == {"notes": [res("note://a")]}
+            assert not notices.streaming("notes")
+        [message] = [r.getMessage() for r in caplog.records if "session stream" in r.getMessage()]
+        assert message == (
+            "the MCP server notes offers no session stream (HTTP 405): its notifications are "
+            "not heard"
+        )
+        assert len(requests(peer_dir)) == 5
+        assert notices.listened() == {}
+    finally:
+        stop_http_peer(no_stream)
 
 
 def test_an_event_id_is_kept_only_when_it_is_visible_ascii_and_short() -> None:

@@ -38,8 +38,10 @@ the session, the stream stays), and what it brings is forwarded as above. A stre
 opened again after the same doubling wait, with ``Last-Event-ID`` when the server numbered its
 events, and its listened URIs are published once; a session the server no longer knows (HTTP
 404) is opened again with a new ``initialize``; when nothing listens any more the session is
-ended (``DELETE``). A 2025-era HTTP server without a session is not heard (logged once; its
-record's status still is, by :mod:`tmsite.subscriptions.records`).
+ended (``DELETE``). A server that answers the GET with 405 (no such stream) is not heard: its
+session is ended at once and it is not asked again while it is listened to (logged once). A
+2025-era HTTP server without a session is not heard (logged once; its record's status still
+is, by :mod:`tmsite.subscriptions.records`).
 
 Spec: SUB3, MCP.
 """
@@ -279,9 +281,8 @@ class PeerNotices:
                 if acked == "hung up":  # the listened set changed: open it again at once
                     wait = first
                     continue
-                if acked == "gone":  # the server forgot the session: meet it again
-                    log.info("the MCP server %s ended its session", name)
-                    self._drop(peer)
+                if self._session_ended(peer, acked):
+                    return
                 missed = missed or acked in ("acknowledged", "gone")
                 if acked == "acknowledged" and time.monotonic() - opened > wait:
                     wait = first
@@ -291,6 +292,23 @@ class PeerNotices:
             if client is not None:
                 peer.reconnects += 1
                 log.info("listening again to the MCP server %s", name)
+
+    def _session_ended(self, peer: _Peer, how: str) -> bool:
+        """Drop a session that cannot go on; True if the server is not to be asked again."""
+        if how == "refused":  # no session stream: nothing to hear, nothing retried
+            log.warning(
+                "the MCP server %s offers no session stream (HTTP 405): its notifications are "
+                "not heard",
+                peer.record.name,
+            )
+            self._drop(peer)
+            with peer.lock:
+                peer.can_subscribe = None
+            return True
+        if how == "gone":  # the server forgot the session: met again after the wait
+            log.info("the MCP server %s ended its session", peer.record.name)
+            self._drop(peer)
+        return False
 
     def _drop(self, peer: _Peer) -> None:
         """Close the connection held to an HTTP server (its session, if any, is ended)."""
@@ -334,7 +352,8 @@ class PeerNotices:
         """One GET stream of a 2025-era session, until it ends: ``(how, opened)``.
 
         ``how`` is ``"acknowledged"`` (it was open), ``"gone"`` (the server no longer knows the
-        session: HTTP 404), ``"hung up"`` or ``""``. Once the stream is open (so that nothing
+        session: HTTP 404), ``"refused"`` (it offers no such stream: HTTP 405), ``"hung up"`` or
+        ``""``. Once the stream is open (so that nothing
         the server says goes to no stream), the listened resources are subscribed in the
         session and, if ``missed``, the listened URIs are published once; the stream is then
         read until it ends.
@@ -372,6 +391,8 @@ class PeerNotices:
         except McpClientError as exc:
             if _gone(exc):
                 return "gone", started
+            if isinstance(exc, Unreachable) and exc.status == 405:
+                return "refused", started
             ended = f"failed: {exc}"
         finally:
             peer.streaming = False
