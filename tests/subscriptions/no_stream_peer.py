@@ -5,17 +5,23 @@ Binds 127.0.0.1 on a free port, prints ``PORT <n>`` and serves ``/mcp`` until ki
 session ``s-1`` (``Mcp-Session-Id``), declaring ``resources.subscribe``; every other request
 is answered ``{}``, a notification 202. A GET (the session stream) is answered 405, a DELETE
 200. Every request is appended to ``DIR/requests.jsonl`` as ``{"verb", "method", "session"}``.
+
+``--huge`` gives the session a stream after all: the first GET is answered with one event of
+4 MiB; each later one with ``notifications/resources/updated {"uri": "note://a"}``, then a
+``:`` keep-alive every 0.2 s (for two minutes at most).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 DIR = Path(sys.argv[1])
+GETS = [0]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -67,7 +73,26 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.note(None)
-        self.answer(405)
+        if "--huge" not in sys.argv:
+            self.answer(405)
+            return
+        GETS[0] += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        try:
+            if GETS[0] == 1:
+                self.wfile.write(b"data: " + b"x" * (4 * 1024 * 1024) + b"\n\n")
+                return
+            update = {"jsonrpc": "2.0", "method": "notifications/resources/updated"}
+            update["params"] = {"uri": "note://a"}
+            self.wfile.write(b"data: " + json.dumps(update).encode() + b"\n\n")
+            for _ in range(600):
+                self.wfile.flush()
+                time.sleep(0.2)
+                self.wfile.write(b":\n\n")
+        except OSError:  # the client hung up
+            return
 
     def do_DELETE(self) -> None:
         self.note(None)

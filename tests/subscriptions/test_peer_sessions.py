@@ -287,6 +287,32 @@ def test_a_peer_without_a_session_stream_is_not_heard_nor_asked_again(
         stop_http_peer(no_stream)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_event_past_the_cap_ends_the_session_stream_and_it_is_opened_again(
+    peer_dir: Path, heard: Heard, notices: PeerNotices, caplog: Any
+) -> None:
+    caplog.set_level(logging.INFO, logger="tmsite.subscriptions.mcp")
+    argv = [sys.executable, str(PEER.with_name("no_stream_peer.py")), str(peer_dir), "--huge"]
+    huge = start_http_peer(argv)
+    try:
+        record(huge.url())
+        with changes.listening([res("note://a")]):
+            heard.wait_for(res("note://a"))  # the second stream's notification
+            ended = [
+                r.getMessage() for r in caplog.records if "session stream of" in r.getMessage()
+            ]
+            assert len(ended) == 1, ended
+            assert ended[0].startswith("the session stream of the MCP server notes ended: failed:")
+            assert f"cap of {mcphttp.LISTEN_EVENT_BYTES}" in ended[0]
+            gets = [r for r in requests(peer_dir) if r["verb"] == "GET"]
+            assert [g["session"] for g in gets] == ["s-1", "s-1"], "the same session, again"
+            until(lambda: heard.uris.count(res("note://a")) == 2)  # told once as it reopened
+            assert notices.streaming("notes")
+        until(lambda: requests(peer_dir)[-1]["verb"] == "DELETE")
+    finally:
+        stop_http_peer(huge)
+
+
 def test_an_event_id_is_kept_only_when_it_is_visible_ascii_and_short() -> None:
     ids: list[str] = []
     stream = [

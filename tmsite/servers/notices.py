@@ -375,6 +375,9 @@ class PeerNotices:
                     self.publish(uri)
             open_.append(True)
             peer.streaming = True
+            # A change of the listened set from now on is subscribed by _subscription; one
+            # made since the first asking, here (nothing is asked when nothing changed).
+            self._session_subscribe(peer, client)
 
         def event_id(value: str) -> None:
             peer.last_event_id = value
