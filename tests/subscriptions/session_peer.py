@@ -5,7 +5,8 @@ Binds 127.0.0.1 on ``PORT`` (default: a free one), prints ``PORT <n>`` and serve
 until killed, with sessions (``Mcp-Session-Id``) and an event store (events numbered, so a GET
 stream can be resumed with ``Last-Event-ID``). It declares ``resources`` (``subscribe``,
 ``listChanged``) and ``tools`` (``listChanged``); ``resources/list`` answers ``note://a`` and
-``note://b``; ``tools/list`` the tools named in ``DIR/tools.json`` (default: ``first``).
+``note://b`` (read as ``the note <uri>``); ``tools/list`` the tools named in
+``DIR/tools.json`` (default: ``first``).
 
 Every HTTP request is appended to ``DIR/requests.jsonl`` as it arrives (``verb``, ``session``,
 ``accept``, ``version``, ``last_event_id``) and once answered (``status`` too), and every
@@ -109,6 +110,12 @@ def session_id() -> str | None:
 async def list_resources() -> list[types.Resource]:
     known()
     return [types.Resource(uri=AnyUrl(f"note://{n}"), name=n) for n in ("a", "b")]
+
+
+@server.read_resource()
+async def read_resource(uri: AnyUrl) -> str:
+    known()
+    return f"the note {uri}"
 
 
 @server.list_tools()

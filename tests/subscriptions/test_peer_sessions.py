@@ -19,17 +19,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from django.conf import settings
 
 from tests.clients.sdk_clients import SDK_VENV, client_env
 from tests.mcpmount.test_notices import Heard, hand_over, res, until
 from tests.peers.processes import HttpPeer, start_http_peer, stop_http_peer
 from tests.services import missing
+from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
 from tmsite.core.uri import TmUri
 from tmsite.mcpclient import http as mcphttp
 from tmsite.servers.models import McpServer
 from tmsite.servers.notices import PeerNotices
-from tmsite.subscriptions import changes
+from tmsite.subscriptions import changes, sources
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("SUB3", "MCP")]
 
@@ -311,6 +314,41 @@ def test_an_event_past_the_cap_ends_the_session_stream_and_it_is_opened_again(
         until(lambda: requests(peer_dir)[-1]["verb"] == "DELETE")
     finally:
         stop_http_peer(huge)
+
+
+@pytest.fixture
+def box_sources() -> Iterator[None]:
+    sources.uninstall()  # the first stream of the test installs them, the peers' notices too
+    yield
+    sources.uninstall()
+
+
+def test_a_listen_on_the_box_is_told_what_a_session_peer_says_changed(
+    session_peer: HttpPeer, peer_dir: Path, listen_url: str, box_sources: None
+) -> None:
+    record(session_peer.url())
+    uri = str(TmUri(settings.TM_HOST, "mcp", ("notes", "resources", "note://a")))
+    body = listen_body("s-1", resourceSubscriptions=[uri])
+    with (
+        httpx.Client(timeout=httpx.Timeout(20, read=20)) as client,
+        client.stream("POST", listen_url, json=body, headers=listen_headers()) as response,
+    ):
+        assert response.status_code == 200
+        events = Events(response)
+        ack = events.message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"resourceSubscriptions": [uri]}
+        until(lambda: [v for v, u, _ in subscriptions(peer_dir)] == ["subscribe"], timeout=20)
+        [(_, upstream, sid)] = subscriptions(peer_dir)
+        assert upstream == "note://a"
+        hand_over(peer_dir, json.dumps({"updated": "note://a"}))
+        assert events.message() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": uri, "_meta": {SUB_ID: "s-1"}},
+        }
+    # the listener went: the box ends its session with the peer
+    until(lambda: len(answered(peer_dir, "DELETE", sid)) == 1, timeout=20)
 
 
 def test_an_event_id_is_kept_only_when_it_is_visible_ascii_and_short() -> None:

@@ -193,12 +193,11 @@ class PeerNotices:
             peer = self._peers.get(name)
             if present:
                 if peer is None:
-                    record = McpServer.objects.filter(name=name).first()
-                    if record is None or record.transport not in ("stdio", "http"):
-                        return
-                    peer = self._peers[name] = _Peer(record)
+                    # Not met yet: its record is read by the peer's own thread (this watcher
+                    # is told from a stream's event loop, where the database is not asked).
+                    peer = self._peers[name] = _Peer(McpServer(name=name, transport=""))
                     threading.Thread(
-                        target=self._open, args=(peer,), name=f"tm-mcp-notices-{name}", daemon=True
+                        target=self._start, args=(peer,), name=f"tm-mcp-notices-{name}", daemon=True
                     ).start()
                 peer.uris.add(parsed.text)
             elif peer is not None:
@@ -237,6 +236,26 @@ class PeerNotices:
         return peer.client if peer is not None else None
 
     # ---- the connection -----------------------------------------------------------------
+
+    def _start(self, peer: _Peer) -> None:
+        """Read the server's record, then meet it; a server with none is not listened to."""
+        name = peer.record.name
+        try:
+            record = McpServer.objects.filter(name=name).first()
+        except Exception:
+            log.exception("reading the record of the MCP server %s failed", name)
+            record = None
+        finally:
+            close_old_connections()
+        if record is None or record.transport not in ("stdio", "http"):
+            with self._lock:
+                if self._peers.get(name) is peer:
+                    del self._peers[name]
+            return
+        with peer.lock:
+            peer.record = record
+        if not peer.released.is_set():
+            self._open(peer)
 
     def _open(self, peer: _Peer) -> None:
         if peer.record.transport == "http":
