@@ -395,7 +395,8 @@ class Client:
         Over stdio a notification is told as it arrives, from the transport's reader thread,
         whether a request is waiting or not (so ``callback`` must be quick and not block);
         ``params`` that are not an object are told as ``{}``. Over HTTP the notifications of
-        an ordinary answer are not told; a 2026-07-28 server's are heard with :meth:`listen`.
+        an ordinary answer are not told; a 2026-07-28 server's are heard with :meth:`listen`, a
+        2025-era session's with :meth:`session_stream`.
         """
         self._listeners.append(callback)
 
@@ -711,6 +712,53 @@ class Client:
             connect_seconds=self.start_timeout,
             read_seconds=read_seconds,
             told=each,
+            hangup=hangup,
+        )
+
+    def session_stream(
+        self,
+        told: Callable[[str, JSONObject], None],
+        hangup: Hangup,
+        *,
+        opened: Callable[[], None],
+        event_id: Callable[[str], None],
+        last_event_id: str | None = None,
+        read_seconds: float = 45.0,
+    ) -> str:
+        """Hold a 2025-era HTTP session's own GET stream open, telling each notification.
+
+        The stream of the session the handshake opened (``Mcp-Session-Id``), asked with the
+        version it chose (``MCP-Protocol-Version``) and, when given, ``Last-Event-ID``;
+        ``opened()`` is called once it is open, ``event_id(id)`` with each event id the server
+        sends, ``told(method, params)`` for each notification, from the calling thread. Returns
+        how it ended (``"closed"``, ``"hung up"``); not under the client's lock, so requests
+        (``resources/subscribe``…) go on meanwhile.
+
+        Raises:
+            ProtocolError: the server speaks 2026-07-28, is not over HTTP, or issued no
+            session. And what :meth:`HttpTransport.session_stream` raises (an
+            :class:`Unreachable` with ``status`` 404: the session is gone).
+        """
+        hs = self.handshake()
+        transport = self._transport
+        if hs.era != "initialize" or not isinstance(transport, HttpTransport):
+            raise ProtocolError(
+                "a session stream needs a 2025-era server over HTTP "
+                f"(the server speaks {hs.protocol_version})"
+            )
+
+        def each(message: JSONObject) -> None:
+            params = message.get("params")
+            told(str(message["method"]), params if isinstance(params, dict) else {})
+
+        return transport.session_stream(
+            {"MCP-Protocol-Version": hs.protocol_version},
+            last_event_id=last_event_id,
+            connect_seconds=self.start_timeout,
+            read_seconds=read_seconds,
+            opened=opened,
+            told=each,
+            event_id=event_id,
             hangup=hangup,
         )
 

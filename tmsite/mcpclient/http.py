@@ -16,7 +16,8 @@ every later request and released with DELETE on close.
 capped at :data:`LISTEN_EVENT_BYTES`, a read deadline per chunk (a silent stream is ended), and a
 flood cap (:data:`LISTEN_BYTES_PER_SECOND`, :data:`LISTEN_EVENTS_PER_SECOND`) that ends a
 stream arriving faster than a peer's notices can honestly come. A :class:`Hangup` ends it from
-another thread.
+another thread. :meth:`HttpTransport.session_stream` holds a 2025-era session's own GET stream
+the same way (the same checks and caps; event ids kept for ``Last-Event-ID``).
 
 Spec: MCP, SUB3.
 """
@@ -421,7 +422,9 @@ class HttpTransport:
         try:
             message = jsonrpc.decode(raw, _ERROR_BODY_CAP, max_depth=self.limits.max_depth)
             if jsonrpc.classify(message) == "response" and "error" in message:
-                yield message, status
+                # An error status answers this POST's one request, whatever id its error
+                # names (the Python SDK 1.x names "server-error" for a transport refusal).
+                yield {**message, "id": None}, status
                 return
         except ProtocolError:
             pass
@@ -471,24 +474,94 @@ class HttpTransport:
         self._ids += 1
         sent_id = self._ids
         body = jsonrpc.encode(jsonrpc.request(sent_id, "subscriptions/listen", params))
+        return self._hold(
+            "POST",
+            "subscriptions/listen",
+            body,
+            self._headers(headers),
+            connect_seconds=connect_seconds,
+            read_seconds=read_seconds,
+            hangup=hangup,
+            read=lambda response: self._stream(response, sent_id, told, hangup),
+        )
+
+    def session_stream(
+        self,
+        headers: Mapping[str, str],
+        *,
+        last_event_id: str | None,
+        connect_seconds: float,
+        read_seconds: float,
+        opened: Callable[[], None],
+        told: Callable[[jsonrpc.JSONObject], None],
+        event_id: Callable[[str], None],
+        hangup: Hangup,
+    ) -> str:
+        """GET the session's own stream (2025 era) and tell each notification until it ends.
+
+        ``opened()`` is called once the server answered with an event stream, before any event
+        is read; ``event_id(id)`` with the id of each event that carries one (to resume with
+        ``Last-Event-ID``, sent when ``last_event_id`` is given). A request of the server on
+        the stream is answered -32601 in a POST of its own. Same caps as :meth:`listen`.
+
+        Returns ``"closed"`` (the server ended the stream) or ``"hung up"``.
+
+        Raises:
+            Gated; Unreachable (``status`` 404 with kind ``session``: the session is gone; 405:
+            the server offers no such stream; 409: it holds one open already), Timeout (nothing
+            for ``read_seconds``), ProtocolError (no session, not a stream, a flood), TooLarge.
+        """
+        if self.session_id is None:
+            raise ProtocolError("the server issued no session: it has no session stream")
+        sent = self._headers(headers)
+        sent.pop("Content-Type", None)
+        sent["Accept"] = "text/event-stream"
+        if last_event_id is not None:
+            sent["Last-Event-ID"] = last_event_id
+        return self._hold(
+            "GET",
+            "the session stream",
+            None,
+            sent,
+            connect_seconds=connect_seconds,
+            read_seconds=read_seconds,
+            hangup=hangup,
+            read=lambda response: self._session_events(
+                response, headers, opened, told, event_id, hangup
+            ),
+        )
+
+    def _hold(
+        self,
+        verb: str,
+        method: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        *,
+        connect_seconds: float,
+        read_seconds: float,
+        hangup: Hangup,
+        read: Callable[[httpx.Response], str],
+    ) -> str:
+        """One held stream (a listen POST, a session GET): redirects, address checks, faults."""
         url = self.url
         timeout = httpx.Timeout(connect_seconds, read=read_seconds)
         for _hop in range(_MAX_REDIRECTS + 1):
             self._judge(url)
             try:
                 with self._client.stream(
-                    "POST", url, content=body, headers=self._headers(headers), timeout=timeout
+                    verb, url, content=body, headers=headers, timeout=timeout
                 ) as response:
                     if response.is_redirect:
                         url = self._redirect_target(url, response)
                         continue
-                    return self._stream(response, sent_id, told, hangup)
+                    return read(response)
             except AddressRefused as exc:
                 raise refused(exc) from None
             except httpx.TimeoutException:
                 if hangup.hung:
                     return "hung up"
-                raise Timeout("call", read_seconds, "subscriptions/listen") from None
+                raise Timeout("call", read_seconds, method) from None
             except httpx.ConnectError as exc:
                 raise Unreachable("connect", f"could not connect to {url}: {exc}") from None
             except httpx.TransportError as exc:
@@ -505,25 +578,13 @@ class HttpTransport:
         hangup: Hangup,
     ) -> str:
         method = "subscriptions/listen"
-        stream = response.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        hangup.attach(sock if isinstance(sock, socket.socket) else None)
+        _attach(response, hangup)
         status = response.status_code
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if status != 200 or ctype != "text/event-stream":
             return self._not_a_stream(response, sent_id, ctype)
         cap = min(self.limits.max_message_bytes, LISTEN_EVENT_BYTES)
-        flood = _Flood(LISTEN_BYTES_PER_SECOND, LISTEN_EVENTS_PER_SECOND)
-
-        def chunks() -> Iterator[bytes]:
-            for chunk in response.iter_bytes():
-                if hangup.hung:
-                    return
-                flood.count(len(chunk), chunk.count(b"\n\n"))
-                yield chunk
-
-        # No overall deadline: the stream lasts while it is read; the read timeout bounds silence.
-        for data in _events(chunks(), Deadline("call", 1e9), cap):
+        for data in _events(_held_chunks(response, hangup), _no_deadline(), cap):
             if hangup.hung:
                 return "hung up"
             message = jsonrpc.decode(data, cap, max_depth=self.limits.max_depth)
@@ -534,6 +595,58 @@ class HttpTransport:
                 jsonrpc.result_of(message, sent_id, method, status=status)
                 return "complete"
         return "hung up" if hangup.hung else "closed"
+
+    def _session_events(
+        self,
+        response: httpx.Response,
+        headers: Mapping[str, str],
+        opened: Callable[[], None],
+        told: Callable[[jsonrpc.JSONObject], None],
+        event_id: Callable[[str], None],
+        hangup: Hangup,
+    ) -> str:
+        """The messages of a session stream, once its status and content type are checked."""
+        _attach(response, hangup)
+        self._session_answered(response)
+        opened()
+        cap = min(self.limits.max_message_bytes, LISTEN_EVENT_BYTES)
+        ids: list[str] = []
+        for data in _events(_held_chunks(response, hangup), _no_deadline(), cap, ids):
+            if hangup.hung:
+                return "hung up"
+            message = jsonrpc.decode(data, cap, max_depth=self.limits.max_depth)
+            if ids:
+                event_id(ids[-1])
+            kind = jsonrpc.classify(message)
+            if kind == "notification":
+                told(message)
+            elif kind == "request":
+                self._on_server_request(message["method"])
+                self._answer(jsonrpc.answer_to(message), headers, Deadline("call", 5.0))
+        if ids:
+            event_id(ids[-1])
+        return "hung up" if hangup.hung else "closed"
+
+    def _session_answered(self, response: httpx.Response) -> None:
+        """Raise unless the session stream was answered with an event stream."""
+        status = response.status_code
+        if status in (401, 403):
+            raise Gated(
+                status,
+                token_sent=self.token is not None,
+                challenge=response.headers.get("www-authenticate"),
+            )
+        if status == 404:
+            raise Unreachable("session", "the server ended the session (HTTP 404)", status=404)
+        if status >= 400:
+            raise Unreachable(
+                "http", f"HTTP {status} for the session stream from {self.url}", status=status
+            )
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if status != 200 or ctype != "text/event-stream":
+            raise ProtocolError(
+                f"the session stream was answered HTTP {status} ({ctype or 'no content type'})"
+            )
 
     def _not_a_stream(self, response: httpx.Response, sent_id: int, ctype: str) -> str:
         """A listen answered at once: its error raised, a plain result is ``"complete"``."""
@@ -546,10 +659,35 @@ class HttpTransport:
         raise ProtocolError(f"the answer to {method} is no event stream ({ctype or 'none'})")
 
 
-def _events(chunks: Iterator[bytes], deadline: Deadline, cap: int) -> Iterator[bytes]:
-    """The data of each server-sent event of a byte stream, each capped at ``cap`` bytes."""
-    data: list[bytes] = []
-    size = 0
+def _no_deadline() -> Deadline:
+    """A held stream's deadline: none overall (the read timeout bounds its silence)."""
+    return Deadline("call", 1e9)
+
+
+def _attach(response: httpx.Response, hangup: Hangup) -> None:
+    """Give ``hangup`` the socket a held stream is read from."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    hangup.attach(sock if isinstance(sock, socket.socket) else None)
+
+
+def _held_chunks(response: httpx.Response, hangup: Hangup) -> Iterator[bytes]:
+    """A held stream's bytes, flood-counted, until it ends or is hung up."""
+    flood = _Flood(LISTEN_BYTES_PER_SECOND, LISTEN_EVENTS_PER_SECOND)
+    for chunk in response.iter_bytes():
+        if hangup.hung:
+            return
+        flood.count(len(chunk), chunk.count(b"\n\n"))
+        yield chunk
+
+
+#: The longest event id kept (to send back as ``Last-Event-ID``); a longer one is ignored.
+MAX_EVENT_ID = 1024
+_EVENT_ID = re.compile(rb"^[\x21-\x7e]{1,%d}$" % MAX_EVENT_ID)
+
+
+def _lines(chunks: Iterator[bytes], deadline: Deadline, cap: int) -> Iterator[bytes]:
+    """The lines of a byte stream (without their line ends), each bounded before it is kept."""
     pending = b""
     for chunk in chunks:
         deadline.remaining()
@@ -558,22 +696,40 @@ def _events(chunks: Iterator[bytes], deadline: Deadline, cap: int) -> Iterator[b
         if len(pending) > cap + 16:  # a line that does not end: bounded before it is kept
             raise TooLarge("message", cap, len(pending))
         for line in lines:
-            line = line.rstrip(b"\r")
-            if not line:
-                event = b"\n".join(data)
-                if event.strip():  # an event without data (a priming event) carries nothing
-                    yield event
-                data, size = [], 0
-                continue
-            if line.startswith(b":"):
-                continue
-            field, _, value = line.partition(b":")
-            if field == b"data":
-                value = value[1:] if value.startswith(b" ") else value
-                size += len(value)
-                if size > cap:
-                    raise TooLarge("message", cap, size)
-                data.append(value)
+            yield line.rstrip(b"\r")
+
+
+def _events(
+    chunks: Iterator[bytes], deadline: Deadline, cap: int, ids: list[str] | None = None
+) -> Iterator[bytes]:
+    """The data of each server-sent event of a byte stream, each capped at ``cap`` bytes.
+
+    Given ``ids``, the id of each event that sets one (visible ASCII, at most
+    :data:`MAX_EVENT_ID` bytes; others are ignored) is kept in it as the event ends, before
+    its data is yielded (an event without data may carry an id: a priming event).
+    """
+    data: list[bytes] = []
+    size = 0
+    seen: bytes | None = None
+    for line in _lines(chunks, deadline, cap):
+        if not line:
+            event = b"\n".join(data)
+            if seen is not None and ids is not None:
+                ids[:] = [seen.decode("ascii")]
+            seen = None
+            if event.strip():  # an event without data (a priming event) carries nothing
+                yield event
+            data, size = [], 0
+            continue
+        field, _, value = line.partition(b":")
+        value = value[1:] if value.startswith(b" ") else value
+        if field == b"id":
+            seen = value if _EVENT_ID.match(value) else None
+        elif field == b"data":
+            size += len(value)
+            if size > cap:
+                raise TooLarge("message", cap, size)
+            data.append(value)
     if b"".join(data).strip():
         yield b"\n".join(data)
 

@@ -30,8 +30,18 @@ after the acknowledgement is forwarded as above. A change of the listened set ha
 up and opens it again with the new set; a stream that ends otherwise (closed, silent for
 :data:`READ_SECONDS`, refused, too large, a flood) is opened again after the same doubling
 wait, and once acknowledged again its listened URIs are published once. A 2025-era HTTP
-server's notifications are not heard yet (logged once; its record's status still is, by
-:mod:`tmsite.subscriptions.records`).
+server that opens a session (``Mcp-Session-Id`` on ``initialize``) is heard over that session's
+own GET stream (:meth:`tmsite.mcpclient.Client.session_stream`: the same checks and caps): once
+the stream is open the listened resources are asked with ``resources/subscribe`` (when it
+declares ``resources.subscribe``; a change of the listened set subscribes and unsubscribes in
+the session, the stream stays), and what it brings is forwarded as above. A stream that ends is
+opened again after the same doubling wait, with ``Last-Event-ID`` when the server numbered its
+events, and its listened URIs are published once; a session the server no longer knows (HTTP
+404) is opened again with a new ``initialize``; when nothing listens any more the session is
+ended (``DELETE``). A server that answers the GET with 405 (no such stream) is not heard: its
+session is ended at once and it is not asked again while it is listened to (logged once). A
+2025-era HTTP server without a session is not heard (logged once; its record's status still
+is, by :mod:`tmsite.subscriptions.records`).
 
 Spec: SUB3, MCP.
 """
@@ -49,7 +59,7 @@ from django.db import close_old_connections
 
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
-from tmsite.mcpclient import Client, Hangup, McpClientError, PeerError
+from tmsite.mcpclient import Client, Hangup, McpClientError, PeerError, Unreachable
 from tmsite.servers import grammar
 from tmsite.servers.models import McpServer
 
@@ -112,8 +122,14 @@ class _Peer:
         self.reconnects = 0
         #: Ends the HTTP server's listen stream (to end it, or to open it again with a new set).
         self.hangup: Hangup | None = None
-        #: Whether the HTTP server's listen stream is open and acknowledged.
+        #: Whether the HTTP server's listen stream (or session stream) is open and acknowledged.
         self.streaming = False
+        #: Whether the HTTP server is a 2025-era one heard over its session's GET stream.
+        self.session = False
+        #: The id of the last event of the session stream, to resume it with.
+        self.last_event_id: str | None = None
+        #: Sessions opened with the server (a session it forgot is opened again).
+        self.sessions = 0
 
 
 class PeerNotices:
@@ -177,12 +193,11 @@ class PeerNotices:
             peer = self._peers.get(name)
             if present:
                 if peer is None:
-                    record = McpServer.objects.filter(name=name).first()
-                    if record is None or record.transport not in ("stdio", "http"):
-                        return
-                    peer = self._peers[name] = _Peer(record)
+                    # Not met yet: its record is read by the peer's own thread (this watcher
+                    # is told from a stream's event loop, where the database is not asked).
+                    peer = self._peers[name] = _Peer(McpServer(name=name, transport=""))
                     threading.Thread(
-                        target=self._open, args=(peer,), name=f"tm-mcp-notices-{name}", daemon=True
+                        target=self._start, args=(peer,), name=f"tm-mcp-notices-{name}", daemon=True
                     ).start()
                 peer.uris.add(parsed.text)
             elif peer is not None:
@@ -222,6 +237,26 @@ class PeerNotices:
 
     # ---- the connection -----------------------------------------------------------------
 
+    def _start(self, peer: _Peer) -> None:
+        """Read the server's record, then meet it; a server with none is not listened to."""
+        name = peer.record.name
+        try:
+            record = McpServer.objects.filter(name=name).first()
+        except Exception:
+            log.exception("reading the record of the MCP server %s failed", name)
+            record = None
+        finally:
+            close_old_connections()
+        if record is None or record.transport not in ("stdio", "http"):
+            with self._lock:
+                if self._peers.get(name) is peer:
+                    del self._peers[name]
+            return
+        with peer.lock:
+            peer.record = record
+        if not peer.released.is_set():
+            self._open(peer)
+
     def _open(self, peer: _Peer) -> None:
         if peer.record.transport == "http":
             self._hear(peer)
@@ -229,14 +264,24 @@ class PeerNotices:
             self._keep(peer)
 
     def _hear(self, peer: _Peer) -> None:
-        """Hold a ``subscriptions/listen`` stream to an HTTP server while it is listened to.
+        """Hold a stream to an HTTP server while it is listened to; then end its session."""
+        try:
+            self._hear_streams(peer)
+        finally:
+            if peer.released.is_set():
+                self._drop(peer)
 
-        The stream asks for the listened resources and the three list_changed notifications;
-        what it brings is told as a stdio server's notifications are. A listened set that
-        changes hangs the stream up and opens it again with the new set; a stream that ends
-        otherwise (closed, silent past ``read_seconds``, refused, a flood) is opened again
+    def _hear_streams(self, peer: _Peer) -> None:
+        """Hold a ``subscriptions/listen`` stream (or a 2025-era session's GET stream).
+
+        The listen stream asks for the listened resources and the three list_changed
+        notifications; what it brings is told as a stdio server's notifications are. A listened
+        set that changes hangs the stream up and opens it again with the new set; a stream that
+        ends otherwise (closed, silent past ``read_seconds``, refused, a flood) is opened again
         after a doubling wait, and once acknowledged again, every listened URI is published.
-        A server that does not speak 2026-07-28 is not listened to (logged once).
+        A session stream is held the same way (see :meth:`_session_once`); a session the server
+        forgot is dropped and a new one opened after the wait. A 2025-era server without a
+        session is not listened to (logged once).
         """
         name = peer.record.name
         first, most = self.retry_seconds
@@ -248,13 +293,16 @@ class PeerNotices:
                 if peer.released.is_set() or peer.can_subscribe is None:
                     return
             else:
-                acked, opened = self._listen_once(peer, client, missed=missed)
+                once = self._session_once if peer.session else self._listen_once
+                acked, opened = once(peer, client, missed=missed)
                 if peer.released.is_set():
                     return
                 if acked == "hung up":  # the listened set changed: open it again at once
                     wait = first
                     continue
-                missed = missed or acked == "acknowledged"
+                if self._session_ended(peer, acked):
+                    return
+                missed = missed or acked in ("acknowledged", "gone")
                 if acked == "acknowledged" and time.monotonic() - opened > wait:
                     wait = first
             if peer.released.wait(wait):
@@ -264,6 +312,31 @@ class PeerNotices:
                 peer.reconnects += 1
                 log.info("listening again to the MCP server %s", name)
 
+    def _session_ended(self, peer: _Peer, how: str) -> bool:
+        """Drop a session that cannot go on; True if the server is not to be asked again."""
+        if how == "refused":  # no session stream: nothing to hear, nothing retried
+            log.warning(
+                "the MCP server %s offers no session stream (HTTP 405): its notifications are "
+                "not heard",
+                peer.record.name,
+            )
+            self._drop(peer)
+            with peer.lock:
+                peer.can_subscribe = None
+            return True
+        if how == "gone":  # the server forgot the session: met again after the wait
+            log.info("the MCP server %s ended its session", peer.record.name)
+            self._drop(peer)
+        return False
+
+    def _drop(self, peer: _Peer) -> None:
+        """Close the connection held to an HTTP server (its session, if any, is ended)."""
+        with peer.lock:
+            client, peer.client = peer.client, None
+            peer.subscribed = set()
+        if client is not None:
+            client.close()
+
     def _meet_http(self, peer: _Peer) -> Client | None:
         """Connect to an HTTP server; None if it failed (``can_subscribe`` None: never listen)."""
         try:
@@ -272,10 +345,11 @@ class PeerNotices:
         except Exception as exc:  # a server that does not answer tells nothing
             log.warning("listening to the MCP server %s failed: %s", peer.record.name, exc)
             return None
-        if hs.era != "discover":
+        if hs.era != "discover" and not hs.session:
             log.warning(
-                "the MCP server %s speaks %s over HTTP: its notifications are not heard "
-                "(only a 2026-07-28 server's subscriptions/listen is)",
+                "the MCP server %s speaks %s over HTTP without a session: its notifications "
+                "are not heard (only a 2026-07-28 server's subscriptions/listen is, or a "
+                "2025-era session's own stream)",
                 peer.record.name,
                 hs.protocol_version,
             )
@@ -287,7 +361,91 @@ class PeerNotices:
         with peer.lock:
             peer.client = client
             peer.can_subscribe = isinstance(resources, dict) and resources.get("subscribe") is True
+            peer.session = hs.era == "initialize"
+            if peer.session:
+                peer.subscribed, peer.last_event_id = set(), None
+                peer.sessions += 1
         return client
+
+    def _session_once(self, peer: _Peer, client: Client, *, missed: bool) -> tuple[str, float]:
+        """One GET stream of a 2025-era session, until it ends: ``(how, opened)``.
+
+        ``how`` is ``"acknowledged"`` (it was open), ``"gone"`` (the server no longer knows the
+        session: HTTP 404), ``"refused"`` (it offers no such stream: HTTP 405), ``"hung up"`` or
+        ``""``. Once the stream is open (so that nothing
+        the server says goes to no stream), the listened resources are subscribed in the
+        session and, if ``missed``, the listened URIs are published once; the stream is then
+        read until it ends.
+        """
+        hangup = Hangup()
+        with peer.lock:
+            peer.hangup = hangup
+        started = time.monotonic()
+        if peer.released.is_set():
+            return "hung up", started
+        open_: list[bool] = []
+
+        def opened() -> None:
+            self._session_subscribe(peer, client)
+            if missed:  # what changed while not heard was not told
+                with self._lock:
+                    listened = sorted(peer.uris)
+                for uri in listened:
+                    self.publish(uri)
+            open_.append(True)
+            peer.streaming = True
+            # A change of the listened set from now on is subscribed by _subscription; one
+            # made since the first asking, here (nothing is asked when nothing changed).
+            self._session_subscribe(peer, client)
+
+        def event_id(value: str) -> None:
+            peer.last_event_id = value
+
+        try:
+            ended = client.session_stream(
+                lambda method, params: self._told(peer, method, params),
+                hangup,
+                opened=opened,
+                event_id=event_id,
+                last_event_id=peer.last_event_id,
+                read_seconds=self.read_seconds,
+            )
+        except McpClientError as exc:
+            if _gone(exc):
+                return "gone", started
+            if isinstance(exc, Unreachable) and exc.status == 405:
+                return "refused", started
+            ended = f"failed: {exc}"
+        finally:
+            peer.streaming = False
+        if hangup.hung:
+            return "hung up", started
+        log.info("the session stream of the MCP server %s ended: %s", peer.record.name, ended)
+        return ("acknowledged" if open_ else ""), started
+
+    def _session_subscribe(self, peer: _Peer, client: Client) -> None:
+        """Subscribe the listened resources in the session, unsubscribe the others.
+
+        Raises:
+            McpClientError: the session is gone (HTTP 404); other refusals are logged and the
+                resource is asked again at the next change of the listened set.
+        """
+        with peer.lock:
+            if not peer.can_subscribe or peer.client is not client:
+                return
+            with self._lock:
+                wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
+            try:
+                for upstream in sorted(wanted - peer.subscribed):
+                    client.subscribe_resource(upstream)
+                    peer.subscribed.add(upstream)
+                for upstream in sorted(peer.subscribed - wanted):
+                    client.unsubscribe_resource(upstream)
+                    peer.subscribed.discard(upstream)
+            except McpClientError as exc:
+                if _gone(exc):
+                    raise
+                log.warning("subscribing at the MCP server %s failed: %s", peer.record.name, exc)
 
     def _listen_once(self, peer: _Peer, client: Client, *, missed: bool) -> tuple[str, float]:
         """One listen stream, until it ends: ``("acknowledged" | "hung up" | "", opened)``."""
@@ -408,6 +566,14 @@ class PeerNotices:
 
     def _subscription(self, peer: _Peer) -> None:
         """Ask the server to tell of the listened resources (and no longer of the others)."""
+        if peer.session:  # a 2025-era session: asked in it while its stream is open
+            client = peer.client
+            if client is not None and peer.streaming:
+                try:
+                    self._session_subscribe(peer, client)
+                except McpClientError as exc:  # the stream meets the same and opens it again
+                    log.info("the MCP server %s ended its session: %s", peer.record.name, exc)
+            return
         with self._lock:
             wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
         with peer.lock:
@@ -480,6 +646,11 @@ class PeerNotices:
             uris = list(peer.uris)
         if any(self.affects(uri, changed) is not None for uri in uris):
             self.publish(changed)
+
+
+def _gone(exc: McpClientError) -> bool:
+    """Whether a failure says the server no longer knows the session (HTTP 404)."""
+    return isinstance(exc, Unreachable | PeerError) and exc.status == 404
 
 
 def _upstream(uri: TmUri) -> str | None:
