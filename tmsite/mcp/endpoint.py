@@ -156,7 +156,8 @@ def _refuse(status: int, code: int, message: str, origin: str | None = None) -> 
     return _json(error_response(None, code, message), status, origin)
 
 
-def _accepts_json(accept: str) -> bool:
+def accepts_json(accept: str) -> bool:
+    """Rule 6: whether an ``Accept`` value allows JSON (absent and wildcards do)."""
     if not accept.strip():
         return True
     for item in accept.split(","):
@@ -360,7 +361,7 @@ def _checked_body(request: HttpRequest) -> bytes:
         raise EnvelopeRefusal(
             415, INVALID_REQUEST, "The body must be sent as Content-Type: application/json."
         )
-    if not _accepts_json(request.headers.get("Accept", "")):
+    if not accepts_json(request.headers.get("Accept", "")):
         raise EnvelopeRefusal(
             406, INVALID_REQUEST, "The Accept header must allow application/json."
         )

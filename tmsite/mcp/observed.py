@@ -80,28 +80,31 @@ def answer_outcome(answer: Answer) -> str:
 
 def run_request(message: Message, ctx: CallContext) -> Answer:
     """``envelope.run_request`` behind the caller's bucket, with a log row for the request."""
+    return hooks.observe_call(call(message, ctx))
+
+
+def call(message: Message, ctx: CallContext) -> hooks.Call[Answer]:
+    """One request as the log sees it (``hooks.Call``): its price, run, refusal and outcome."""
 
     def refuse(refused: RateLimited) -> Answer:
         error = rpc_error(refused, ctx.era)
         body = envelope.error_response(message.id, error.code, error.message, error.data)
         return Answer(envelope.dumps(body), error_code=error.code)
 
-    return hooks.observe_call(
-        hooks.Call(
-            surface=f"mcp-{ctx.transport}",
-            method=message.method,
-            # A handshake is recorded in the version it negotiates, not the one it arrived under.
-            protocol=(
-                lifecycle.negotiated_version(message.params)
-                if message.method == "initialize"
-                else ctx.version
-            ),
-            priced=costs.of_message(message.method, message.params),
-            uri=lambda: asked_uri(message),
-            run=lambda: envelope.run_request(message, ctx),
-            refuse=refuse,
-            fail=lambda: internal_error(message.id),
-            outcome=answer_outcome,
-            size=lambda answer: len(answer.text.encode("utf-8")),
-        )
+    return hooks.Call(
+        surface=f"mcp-{ctx.transport}",
+        method=message.method,
+        # A handshake is recorded in the version it negotiates, not the one it arrived under.
+        protocol=(
+            lifecycle.negotiated_version(message.params)
+            if message.method == "initialize"
+            else ctx.version
+        ),
+        priced=costs.of_message(message.method, message.params),
+        uri=lambda: asked_uri(message),
+        run=lambda: envelope.run_request(message, ctx),
+        refuse=refuse,
+        fail=lambda: internal_error(message.id),
+        outcome=answer_outcome,
+        size=lambda answer: len(answer.text.encode("utf-8")),
     )

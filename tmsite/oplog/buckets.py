@@ -52,6 +52,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from tmsite.core import sharedcache
+from tmsite.core.settled import settled
 from tmsite.oplog.clock import Clock, system_clock
 
 #: Slack for float arithmetic: ``retryAfter`` seconds of refill always cover the cost.
@@ -567,6 +568,7 @@ _stores: dict[tuple[Any, ...], Store] = {}
 _stores_lock = threading.Lock()
 
 
+@settled
 def store_kind() -> str:
     """The store ``TM_RATE_STORE`` names (``auto`` resolved)."""
     kind = str(getattr(settings, "TM_RATE_STORE", "auto"))
@@ -578,11 +580,19 @@ def store_kind() -> str:
     return kind
 
 
+@settled
+def _store_key() -> tuple[str, Path, tuple[Any, ...]]:
+    kind = store_kind()
+    return (
+        kind,
+        Path(settings.TM_RATE_FILE),
+        (kind, str(settings.TM_RATE_FILE), repr(settings.CACHES.get("default"))),
+    )
+
+
 def store() -> Store:
     """The store the settings name, one per process and configuration."""
-    kind = store_kind()
-    path = Path(settings.TM_RATE_FILE)
-    key = (kind, str(path), repr(settings.CACHES.get("default")))
+    kind, path, key = _store_key()
     with _stores_lock:
         found = _stores.get(key)
         if found is None:
@@ -607,6 +617,7 @@ def local_takes() -> int | None:
     return found.local_takes() if isinstance(found, SharedStore) else None
 
 
+@settled
 def policy() -> Policy:
     """The bucket's shape from settings: ``TM_RATE_BURST`` tokens, ``TM_RATE_REFILL`` a second."""
     return Policy(float(settings.TM_RATE_BURST), float(settings.TM_RATE_REFILL))

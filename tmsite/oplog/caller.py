@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
 
 from tmsite.oplog import buckets
+
+#: Where an environ carries the caller's address its ASGI front worked out (never logged).
+ADDRESS_KEY = "tm.caller_address"
 
 
 def _normal(text: str) -> str:
@@ -63,11 +68,23 @@ def loopback(caller: str) -> bool:
 
 def address(request: HttpRequest) -> str:
     """The caller's address as the rate limit keys it."""
+    return address_in(request.META)
+
+
+def address_in(meta: Mapping[str, Any]) -> str:
+    """:func:`address` from a request's ``META`` (or a WSGI environ).
+
+    An environ the ASGI server made carries the address its front worked out already
+    (``ADDRESS_KEY``, ``tmsite.serve``): it is not worked out twice.
+    """
+    known = meta.get(ADDRESS_KEY)
+    if isinstance(known, str):
+        return known
     trusted = _trusted()
-    peer = _normal(str(request.META.get("REMOTE_ADDR") or ""))
+    peer = _normal(str(meta.get("REMOTE_ADDR") or ""))
     if peer not in trusted:
         return peer
-    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR") or "")
+    forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
     hops = [_normal(hop) for hop in forwarded.split(",") if hop.strip()]
     for hop in reversed(hops):
         if hop not in trusted:
@@ -77,7 +94,12 @@ def address(request: HttpRequest) -> str:
 
 def exempt(request: HttpRequest, caller: str) -> bool:
     """The box's own calls: an exempt peer that no proxy forwarded."""
-    if "HTTP_X_FORWARDED_FOR" in request.META:
+    return exempt_in(request.META, caller)
+
+
+def exempt_in(meta: Mapping[str, Any], caller: str) -> bool:
+    """:func:`exempt` from a request's ``META`` (or a WSGI environ)."""
+    if "HTTP_X_FORWARDED_FOR" in meta:
         return False
     return caller in _normal_set(tuple(settings.TM_RATE_EXEMPT))
 
@@ -88,10 +110,15 @@ def limited(request: HttpRequest) -> str | None:
     Worked out once per request: the settings' address lists are normalized once per value,
     and only the peer and the forwarded hops are parsed.
     """
+    return limited_in(request.META)
+
+
+def limited_in(meta: Mapping[str, Any]) -> str | None:
+    """:func:`limited` from a request's ``META`` (or a WSGI environ)."""
     if not settings.TM_RATE_LIMIT:
         return None
-    who = address(request)
-    return None if exempt(request, who) else who
+    who = address_in(meta)
+    return None if exempt_in(meta, who) else who
 
 
 #: This process's own secrets, for when the rate limit's store does not answer.

@@ -58,6 +58,7 @@ from typing import Any
 from django.conf import settings
 
 from tmsite.core.errors import Refusal
+from tmsite.core.settled import settled
 from tmsite.core.uri import TmUri, parse
 from tmsite.core.work import Unit
 
@@ -114,16 +115,29 @@ class Priced:
     facet: str = ""
 
 
+@settled
+def _costs() -> dict[str, int]:
+    return {**COSTS, **getattr(settings, "TM_RATE_COSTS", {})}
+
+
+@settled
+def _unit_costs() -> dict[str, float]:
+    return {
+        unit: float(cost)
+        for unit, cost in {**UNIT_COSTS, **getattr(settings, "TM_RATE_UNIT_COSTS", {})}.items()
+    }
+
+
 def price(kind: str) -> int:
     """Tokens a ``kind`` costs: ``TM_RATE_COSTS`` over ``COSTS``; an unknown kind is a file."""
-    table = {**COSTS, **getattr(settings, "TM_RATE_COSTS", {})}
+    table = _costs()
     return int(table.get(kind, table["file"]))
 
 
 def of_work(units: Mapping[Unit, int]) -> float:
     """Tokens the units of work cost: ``TM_RATE_UNIT_COSTS`` over ``UNIT_COSTS``."""
-    table = {**UNIT_COSTS, **getattr(settings, "TM_RATE_UNIT_COSTS", {})}
-    return sum(count * float(table[unit]) for unit, count in units.items())
+    table = _unit_costs()
+    return sum(count * table[unit] for unit, count in units.items())
 
 
 def charged(priced: Priced, units: Mapping[Unit, int]) -> Priced:

@@ -115,12 +115,20 @@ def micros(started: float) -> int:
 
 def rate_headers(response: HttpResponseBase, decision: Decision) -> None:
     """Add the ``RateLimit-Policy`` and ``RateLimit`` fields for ``decision``."""
+    for name, value in rate_fields(decision):
+        response[name] = value
+
+
+def rate_fields(decision: Decision) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The ``RateLimit-Policy`` and ``RateLimit`` fields for ``decision``, names and values."""
     rule = decision.policy
     window = math.ceil(rule.full_after)
-    response["RateLimit-Policy"] = f'"{POLICY_NAME}";q={math.floor(rule.burst)};w={window}'
     seconds = decision.reset if decision.allowed else decision.retry_after
     remaining = max(0, math.floor(decision.remaining + buckets.EPSILON))  # none while in debt
-    response["RateLimit"] = f'"{POLICY_NAME}";r={remaining};t={seconds}'
+    return (
+        ("RateLimit-Policy", f'"{POLICY_NAME}";q={math.floor(rule.burst)};w={window}'),
+        ("RateLimit", f'"{POLICY_NAME}";r={remaining};t={seconds}'),
+    )
 
 
 def refusal(decision: Decision, uri: str | None) -> RateLimited:
@@ -309,6 +317,31 @@ def observe_exchange(
     _finish(exchange, response)
     request.META[LOGGED] = True
     return response
+
+
+def observe_bare(
+    call: Call[A], *, surface: str, protocol: str, who: str | None, address: str, status: int
+) -> tuple[A, Decision | None]:
+    """:func:`observe_exchange` of one ``call`` answered without a Django request.
+
+    For ``tmsite.mcp.express``: ``who`` is the rate limit's caller (None: not limited),
+    ``address`` the one :func:`caller_key` keeps in memory, ``status`` the answer's. The row is
+    the one the exchange would write (the exchange's duration, ``status``); the caller's
+    decision is returned for the answer's ``RateLimit`` fields.
+    """
+    exchange = Exchange(surface, who, timezone.now(), time.perf_counter(), protocol=protocol)
+    token = _current.set(exchange)
+    held = _address.set(address)
+    try:
+        answer = observe_call(call)
+    finally:
+        _address.reset(held)
+        _current.reset(token)
+    total = micros(exchange.started)
+    for row, priced in exchange.rows:
+        row.status, row.duration_us = status, total
+        _emit(row, priced)
+    return answer, exchange.decision
 
 
 def asked(what: Callable[[], tuple[str, Priced]]) -> None:

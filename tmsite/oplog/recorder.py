@@ -3,10 +3,11 @@
 A request appends its row to this process's buffer; the buffer goes to the database in one
 ``bulk_create`` when it holds ``TM_LOG_FLUSH_ROWS`` rows or its oldest row has waited
 ``TM_LOG_FLUSH_SECONDS`` — checked on each request and by a small background thread, so an
-idle worker still writes its last rows — and when the process exits. A request therefore costs
-a list append, not a database write (``bench/load.py`` measures both); the batch is written as
-one parameterized ``INSERT`` run over every row (``executemany``, in one transaction), so no
-model instance is made for a row.
+idle worker still writes its last rows; a row recorded where the database must not be written
+(an event loop, ``deferred``) wakes that thread instead — and when the process exits. A
+request therefore costs a list append, not a database write (``bench/load.py`` measures
+both); the batch is written as one parameterized ``INSERT`` run over every row
+(``executemany``, in one transaction), so no model instance is made for a row.
 
 A row is written only to the database it was recorded against (the name is noted with the
 row). The log never fails a request, and a database blip loses no row: a batch that cannot be
@@ -63,6 +64,8 @@ PURGE_EVERY_SECONDS = 3600.0
 #: Seconds before a failed batch is tried again, doubled on each failure up to the maximum.
 RETRY_SECONDS = 0.5
 MAX_RETRY_SECONDS = 8.0
+#: Seconds without a batch after which the flusher closes its database connection.
+KEEP_CONNECTION_SECONDS = 0.5
 #: Seconds the exit flush waits for a write already running.
 EXIT_WAIT_SECONDS = 10.0
 
@@ -99,6 +102,8 @@ _lock = threading.Lock()
 #: Held while a batch is written: one write at a time.
 _writing = threading.Lock()
 _DEFERRED: ContextVar[bool] = ContextVar("tm_oplog_deferred", default=False)
+#: Set when a deferred row made a batch due: the flusher writes it at once.
+_wake = threading.Event()
 _buffer: list[_Pending] = []
 _state = {
     "last_purge": 0.0,
@@ -111,7 +116,9 @@ _state = {
 
 
 def _database_name() -> str:
-    return str(connections["default"].settings_dict.get("NAME"))
+    # the settings the connections are made from (the test runner renames the same dict),
+    # without reaching this thread's connection
+    return str(connections.settings["default"].get("NAME"))
 
 
 def record(row: Row) -> None:
@@ -124,7 +131,9 @@ def record(row: Row) -> None:
         _bound()
         due = _due(now)
     _ensure_flusher()
-    if due and not _DEFERRED.get():
+    if due and _DEFERRED.get():
+        _wake.set()  # the flusher writes it now
+    elif due:
         flush(wait=False)
 
 
@@ -151,8 +160,9 @@ class BufferFull(Exception):
 def deferred() -> Iterator[None]:
     """Rows recorded inside are only queued, even when the batch is due.
 
-    For code that must not write the database where it runs (an event loop): the batch is
-    written by this process's flusher thread or by the next ``record`` outside.
+    For code that must not write the database where it runs (an event loop): a batch that
+    falls due wakes this process's flusher thread, which writes it (without one,
+    ``TM_LOG_FLUSH_SECONDS`` 0, the next ``record`` outside writes it).
     """
     token = _DEFERRED.set(True)
     try:
@@ -190,6 +200,15 @@ def would_flush() -> bool:
         if len(_buffer) + 1 >= settings.TM_LOG_FLUSH_ROWS:
             return True
         return _due(now)
+
+
+def may_defer() -> bool:
+    """Whether a row may be recorded where the database must not be written (an event loop).
+
+    Always, where a flusher thread writes the batches that fall due; without one
+    (``TM_LOG_FLUSH_SECONDS`` 0), only while the next ``record`` would not write the batch.
+    """
+    return settings.TM_LOG_FLUSH_SECONDS > 0 or not would_flush()
 
 
 def dropped() -> int:
@@ -347,10 +366,18 @@ def _ensure_flusher() -> None:
 
 
 def _flusher() -> None:
+    """Write what falls due: woken by a deferred row, or every half ``TM_LOG_FLUSH_SECONDS``.
+
+    Its database connection is kept while batches keep coming and closed once a
+    ``KEEP_CONNECTION_SECONDS`` pass without one, so a busy event loop's rows do not pay for a
+    connection each batch and an idle process holds none.
+    """
     pid = os.getpid()
+    connected = False
     while _state["flusher_pid"] == pid:
-        tick = float(settings.TM_LOG_FLUSH_SECONDS) / 2
-        time.sleep(min(max(0.05, tick), MAX_RETRY_SECONDS))
+        tick = min(max(0.05, float(settings.TM_LOG_FLUSH_SECONDS) / 2), MAX_RETRY_SECONDS)
+        woken = _wake.wait(min(tick, KEEP_CONNECTION_SECONDS) if connected else tick)
+        _wake.clear()
         failures.summarize()
         with _lock:
             due = _due(time.monotonic())
@@ -358,4 +385,7 @@ def _flusher() -> None:
             try:
                 flush()
             finally:
-                connections.close_all()
+                connected = True
+        elif connected and not woken:
+            connections.close_all()
+            connected = False

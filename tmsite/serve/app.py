@@ -11,13 +11,14 @@ Then, for ``POST /api/mcp``:
 
 * a request ``tmsite.mcp.prepared`` holds a current answer for (``ping``, ``tools/list``,
   ``initialize``, a small file's read whose links are not due to be compared, …) is answered
-  in the event loop with that answer, with no thread hop, by the endpoint's own
-  view behind the endpoint's own middleware (``tmsite.wsgi.ENDPOINT_MIDDLEWARE``): the same
-  checks, headers, rate limit and request-log row as any other request. It is taken only when
-  nothing in it can wait on the network or write the database: the rate-limit buckets are in
-  this machine (not Redis), and the request log's batch is not due: the request that fills a
-  batch goes to a thread, which writes it, and should another thread fill it meanwhile, the
-  row is only queued (``recorder.deferred``) for the log's own thread to write;
+  in the event loop with that answer, with no thread hop: by ``tmsite.mcp.express``, which
+  gives the answer the endpoint's chain would give (the same checks, headers, rate limit and
+  request-log row) without building Django's request, or, for what it leaves to the chain, by
+  the endpoint's own view behind the endpoint's own middleware
+  (``tmsite.wsgi.ENDPOINT_MIDDLEWARE``). It is taken only when nothing in it can wait on the
+  network or write the database: the rate-limit buckets are in this machine (not Redis), and
+  the row is only queued (``recorder.deferred``): a batch it makes due wakes the request log's
+  own thread, which writes it;
 * a ``subscriptions/listen`` POST and a session's ``GET`` (``Mcp-Session-Id``) pass the same
   view on a thread, then are held as event streams in the loop (``tmsite.subscriptions.stream``,
   ``tmsite.subscriptions.sessionstream``);
@@ -56,10 +57,10 @@ from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
 from tmsite import wsgi
-from tmsite.mcp import endpoint, prepared
+from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
-from tmsite.oplog import buckets, logs, recorder
+from tmsite.oplog import buckets, caller, logs, recorder
 from tmsite.serve import guard, lifeline
 from tmsite.subscriptions import delivery, sessionstream, stream
 
@@ -181,6 +182,19 @@ def _candidate(body: bytes) -> tuple[str, dict[str, Any]] | None:
     return (str(method), params) if isinstance(params, dict) else None
 
 
+def _express(
+    environ: dict[str, Any], body: bytes
+) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+    """The prepared answer to this MCP POST without Django's request (``tmsite.mcp.express``).
+
+    Under the conditions of the event loop's answers (see the module's text); None otherwise.
+    """
+    if len(body) > PREPARED_BODY_MAX or not _local_buckets() or not recorder.may_defer():
+        return None
+    with recorder.deferred(), delivery.serving(sessions=True):
+        return express.answer(environ, body)
+
+
 def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
     """Whether this MCP POST may be answered in the event loop (see the module's text)."""
     return _in_loop(environ, body) is not None
@@ -188,7 +202,7 @@ def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
 
 def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepared.Prepared] | None:
     """The prepared answer this MCP POST may be answered with in the event loop, else None."""
-    if len(body) > PREPARED_BODY_MAX or not _local_buckets() or recorder.would_flush():
+    if len(body) > PREPARED_BODY_MAX or not _local_buckets() or not recorder.may_defer():
         return None
     if "HTTP_MCP_SESSION_ID" in environ:  # a session is checked against the database
         return None
@@ -315,6 +329,8 @@ def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
         "wsgi.multiprocess": True,
         "wsgi.run_once": False,
     }
+    if caller.ADDRESS_KEY in scope:  # worked out by the caller's cap (guard.py): not again
+        environ[caller.ADDRESS_KEY] = scope[caller.ADDRESS_KEY]
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").upper()
         if "_" in name:  # as WSGI servers do: HTTP_X_FORWARDED_FOR only from X-Forwarded-For
@@ -429,6 +445,8 @@ class Application:
                     ),
                 )
                 return
+            elif scope["method"] == "POST" and (bare := _express(environ, body)) is not None:
+                parts = bare
             elif scope["method"] == "POST" and (chosen := _in_loop(environ, body)) is not None:
                 # A batch due meanwhile is the flusher's to write; the answer is the one chosen.
                 with recorder.deferred(), prepared.answering(*chosen):

@@ -34,7 +34,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from django.http import HttpRequest
 from django.utils import timezone
 
 from tmsite.mcp.codes import RATE_LIMITED
@@ -99,26 +98,30 @@ _secrets = buckets.MemoryStore()
 _in_flight: dict[bytes, int] = {}
 
 
-def _request_of(scope: Scope) -> HttpRequest:
-    """A request carrying only what the rate limit reads of a caller (peer, forwarding)."""
-    request = HttpRequest()
+def _meta_of(scope: Scope) -> dict[str, str]:
+    """What the rate limit reads of a caller (peer, forwarding), as a request's ``META`` has it."""
     client = scope.get("client") or ("", 0)
-    request.META["REMOTE_ADDR"] = str(client[0])
+    meta = {"REMOTE_ADDR": str(client[0])}
     forwarded = [
         value.decode("latin-1")
         for name, value in scope["headers"]
         if name.lower() == b"x-forwarded-for"
     ]
     if forwarded:
-        request.META["HTTP_X_FORWARDED_FOR"] = ",".join(forwarded)
-    return request
+        meta["HTTP_X_FORWARDED_FOR"] = ",".join(forwarded)
+    return meta
 
 
 def caller_key(scope: Scope) -> bytes | None:
-    """The caller's key for the day, as the rate limit derives it; None when it is exempt."""
-    request = _request_of(scope)
-    who = caller.address(request)
-    if caller.exempt(request, who):
+    """The caller's key for the day, as the rate limit derives it; None when it is exempt.
+
+    The address is kept on the scope (``caller.ADDRESS_KEY``) for the request's environ, so the
+    rate limit does not work it out again.
+    """
+    meta = _meta_of(scope)
+    who = caller.address_in(meta)
+    scope[caller.ADDRESS_KEY] = who
+    if caller.exempt_in(meta, who):
         return None
     return buckets.digest(_secrets.day_secret(time.time()), who)
 

@@ -1,0 +1,197 @@
+"""The endpoint's answer to a request a prepared answer serves, worked out from its environ alone.
+
+For ``ping``, ``tools/list``, ``initialize``, a kept file's read and the rest of
+``tmsite.mcp.prepared``, building Django's request and running its middleware and the endpoint's
+view costs several times what the answer does. :func:`answer` gives such a request the response
+the endpoint's chain (``tmsite.wsgi.ENDPOINT_MIDDLEWARE`` around ``endpoint.mcp_endpoint``)
+gives it — the same status, headers and body, the same rate-limit charge and request-log row —
+by making the chain's checks, in the chain's order, on the WSGI environ: the ``Host``
+(``ALLOWED_HOSTS``), the ``Origin``, the body's length, ``Content-Type`` and ``Accept``, the
+strict parse, the protocol version and the era's envelope, then the caller's bucket, the answer
+and its row (``hooks.observe_bare``, with the same ``hooks.Call`` the endpoint observes).
+
+It takes only what it can answer exactly so. Everything else is None, for the chain to answer:
+a request any check would refuse, a notification, a batch, a session's request, a body the
+strict parser refuses, a request with no current prepared answer, and settings under which the
+chain could answer otherwise (TLS, ``SECURE_SSL_REDIRECT``, ``PREPEND_WWW``,
+``DISALLOWED_USER_AGENTS``). ``tests/serve/test_express.py`` compares both answers, field by
+field, over the methods, eras, callers and headers.
+
+Spec: T1, T7.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from django.utils.http import parse_header_parameters
+
+from tmsite.mcp import endpoint, observed, prepared
+from tmsite.mcp.envelope import (
+    EnvelopeRefusal,
+    Message,
+    ParseFailure,
+    check_modern,
+    classify,
+    loads_strict,
+    modern_meta,
+)
+from tmsite.mcp.protocol import (
+    DEFAULT_HEADERLESS_VERSION,
+    STATELESS_VERSION,
+    SUPPORTED_VERSIONS,
+    CallContext,
+)
+from tmsite.oplog import caller, hooks
+from tmsite.subscriptions import delivery, sessions
+
+Parts = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+#: ``Content-Type`` values the endpoint takes, as the chain reads them (rule 5).
+_JSON_CHARSETS = frozenset({None, "utf-8", "utf8"})
+
+
+def answer(environ: dict[str, Any], body: bytes) -> Parts | None:
+    """The chain's answer to this ``POST /api/mcp``, or None when the chain must give it."""
+    if not _plain(environ) or "HTTP_MCP_SESSION_ID" in environ:
+        return None
+    origin = environ.get("HTTP_ORIGIN")
+    if origin is not None and not endpoint.origin_allowed(origin):
+        return None
+    if not _host_allowed(environ) or not _body_checks(environ, body):
+        return None
+    asked = _request(environ, body)
+    if asked is None:
+        return None
+    message, ctx, key, entry = asked
+    with prepared.answering(key, entry):
+        answered, decision = hooks.observe_bare(
+            observed.call(message, ctx),
+            surface="mcp-http",
+            protocol=str(environ.get("HTTP_MCP_PROTOCOL_VERSION") or "").strip()[:16],
+            who=caller.limited_in(environ),
+            address=caller.address_in(environ),
+            status=200,
+        )
+    fields: list[tuple[str, str]] = [
+        ("Content-Type", "application/json"),
+        ("Cache-Control", "no-store"),
+    ]
+    if origin is not None:
+        fields += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+    if message.method == "initialize" and answered.error_code is None and delivery.here():
+        fields.append((sessions.HEADER, sessions.issue()))  # rule 3a: for subscriptions alone
+        if origin is not None:
+            fields.append(("Access-Control-Expose-Headers", sessions.HEADER))
+    if decision is not None:
+        fields += hooks.rate_fields(decision)
+    content = answered.text.encode("utf-8")
+    fields += _security_fields()
+    fields.append(("Content-Length", str(len(content))))
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in fields]
+    return 200, headers, content
+
+
+def _request(
+    environ: dict[str, Any], body: bytes
+) -> tuple[Message, CallContext, prepared.Key, prepared.Prepared] | None:
+    """Rules 7–8 and the era's envelope: the request and its current prepared answer, or None."""
+    try:
+        message = classify(loads_strict(body))
+    except (ParseFailure, EnvelopeRefusal, RecursionError):
+        return None
+    params = message.params if message.params is not None else {}
+    if message.kind != "request" or message.id is None or not isinstance(params, dict):
+        return None
+    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    version = header.strip(" \t") if header is not None else DEFAULT_HEADERLESS_VERSION
+    if version not in SUPPORTED_VERSIONS:
+        return None
+    try:
+        if version == STATELESS_VERSION:
+            ctx = check_modern(message, _headers(environ))
+        elif modern_meta(message) is not None:
+            return None
+        else:
+            ctx = CallContext(version=version, transport="http")
+        key = prepared.variant(message.method, params, ctx)
+        entry = prepared.current(key) if key is not None else None
+    except Exception:  # a refusal for the chain to give, or an answer for it to build
+        return None
+    return None if key is None or entry is None else (message, ctx, key, entry)
+
+
+def _plain(environ: dict[str, Any]) -> bool:
+    """Whether the chain's middleware can only add the fields of :func:`_security_fields`.
+
+    Not so under TLS (HSTS, the redirect), for a request Django would take for a secure one,
+    or where the chain may redirect or refuse by user agent.
+    """
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    return not (
+        getattr(settings, "TM_TLS", False)
+        or environ.get("wsgi.url_scheme") != "http"
+        or (proxy is not None and proxy[0] in environ)
+        or settings.SECURE_SSL_REDIRECT
+        or settings.PREPEND_WWW
+        or settings.DISALLOWED_USER_AGENTS
+    )
+
+
+def _host_allowed(environ: dict[str, Any]) -> bool:
+    """``HttpRequest.get_host`` without raising: the host is one ``ALLOWED_HOSTS`` serves."""
+    if settings.USE_X_FORWARDED_HOST and "HTTP_X_FORWARDED_HOST" in environ:
+        host = str(environ["HTTP_X_FORWARDED_HOST"])
+    elif "HTTP_HOST" in environ:
+        host = str(environ["HTTP_HOST"])
+    else:
+        return False  # the server's name and port: the chain works it out
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _body_checks(environ: dict[str, Any], body: bytes) -> bool:
+    """Rules 4–6: the whole body as announced, JSON in UTF-8, an ``Accept`` that allows JSON."""
+    length = str(environ.get("CONTENT_LENGTH") or "")
+    if not length.isdigit() or int(length) != len(body):
+        return False
+    media, params = parse_header_parameters(str(environ.get("CONTENT_TYPE") or ""))
+    charset = params.get("charset")
+    if media.lower() != "application/json":
+        return False
+    if (charset.strip('"').lower() if charset is not None else None) not in _JSON_CHARSETS:
+        return False
+    return endpoint.accepts_json(str(environ.get("HTTP_ACCEPT") or ""))
+
+
+def _headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's headers by lower-cased name, as ``request.headers`` gives them."""
+    found = {
+        name[5:].replace("_", "-").lower(): str(value)
+        for name, value in environ.items()
+        if name.startswith("HTTP_")
+    }
+    for name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if name in environ:
+            found[name.replace("_", "-").lower()] = str(environ[name])
+    return found
+
+
+def _security_fields() -> list[tuple[str, str]]:
+    """What Django's ``SecurityMiddleware`` adds to an answer over plain http."""
+    fields: list[tuple[str, str]] = []
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        fields.append(("X-Content-Type-Options", "nosniff"))
+    policy = settings.SECURE_REFERRER_POLICY
+    if policy:  # a comma-separated string or a list of values, as the middleware joins them
+        values = [v.strip() for v in policy.split(",")] if isinstance(policy, str) else policy
+        fields.append(("Referrer-Policy", ",".join(values)))
+    opener = settings.SECURE_CROSS_ORIGIN_OPENER_POLICY
+    if opener:
+        fields.append(("Cross-Origin-Opener-Policy", opener))
+    return fields
