@@ -250,6 +250,40 @@ def test_a_reconnect_with_last_event_id_is_replayed_what_it_missed(
         assert events.message() == ("4", updated(a))
 
 
+def test_the_stream_starts_with_a_priming_event_a_reconnect_may_name(
+    listen_url: str, client: httpx.Client
+) -> None:
+    session, _ = initialize(client, listen_url)
+    a = f"{H}/fs/docs/a.md"
+    key = sessions.read(session).key  # type: ignore[union-attr]
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        events = SseEvents(response)
+        assert events.primed() == "0"  # before any event: the session's start
+        until(lambda: _watching(session, {a}))
+        changes.publish(a)
+        assert events.message() == ("1", updated(a))
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    changes.publish(a)
+    until(lambda: _kept(key) == 2)
+    with client.stream("GET", listen_url, headers=stream_headers(session, last="0")) as response:
+        events = SseEvents(response)
+        assert events.primed() == "0"  # where it resumes, then what came after it
+        assert events.message() == ("1", updated(a))
+        assert events.message() == ("2", updated(a))
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        primed = SseEvents(response).primed()
+    assert primed == "2"  # the last event's number: nothing is replayed after it
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    changes.publish(a)
+    until(lambda: _kept(key) == 3)
+    with client.stream("GET", listen_url, headers=stream_headers(session, last=primed)) as response:
+        events = SseEvents(response)
+        assert events.primed() == "2"
+        assert events.message() == ("3", updated(a))
+
+
 def test_a_newer_stream_takes_over(
     listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:

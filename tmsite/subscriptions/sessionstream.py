@@ -8,7 +8,9 @@ endpoint on a pool thread like any request (``Origin``, ``Host``, the session's 
 ``TM_LISTEN_KEEPALIVE`` seconds, the end (the body closes) after ``TM_LISTEN_IDLE`` seconds
 without an event. Each event is ``notifications/resources/updated {uri}`` for a change that
 reaches one of the session's subscribed URIs (:func:`tmsite.subscriptions.changes.affects`),
-with an ``id:``: the session's own increasing event number.
+with an ``id:``: the session's own increasing event number. The first event primes the
+client to resume (``basic/transports``): an ``id`` and empty ``data``, the position the stream
+starts at (:func:`priming`).
 
 Subscriptions may be made on another process or machine than the one holding the stream, so the
 process's :class:`Hub` learns each open session's URIs from the database — one poll for all its
@@ -75,6 +77,17 @@ def poll_seconds() -> float:
 def updated(uri: str) -> dict[str, Any]:
     """The notification a session's stream sends for ``uri``."""
     return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+
+def priming(seq: int, after: int | None) -> bytes:
+    """The stream's first event: an ``id`` and empty ``data``, a position to resume from.
+
+    The id is the session's last event number (``seq``), or the ``Last-Event-ID`` asked for
+    when that is older (what is replayed after it follows): a reconnect naming it is sent what
+    came after it, as for any event's id.
+    """
+    position = seq if after is None else min(after, seq)
+    return b"id: " + str(position).encode() + b"\ndata:\n\n"
 
 
 def _now() -> dt.datetime:
@@ -443,6 +456,7 @@ class SessionStreamHeld(Held):
             attached = True
             watcher = asyncio.ensure_future(self._gone())
             await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            await self._write(priming(seq, _event_number(self.offer.last_event_id)))
             for number, uri in replay:
                 await self._write(event(updated(uri), str(number)))
             outcome = await self._pump()
