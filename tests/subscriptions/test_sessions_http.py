@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core import signing
 from django.db import OperationalError
 
+from tests.subscriptions.helpers import listen_body, listen_headers
 from tests.subscriptions.sessions_helpers import (
     SseEvents,
     headers,
@@ -27,7 +28,10 @@ from tests.subscriptions.sessions_helpers import (
     until,
     updated,
 )
+from tests.transport.transport_helpers import modern_headers
 from tmsite.mounts import registry
+from tmsite.oplog import recorder
+from tmsite.oplog.models import RequestLog
 from tmsite.subscriptions import changes, fswatch, listen, sessions, sessionstream, subscribe
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
@@ -282,6 +286,61 @@ def test_the_stream_starts_with_a_priming_event_a_reconnect_may_name(
         events = SseEvents(response)
         assert events.primed() == "2"
         assert events.message() == ("3", updated(a))
+
+
+def _left(response: httpx.Response) -> int:
+    return int(response.headers["RateLimit"].split("r=")[1].split(";")[0])
+
+
+def _session_rows() -> list[RequestLog]:
+    recorder.flush()
+    return list(RequestLog.objects.filter(method="session-stream").order_by("id"))
+
+
+def test_the_stream_costs_a_listens_budget_and_is_refused_as_a_listen_is(
+    listen_url: str, client: httpx.Client, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "0.6")
+    settings.TM_RATE_BURST, settings.TM_RATE_REFILL = 7, 0.001  # no refill during the test
+    caller = {"X-Forwarded-For": "192.0.2.77"}
+    session, _ = initialize(client, listen_url)
+    ping = client.post(
+        listen_url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers=headers(session, **caller),
+    )
+    before = _left(ping)
+    started = time.monotonic()
+    with client.stream(
+        "GET", listen_url, headers={**stream_headers(session), **caller}
+    ) as response:
+        assert response.status_code == 200
+        assert before - _left(response) == 4  # a listen's price
+        SseEvents(response).rest()  # the priming event, then the idle end
+    took = time.monotonic() - started
+    until(lambda: len(_session_rows()) == 1)
+    (row,) = _session_rows()
+    assert (row.surface, row.kind, row.outcome, row.status) == ("mcp-http", "listen", "idle", 200)
+    assert row.protocol == "2025-11-25" and row.target == ""
+    assert 0.5 <= row.duration_us / 1e6 <= took + 0.5  # the whole stream, written at its end
+    assert row.bytes > 0
+    # what is left is less than a listen's price: both are refused, the same refusal
+    refused = client.get(listen_url, headers={**stream_headers(session), **caller})
+    listened = client.post(
+        listen_url,
+        json=listen_body(5),
+        headers={**listen_headers(), **modern_headers("subscriptions/listen"), **caller},
+    )
+    assert listened.status_code == 200 and refused.status_code == 429
+    error = listened.json()["error"]
+    assert error["code"] == -32000 and error["data"]["reason"] == "rate-limited"
+    assert refused.json() == {"jsonrpc": "2.0", "error": error}  # a GET has no request id
+    assert refused.headers["retry-after"] == str(error["data"]["retryAfter"])
+    assert _left(refused) == 2  # nothing spent by either
+    until(lambda: len(_session_rows()) == 2)
+    last = _session_rows()[-1]
+    assert (last.kind, last.outcome, last.status) == ("listen", "rate-limited", 429)
+    assert listen.SLOTS.status()["streams"] == 0
 
 
 def test_a_newer_stream_takes_over(
