@@ -366,6 +366,58 @@ def test_a_newer_stream_takes_over(
             assert listen.SLOTS.status()["streams"] == 1
 
 
+def test_what_changes_between_a_takeovers_claim_and_its_attach_reaches_the_new_stream(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "8")
+    session, _ = initialize(client, listen_url)
+    a, b = f"{H}/fs/docs/a.md", f"{H}/fs/docs/b.md"
+    key = sessions.read(session).key  # type: ignore[union-attr]
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    claim = sessionstream._claim
+    claimed: list[str] = []
+
+    def claim_then_change(*args: Any) -> Any:
+        found = claim(*args)
+        if len(claimed) == 1:  # the takeover's claim is made; its attach is still to come
+            # published on the hub's own thread: heard before the claim's answer reaches the
+            # loop, so the hub has these two before it attaches the new stream
+            changes.publish(a)
+            changes.publish(f"{a}?lines=1-2")
+        claimed.append(args[1])
+        return found
+
+    monkeypatch.setattr(sessionstream, "_claim", claim_then_change)
+    with (
+        httpx.Client(timeout=20) as other,
+        client.stream("GET", listen_url, headers=stream_headers(session)) as first,
+    ):
+        older = SseEvents(first)
+        assert older.primed() == "0"
+        until(lambda: _watching(session, {a}))
+        changes.publish(a)
+        assert older.message() == ("1", updated(a))
+        with other.stream("GET", listen_url, headers=stream_headers(session)) as second:
+            newer = SseEvents(second)
+            assert newer.primed() == "1"
+            assert newer.message() == ("2", updated(a))
+            assert newer.message() == ("3", updated(a))
+            changes.publish(b)  # not subscribed; then one that is, numbered after those
+            changes.publish(a)
+            assert newer.message() == ("4", updated(a))
+            assert [v for _, v in older.rest() if isinstance(v, dict)] == []  # told none
+    assert len(claimed) == 2
+    until(lambda: _kept(key) == 4)  # kept for a reconnect, under the new stream's id
+    with client.stream("GET", listen_url, headers=stream_headers(session, last="1")) as again:
+        events = SseEvents(again)
+        assert events.primed() == "1"
+        assert [events.message() for _ in range(3)] == [
+            ("2", updated(a)),
+            ("3", updated(a)),
+            ("4", updated(a)),
+        ]
+
+
 @pytest.fixture
 def checkout(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("TM_FS_WATCH", "native")

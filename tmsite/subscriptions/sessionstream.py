@@ -20,6 +20,9 @@ process — and holds the bus's interest in them, so the change sources watch th
 * **One live stream per session**: a stream that opens records itself as the session's
   (:class:`~tmsite.subscriptions.models.SessionStream`); an older stream of the session, here or
   on another machine, ends when its process sees that (at once here, by the next poll there).
+* **No event lost to a takeover**: from a new stream's claim until it is attached, what changes
+  for the session waits for it (the older stream's id keeps nothing once the claim is made);
+  it is then numbered after the claimed position, kept and sent after the replay.
 * **Resumable within a window**: every event is kept (the session's last
   :data:`KEPT_EVENTS`, and none older than ``TM_SESSION_REPLAY`` seconds, 300). A GET with
   ``Last-Event-ID`` — on any machine — is first sent the kept events after that id, then what
@@ -205,6 +208,9 @@ class _Watch:
         self.seq = 0
         #: When the watch ends with no stream (monotonic seconds), or None while one is open.
         self.until: float | None = None
+        #: While a new stream claims the session: the URIs changed meanwhile, numbered and kept
+        #: once it is attached (the old stream's id no longer keeps anything); else None.
+        self.pending: list[str] | None = None
 
 
 class Hub:
@@ -256,6 +262,9 @@ class Hub:
 
     def _record(self, key: str, uri: str) -> None:
         watch = self.watches.get(key)
+        if watch is not None and watch.pending is not None:
+            watch.pending.append(uri)  # a stream is claiming the session: it is told these
+            return
         if watch is None or not watch.stream_id:
             return
         watch.seq += 1
@@ -284,8 +293,32 @@ class Hub:
             watch.stream.end(reason)
         self._set_uris(watch, set())
 
+    def claiming(self, session: sessions.Session) -> None:
+        """A stream of ``session`` is about to claim it: hold what changes until it attaches.
+
+        What changes meanwhile waits for it (:meth:`attach`), neither told to an older stream
+        nor lost.
+        """
+        watch = self.watches.get(session.key)
+        if watch is None:
+            watch = self.watches[session.key] = _Watch(session)
+        if watch.pending is None:
+            watch.pending = []
+
+    def unclaimed(self, session: sessions.Session) -> None:
+        """The claim failed: nothing waits for a stream any more."""
+        watch = self.watches.get(session.key)
+        if watch is None:
+            return
+        watch.pending = None
+        if watch.stream is None and watch.until is None:  # watched for this claim alone
+            self._drop(session.key, "closed")
+
     def attach(self, stream: SessionStreamHeld, stream_id: str, uris: set[str], seq: int) -> None:
-        """``stream`` is the session's live one from now on (an older one here ends)."""
+        """``stream`` is the session's live one from now on (an older one here ends).
+
+        What changed since the claim began is numbered after ``seq``, kept and queued for it.
+        """
         session = stream.session
         watch = self.watches.get(session.key)
         if watch is None:
@@ -293,7 +326,10 @@ class Hub:
         elif watch.stream is not None and watch.stream is not stream:
             watch.stream.end("taken")
         watch.stream, watch.stream_id, watch.seq, watch.until = stream, stream_id, seq, None
+        pending, watch.pending = watch.pending or [], None
         self._set_uris(watch, uris)
+        for uri in pending:
+            self._record(session.key, uri)
 
     def detach(self, stream: SessionStreamHeld) -> None:
         """``stream`` ended: its session is watched on for the replay window."""
@@ -322,8 +358,8 @@ class Hub:
     def _apply(self, asked: dict[str, str], found: dict[str, tuple[str | None, set[str]]]) -> None:
         now, wall = time.monotonic(), time.time()
         for key, watch in list(self.watches.items()):
-            if key not in asked or asked[key] != watch.stream_id:
-                continue  # a stream opened meanwhile: the next poll reads it
+            if key not in asked or asked[key] != watch.stream_id or watch.pending is not None:
+                continue  # a stream opened or is claiming meanwhile: the next poll reads it
             stream_id, uris = found.get(key, (None, set()))
             if stream_id != watch.stream_id:
                 self._drop(key, "taken")  # ended, or a newer stream opened elsewhere
@@ -442,11 +478,13 @@ class SessionStreamHeld(Held):
             fswatch.SOURCE.start()  # the change sources follow what is listened to
             await self.loop.run_in_executor(None, sources.install)
             stream_id = secrets.token_hex(8)
+            here.claiming(self.session)
             try:
                 uris, replay, seq = await self.loop.run_in_executor(
                     here.db, _claim, self.session, stream_id, self.offer.last_event_id
                 )
             except Exception:  # the database is out: no stream, the client tries again
+                here.unclaimed(self.session)
                 log.exception("a session's stream could not be claimed")
                 outcome = "internal"
                 text = json.dumps(error_response(None, -32603, "Internal error.")).encode()
