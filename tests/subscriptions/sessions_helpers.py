@@ -67,7 +67,8 @@ def stream_headers(session: str, last: str | None = None) -> dict[str, str]:
 
 
 class SseEvents:
-    """The events of a GET stream: ``(id, message)``, or ``(None, comment)`` for a comment."""
+    """The events of a GET stream: ``(id, message)``, ``(None, comment)`` for a comment, or
+    ``(id, "")`` for an event with empty data (the priming event)."""
 
     def __init__(self, response: httpx.Response) -> None:
         self._lines: Iterator[str] = response.iter_lines()
@@ -83,6 +84,8 @@ class SseEvents:
                     return None, line[1:].strip()
                 continue
             if not line:
+                if data == [""]:
+                    return event_id, ""
                 if data:
                     return event_id, json.loads("\n".join(data))
                 continue
@@ -93,6 +96,12 @@ class SseEvents:
             elif name == "id":
                 event_id = value
         raise EOFError("the stream ended")
+
+    def primed(self) -> str:
+        """The id of the stream's first event, which must be the priming one (empty data)."""
+        event_id, value = self.next()
+        assert value == "" and event_id is not None, (event_id, value)
+        return event_id
 
     def message(self) -> tuple[str | None, Any]:
         while True:

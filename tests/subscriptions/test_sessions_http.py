@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core import signing
 from django.db import OperationalError
 
+from tests.subscriptions.helpers import listen_body, listen_headers
 from tests.subscriptions.sessions_helpers import (
     SseEvents,
     headers,
@@ -27,7 +28,10 @@ from tests.subscriptions.sessions_helpers import (
     until,
     updated,
 )
+from tests.transport.transport_helpers import modern_headers
 from tmsite.mounts import registry
+from tmsite.oplog import recorder
+from tmsite.oplog.models import RequestLog
 from tmsite.subscriptions import changes, fswatch, listen, sessions, sessionstream, subscribe
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
@@ -250,6 +254,95 @@ def test_a_reconnect_with_last_event_id_is_replayed_what_it_missed(
         assert events.message() == ("4", updated(a))
 
 
+def test_the_stream_starts_with_a_priming_event_a_reconnect_may_name(
+    listen_url: str, client: httpx.Client
+) -> None:
+    session, _ = initialize(client, listen_url)
+    a = f"{H}/fs/docs/a.md"
+    key = sessions.read(session).key  # type: ignore[union-attr]
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        events = SseEvents(response)
+        assert events.primed() == "0"  # before any event: the session's start
+        until(lambda: _watching(session, {a}))
+        changes.publish(a)
+        assert events.message() == ("1", updated(a))
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    changes.publish(a)
+    until(lambda: _kept(key) == 2)
+    with client.stream("GET", listen_url, headers=stream_headers(session, last="0")) as response:
+        events = SseEvents(response)
+        assert events.primed() == "0"  # where it resumes, then what came after it
+        assert events.message() == ("1", updated(a))
+        assert events.message() == ("2", updated(a))
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    with client.stream("GET", listen_url, headers=stream_headers(session)) as response:
+        primed = SseEvents(response).primed()
+    assert primed == "2"  # the last event's number: nothing is replayed after it
+    until(lambda: listen.SLOTS.status()["streams"] == 0)
+    changes.publish(a)
+    until(lambda: _kept(key) == 3)
+    with client.stream("GET", listen_url, headers=stream_headers(session, last=primed)) as response:
+        events = SseEvents(response)
+        assert events.primed() == "2"
+        assert events.message() == ("3", updated(a))
+
+
+def _left(response: httpx.Response) -> int:
+    return int(response.headers["RateLimit"].split("r=")[1].split(";")[0])
+
+
+def _session_rows() -> list[RequestLog]:
+    recorder.flush()
+    return list(RequestLog.objects.filter(method="session-stream").order_by("id"))
+
+
+def test_the_stream_costs_a_listens_budget_and_is_refused_as_a_listen_is(
+    listen_url: str, client: httpx.Client, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "0.6")
+    settings.TM_RATE_BURST, settings.TM_RATE_REFILL = 7, 0.001  # no refill during the test
+    caller = {"X-Forwarded-For": "192.0.2.77"}
+    session, _ = initialize(client, listen_url)
+    ping = client.post(
+        listen_url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers=headers(session, **caller),
+    )
+    before = _left(ping)
+    started = time.monotonic()
+    with client.stream(
+        "GET", listen_url, headers={**stream_headers(session), **caller}
+    ) as response:
+        assert response.status_code == 200
+        assert before - _left(response) == 4  # a listen's price
+        SseEvents(response).rest()  # the priming event, then the idle end
+    took = time.monotonic() - started
+    until(lambda: len(_session_rows()) == 1)
+    (row,) = _session_rows()
+    assert (row.surface, row.kind, row.outcome, row.status) == ("mcp-http", "listen", "idle", 200)
+    assert row.protocol == "2025-11-25" and row.target == ""
+    assert 0.5 <= row.duration_us / 1e6 <= took + 0.5  # the whole stream, written at its end
+    assert row.bytes > 0
+    # what is left is less than a listen's price: both are refused, the same refusal
+    refused = client.get(listen_url, headers={**stream_headers(session), **caller})
+    listened = client.post(
+        listen_url,
+        json=listen_body(5),
+        headers={**listen_headers(), **modern_headers("subscriptions/listen"), **caller},
+    )
+    assert listened.status_code == 200 and refused.status_code == 429
+    error = listened.json()["error"]
+    assert error["code"] == -32000 and error["data"]["reason"] == "rate-limited"
+    assert refused.json() == {"jsonrpc": "2.0", "error": error}  # a GET has no request id
+    assert refused.headers["retry-after"] == str(error["data"]["retryAfter"])
+    assert _left(refused) == 2  # nothing spent by either
+    until(lambda: len(_session_rows()) == 2)
+    last = _session_rows()[-1]
+    assert (last.kind, last.outcome, last.status) == ("listen", "rate-limited", 429)
+    assert listen.SLOTS.status()["streams"] == 0
+
+
 def test_a_newer_stream_takes_over(
     listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -271,6 +364,58 @@ def test_a_newer_stream_takes_over(
             changes.publish(a)
             assert newer.message() == ("1", updated(a))
             assert listen.SLOTS.status()["streams"] == 1
+
+
+def test_what_changes_between_a_takeovers_claim_and_its_attach_reaches_the_new_stream(
+    listen_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TM_LISTEN_IDLE", "8")
+    session, _ = initialize(client, listen_url)
+    a, b = f"{H}/fs/docs/a.md", f"{H}/fs/docs/b.md"
+    key = sessions.read(session).key  # type: ignore[union-attr]
+    rpc(client, listen_url, "resources/subscribe", 1, session=session, uri=a)
+    claim = sessionstream._claim
+    claimed: list[str] = []
+
+    def claim_then_change(*args: Any) -> Any:
+        found = claim(*args)
+        if len(claimed) == 1:  # the takeover's claim is made; its attach is still to come
+            # published on the hub's own thread: heard before the claim's answer reaches the
+            # loop, so the hub has these two before it attaches the new stream
+            changes.publish(a)
+            changes.publish(f"{a}?lines=1-2")
+        claimed.append(args[1])
+        return found
+
+    monkeypatch.setattr(sessionstream, "_claim", claim_then_change)
+    with (
+        httpx.Client(timeout=20) as other,
+        client.stream("GET", listen_url, headers=stream_headers(session)) as first,
+    ):
+        older = SseEvents(first)
+        assert older.primed() == "0"
+        until(lambda: _watching(session, {a}))
+        changes.publish(a)
+        assert older.message() == ("1", updated(a))
+        with other.stream("GET", listen_url, headers=stream_headers(session)) as second:
+            newer = SseEvents(second)
+            assert newer.primed() == "1"
+            assert newer.message() == ("2", updated(a))
+            assert newer.message() == ("3", updated(a))
+            changes.publish(b)  # not subscribed; then one that is, numbered after those
+            changes.publish(a)
+            assert newer.message() == ("4", updated(a))
+            assert [v for _, v in older.rest() if isinstance(v, dict)] == []  # told none
+    assert len(claimed) == 2
+    until(lambda: _kept(key) == 4)  # kept for a reconnect, under the new stream's id
+    with client.stream("GET", listen_url, headers=stream_headers(session, last="1")) as again:
+        events = SseEvents(again)
+        assert events.primed() == "1"
+        assert [events.message() for _ in range(3)] == [
+            ("2", updated(a)),
+            ("3", updated(a)),
+            ("4", updated(a)),
+        ]
 
 
 @pytest.fixture

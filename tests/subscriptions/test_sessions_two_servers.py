@@ -2,7 +2,8 @@
 machines share theirs): the subscribe is answered by one, the GET stream held by the other, a
 real file edited in the served checkout reaches it through the fs watcher; after a cut, the
 reconnect with ``Last-Event-ID`` on the first is replayed what the second kept, and a newer
-stream on either takes over."""
+stream on either takes over. A session ended on one is refused by the other within the other's
+memo window (``TM_SESSION_MEMO``) and a second."""
 
 from __future__ import annotations
 
@@ -128,4 +129,30 @@ def test_subscribed_on_one_told_on_the_other_replayed_on_the_first(
         assert int(later_id or 0) > kept
         ended = client.delete(url_two, headers={"Mcp-Session-Id": session})
         assert ended.status_code == 204
-        assert rpc(client, url_one, "ping", 9, session=session).status_code == 404
+        # the first refuses it once its memo of the session is older than its window (1 s)
+        until(lambda: rpc(client, url_one, "ping", 9, session=session).status_code == 404, 2.0)
+
+
+def test_a_session_ended_on_one_is_refused_by_the_other_within_the_memo_window(
+    servers: tuple[Running, Running],
+) -> None:
+    one, two = servers
+    first, second = f"{one.url}/api/mcp", f"{two.url}/api/mcp"
+    with httpx.Client(timeout=10) as client:
+        session, _ = initialize(client, first)
+        for _ in range(3):  # checked live by the first, then trusted for its window (1 s)
+            assert rpc(client, first, "ping", 1, session=session).status_code == 200
+        assert rpc(client, second, "ping", 1, session=session).status_code == 200
+        ended = client.delete(
+            second, headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        )
+        assert ended.status_code == 204
+        at = time.monotonic()
+        refused = rpc(client, second, "ping", 2, session=session)
+        assert refused.status_code == 404  # where it was ended: at once
+        assert refused.json()["error"]["code"] == -32600
+        while (answer := rpc(client, first, "ping", 3, session=session)).status_code == 200:
+            assert time.monotonic() - at < 2.0, "still answered past the memo's window + 1 s"
+            time.sleep(0.05)
+        assert time.monotonic() - at < 2.0
+        assert answer.status_code == 404 and answer.json()["id"] == 3

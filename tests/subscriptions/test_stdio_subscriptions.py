@@ -5,7 +5,9 @@ the 2026-07-28 listen (acknowledgement, cancel, two at once, graceful end, refus
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,6 +199,21 @@ def test_the_server_ends_an_idle_listen_gracefully(start: Any) -> None:
     }
     status, _ = server.close_stdin()
     assert status == 0
+
+    # the listen's row is written at its end, as over HTTP: its whole duration and bytes
+    def rows() -> list[dict[str, Any]]:
+        lines = server.stderr.splitlines()
+        found = [json.loads(line) for line in lines if '"event":"request"' in line]
+        return [r for r in found if r["method"] == "subscriptions/listen"]
+
+    deadline = time.monotonic() + 10  # the line is read from stderr by a thread of the test
+    while not rows() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rows(), server.stderr
+    (row,) = rows()
+    assert (row["surface"], row["kind"], row["outcome"]) == ("mcp-stdio", "listen", "idle")
+    assert row["duration_ms"] >= 1000
+    assert row["bytes"] > 200  # the acknowledgement's line and the end's
 
 
 def test_refusals_of_a_listen_name_what_is_wrong(start: Any) -> None:

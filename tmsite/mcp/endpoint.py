@@ -16,7 +16,9 @@ order they are applied (the JSON-RPC rules are in ``envelope.py``, with their so
    request whose ``Mcp-Session-Id`` is not valid (forged, expired, ended) → 404 with -32600
    (and the request's id when readable), so the client initializes again; ``DELETE`` with a
    valid one ends it (204); ``GET`` with one opens its stream (``Accept`` must list
-   ``text/event-stream``, else 406); ``GET`` or ``DELETE`` without one → 405. A 2025-era
+   ``text/event-stream``, else 406), priced as a listen from the caller's bucket (short: 429
+   with the listen's ``rate-limited`` refusal and ``Retry-After``), its log row's method
+   ``session-stream``; ``GET`` or ``DELETE`` without one → 405. A 2025-era
    ``initialize`` answered there carries a new ``Mcp-Session-Id``.
 4. ``Content-Length`` over 4 MiB → 413 without reading the body; a body that turns out longer
    than announced is also 413.
@@ -55,7 +57,9 @@ from django.utils import timezone
 from django.views import defaults
 from ninja import Router
 
+from tmsite.core.errors import RateLimited
 from tmsite.mcp import observed
+from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import (
     HEADER_MISMATCH,
     MAX_BODY_BYTES,
@@ -315,15 +319,30 @@ def _session_request(request: HttpRequest, method: str, origin: str | None) -> H
     offer = sessions.stream_offer()
     if offer is None:  # answered on a thread of its own: no stream can be held here
         return None
-    if not sessions.accepts_stream(offer.accept):
-        return _refuse(
-            406,
-            INVALID_REQUEST,
-            "The session's GET stream is an event stream: Accept must list text/event-stream.",
-            origin,
-        )
-    offer.session, offer.caller, offer.log = session, hooks.current_caller() or "", hooks.hold()
-    return _accepted(origin, 200)
+
+    def opened() -> HttpResponse:
+        if not sessions.accepts_stream(offer.accept):
+            return _refuse(
+                406,
+                INVALID_REQUEST,
+                "The session's GET stream is an event stream: Accept must list text/event-stream.",
+                origin,
+            )
+        offer.session, offer.caller = session, hooks.current_caller() or ""
+        offer.log = hooks.hold()
+        return _accepted(origin, 200)
+
+    def refuse(refused: RateLimited) -> HttpResponse:  # a listen's refusal, sent with 429
+        error = rpc_error(refused, "2025")
+        response = _json(error_response(None, error.code, error.message, error.data), 429, origin)
+        response["Retry-After"] = str((error.data or {}).get("retryAfter", 1))
+        return response
+
+    def fail() -> HttpResponse:
+        return _json(error_response(None, INTERNAL_ERROR, "Internal error."), 500, origin)
+
+    # priced as a listen, its row named session-stream
+    return observed.session_stream(request, opened, refuse, fail)
 
 
 def _refuse_caller(request: HttpRequest, origin: str | None) -> HttpResponse | None:

@@ -78,6 +78,48 @@ def answer_outcome(answer: Answer) -> str:
     return f"rpc{answer.error_code}"
 
 
+def session_stream(
+    request: HttpRequest,
+    run: Callable[[], HttpResponse],
+    refuse: Callable[[RateLimited], HttpResponse],
+    fail: Callable[[], HttpResponse],
+) -> HttpResponse:
+    """A 2025-11-25 session's GET stream behind the caller's bucket, priced as a listen.
+
+    Its row's method is ``session-stream`` (``costs.SESSION_STREAM``); a stream that opens
+    holds the row back until it ends (``hooks.hold``, called by ``run``).
+    """
+    return hooks.observe_call(
+        hooks.Call(
+            surface="mcp-http",
+            method=costs.SESSION_STREAM,
+            protocol=(request.headers.get("MCP-Protocol-Version") or "").strip(" \t"),
+            priced=costs.of_message(costs.SESSION_STREAM, None),
+            uri=lambda: None,
+            run=run,
+            refuse=refuse,
+            fail=fail,
+            outcome=_response_outcome,
+            size=lambda response: len(response.content),
+        )
+    )
+
+
+def _response_outcome(response: HttpResponse) -> str:
+    if response.status_code < 400:
+        return "ok"
+    try:
+        error = json.loads(response.content).get("error", {})
+    except (ValueError, AttributeError):
+        error = {}
+    data = error.get("data") if isinstance(error, dict) else None
+    reason = data.get("reason") if isinstance(data, dict) else None
+    if isinstance(reason, str):
+        return reason[:32]
+    code = error.get("code") if isinstance(error, dict) else None
+    return f"rpc{code}" if isinstance(code, int) else f"http-{response.status_code}"
+
+
 def run_request(message: Message, ctx: CallContext) -> Answer:
     """``envelope.run_request`` behind the caller's bucket, with a log row for the request."""
     return hooks.observe_call(call(message, ctx))

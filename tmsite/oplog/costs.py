@@ -16,7 +16,8 @@ mcp-run    8     a path the server's map names (runs a tool on another MCP serve
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
 propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
-listen     4     ``subscriptions/listen``: a stream held open (its slot, its watchers)
+listen     4     ``subscriptions/listen``, or a 2025-11-25 session's GET stream
+                 (``session-stream``): a stream held open (its slot, its watchers)
 =========  ====  ==========================================================================
 
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
@@ -96,6 +97,8 @@ MCP_DESCRIBING = frozenset({"tools", "resources", "prompts", "map"})
 #: Facets that make a read of any other mount cost more than a file, and the kind they are.
 FACET_KINDS: dict[str, str] = {"log": "history", "blame": "history", "blocks": "blocks"}
 MAX_TARGET = 500
+#: The request log's ``method`` of a 2025-11-25 session's GET stream (it has no JSON-RPC one).
+SESSION_STREAM = "session-stream"
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ def of_message(method: str, params: Any) -> Priced:
         return of_tool(params.get("name"), params.get("arguments"))
     if method == "prompts/get":
         return of_prompt(params.get("name"))
-    if method == "subscriptions/listen":  # a stream held open, not one answer
+    if method in ("subscriptions/listen", SESSION_STREAM):  # a stream held open, not one answer
         return Priced("listen", price("listen"))
     return Priced("protocol", price("protocol"))
 

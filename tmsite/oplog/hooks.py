@@ -91,6 +91,16 @@ class Exchange:
 
 
 _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
+
+
+@dataclass
+class _Alone:
+    """A call observed outside an exchange (stdio): where :func:`hold` sends its row."""
+
+    held: Callable[[list[tuple[Row, Priced]]], None] | None = None
+
+
+_alone: ContextVar[_Alone | None] = ContextVar("tm_oplog_alone", default=None)
 #: The address of the HTTP request in flight, held in memory for :func:`caller_key`.
 _address: ContextVar[str | None] = ContextVar("tm_oplog_address", default=None)
 
@@ -364,14 +374,19 @@ def hold() -> Callable[[int, int, str], None] | None:
     """Keep the exchange in flight's row back: an answer that goes on after the exchange.
 
     Returns what writes it later, with the answer's whole duration (µs), its bytes and its
-    outcome, once (later calls do nothing); None outside an observed exchange. The exchange's
-    status is the row's as the exchange ends.
+    outcome, once (later calls do nothing); None outside an observed exchange or call. The
+    exchange's status is the row's as the exchange ends. Outside an exchange (stdio) it is the
+    row of the call being run (:func:`observe_call`).
     """
     exchange = _current.get()
-    if exchange is None:
+    alone = _alone.get() if exchange is None else None
+    if exchange is None and alone is None:
         return None
     kept: list[tuple[Row, Priced]] = []
-    exchange.held = kept.extend
+    if exchange is not None:
+        exchange.held = kept.extend
+    elif alone is not None:
+        alone.held = kept.extend
 
     def write(duration_us: int, sent: int, outcome: str) -> None:
         rows, kept[:] = list(kept), []
@@ -423,6 +438,8 @@ def observe_call(call: Call[A]) -> A:
     who = exchange.caller if exchange is not None else None
     where = f"{call.surface} rate limit"
     answer: A
+    alone = _Alone() if exchange is None else None
+    alone_token = _alone.set(alone) if alone is not None else None
     try:
         decision = buckets.take(who, priced.cost) if who is not None else None
         if exchange is not None and decision is not None:
@@ -441,6 +458,9 @@ def observe_call(call: Call[A]) -> A:
         failures.report(where, exc)
         answer, outcome = call.fail(), INTERNAL
         sent = call.size(answer)
+    finally:
+        if alone_token is not None:
+            _alone.reset(alone_token)
     row = Row(
         at=at,
         surface=call.surface,
@@ -455,6 +475,8 @@ def observe_call(call: Call[A]) -> A:
     )
     if exchange is not None:
         exchange.rows.append((row, priced))
+    elif alone is not None and alone.held is not None:
+        alone.held([(row, priced)])  # written by what held it, when its answer ends
     else:
         _emit(row, priced)
     return answer

@@ -62,7 +62,7 @@ from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, caller, logs, recorder
 from tmsite.serve import guard, lifeline
-from tmsite.subscriptions import delivery, sessionstream, stream
+from tmsite.subscriptions import delivery, sessions, sessionstream, stream
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -204,7 +204,8 @@ def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepar
     """The prepared answer this MCP POST may be answered with in the event loop, else None."""
     if len(body) > PREPARED_BODY_MAX or not _local_buckets() or not recorder.may_defer():
         return None
-    if "HTTP_MCP_SESSION_ID" in environ:  # a session is checked against the database
+    token = environ.get("HTTP_MCP_SESSION_ID")
+    if token is not None and not sessions.known_live(token):  # checked on the thread
         return None
     found = _candidate(body)
     if found is None:

@@ -16,6 +16,11 @@ session id is answered exactly as before, and the 2026-07-28 era never gets one.
 * **Ended** by ``DELETE`` with it (204): a row (:class:`~tmsite.subscriptions.models.SessionEnd`,
   kept until the token's own expiry) makes every machine answer it 404 from then on, and the
   session's subscriptions, stream record and kept events are deleted.
+* **Checked once a window**: each process remembers the sessions it looked up (:data:`MEMO`):
+  one found live is trusted for ``TM_SESSION_MEMO`` seconds (1) without the database, so a
+  request carrying it costs no query and may be answered in the event loop; one ended (here, or
+  found ended) is refused from then on. A session ended on another machine is refused here
+  within that window.
 
 Rows are keyed by :func:`key_of`, a hash of the session's random id: never the caller.
 
@@ -28,6 +33,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -43,6 +49,9 @@ from tmsite.subscriptions import env
 SALT = "tmsite.subscriptions.session"
 HEADER = "Mcp-Session-Id"
 DEFAULT_TTL = 86400.0
+DEFAULT_MEMO = 1.0
+#: The most sessions :data:`MEMO` remembers at once.
+MEMO_MAX = 50_000
 GONE_SENTENCE = (
     "This Mcp-Session-Id is not a session of this server, or it has expired or was ended: send "
     "initialize again, without it, for a new session."
@@ -96,14 +105,70 @@ def read(token: str) -> Session | None:
     return Session(key_of(random_id), float(expires))
 
 
+def memo_seconds() -> float:
+    """How long a session checked live is trusted without the database (``TM_SESSION_MEMO``)."""
+    return env.positive("TM_SESSION_MEMO", DEFAULT_MEMO)
+
+
+class _Memo:
+    """The sessions this process checked: ended (for good), or live as of when (monotonic).
+
+    A live check is trusted for :func:`memo_seconds`; an end is final. Bounded: past
+    :data:`MEMO_MAX` entries it starts again empty.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._checked: dict[str, float | None] = {}  # key → live as of, or None: ended
+
+    def live(self, key: str) -> bool | None:
+        """True: checked live within the window; False: ended; None: not known now."""
+        with self._lock:
+            if key not in self._checked:
+                return None
+            at = self._checked[key]
+        if at is None:
+            return False
+        return True if time.monotonic() - at < memo_seconds() else None
+
+    def note(self, key: str, live: bool) -> None:
+        with self._lock:
+            if len(self._checked) >= MEMO_MAX:
+                self._checked.clear()
+            if live and self._checked.get(key, 0.0) is None:
+                return  # ended here: an older check that found it live does not revive it
+            self._checked[key] = time.monotonic() if live else None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._checked.clear()
+
+
+MEMO = _Memo()
+
+
 def valid(token: str) -> Session | None:
-    """:func:`read`, and not ended by its client (one row looked up)."""
+    """:func:`read`, and not ended by its client: one row looked up, unless :data:`MEMO` knows.
+
+    A session ended on another machine may be answered as live for up to ``TM_SESSION_MEMO``
+    seconds after this process last looked; one ended here is refused at once.
+    """
     from tmsite.subscriptions.models import SessionEnd  # the endpoint imports this before Django
 
     session = read(token)
-    if session is None or SessionEnd.objects.filter(key=session.key).exists():
+    if session is None:
         return None
-    return session
+    known = MEMO.live(session.key)
+    if known is None:
+        known = not SessionEnd.objects.filter(key=session.key).exists()
+        MEMO.note(session.key, known)
+    return session if known else None
+
+
+def known_live(token: str) -> bool:
+    """Whether ``token`` is a session this process checked live within the window (no query)."""
+    session = read(token)
+    return session is not None and MEMO.live(session.key) is True
 
 
 def end(session: Session) -> None:
@@ -116,6 +181,7 @@ def end(session: Session) -> None:
     )
 
     now = dt.datetime.now(tz=dt.UTC)
+    MEMO.note(session.key, live=False)  # refused here at once
     with transaction.atomic():
         SessionEnd.objects.update_or_create(
             key=session.key, defaults={"expires": session.expires_at}

@@ -8,7 +8,9 @@ endpoint on a pool thread like any request (``Origin``, ``Host``, the session's 
 ``TM_LISTEN_KEEPALIVE`` seconds, the end (the body closes) after ``TM_LISTEN_IDLE`` seconds
 without an event. Each event is ``notifications/resources/updated {uri}`` for a change that
 reaches one of the session's subscribed URIs (:func:`tmsite.subscriptions.changes.affects`),
-with an ``id:``: the session's own increasing event number.
+with an ``id:``: the session's own increasing event number. The first event primes the
+client to resume (``basic/transports``): an ``id`` and empty ``data``, the position the stream
+starts at (:func:`priming`).
 
 Subscriptions may be made on another process or machine than the one holding the stream, so the
 process's :class:`Hub` learns each open session's URIs from the database — one poll for all its
@@ -18,6 +20,9 @@ process — and holds the bus's interest in them, so the change sources watch th
 * **One live stream per session**: a stream that opens records itself as the session's
   (:class:`~tmsite.subscriptions.models.SessionStream`); an older stream of the session, here or
   on another machine, ends when its process sees that (at once here, by the next poll there).
+* **No event lost to a takeover**: from a new stream's claim until it is attached, what changes
+  for the session waits for it (the older stream's id keeps nothing once the claim is made);
+  it is then numbered after the claimed position, kept and sent after the replay.
 * **Resumable within a window**: every event is kept (the session's last
   :data:`KEPT_EVENTS`, and none older than ``TM_SESSION_REPLAY`` seconds, 300). A GET with
   ``Last-Event-ID`` — on any machine — is first sent the kept events after that id, then what
@@ -75,6 +80,17 @@ def poll_seconds() -> float:
 def updated(uri: str) -> dict[str, Any]:
     """The notification a session's stream sends for ``uri``."""
     return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+
+def priming(seq: int, after: int | None) -> bytes:
+    """The stream's first event: an ``id`` and empty ``data``, a position to resume from.
+
+    The id is the session's last event number (``seq``), or the ``Last-Event-ID`` asked for
+    when that is older (what is replayed after it follows): a reconnect naming it is sent what
+    came after it, as for any event's id.
+    """
+    position = seq if after is None else min(after, seq)
+    return b"id: " + str(position).encode() + b"\ndata:\n\n"
 
 
 def _now() -> dt.datetime:
@@ -192,6 +208,9 @@ class _Watch:
         self.seq = 0
         #: When the watch ends with no stream (monotonic seconds), or None while one is open.
         self.until: float | None = None
+        #: While a new stream claims the session: the URIs changed meanwhile, numbered and kept
+        #: once it is attached (the old stream's id no longer keeps anything); else None.
+        self.pending: list[str] | None = None
 
 
 class Hub:
@@ -243,6 +262,9 @@ class Hub:
 
     def _record(self, key: str, uri: str) -> None:
         watch = self.watches.get(key)
+        if watch is not None and watch.pending is not None:
+            watch.pending.append(uri)  # a stream is claiming the session: it is told these
+            return
         if watch is None or not watch.stream_id:
             return
         watch.seq += 1
@@ -271,8 +293,32 @@ class Hub:
             watch.stream.end(reason)
         self._set_uris(watch, set())
 
+    def claiming(self, session: sessions.Session) -> None:
+        """A stream of ``session`` is about to claim it: hold what changes until it attaches.
+
+        What changes meanwhile waits for it (:meth:`attach`), neither told to an older stream
+        nor lost.
+        """
+        watch = self.watches.get(session.key)
+        if watch is None:
+            watch = self.watches[session.key] = _Watch(session)
+        if watch.pending is None:
+            watch.pending = []
+
+    def unclaimed(self, session: sessions.Session) -> None:
+        """The claim failed: nothing waits for a stream any more."""
+        watch = self.watches.get(session.key)
+        if watch is None:
+            return
+        watch.pending = None
+        if watch.stream is None and watch.until is None:  # watched for this claim alone
+            self._drop(session.key, "closed")
+
     def attach(self, stream: SessionStreamHeld, stream_id: str, uris: set[str], seq: int) -> None:
-        """``stream`` is the session's live one from now on (an older one here ends)."""
+        """``stream`` is the session's live one from now on (an older one here ends).
+
+        What changed since the claim began is numbered after ``seq``, kept and queued for it.
+        """
         session = stream.session
         watch = self.watches.get(session.key)
         if watch is None:
@@ -280,7 +326,10 @@ class Hub:
         elif watch.stream is not None and watch.stream is not stream:
             watch.stream.end("taken")
         watch.stream, watch.stream_id, watch.seq, watch.until = stream, stream_id, seq, None
+        pending, watch.pending = watch.pending or [], None
         self._set_uris(watch, uris)
+        for uri in pending:
+            self._record(session.key, uri)
 
     def detach(self, stream: SessionStreamHeld) -> None:
         """``stream`` ended: its session is watched on for the replay window."""
@@ -309,8 +358,8 @@ class Hub:
     def _apply(self, asked: dict[str, str], found: dict[str, tuple[str | None, set[str]]]) -> None:
         now, wall = time.monotonic(), time.time()
         for key, watch in list(self.watches.items()):
-            if key not in asked or asked[key] != watch.stream_id:
-                continue  # a stream opened meanwhile: the next poll reads it
+            if key not in asked or asked[key] != watch.stream_id or watch.pending is not None:
+                continue  # a stream opened or is claiming meanwhile: the next poll reads it
             stream_id, uris = found.get(key, (None, set()))
             if stream_id != watch.stream_id:
                 self._drop(key, "taken")  # ended, or a newer stream opened elsewhere
@@ -429,11 +478,13 @@ class SessionStreamHeld(Held):
             fswatch.SOURCE.start()  # the change sources follow what is listened to
             await self.loop.run_in_executor(None, sources.install)
             stream_id = secrets.token_hex(8)
+            here.claiming(self.session)
             try:
                 uris, replay, seq = await self.loop.run_in_executor(
                     here.db, _claim, self.session, stream_id, self.offer.last_event_id
                 )
             except Exception:  # the database is out: no stream, the client tries again
+                here.unclaimed(self.session)
                 log.exception("a session's stream could not be claimed")
                 outcome = "internal"
                 text = json.dumps(error_response(None, -32603, "Internal error.")).encode()
@@ -443,6 +494,7 @@ class SessionStreamHeld(Held):
             attached = True
             watcher = asyncio.ensure_future(self._gone())
             await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            await self._write(priming(seq, _event_number(self.offer.last_event_id)))
             for number, uri in replay:
                 await self._write(event(updated(uri), str(number)))
             outcome = await self._pump()

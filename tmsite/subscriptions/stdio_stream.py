@@ -14,7 +14,9 @@ What :func:`tmsite.mcp.stdio.serve` is given to hold (:class:`StdioSubscriptions
   The server ends one gracefully — the listen's own response ``{"resultType":"complete"}`` —
   when nothing was told for ``TM_LISTEN_IDLE`` seconds (``idle``), when it falls
   ``Limits.behind`` (1,024) lines behind what stdout takes (``behind``), or when the bus cannot
-  promise delivery (``lost``). There are no keep-alives: a pipe needs none.
+  promise delivery (``lost``). There are no keep-alives: a pipe needs none. The request log's
+  row of a listen is written when it ends, as over HTTP: its whole duration, the bytes written
+  for it (the acknowledgement, what it was told, its end) and how it ended.
 * **2025-11-25 ``resources/subscribe`` / ``resources/unsubscribe``**: the process is the session
   (:class:`~tmsite.subscriptions.subscribe.Session`); ``notifications/resources/updated {uri}``
   lines for the URIs subscribed to.
@@ -41,7 +43,7 @@ from typing import Any
 from tmsite.mcp.envelope import Answer, Message, dumps, error_response
 from tmsite.mcp.protocol import INVALID_REQUEST, CallContext
 from tmsite.mcp.stdio import Writer
-from tmsite.oplog import failures
+from tmsite.oplog import failures, hooks
 from tmsite.subscriptions import changes, fswatch, listen, subscribe
 from tmsite.subscriptions.changes import Change
 
@@ -76,6 +78,8 @@ class Outbox(threading.Thread):
         self._cond = threading.Condition()
         self.reason: str | None = None
         self.dropped = 0
+        #: Bytes written (each line and its newline).
+        self.sent = 0
 
     def put(self, line: str) -> None:
         """Queue ``line`` (any thread; never waits on stdout)."""
@@ -124,6 +128,7 @@ class Outbox(threading.Thread):
                 if not self.writer.line(line):
                     self.end("gone")
                     break
+                self.sent += len(line.encode()) + 1
                 last = time.monotonic()
         finally:
             try:
@@ -139,8 +144,9 @@ def _key(rid: Any) -> str:
 class _Listen:
     """One open listen: its plan, what it holds, and the outbox its lines go through."""
 
-    def __init__(self, owner: StdioSubscriptions, plan: listen.Plan) -> None:
-        self.owner, self.plan = owner, plan
+    def __init__(self, owner: StdioSubscriptions, plan: listen.Plan, started: float) -> None:
+        self.owner, self.plan, self.started = owner, plan, started
+        self.sent = 0  # the acknowledgement's and the end's bytes (the outbox counts its own)
         limits = listen.Limits.current()
         self.outbox = Outbox(
             owner.writer,
@@ -159,7 +165,10 @@ class _Listen:
         subscribe.start_sources()
         for uri in self.plan.uris:
             self.held.append(changes.interest(uri))
-        if not self.owner.writer.line(dumps(self.plan.ack())):
+        ack = dumps(self.plan.ack())
+        if self.owner.writer.line(ack):
+            self.sent += len(ack.encode()) + 1
+        else:
             self.outbox.end("gone")
         self.outbox.start()
 
@@ -177,9 +186,14 @@ class _Listen:
         for uri in self.held:
             changes.release(uri)
         self.plan.slot.free()
+        complete = dumps(self.plan.complete()) if reason not in SILENT else None
+        if self.plan.log is not None:  # the row of the whole listen, as over HTTP; written
+            # before the listen is let go, so stdin closing after its end still waits for it
+            sent = self.sent + self.outbox.sent + (len(complete.encode()) + 1 if complete else 0)
+            self.plan.log(hooks.micros(self.started), sent, reason)
         self.owner.ended(self)
-        if reason not in SILENT:
-            self.owner.writer.line(dumps(self.plan.complete()))
+        if complete is not None:
+            self.owner.writer.line(complete)
 
 
 class StdioSubscriptions:
@@ -222,6 +236,7 @@ class StdioSubscriptions:
                 )
             )
         offer = listen.Offer(rid=message.id, accept=None, transport="stdio")
+        started = time.perf_counter()
         token = listen.offered(offer)
         try:
             answer = run()
@@ -229,10 +244,12 @@ class StdioSubscriptions:
             listen.withdraw(token)
         plan = offer.plan
         if plan is None or answer.error_code is not None:
-            if plan is not None:
+            if plan is not None:  # accepted, then failed after: nothing is held
                 plan.slot.free()
+                if plan.log is not None:
+                    plan.log(hooks.micros(started), len(answer.text.encode()), hooks.INTERNAL)
             return answer.text
-        held = _Listen(self, plan)
+        held = _Listen(self, plan, started)
         with self._lock:
             self._listens[key] = held
         held.open()
