@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import httpx
 import pytest
