@@ -48,7 +48,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections, models, transaction
 from django.utils import timezone
 
 from tmsite.core.settled import settled
@@ -285,6 +285,10 @@ def _forget_broken_connection() -> None:
         pass
 
 
+#: Columns whose value is the row's ``str`` or ``int`` unchanged.
+_PLAIN_FIELDS = (models.CharField, models.IntegerField)
+
+
 def _insert(rows: list[Row]) -> None:
     """Write ``rows`` to ``RequestLog``'s table: one statement, every row's values bound."""
     from tmsite.oplog.models import RequestLog
@@ -298,10 +302,15 @@ def _insert(rows: list[Row]) -> None:
         f"({', '.join(quote(str(field.column)) for field in model_fields)}) "
         f"VALUES ({', '.join(['%s'] * len(model_fields))})"
     )
+    # A text or whole-number column takes the row's str or int as it is (``Row``'s types);
+    # the others (the time) are prepared as the model would prepare them.
+    plain = [isinstance(field, _PLAIN_FIELDS) for field in model_fields]
     params: list[tuple[Any, ...]] = [
         tuple(
-            field.get_db_prep_save(value, connection)
-            for field, value in zip(model_fields, (getattr(row, n) for n in COLUMNS), strict=True)
+            value if as_is else field.get_db_prep_save(value, connection)
+            for field, as_is, value in zip(
+                model_fields, plain, (getattr(row, n) for n in COLUMNS), strict=True
+            )
         )
         for row in rows
     ]
