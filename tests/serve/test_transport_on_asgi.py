@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -188,22 +189,35 @@ def test_an_answer_in_the_loop_is_logged_and_limited_as_on_a_thread(
     assert rows == [("ping", "ok", 200)] * 3
 
 
-def test_a_row_recorded_in_the_loop_never_writes_the_batch_there(settings: Any) -> None:
-    """A batch that fell due is left queued inside ``deferred`` and written outside it."""
+def test_a_row_recorded_in_the_loop_never_writes_the_batch_there(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that fell due inside ``deferred`` is written by the log's own thread, at once."""
+    import threading
     from datetime import UTC, datetime
 
     from tmsite.oplog import recorder
     from tmsite.oplog.recorder import Row
 
     settings.TM_LOG_FLUSH_ROWS = 1
-    assert recorder.would_flush()
+    settings.TM_LOG_FLUSH_SECONDS = 60.0  # its own ticks are far apart: only the wake-up writes
+    writers: list[str] = []
+    insert = recorder._insert
+
+    def noted(rows: list[Row]) -> None:  # the real write; only who wrote it is noted
+        writers.append(threading.current_thread().name)
+        insert(rows)
+
     row = Row(at=datetime.now(UTC), surface="mcp-http", method="ping", outcome="ok", status=200)
+    monkeypatch.setattr(recorder, "_insert", noted)
     with recorder.deferred():
         recorder.record(row)
-    assert recorder.pending() == 1 and not RequestLog.objects.exists()
-    recorder.record(row)  # outside: the batch is due, and written here
+    deadline = time.monotonic() + 10
+    while recorder.pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writers == ["tm-oplog-flusher"], writers
     assert recorder.pending() == 0
-    assert list(RequestLog.objects.values_list("method", flat=True)) == ["ping", "ping"]
+    assert list(RequestLog.objects.values_list("method", flat=True)) == ["ping"]
 
 
 def test_a_long_answer_is_streamed_as_made_and_arrives_whole(

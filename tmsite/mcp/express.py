@@ -28,6 +28,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import parse_header_parameters
 
+from tmsite.core.settled import settled
 from tmsite.mcp import endpoint, observed, prepared
 from tmsite.mcp.envelope import (
     EnvelopeRefusal,
@@ -49,6 +50,9 @@ from tmsite.subscriptions import delivery, sessions
 
 Parts = tuple[int, list[tuple[bytes, bytes]], bytes]
 
+#: The ``Host`` values judged so far, and whether each is served (emptied past ``MAX_HOSTS``).
+_hosts: dict[str, bool] = {}
+MAX_HOSTS = 256
 #: ``Content-Type`` values the endpoint takes, as the chain reads them (rule 5).
 _JSON_CHARSETS = frozenset({None, "utf-8", "utf8"})
 
@@ -129,30 +133,53 @@ def _plain(environ: dict[str, Any]) -> bool:
     Not so under TLS (HSTS, the redirect), for a request Django would take for a secure one,
     or where the chain may redirect or refuse by user agent.
     """
-    proxy = settings.SECURE_PROXY_SSL_HEADER
-    return not (
+    proxy_header = _plain_settings()
+    if proxy_header is None or environ.get("wsgi.url_scheme") != "http":
+        return False
+    return not proxy_header or proxy_header not in environ
+
+
+@settled
+def _plain_settings() -> str | None:
+    """None when a setting can make the chain redirect or refuse; else the proxy's TLS header."""
+    if (
         getattr(settings, "TM_TLS", False)
-        or environ.get("wsgi.url_scheme") != "http"
-        or (proxy is not None and proxy[0] in environ)
         or settings.SECURE_SSL_REDIRECT
         or settings.PREPEND_WWW
         or settings.DISALLOWED_USER_AGENTS
-    )
+    ):
+        return None
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    return str(proxy[0]) if proxy is not None else ""
 
 
 def _host_allowed(environ: dict[str, Any]) -> bool:
     """``HttpRequest.get_host`` without raising: the host is one ``ALLOWED_HOSTS`` serves."""
-    if settings.USE_X_FORWARDED_HOST and "HTTP_X_FORWARDED_HOST" in environ:
+    forwarded, allowed = _host_settings()
+    if forwarded and "HTTP_X_FORWARDED_HOST" in environ:
         host = str(environ["HTTP_X_FORWARDED_HOST"])
     elif "HTTP_HOST" in environ:
         host = str(environ["HTTP_HOST"])
     else:
         return False  # the server's name and port: the chain works it out
-    allowed = settings.ALLOWED_HOSTS
+    known = _hosts.get(host)
+    if known is None:
+        domain, _port = split_domain_port(host)
+        known = bool(domain) and validate_host(domain, allowed)
+        if len(_hosts) >= MAX_HOSTS:
+            _hosts.clear()
+        _hosts[host] = known
+    return known
+
+
+@settled
+def _host_settings() -> tuple[bool, list[str]]:
+    """``USE_X_FORWARDED_HOST``, and the hosts served as ``get_host`` takes them."""
+    allowed = list(settings.ALLOWED_HOSTS)
     if settings.DEBUG and not allowed:
         allowed = [".localhost", "127.0.0.1", "[::1]"]
-    domain, _port = split_domain_port(host)
-    return bool(domain) and validate_host(domain, allowed)
+    _hosts.clear()
+    return bool(settings.USE_X_FORWARDED_HOST), allowed
 
 
 def _body_checks(environ: dict[str, Any], body: bytes) -> bool:
@@ -182,6 +209,7 @@ def _headers(environ: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+@settled
 def _security_fields() -> list[tuple[str, str]]:
     """What Django's ``SecurityMiddleware`` adds to an answer over plain http."""
     fields: list[tuple[str, str]] = []

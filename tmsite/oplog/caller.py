@@ -24,6 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
+from tmsite.core.settled import settled
 from tmsite.oplog import buckets
 
 #: Where an environ carries the caller's address its ASGI front worked out (never logged).
@@ -31,6 +32,17 @@ ADDRESS_KEY = "tm.caller_address"
 
 
 def _normal(text: str) -> str:
+    """An address as one spelling (an IPv6 form, brackets and quotes away), else its text."""
+    return _known_normal(text) if len(text) <= 64 else _normalized(text)
+
+
+#: Addresses repeat from request to request: each spelling is worked out once (bounded).
+@lru_cache(maxsize=4096)
+def _known_normal(text: str) -> str:
+    return _normalized(text)
+
+
+def _normalized(text: str) -> str:
     text = text.strip().strip('"')
     if text.startswith("[") and "]" in text:
         text = text[1 : text.index("]")]
@@ -46,8 +58,19 @@ def _normal_set(items: tuple[str, ...]) -> frozenset[str]:
     return frozenset(_normal(item) for item in items)
 
 
+@settled
 def _trusted() -> frozenset[str]:
     return _normal_set(tuple(settings.TM_RATE_TRUSTED_PROXIES))
+
+
+@settled
+def _exempt() -> frozenset[str]:
+    return _normal_set(tuple(settings.TM_RATE_EXEMPT))
+
+
+@settled
+def _limit_on() -> bool:
+    return bool(settings.TM_RATE_LIMIT)
 
 
 def trusted_peer(request: HttpRequest) -> bool:
@@ -101,7 +124,7 @@ def exempt_in(meta: Mapping[str, Any], caller: str) -> bool:
     """:func:`exempt` from a request's ``META`` (or a WSGI environ)."""
     if "HTTP_X_FORWARDED_FOR" in meta:
         return False
-    return caller in _normal_set(tuple(settings.TM_RATE_EXEMPT))
+    return caller in _exempt()
 
 
 def limited(request: HttpRequest) -> str | None:
@@ -115,7 +138,7 @@ def limited(request: HttpRequest) -> str | None:
 
 def limited_in(meta: Mapping[str, Any]) -> str | None:
     """:func:`limited` from a request's ``META`` (or a WSGI environ)."""
-    if not settings.TM_RATE_LIMIT:
+    if not _limit_on():
         return None
     who = address_in(meta)
     return None if exempt_in(meta, who) else who

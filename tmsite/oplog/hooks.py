@@ -44,6 +44,9 @@ import functools
 import json
 import logging
 import math
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -241,32 +244,76 @@ def _emit(row: Row, priced: Priced) -> None:
     recorder.record(row)
     if not requests_log.isEnabledFor(logging.INFO):
         return
-    # The record is made as ``requests_log.info("request", extra=…)`` would make it, without
-    # looking up the calling frame (the line has no place for it); the handler formats it.
-    record = requests_log.makeRecord(
-        requests_log.name,
-        logging.INFO,
-        "(unknown file)",
-        0,
-        "request",
-        (),
-        None,
-        extra={
-            "event": "request",
-            "surface": row.surface,
-            "method": row.method,
-            "kind": row.kind,
-            "target": row.target,
-            "facet": row.facet,
-            "protocol": row.protocol,
-            "outcome": row.outcome,
-            "status": row.status,
-            "bytes": row.bytes,
-            "duration_ms": round(row.duration_us / 1000, 3),
-            "cost": priced.cost,
-        },
+    requests_log.handle(
+        _RequestRecord(
+            {
+                "event": "request",
+                "surface": row.surface,
+                "method": row.method,
+                "kind": row.kind,
+                "target": row.target,
+                "facet": row.facet,
+                "protocol": row.protocol,
+                "outcome": row.outcome,
+                "status": row.status,
+                "bytes": row.bytes,
+                "duration_ms": round(row.duration_us / 1000, 3),
+                "cost": priced.cost,
+            }
+        )
     )
-    requests_log.handle(record)
+
+
+class _RequestRecord(logging.LogRecord):
+    """The record ``requests_log.info("request", extra=fields)`` would make, made for less.
+
+    The same attributes, without the calling frame (the line has no place for it) and with
+    this process's name worked out once; the handler formats it (on its own thread).
+    """
+
+    def __init__(self, fields: dict[str, Any]) -> None:  # LogRecord.__init__'s look-ups skipped
+        now = time.time()
+        attributes = self.__dict__
+        attributes.update(_record_constants())
+        attributes["created"] = now
+        attributes["msecs"] = int((now - int(now)) * 1000) + 0.0
+        attributes["relativeCreated"] = (now - _STARTED) * 1000
+        attributes["thread"] = threading.get_ident()
+        attributes["threadName"] = threading.current_thread().name
+        attributes.update(fields)
+
+
+_constants: dict[str, Any] = {}
+#: When ``logging`` was loaded, which ``relativeCreated`` counts from.
+_STARTED: float = getattr(logging, "_startTime", time.time())
+
+
+def _record_constants() -> dict[str, Any]:
+    """What every request record of this process holds alike (worked out again after a fork)."""
+    pid = os.getpid()
+    if _constants.get("process") != pid:
+        process = sys.modules.get("multiprocessing")
+        name = process.current_process().name if process is not None else "MainProcess"
+        _constants.update(
+            name=requests_log.name,
+            msg="request",
+            args=(),
+            levelname="INFO",
+            levelno=logging.INFO,
+            pathname="(unknown file)",
+            filename="(unknown file)",
+            module="(unknown file)",
+            exc_info=None,
+            exc_text=None,
+            stack_info=None,
+            lineno=0,
+            funcName=None,
+            process=pid,
+            processName=name,
+        )
+        if sys.version_info >= (3, 12):
+            _constants["taskName"] = None  # the line is made outside any task's own record
+    return _constants
 
 
 # --- message surfaces (MCP) -----------------------------------------------------------------

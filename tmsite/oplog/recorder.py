@@ -48,9 +48,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections, models, transaction
 from django.utils import timezone
 
+from tmsite.core.settled import settled
 from tmsite.oplog import failures
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def _database_name() -> str:
 
 def record(row: Row) -> None:
     """Queue one row; flush when the batch is full or old enough."""
-    if not settings.TM_LOG_REQUESTS:
+    if not _thresholds()[0]:
         return
     now = time.monotonic()
     with _lock:
@@ -171,14 +172,22 @@ def deferred() -> Iterator[None]:
         _DEFERRED.reset(token)
 
 
+@settled
+def _thresholds() -> tuple[bool, int, float]:
+    """``TM_LOG_REQUESTS``, ``TM_LOG_FLUSH_ROWS`` and ``TM_LOG_FLUSH_SECONDS``."""
+    return (
+        bool(settings.TM_LOG_REQUESTS),
+        int(settings.TM_LOG_FLUSH_ROWS),
+        float(settings.TM_LOG_FLUSH_SECONDS),
+    )
+
+
 def _due(now: float) -> bool:
+    _, rows, seconds = _thresholds()
     return (
         bool(_buffer)
         and now >= _state["retry_at"]
-        and (
-            len(_buffer) >= settings.TM_LOG_FLUSH_ROWS
-            or now - _buffer[0].queued >= settings.TM_LOG_FLUSH_SECONDS
-        )
+        and (len(_buffer) >= rows or now - _buffer[0].queued >= seconds)
     )
 
 
@@ -193,11 +202,12 @@ def would_flush() -> bool:
 
     A caller that must not write the database where it runs (an event loop) asks first.
     """
-    if not settings.TM_LOG_REQUESTS:
+    logged, rows, _ = _thresholds()
+    if not logged:
         return False
     now = time.monotonic()
     with _lock:
-        if len(_buffer) + 1 >= settings.TM_LOG_FLUSH_ROWS:
+        if len(_buffer) + 1 >= rows:
             return True
         return _due(now)
 
@@ -208,7 +218,7 @@ def may_defer() -> bool:
     Always, where a flusher thread writes the batches that fall due; without one
     (``TM_LOG_FLUSH_SECONDS`` 0), only while the next ``record`` would not write the batch.
     """
-    return settings.TM_LOG_FLUSH_SECONDS > 0 or not would_flush()
+    return _thresholds()[2] > 0 or not would_flush()
 
 
 def dropped() -> int:
@@ -275,6 +285,10 @@ def _forget_broken_connection() -> None:
         pass
 
 
+#: Columns whose value is the row's ``str`` or ``int`` unchanged.
+_PLAIN_FIELDS = (models.CharField, models.IntegerField)
+
+
 def _insert(rows: list[Row]) -> None:
     """Write ``rows`` to ``RequestLog``'s table: one statement, every row's values bound."""
     from tmsite.oplog.models import RequestLog
@@ -288,10 +302,15 @@ def _insert(rows: list[Row]) -> None:
         f"({', '.join(quote(str(field.column)) for field in model_fields)}) "
         f"VALUES ({', '.join(['%s'] * len(model_fields))})"
     )
+    # A text or whole-number column takes the row's str or int as it is (``Row``'s types);
+    # the others (the time) are prepared as the model would prepare them.
+    plain = [isinstance(field, _PLAIN_FIELDS) for field in model_fields]
     params: list[tuple[Any, ...]] = [
         tuple(
-            field.get_db_prep_save(value, connection)
-            for field, value in zip(model_fields, (getattr(row, n) for n in COLUMNS), strict=True)
+            value if as_is else field.get_db_prep_save(value, connection)
+            for field, as_is, value in zip(
+                model_fields, plain, (getattr(row, n) for n in COLUMNS), strict=True
+            )
         )
         for row in rows
     ]
@@ -355,7 +374,7 @@ def maybe_purge() -> None:
 
 def _ensure_flusher() -> None:
     """Start this process's background flusher once (again after a fork)."""
-    if settings.TM_LOG_FLUSH_SECONDS <= 0 or _state["flusher_pid"] == os.getpid():
+    if _thresholds()[2] <= 0 or _state["flusher_pid"] == os.getpid():
         return
     with _lock:
         if _state["flusher_pid"] == os.getpid():
