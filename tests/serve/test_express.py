@@ -20,7 +20,7 @@ from tmsite.mcp import express, prepared
 from tmsite.oplog import buckets, recorder
 from tmsite.oplog.models import RequestLog
 from tmsite.serve import app
-from tmsite.subscriptions import delivery
+from tmsite.subscriptions import delivery, sessions
 
 pytestmark = [pytest.mark.spec("T1", "T7", "OP1", "OP2"), pytest.mark.django_db]
 
@@ -170,6 +170,16 @@ def test_ids_versions_origins_and_callers_are_answered_as_the_chain_does(
     assert status == 200
     if "Origin" in variant:
         assert (b"access-control-allow-origin", b"http://localhost:5173") in headers
+
+
+def test_a_session_found_live_is_answered_as_the_chain_does_one_not_known_is_left() -> None:
+    with delivery.serving(sessions=True):
+        token = sessions.issue()
+    warm(environ("ping"))
+    environ_, body = environ("ping", mcp_session_id=token)
+    with delivery.serving(sessions=True):
+        assert express.answer(environ_, body) is None  # not checked here yet: the chain asks
+    both(environ("ping", mcp_session_id=token))  # the chain found it live; both answer
 
 
 def test_a_duplicate_key_is_taken_as_the_chain_takes_it_the_last_one() -> None:

@@ -11,9 +11,10 @@ strict parse, the protocol version and the era's envelope, then the caller's buc
 and its row (``hooks.observe_bare``, with the same ``hooks.Call`` the endpoint observes).
 
 It takes only what it can answer exactly so. Everything else is None, for the chain to answer:
-a request any check would refuse, a notification, a batch, a session's request, a body the
-strict parser refuses, a request with no current prepared answer, and settings under which the
-chain could answer otherwise (TLS, ``SECURE_SSL_REDIRECT``, ``PREPEND_WWW``,
+a request any check would refuse, a notification, a batch, a body the strict parser refuses, a
+request with no current prepared answer, a session this process has not found live within the
+memo's window (``sessions.known_live``), and settings under which the chain could answer
+otherwise (TLS, ``SECURE_SSL_REDIRECT``, ``PREPEND_WWW``,
 ``DISALLOWED_USER_AGENTS``). ``tests/serve/test_express.py`` compares both answers, field by
 field, over the methods, eras, callers and headers.
 
@@ -59,7 +60,10 @@ _JSON_CHARSETS = frozenset({None, "utf-8", "utf8"})
 
 def answer(environ: dict[str, Any], body: bytes) -> Parts | None:
     """The chain's answer to this ``POST /api/mcp``, or None when the chain must give it."""
-    if not _plain(environ) or "HTTP_MCP_SESSION_ID" in environ:
+    if not _plain(environ):
+        return None
+    token = environ.get("HTTP_MCP_SESSION_ID")
+    if token is not None and not sessions.known_live(str(token)):  # the chain asks the database
         return None
     origin = environ.get("HTTP_ORIGIN")
     if origin is not None and not endpoint.origin_allowed(origin):
