@@ -3,10 +3,10 @@
 For each worker count (``--workers``, default 2 then 1) it starts two servers on free loopback
 ports, with that many workers each:
 
-* tmsite: by default ``gunicorn tmsite.wsgi`` with gthread workers (8 threads each), as deployed;
-  ``--tm-server`` serves the same application with granian (WSGI or ASGI) or uvicorn (ASGI)
-  instead. It runs on a temporary SQLite database (``TM_VAR_DIR`` in a temporary directory,
-  migrated first);
+* tmsite: by default ``python -m tmsite.serve`` (granian's ASGI workers, 8 request threads each), as
+  ``make run`` and ``deploy/`` serve it; ``--tm-server`` serves the same application with gunicorn's
+  gthread workers, granian's WSGI or ASGI interface, or uvicorn instead. It runs on a temporary
+  SQLite database (``TM_VAR_DIR`` in a temporary directory, migrated first);
 * the SDK: ``uvicorn bench.sdk_file_server:create_app --factory`` on httptools + uvloop (what
   ``uvicorn[standard]`` installs, the way the SDK's users serve it) — ``MCPServer``, stateless
   Streamable HTTP, JSON responses — serving the same small checkout file as a resource.
@@ -611,8 +611,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tm-server",
         choices=sorted(TM_SERVERS),
-        default="gunicorn",
-        help="how tmsite is served (default gunicorn: gthread workers, as deployed)",
+        default="serve",
+        help="how tmsite is served (default serve: python -m tmsite.serve, as deployed)",
     )
     parser.add_argument(
         "--threads",
