@@ -436,12 +436,7 @@ class PeerNotices:
             with self._lock:
                 wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
             try:
-                for upstream in sorted(wanted - peer.subscribed):
-                    client.subscribe_resource(upstream)
-                    peer.subscribed.add(upstream)
-                for upstream in sorted(peer.subscribed - wanted):
-                    client.unsubscribe_resource(upstream)
-                    peer.subscribed.discard(upstream)
+                _subscribe_to(client, peer, wanted)
             except McpClientError as exc:
                 if _gone(exc):
                     raise
@@ -585,12 +580,7 @@ class PeerNotices:
                     peer.hangup()
                 return
             try:
-                for upstream in sorted(wanted - peer.subscribed):
-                    client.subscribe_resource(upstream)
-                    peer.subscribed.add(upstream)
-                for upstream in sorted(peer.subscribed - wanted):
-                    client.unsubscribe_resource(upstream)
-                    peer.subscribed.discard(upstream)
+                _subscribe_to(client, peer, wanted)
             except McpClientError as exc:
                 log.warning("subscribing at the MCP server %s failed: %s", peer.record.name, exc)
 
@@ -646,6 +636,16 @@ class PeerNotices:
             uris = list(peer.uris)
         if any(self.affects(uri, changed) is not None for uri in uris):
             self.publish(changed)
+
+
+def _subscribe_to(client: Client, peer: _Peer, wanted: set[str]) -> None:
+    """Subscribe ``wanted`` at the peer and unsubscribe the rest, noting each as it is done."""
+    for upstream in sorted(wanted - peer.subscribed):
+        client.subscribe_resource(upstream)
+        peer.subscribed.add(upstream)
+    for upstream in sorted(peer.subscribed - wanted):
+        client.unsubscribe_resource(upstream)
+        peer.subscribed.discard(upstream)
 
 
 def _gone(exc: McpClientError) -> bool:
