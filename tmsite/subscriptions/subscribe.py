@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 
 from tmsite.core.errors import BadUri
 from tmsite.mcp import methods
@@ -207,18 +208,22 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     session = _http_session(SUBSCRIBE, ctx)
     uri = _uri(params, SUBSCRIBE, ctx)
     limit = listen.Limits.current().uris_per_caller
-    with transaction.atomic():
-        mine = SessionSubscription.objects.filter(session=session.key)
-        if not mine.filter(uri=uri).exists():
-            if mine.count() >= limit:
-                raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", limit)
-            try:
-                with transaction.atomic():
-                    SessionSubscription.objects.create(
-                        session=session.key, uri=uri, expires=session.expires_at
-                    )
-            except IntegrityError:  # the same subscription, made at the same moment
-                pass
+
+    def write() -> None:
+        with transaction.atomic():
+            mine = SessionSubscription.objects.filter(session=session.key)
+            if not mine.filter(uri=uri).exists():
+                if mine.count() >= limit:
+                    raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", limit)
+                try:
+                    with transaction.atomic():
+                        SessionSubscription.objects.create(
+                            session=session.key, uri=uri, expires=session.expires_at
+                        )
+                except IntegrityError:  # the same subscription, made at the same moment
+                    pass
+
+    _written(write)
     sessionstream.wake()
     return {}
 
@@ -231,9 +236,24 @@ def unsubscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         return {}
     session = _http_session(UNSUBSCRIBE, ctx)
     uri = _uri(params, UNSUBSCRIBE, ctx)
-    SessionSubscription.objects.filter(session=session.key, uri=uri).delete()
+    _written(SessionSubscription.objects.filter(session=session.key, uri=uri).delete)
     sessionstream.wake()
     return {}
+
+
+def _written(write: Callable[[], object]) -> None:
+    """``write()``, tried again a few times while the database is busy for a moment.
+
+    As the stream hub's writes are: SQLite refuses at once a write that another connection's
+    read holds back.
+    """
+    for attempt in range(sessionstream.STORE_ATTEMPTS - 1):
+        try:
+            write()
+            return
+        except OperationalError:
+            time.sleep(0.05 * (attempt + 1))
+    write()
 
 
 def install() -> None:
