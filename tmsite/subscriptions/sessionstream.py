@@ -45,8 +45,9 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import OperationalError, close_old_connections, transaction
 
@@ -59,6 +60,7 @@ from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubs
 from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event, whole
 
 log = logging.getLogger("tmsite.subscriptions")
+T = TypeVar("T")
 
 #: The most events kept for one session's reconnect.
 KEPT_EVENTS = 256
@@ -105,15 +107,23 @@ def _claim(
 ) -> tuple[set[str], list[tuple[int, str]], int]:
     """Record ``stream`` as the session's live one; its URIs, the events to replay, last id.
 
-    A database busy for a moment (SQLite refuses at once a write that another process's holds
-    back) is tried again, a few times, as :func:`_store` is.
+    A database busy for a moment is tried again (:func:`retried`).
+    """
+    return retried(lambda: _claim_once(session, stream, last_event_id))
+
+
+def retried(write: Callable[[], T]) -> T:
+    """``write()``, tried again a few times while the database is busy for a moment.
+
+    SQLite refuses at once a write that another connection's read or write holds back; the
+    last attempt's failure is raised.
     """
     for attempt in range(STORE_ATTEMPTS - 1):
         try:
-            return _claim_once(session, stream, last_event_id)
+            return write()
         except OperationalError:
             time.sleep(0.05 * (attempt + 1))
-    return _claim_once(session, stream, last_event_id)
+    return write()
 
 
 def _claim_once(

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, transaction
 
 from tmsite.core.errors import BadUri
 from tmsite.mcp import methods
@@ -223,7 +222,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
                 except IntegrityError:  # the same subscription, made at the same moment
                     pass
 
-    _written(write)
+    sessionstream.retried(write)
     sessionstream.wake()
     return {}
 
@@ -236,24 +235,9 @@ def unsubscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         return {}
     session = _http_session(UNSUBSCRIBE, ctx)
     uri = _uri(params, UNSUBSCRIBE, ctx)
-    _written(SessionSubscription.objects.filter(session=session.key, uri=uri).delete)
+    sessionstream.retried(SessionSubscription.objects.filter(session=session.key, uri=uri).delete)
     sessionstream.wake()
     return {}
-
-
-def _written(write: Callable[[], object]) -> None:
-    """``write()``, tried again a few times while the database is busy for a moment.
-
-    As the stream hub's writes are: SQLite refuses at once a write that another connection's
-    read holds back.
-    """
-    for attempt in range(sessionstream.STORE_ATTEMPTS - 1):
-        try:
-            write()
-            return
-        except OperationalError:
-            time.sleep(0.05 * (attempt + 1))
-    write()
 
 
 def install() -> None:
