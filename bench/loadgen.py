@@ -2,8 +2,8 @@
 
 ``N`` connections each send one request, wait for the whole answer, check it, and send the next, for
 a fixed time. Every connection is a keep-alive socket driven by one event loop (uvloop when
-installed); requests are prepared once as bytes and answers are read by ``Content-Length`` (or
-chunked framing), so the client spends little CPU and both servers see exactly the same bytes. Every
+installed); requests are prepared once as bytes, answers are read by ``Content-Length`` (or
+chunked framing) and parsed by orjson where installed, so the client spends little CPU and both servers see exactly the same bytes. Every
 answer is checked: HTTP 200, a JSON object whose ``jsonrpc`` is ``"2.0"``, whose ``id`` is the one
 sent and which carries a ``result`` (and no ``error``). Anything else counts as an error, and a
 connection that errs is reopened.
@@ -16,10 +16,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+try:  # the bench extra pins it: a 24 KB answer is checked in a quarter of json's time
+    import orjson
+
+    _fast_loads: Callable[[bytes], Any] | None = orjson.loads
+except ImportError:
+    _fast_loads = None
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 #: Upper bounds that keep a run finite whatever the arguments.
@@ -122,7 +129,7 @@ def check_answer(status: int, body: bytes, request_id: int, refusal: bool = Fals
     if status != 200:
         raise BadAnswer(f"HTTP {status}: {body[:200]!r}")
     try:
-        message = json.loads(body)
+        message = _loads(body)
     except ValueError as exc:
         raise BadAnswer(f"not JSON: {body[:200]!r}") from exc
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -140,6 +147,20 @@ def check_answer(status: int, body: bytes, request_id: int, refusal: bool = Fals
         return
     if "error" in message or not isinstance(message.get("result"), dict):
         raise BadAnswer(f"not a result: {body[:300]!r}")
+
+
+def _loads(body: bytes) -> Any:
+    """The JSON value of ``body``: orjson's parse where installed, else (and past it) json's.
+
+    What orjson refuses and ``json`` takes (a lone surrogate's escape) is read by ``json``, so
+    the check is the same whichever parser runs.
+    """
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(body)
+        except ValueError:
+            pass
+    return json.loads(body)
 
 
 def _body(method: str, params: dict[str, object] | None, request_id: int) -> bytes:

@@ -345,14 +345,16 @@ def servers(
     threads: int = 8,
     sdk_http: str = "httptools",
     sdk_loop: str = "uvloop",
+    sdk_tools: Path | None = None,
 ) -> Iterator[tuple[Server, Server]]:
     """Both servers with ``workers`` workers each, started and answering; stopped however the
-    block ends."""
+    block ends. ``sdk_tools``: the ``tools/list`` result the SDK lists the same tools as."""
     sdk_env = {
         **base_env(),
         "BENCH_CHECKOUT": str(ROOT),
         "BENCH_FILE": file,
         "PYTHONUNBUFFERED": "1",
+        **({"BENCH_TOOLS": str(sdk_tools)} if sdk_tools is not None else {}),
     }
     launches = [
         Launch(
@@ -435,6 +437,34 @@ def crowd_server(
     finally:
         for server in started:
             server.stop()
+
+
+#: Prints tmsite's ``tools/list`` result as a client of the bench's protocol version gets it.
+_TOOLS_LIST = f"""
+import json, django
+django.setup()
+from tmsite.mcp.protocol import CallContext
+from tmsite.mcp.tools import list_tools
+print(json.dumps(list_tools({{}}, CallContext(version="{PROTOCOL}", transport="http"))))
+"""
+
+
+def tmsite_tools(tm_env: dict[str, str], where: Path) -> Path:
+    """tmsite's ``tools/list`` result, written to ``where`` (for the SDK to list alike)."""
+    env = {**tm_env, "DJANGO_SETTINGS_MODULE": "tmsite.settings"}
+    done = subprocess.run(
+        [str(PYTHON), "-c", _TOOLS_LIST],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"tmsite's tools/list could not be made:\n{done.stderr}")
+    where.write_text(done.stdout, encoding="utf-8")
+    return where
 
 
 def merge(results: list[loadgen.Result]) -> loadgen.Result:
@@ -633,6 +663,12 @@ def main(argv: list[str] | None = None) -> int:
         help="uvicorn's event loop for the SDK server (default uvloop)",
     )
     parser.add_argument(
+        "--sdk-tools",
+        choices=("same", "two"),
+        default="same",
+        help="the SDK lists the same tools as tmsite (default), or two small ones of its own",
+    )
+    parser.add_argument(
         "--no-nearest",
         action="store_true",
         help=f"skip the nearest scenario (a miss in a directory of {NEAREST_NAMES:,} names)",
@@ -670,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="tmsite-bench-") as tmp:
             tm_env = migrated_env(Path(tmp) / "var")
+            sdk_tools = (
+                tmsite_tools(tm_env, Path(tmp) / "tools.json") if args.sdk_tools == "same" else None
+            )
             crowd = None if args.no_nearest else crowd_checkout(Path(tmp) / "crowd", args.file)
             nearest = [("nearest", "resources/read", {"uri": NEAREST_URI})]
             for workers in args.workers:
@@ -682,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.threads,
                     args.sdk_http,
                     args.sdk_loop,
+                    sdk_tools,
                 ) as (tmsite, sdk):
                     for connections in args.connections:
                         rows += measure([tmsite, sdk], scenarios, workers, connections, args)
@@ -747,6 +787,7 @@ def report(
         "tm_server": args.tm_server,
         "threads": args.threads,
         "sdk_uvicorn": f"{args.sdk_http} + {args.sdk_loop}",
+        "sdk_tools": args.sdk_tools,
         "load_average": {"before": load_before, "after": load_after},
         "scenarios": [
             {
@@ -791,7 +832,8 @@ def print_tables(
     )
     print(
         f"tmsite on {args.tm_server} ({args.threads} threads a worker for WSGI); "
-        f"SDK on uvicorn with {args.sdk_http} + {args.sdk_loop}"
+        f"SDK on uvicorn with {args.sdk_http} + {args.sdk_loop}, listing "
+        + ("the same tools as tmsite" if args.sdk_tools == "same" else "two small tools")
     )
     print(
         "load average (1, 5, 15 min) before "

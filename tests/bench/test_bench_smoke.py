@@ -43,6 +43,10 @@ def test_benchmark_runs_and_every_answer_is_a_result() -> None:
     report = json.loads(done.stdout)
     assert report["errors"] == 0
     assert report["sdk_uvicorn"] == "httptools + uvloop"
+    assert report["sdk_tools"] == "same"
+    listed = next(row for row in report["scenarios"] if row["scenario"] == "tools/list")
+    # the SDK lists tmsite's own tools: the same answer, byte for byte in length
+    assert listed["sdk"]["response_bytes"] == listed["tmsite"]["response_bytes"] > 10_000
     assert {(row["workers"], row["connections"]) for row in report["scenarios"]} == {(1, 2)}
     assert [row["scenario"] for row in report["scenarios"]] == [
         "ping",
