@@ -143,3 +143,35 @@ def lines_text(stream: io.StringIO, count: int) -> list[str]:
     while stream.getvalue().count("\n") < count and time.monotonic() < end:
         time.sleep(0.01)
     return stream.getvalue().splitlines()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "é — 日本",
+        "\ud800",  # a lone surrogate: orjson refuses it, json writes it
+        0,
+        -7,
+        2**70,  # past 64 bits
+        True,
+        None,
+        0.0,
+        -0.0,
+        0.001,
+        13.282,
+        123456.789,
+        1e-05,  # json's exponent
+        1e16,
+        float("nan"),
+        float("inf"),
+        datetime(2026, 12, 5, tzinfo=UTC),  # not JSON: its str
+    ],
+)
+def test_a_line_is_written_as_json_writes_it(value: object) -> None:
+    from tmsite.oplog.logs import dumps_line
+
+    line = {"event": "request", "value": value, "status": 200}
+    assert dumps_line(line) == json.dumps(
+        line, ensure_ascii=False, separators=(",", ":"), default=str
+    )

@@ -906,3 +906,27 @@ def test_responses_never_carry_a_session(
     assert "mcp-session-id" not in reply.headers
     assert "set-cookie" not in reply.headers
     assert json.loads(reply.content)["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("[" * 64 + "]" * 64, False),
+        ("[" * 65 + "]" * 65, True),
+        ('{"a":' * 64 + "1" + "}" * 64, False),
+        ('{"a":' * 65 + "1" + "}" * 65, True),
+        ('["\\ud83d\\ude00"]', False),
+        ('["\\ud83d"]', True),
+        ('{"\\u00e9\\udc00":1}', True),
+    ],
+    ids=["64-lists", "65-lists", "64-objects", "65-objects", "pair", "lone", "lone-in-key"],
+)
+def test_the_strict_parse_holds_its_bounds_at_their_edge(text: str, refused: bool) -> None:
+    """Depth and surrogates are checked whenever the text could break them (and only then)."""
+    from tmsite.mcp.envelope import ParseFailure, loads_strict
+
+    if refused:
+        with pytest.raises(ParseFailure):
+            loads_strict(text.encode())
+    else:
+        assert loads_strict(text.encode()) is not None

@@ -17,6 +17,7 @@ Spec: NS2.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -26,6 +27,8 @@ from tmsite.core.errors import BadFacet, BadUri
 
 SCHEME = "tm"
 MAX_URI_LENGTH = 8192
+#: What a URI may not hold as it is: a space, a control character, DEL.
+_SPACE_OR_CONTROL = re.compile("[\x00-\x20\x7f]")
 #: Characters left unescaped in a path segment (RFC 3986 pchar minus ``+``, ``&`` and ``=``
 #: which readers confuse with a query).
 _SEGMENT_SAFE = "-._~!$'()*,;:@"
@@ -202,7 +205,7 @@ def _split_scheme(text: object) -> tuple[str, str]:
         raise BadUri(None, "a tm:// URI must be a string")
     if len(text) > MAX_URI_LENGTH:
         raise BadUri(text[:200] + "…", f"the URI is longer than {MAX_URI_LENGTH} characters")
-    if any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in text):
+    if _SPACE_OR_CONTROL.search(text):
         raise BadUri(text, "a URI holds no spaces or control characters; percent-encode them")
     scheme, sep, rest = text.partition("://")
     if not sep or scheme != SCHEME:

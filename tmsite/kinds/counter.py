@@ -76,6 +76,12 @@ class Seen:
         }
 
 
+def tally_of(content: Content) -> tuple[str, str, frozenset[str]]:
+    """What a read of ``content`` counts: its kind, its media type, its links' rels."""
+    media = content.mime_type.split(";")[0].strip()
+    return content.kind, media, frozenset(link.rel for link in content.links)
+
+
 class KindCounter:
     """The counts of one process, and their batched way to the database."""
 
@@ -91,13 +97,20 @@ class KindCounter:
         """Count one served read (cheap: a dict update under a lock)."""
         if _QUIET.get():
             return
+        self.record_tally(*tally_of(content))
+
+    def record_tally(self, kind: str, media: str, rels: frozenset[str]) -> None:
+        """Count one served read of ``kind``, ``media``, ``rels`` (:func:`tally_of`)."""
+        if _QUIET.get():
+            return
         now = datetime.now(UTC)
-        media = content.mime_type.split(";")[0].strip()
         with self._lock:
-            seen = self._pending.setdefault(content.kind, Seen())
+            seen = self._pending.get(kind)
+            if seen is None:
+                seen = self._pending[kind] = Seen()
             seen.count += 1
             seen.media_types[media] += 1
-            for rel in {link.rel for link in content.links}:
+            for rel in rels:
                 seen.rels[rel] += 1
             seen.first = seen.first or now
             seen.last = now
@@ -219,3 +232,8 @@ COUNTER = KindCounter()
 def record(content: Content) -> None:
     """Count one served read in the process's counter (see :meth:`KindCounter.record`)."""
     COUNTER.record(content)
+
+
+def record_tally(tally: tuple[str, str, frozenset[str]]) -> None:
+    """Count one served read whose :func:`tally_of` was worked out before (a kept answer)."""
+    COUNTER.record_tally(*tally)

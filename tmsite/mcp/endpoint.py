@@ -138,10 +138,14 @@ def origin_allowed(origin: str) -> bool:
 
 
 def _json(
-    body: Any, status: int = 200, origin: str | None = None, text: str | None = None
+    body: Any,
+    status: int = 200,
+    origin: str | None = None,
+    text: str | None = None,
+    data: bytes | None = None,
 ) -> HttpResponse:
     response = HttpResponse(
-        text if text is not None else dumps(body),
+        data if data is not None else text if text is not None else dumps(body),
         status=status,
         content_type="application/json",
     )
@@ -462,7 +466,7 @@ def _single(
         ctx = CallContext(version=version, transport="http")
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
-    response = _json(None, status, origin, text=answer.text)
+    response = _json(None, status, origin, data=answer.encoded())
     if message.method == "initialize" and answer.error_code is None and delivery.here():
         response[sessions.HEADER] = sessions.issue()  # rule 3a: for subscriptions alone
         if origin is not None:

@@ -157,11 +157,23 @@ class Message:
 
 @dataclass
 class Answer:
-    """What one request came to: the serialized response and its error code, if any."""
+    """What one request came to: the serialized response and its error code, if any.
+
+    ``data`` is the response in UTF-8 when it was made as bytes already (a prepared answer),
+    else made from ``text`` the first time :meth:`encoded` is asked (once for the log's size
+    and the body alike).
+    """
 
     text: str
     error_code: int | None = None
     result: dict[str, Any] | None = None
+    data: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """The response as sent: ``text`` in UTF-8."""
+        if self.data is None:
+            self.data = self.text.encode("utf-8")
+        return self.data
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -176,6 +188,10 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ParseFailure(f"the number {text[:40]} is out of range")
     return value
+
+
+#: ``json.loads`` with these hooks, made once (``json.loads`` makes a decoder per call).
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def _check_tree(value: Any) -> None:
@@ -215,7 +231,9 @@ def loads_strict(raw: bytes) -> Any:
     except UnicodeDecodeError:
         raise ParseFailure("the body is not valid UTF-8") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except ParseFailure:
         raise
     except RecursionError:
@@ -225,8 +243,19 @@ def loads_strict(raw: bytes) -> Any:
         raise ParseFailure(f"invalid JSON: {exc.msg} at {where}") from None
     except ValueError:
         raise ParseFailure("invalid JSON: a number is too long") from None
-    _check_tree(value)
+    if _may_hold_more_than_tree_checks(text):
+        _check_tree(value)
     return value
+
+
+def _may_hold_more_than_tree_checks(text: str) -> bool:
+    r"""Whether ``text`` could nest past ``MAX_DEPTH`` or decode to a lone surrogate.
+
+    Nesting that deep takes more than ``MAX_DEPTH`` opening brackets, and a surrogate in valid
+    UTF-8 text can only come from a ``\u`` escape; a text with neither is refused by no check
+    of :func:`_check_tree`, which is left out for it (most requests).
+    """
+    return "\\u" in text or text.count("{") + text.count("[") > MAX_DEPTH
 
 
 # --- messages -------------------------------------------------------------------------------
@@ -420,10 +449,11 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
                 entry = prepared.store(key, depends, built, dumps(built))
             elif entry.after is not None:
                 entry.after()
-            text = entry.answer(rid)
-            if text is None:  # an id the splice cannot write as dumps would
+            spliced = entry.answer(rid)
+            if spliced is None:  # an id the splice cannot write as dumps would
                 text = dumps({"jsonrpc": "2.0", "id": rid, "result": entry.result})
-            return Answer(text, result=entry.result)
+                return Answer(text, result=entry.result)
+            return Answer(spliced[0], result=entry.result, data=spliced[1])
         result = _result(message.method, params, ctx)
         return Answer(dumps({"jsonrpc": "2.0", "id": rid, "result": result}), result=result)
     except RpcError as exc:

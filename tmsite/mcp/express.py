@@ -51,9 +51,11 @@ from tmsite.subscriptions import delivery, sessions
 
 Parts = tuple[int, list[tuple[bytes, bytes]], bytes]
 
-#: The ``Host`` values judged so far, and whether each is served (emptied past ``MAX_HOSTS``).
+#: The ``Host`` values judged so far, and whether each is served (emptied past
+#: ``MAX_REMEMBERED``).
 _hosts: dict[str, bool] = {}
-MAX_HOSTS = 256
+#: The most values of one header remembered with their verdict.
+MAX_REMEMBERED = 256
 #: ``Content-Type`` values the endpoint takes, as the chain reads them (rule 5).
 _JSON_CHARSETS = frozenset({None, "utf-8", "utf8"})
 
@@ -83,10 +85,7 @@ def answer(environ: dict[str, Any], body: bytes) -> Parts | None:
             address=caller.address_in(environ),
             status=200,
         )
-    fields: list[tuple[str, str]] = [
-        ("Content-Type", "application/json"),
-        ("Cache-Control", "no-store"),
-    ]
+    fields: list[tuple[str, str]] = []
     if origin is not None:
         fields += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
     if message.method == "initialize" and answered.error_code is None and delivery.here():
@@ -95,11 +94,18 @@ def answer(environ: dict[str, Any], body: bytes) -> Parts | None:
             fields.append(("Access-Control-Expose-Headers", sessions.HEADER))
     if decision is not None:
         fields += hooks.rate_fields(decision)
-    content = answered.text.encode("utf-8")
-    fields += _security_fields()
-    fields.append(("Content-Length", str(len(content))))
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in fields]
+    content = answered.encoded()
+    headers = [
+        *_JSON_FIELDS,
+        *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in fields),
+        *_security_headers(),
+        (b"content-length", str(len(content)).encode("ascii")),
+    ]
     return 200, headers, content
+
+
+#: The fields every answer starts with, as they are sent.
+_JSON_FIELDS = ((b"content-type", b"application/json"), (b"cache-control", b"no-store"))
 
 
 def _request(
@@ -169,10 +175,7 @@ def _host_allowed(environ: dict[str, Any]) -> bool:
     known = _hosts.get(host)
     if known is None:
         domain, _port = split_domain_port(host)
-        known = bool(domain) and validate_host(domain, allowed)
-        if len(_hosts) >= MAX_HOSTS:
-            _hosts.clear()
-        _hosts[host] = known
+        known = _remember(_hosts, host, bool(domain) and validate_host(domain, allowed))
     return known
 
 
@@ -191,13 +194,39 @@ def _body_checks(environ: dict[str, Any], body: bytes) -> bool:
     length = str(environ.get("CONTENT_LENGTH") or "")
     if not length.isdigit() or int(length) != len(body):
         return False
-    media, params = parse_header_parameters(str(environ.get("CONTENT_TYPE") or ""))
+    content_type = str(environ.get("CONTENT_TYPE") or "")
+    takes_json = _content_types.get(content_type)
+    if takes_json is None:
+        takes_json = _remember(_content_types, content_type, _json_content_type(content_type))
+    if not takes_json:
+        return False
+    accept = str(environ.get("HTTP_ACCEPT") or "")
+    allows_json = _accepts.get(accept)
+    if allows_json is None:
+        allows_json = _remember(_accepts, accept, endpoint.accepts_json(accept))
+    return allows_json
+
+
+def _json_content_type(value: str) -> bool:
+    """Whether a ``Content-Type`` is JSON in UTF-8, as the chain reads it (rule 5)."""
+    media, params = parse_header_parameters(value)
     charset = params.get("charset")
     if media.lower() != "application/json":
         return False
-    if (charset.strip('"').lower() if charset is not None else None) not in _JSON_CHARSETS:
-        return False
-    return endpoint.accepts_json(str(environ.get("HTTP_ACCEPT") or ""))
+    return (charset.strip('"').lower() if charset is not None else None) in _JSON_CHARSETS
+
+
+#: ``Content-Type`` and ``Accept`` values judged so far (each emptied past ``MAX_REMEMBERED``):
+#: a client sends the same ones on every request.
+_content_types: dict[str, bool] = {}
+_accepts: dict[str, bool] = {}
+
+
+def _remember(judged: dict[str, bool], value: str, verdict: bool) -> bool:
+    if len(judged) >= MAX_REMEMBERED:
+        judged.clear()
+    judged[value] = verdict
+    return verdict
 
 
 def _headers(environ: dict[str, Any]) -> dict[str, str]:
@@ -211,6 +240,15 @@ def _headers(environ: dict[str, Any]) -> dict[str, str]:
         if name in environ:
             found[name.replace("_", "-").lower()] = str(environ[name])
     return found
+
+
+@settled
+def _security_headers() -> tuple[tuple[bytes, bytes], ...]:
+    """:func:`_security_fields` as they are sent."""
+    return tuple(
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in _security_fields()
+    )
 
 
 @settled

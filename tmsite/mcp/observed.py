@@ -148,5 +148,5 @@ def call(message: Message, ctx: CallContext) -> hooks.Call[Answer]:
         refuse=refuse,
         fail=lambda: internal_error(message.id),
         outcome=answer_outcome,
-        size=lambda answer: len(answer.text.encode("utf-8")),
+        size=lambda answer: len(answer.encoded()),
     )

@@ -178,12 +178,32 @@ def _mcp_kind(uri: TmUri) -> str:
 
 def of_uri(text: object) -> Priced:
     """Price a read of ``text``; a URI that does not parse costs as a file and logs no target."""
+    read = _reads.get(text) if isinstance(text, str) else None
+    if read is None:
+        read = _read_of(text)
+        if isinstance(text, str):
+            if len(_reads) >= MAX_READS:
+                _reads.clear()
+            _reads[text] = read
+    kind, target, facet = read
+    if kind == "bad-uri":
+        return Priced(kind, price("file"))
+    return Priced(kind, price(kind), target, facet)
+
+
+def _read_of(text: object) -> tuple[str, str, str]:
+    """The kind, target and facet of a read of ``text`` (the kind ``bad-uri``: no URI)."""
     try:
         uri = parse(text)
     except Refusal:
-        return Priced("bad-uri", price("file"))
-    kind = _uri_kind(uri)
-    return Priced(kind, price(kind), str(uri)[:MAX_TARGET], (uri.param("as") or "")[:32])
+        return "bad-uri", "", ""
+    return _uri_kind(uri), str(uri)[:MAX_TARGET], (uri.param("as") or "")[:32]
+
+
+#: The reads priced so far, by the text asked (a client reads the same URIs again and again);
+#: emptied when it holds ``MAX_READS``. What they cost is looked up each time (a setting).
+_reads: dict[str, tuple[str, str, str]] = {}
+MAX_READS = 1024
 
 
 def of_prompt(name: object) -> Priced:

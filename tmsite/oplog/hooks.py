@@ -44,7 +44,6 @@ import functools
 import json
 import logging
 import math
-import os
 import sys
 import threading
 import time
@@ -57,7 +56,7 @@ from typing import Any, Generic, TypeVar
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
-from tmsite.core import work
+from tmsite.core import process, work
 from tmsite.core.errors import RateLimited
 from tmsite.core.work import Unit
 from tmsite.oplog import buckets, caller, costs, failures, recorder
@@ -290,10 +289,10 @@ _STARTED: float = getattr(logging, "_startTime", time.time())
 
 def _record_constants() -> dict[str, Any]:
     """What every request record of this process holds alike (worked out again after a fork)."""
-    pid = os.getpid()
+    pid = process.pid()
     if _constants.get("process") != pid:
-        process = sys.modules.get("multiprocessing")
-        name = process.current_process().name if process is not None else "MainProcess"
+        processes = sys.modules.get("multiprocessing")
+        name = processes.current_process().name if processes is not None else "MainProcess"
         _constants.update(
             name=requests_log.name,
             msg="request",

@@ -5,6 +5,8 @@
 ``status``, ``bytes``, ``duration_ms``, ``cost``); the formatter writes them after the time,
 level, logger and process id. Nothing that names a caller is ever passed in.
 
+A line is written by orjson where it writes what ``json`` would (:func:`dumps_line`).
+
 ``BackgroundStreamHandler`` is the stream handler the settings give the request log: a request
 only queues its record, and one writer thread per process formats the line and writes it, so no
 request pays for ``json.dumps`` or the write. The writer wakes for a record, lets the next ones
@@ -25,7 +27,10 @@ import weakref
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from typing_extensions import override
+
+from tmsite.core import process
 
 #: The fields a record may carry into a line; anything else on the record is ignored.
 FIELDS = (
@@ -63,7 +68,32 @@ class JsonFormatter(logging.Formatter):
                 line[name] = record.__dict__[name]
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str)
+        return dumps_line(line)
+
+
+def dumps_line(line: dict[str, object]) -> str:
+    """``line`` as ``json.dumps`` writes it compactly (UTF-8 kept, ``str`` of the unknown).
+
+    orjson writes the same text for a line of strings, whole numbers, booleans, nulls and
+    floats from 1e-4 to 1e16, in a tenth of the time; any other line, or one orjson refuses
+    (a lone surrogate, an integer past 64 bits), is written by ``json``.
+    """
+    if all(_orjson_writes_alike(value) for value in line.values()):
+        try:
+            return orjson.dumps(line).decode("utf-8")
+        except (TypeError, ValueError):
+            pass
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _orjson_writes_alike(value: object) -> bool:
+    if isinstance(value, float):
+        size = abs(value)
+        return size == 0 or 1e-4 <= size < 1e16  # json's exponents and NaN are its own
+    return type(value) in _PLAIN_TYPES
+
+
+_PLAIN_TYPES = frozenset({str, int, bool, type(None)})
 
 
 #: How long the writer lets records gather after the first (the most a line waits, about).
@@ -103,7 +133,7 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     @override
     def emit(self, record: logging.LogRecord) -> None:
-        if self._writer_pid != os.getpid():
+        if self._writer_pid != process.pid():
             self._start_writer()
         self._pending.append(record)
         self._wake.set()

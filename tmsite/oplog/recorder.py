@@ -40,7 +40,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
@@ -51,6 +51,7 @@ from django.conf import settings
 from django.db import connections, models, transaction
 from django.utils import timezone
 
+from tmsite.core import process
 from tmsite.core.settled import settled
 from tmsite.oplog import failures
 
@@ -289,6 +290,21 @@ def _forget_broken_connection() -> None:
 _PLAIN_FIELDS = (models.CharField, models.IntegerField)
 
 
+def _preparer(
+    field: Field[Any, Any], connection: Any, adapt_time: Callable[[Any], Any]
+) -> Callable[[Any], Any] | None:
+    """How a column's value is made ready for the database (None: it is ready)."""
+    if isinstance(field, _PLAIN_FIELDS):
+        return None
+    if isinstance(field, models.DateTimeField):
+        return lambda value: (
+            adapt_time(value)
+            if isinstance(value, datetime) and timezone.is_aware(value)
+            else field.get_db_prep_save(value, connection)
+        )
+    return lambda value: field.get_db_prep_save(value, connection)
+
+
 def _insert(rows: list[Row]) -> None:
     """Write ``rows`` to ``RequestLog``'s table: one statement, every row's values bound."""
     from tmsite.oplog.models import RequestLog
@@ -302,15 +318,15 @@ def _insert(rows: list[Row]) -> None:
         f"({', '.join(quote(str(field.column)) for field in model_fields)}) "
         f"VALUES ({', '.join(['%s'] * len(model_fields))})"
     )
-    # A text or whole-number column takes the row's str or int as it is (``Row``'s types);
-    # the others (the time) are prepared as the model would prepare them.
-    plain = [isinstance(field, _PLAIN_FIELDS) for field in model_fields]
+    # A text or whole-number column takes the row's str or int as it is (``Row``'s types); the
+    # time, always aware, goes to the backend's own adapter, as ``DateTimeField`` hands it on
+    # (its other steps only warn of a naive time); anything else as the model prepares it.
+    adapt_time = connection.ops.adapt_datetimefield_value
+    prepare = [_preparer(field, connection, adapt_time) for field in model_fields]
     params: list[tuple[Any, ...]] = [
         tuple(
-            value if as_is else field.get_db_prep_save(value, connection)
-            for field, as_is, value in zip(
-                model_fields, plain, (getattr(row, n) for n in COLUMNS), strict=True
-            )
+            value if how is None else how(value)
+            for how, value in zip(prepare, (getattr(row, n) for n in COLUMNS), strict=True)
         )
         for row in rows
     ]
@@ -374,7 +390,7 @@ def maybe_purge() -> None:
 
 def _ensure_flusher() -> None:
     """Start this process's background flusher once (again after a fork)."""
-    if _thresholds()[2] <= 0 or _state["flusher_pid"] == os.getpid():
+    if _thresholds()[2] <= 0 or _state["flusher_pid"] == process.pid():
         return
     with _lock:
         if _state["flusher_pid"] == os.getpid():

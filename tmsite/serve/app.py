@@ -333,21 +333,38 @@ def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
     if caller.ADDRESS_KEY in scope:  # worked out by the caller's cap (guard.py): not again
         environ[caller.ADDRESS_KEY] = scope[caller.ADDRESS_KEY]
     for raw_name, raw_value in scope["headers"]:
-        name = raw_name.decode("latin-1").upper()
-        if "_" in name:  # as WSGI servers do: HTTP_X_FORWARDED_FOR only from X-Forwarded-For
+        key = _ENVIRON_KEYS.get(raw_name)
+        if key is None:
+            key = _environ_key(raw_name)
+        if not key:  # as WSGI servers do: HTTP_X_FORWARDED_FOR only from X-Forwarded-For
             continue
         value = raw_value.decode("latin-1")
-        if name == "CONTENT-TYPE":
-            key = "CONTENT_TYPE"
-        elif name == "CONTENT-LENGTH":
-            key = "CONTENT_LENGTH"
-        else:
-            key = "HTTP_" + name.replace("-", "_")
         if key in environ:
             joiner = "; " if key == "HTTP_COOKIE" else ","
             value = environ[key] + joiner + value
         environ[key] = value
     return environ
+
+
+#: The environ key of each header name met so far ("" for a name WSGI leaves out).
+_ENVIRON_KEYS: dict[bytes, str] = {}
+#: Past this many names the table is not grown (a client may send any names it likes).
+MAX_ENVIRON_KEYS = 512
+
+
+def _environ_key(raw_name: bytes) -> str:
+    name = raw_name.decode("latin-1").upper()
+    if "_" in name:
+        key = ""
+    elif name == "CONTENT-TYPE":
+        key = "CONTENT_TYPE"
+    elif name == "CONTENT-LENGTH":
+        key = "CONTENT_LENGTH"
+    else:
+        key = "HTTP_" + name.replace("-", "_")
+    if len(_ENVIRON_KEYS) < MAX_ENVIRON_KEYS:
+        _ENVIRON_KEYS[raw_name] = key
+    return key
 
 
 def _names_session(scope: Scope) -> bool:
