@@ -93,11 +93,6 @@ PREPARED_METHODS = frozenset(
 )
 
 
-def body_timeout() -> float:
-    """Seconds a request's whole body may take to arrive (``TM_BODY_TIMEOUT``, default 20)."""
-    return float(os.environ.get("TM_BODY_TIMEOUT", "") or 20)
-
-
 def pool_size() -> int:
     """Threads of the request pool: ``TM_WORKER_THREADS``, 8 unless set."""
     declared = os.environ.get("TM_WORKER_THREADS", "")
@@ -423,9 +418,14 @@ class Application:
         self._pool = None
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with guard.admitted(scope, send) as admitted:  # the caller's cap (guard.py)
-            if admitted:
-                await self._answer(scope, receive, send)
+        admitted, key = guard.enter(scope)  # the caller's cap (guard.py)
+        if not admitted:
+            await guard.refuse_busy(scope, send)
+            return
+        try:
+            await self._answer(scope, receive, send)
+        finally:
+            guard.leave(key)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         is_mcp = scope["path"] == wsgi.MCP_PATH
@@ -492,7 +492,7 @@ class Application:
             return None
         started = time.perf_counter()
         try:  # the whole body's deadline and its minimum rate (guard.py)
-            body = await guard.read_body(receive, limit, body_timeout())
+            body = await guard.read_body(receive, limit)
         except guard.Late as late:
             await guard.refuse_late(send, scope, late, started)
             return None

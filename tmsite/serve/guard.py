@@ -2,7 +2,7 @@
 
 What ``tmsite.serve.app`` asks of it, for every HTTP request:
 
-* :func:`admitted` — a cap on the requests one caller has in flight in this worker
+* :func:`enter` and :func:`leave` — a cap on the requests one caller has in flight in this worker
   (``TM_CALLER_MAX_REQUESTS``, 16; 0 turns it off). The caller is the one the rate limit keys
   (``tmsite.oplog.caller.address``: the socket's peer, or the forwarded address from a trusted
   proxy; the box's own loopback calls are exempt), held only as the HMAC of that address under
@@ -30,12 +30,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from django.utils import timezone
 
+from tmsite.core.settled import settled
 from tmsite.mcp.codes import RATE_LIMITED
 from tmsite.oplog import buckets, caller, recorder
 from tmsite.rest.codes import REST_PREFIX
@@ -53,6 +53,15 @@ MCP_PATH = "/api/mcp"
 BUSY_RETRY_AFTER = 1
 
 
+#: The limits this module reads from the environment, and their defaults.
+LIMITS: dict[str, float] = {
+    "TM_BODY_TIMEOUT": 20,
+    "TM_BODY_MIN_RATE": 4096,
+    "TM_BODY_RATE_GRACE": 3,
+    "TM_CALLER_MAX_REQUESTS": 16,
+}
+
+
 def _number(name: str, default: float) -> float:
     try:
         value = float(os.environ.get(name, "") or default)
@@ -61,24 +70,30 @@ def _number(name: str, default: float) -> float:
     return value if value >= 0 else default
 
 
+@settled
+def _limits() -> dict[str, float]:
+    """``LIMITS`` as this process's environment sets them, read once (a worker's is fixed)."""
+    return {name: _number(name, default) for name, default in LIMITS.items()}
+
+
 def body_timeout() -> float:
     """Seconds a request's whole body may take to arrive (``TM_BODY_TIMEOUT``, default 20)."""
-    return _number("TM_BODY_TIMEOUT", 20)
+    return _limits()["TM_BODY_TIMEOUT"]
 
 
 def min_rate() -> float:
     """Bytes a second a body must average after the grace (``TM_BODY_MIN_RATE``; 0: off)."""
-    return _number("TM_BODY_MIN_RATE", 4096)
+    return _limits()["TM_BODY_MIN_RATE"]
 
 
 def rate_grace() -> float:
     """Seconds a body may take before its rate is judged (``TM_BODY_RATE_GRACE``, default 3)."""
-    return _number("TM_BODY_RATE_GRACE", 3)
+    return _limits()["TM_BODY_RATE_GRACE"]
 
 
 def caller_cap() -> int:
     """Requests one caller may have in flight in this worker (``TM_CALLER_MAX_REQUESTS``)."""
-    return int(_number("TM_CALLER_MAX_REQUESTS", 16))
+    return int(_limits()["TM_CALLER_MAX_REQUESTS"])
 
 
 def surface_of(path: str) -> str | None:
@@ -131,31 +146,38 @@ def in_flight() -> int:
     return sum(_in_flight.values())
 
 
-@asynccontextmanager
-async def admitted(scope: Scope, send: Send) -> AsyncIterator[bool]:
-    """Whether this request may go on (False: it was refused 429 and its row written).
+def enter(scope: Scope) -> tuple[bool, bytes | None]:
+    """Count this request against its caller's cap: whether it may go on, and its caller's key.
 
-    While the block runs, the request counts against its caller's cap.
+    False: the caller is at its cap; the request is refused with :func:`refuse_busy` and never
+    counted. Otherwise the key (None: an exempt caller, or no cap) is given back to
+    :func:`leave` when the request ends, however it ends.
     """
     cap = caller_cap()
     key = caller_key(scope) if cap > 0 else None
     if key is None:
-        yield True
+        return True, None
+    held = _in_flight.get(key, 0)
+    if held >= cap:
+        return False, None
+    _in_flight[key] = held + 1
+    return True, key
+
+
+def leave(key: bytes | None) -> None:
+    """The request :func:`enter` counted under ``key`` has ended."""
+    if key is None:
         return
-    if _in_flight.get(key, 0) >= cap:
-        started = time.perf_counter()
-        await _refuse_busy(scope, send, cap, started)
-        yield False
-        return
-    _in_flight[key] = _in_flight.get(key, 0) + 1
-    try:
-        yield True
-    finally:
-        left = _in_flight.get(key, 1) - 1
-        if left > 0:
-            _in_flight[key] = left
-        else:
-            _in_flight.pop(key, None)
+    left = _in_flight.get(key, 1) - 1
+    if left > 0:
+        _in_flight[key] = left
+    else:
+        _in_flight.pop(key, None)
+
+
+async def refuse_busy(scope: Scope, send: Send) -> None:
+    """Answer a request its caller has no room for: 429, ``Retry-After``, and its row."""
+    await _refuse_busy(scope, send, caller_cap(), time.perf_counter())
 
 
 async def _refuse_busy(scope: Scope, send: Send, cap: int, started: float) -> None:
@@ -215,27 +237,37 @@ async def read_body(
     end = start + deadline
     chunks: list[bytes] = []
     size = 0
-    while True:
+
+    def on_time_until() -> tuple[float, bool]:
         # the latest moment the body is still on time: its whole deadline, and the moment the
-        # bytes so far would fall below the rate (never before the grace)
+        # bytes so far would fall below the rate (never before the grace); and whether it is
+        # the rate's moment
         behind = start + max(grace, size / rate) if rate > 0 else end
-        due = min(end, behind)
-        left = due - loop.time()
-        try:
-            if left <= 0:
-                raise TimeoutError
-            async with asyncio.timeout(left):
+        return min(end, behind), behind < end
+
+    due, slow = on_time_until()
+    try:
+        # one timer for the whole body (a body comes in two messages at least), moved only
+        # when the bytes so far move the moment it is due
+        async with asyncio.timeout_at(due) as timer:
+            while True:
                 message = await receive()
-        except TimeoutError:
-            raise (Slow if behind < end else Late) from None
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        if chunk:
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit or not message.get("more_body", False):
-            return b"".join(chunks)
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                if chunk:
+                    chunks.append(chunk)
+                    size += len(chunk)
+                if size > limit or not message.get("more_body", False):
+                    return b"".join(chunks)
+                moved, slow = on_time_until()
+                if moved != due:
+                    due = moved
+                    if due <= loop.time():
+                        raise TimeoutError
+                    timer.reschedule(due)
+    except TimeoutError:
+        raise (Slow if slow else Late) from None
 
 
 _MCP_LATE = {
