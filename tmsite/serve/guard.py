@@ -177,10 +177,8 @@ def leave(key: bytes | None) -> None:
 
 async def refuse_busy(scope: Scope, send: Send) -> None:
     """Answer a request its caller has no room for: 429, ``Retry-After``, and its row."""
-    await _refuse_busy(scope, send, caller_cap(), time.perf_counter())
-
-
-async def _refuse_busy(scope: Scope, send: Send, cap: int, started: float) -> None:
+    started = time.perf_counter()
+    cap = caller_cap()
     message = (
         f"Too many requests at once from this caller: at most {cap} may be in flight; "
         f"retry after {BUSY_RETRY_AFTER} seconds."
