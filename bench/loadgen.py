@@ -1,12 +1,12 @@
 """A closed-loop HTTP/1.1 load generator for JSON-RPC POST endpoints.
 
-``N`` connections each send one request, wait for the whole answer, check it, and send the next, for
-a fixed time. Every connection is a keep-alive socket driven by one event loop (uvloop when
+``N`` connections each send one request, wait for the whole answer, check it, and send the next,
+for a fixed time. Every connection is a keep-alive socket driven by one event loop (uvloop when
 installed); requests are prepared once as bytes, answers are read by ``Content-Length`` (or
-chunked framing) and parsed by orjson where installed, so the client spends little CPU and both servers see exactly the same bytes. Every
-answer is checked: HTTP 200, a JSON object whose ``jsonrpc`` is ``"2.0"``, whose ``id`` is the one
-sent and which carries a ``result`` (and no ``error``). Anything else counts as an error, and a
-connection that errs is reopened.
+chunked framing) and parsed by orjson where installed, so the client spends little CPU and both
+servers see exactly the same bytes. Every answer is checked: HTTP 200, a JSON object whose
+``jsonrpc`` is ``"2.0"``, whose ``id`` is the one sent and which carries a ``result`` (and no
+``error``). Anything else counts as an error, and a connection that errs is reopened.
 
 Only loopback targets are accepted: this is a benchmark of local servers.
 """
