@@ -136,7 +136,9 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         if self._writer_pid != process.pid():
             self._start_writer()
         self._pending.append(record)
-        self._wake.set()
+        wake = self._wake
+        if not wake.is_set():  # set already: the writer has yet to clear it and drain
+            wake.set()
 
     def _start_writer(self) -> None:
         with self._start_lock:
