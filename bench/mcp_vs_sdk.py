@@ -317,18 +317,24 @@ def migrated_env(var_dir: Path) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
     }
     var_dir.mkdir(parents=True, exist_ok=True)
-    migrate = subprocess.run(
-        [str(PYTHON), "manage.py", "migrate", "--noinput", "-v", "0"],
+    run_python(["manage.py", "migrate", "--noinput", "-v", "0"], tm_env, 300, "migrate")
+    return tm_env
+
+
+def run_python(args: list[str], env: dict[str, str], timeout: float, what: str) -> str:
+    """What this Python prints for ``args`` in the checkout; ``RuntimeError`` when it fails."""
+    done = subprocess.run(  # an argument list, no shell
+        [str(PYTHON), *args],
         cwd=ROOT,
-        env=tm_env,
+        env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
-    if migrate.returncode != 0:
-        raise RuntimeError(f"migrate failed:\n{migrate.stdout}{migrate.stderr}")
-    return tm_env
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
 
 
 def base_env() -> dict[str, str]:
@@ -452,18 +458,7 @@ print(json.dumps(list_tools({{}}, CallContext(version="{PROTOCOL}", transport="h
 def tmsite_tools(tm_env: dict[str, str], where: Path) -> Path:
     """tmsite's ``tools/list`` result, written to ``where`` (for the SDK to list alike)."""
     env = {**tm_env, "DJANGO_SETTINGS_MODULE": "tmsite.settings"}
-    done = subprocess.run(
-        [str(PYTHON), "-c", _TOOLS_LIST],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"tmsite's tools/list could not be made:\n{done.stderr}")
-    where.write_text(done.stdout, encoding="utf-8")
+    where.write_text(run_python(["-c", _TOOLS_LIST], env, 120, "tools/list"), encoding="utf-8")
     return where
 
 
