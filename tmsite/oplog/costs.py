@@ -178,13 +178,14 @@ def _mcp_kind(uri: TmUri) -> str:
 
 def of_uri(text: object) -> Priced:
     """Price a read of ``text``; a URI that does not parse costs as a file and logs no target."""
-    read = _reads.get(text) if isinstance(text, str) else None
+    key = text if isinstance(text, str) and len(text) <= MAX_KEPT_URI else None
+    read = _reads.get(key) if key is not None else None
     if read is None:
         read = _read_of(text)
-        if isinstance(text, str):
+        if key is not None:
             if len(_reads) >= MAX_READS:
                 _reads.clear()
-            _reads[text] = read
+            _reads[key] = read
     kind, target, facet = read
     if kind == "bad-uri":
         return Priced(kind, price("file"))
@@ -204,6 +205,8 @@ def _read_of(text: object) -> tuple[str, str, str]:
 #: emptied when it holds ``MAX_READS``. What they cost is looked up each time (a setting).
 _reads: dict[str, tuple[str, str, str]] = {}
 MAX_READS = 1024
+#: The longest URI text remembered (a longer one is priced each time).
+MAX_KEPT_URI = 1024
 
 
 def of_prompt(name: object) -> Priced:

@@ -393,9 +393,9 @@ def _ensure_flusher() -> None:
     if _thresholds()[2] <= 0 or _state["flusher_pid"] == process.pid():
         return
     with _lock:
-        if _state["flusher_pid"] == os.getpid():
+        if _state["flusher_pid"] == process.pid():
             return
-        _state["flusher_pid"] = os.getpid()
+        _state["flusher_pid"] = process.pid()
     thread = threading.Thread(target=_flusher, name="tm-oplog-flusher", daemon=True)
     thread.start()
 
