@@ -5,7 +5,7 @@ no proposal row exists. Then: HTML in a proposal is shown escaped in the admin; 
 carried receipts read as not-found; one caller's 10,000 proposals stop at its daily cap; a
 full queue answers ``queue-full`` with ``retryAfter``; a change that moved under a proposal
 (a maintainer's own correction racing it) is stale and cannot be approved; old open
-proposals expire.
+proposals expire; the admin's message after a decision names the status the decision left.
 """
 
 from __future__ import annotations
@@ -341,3 +341,16 @@ def test_a_map_entry_correction_lands_through_the_admins_path(box: Any) -> None:
         "exact",
         "maintainer",
     )
+
+
+def test_the_admins_message_after_a_decision_names_the_status_it_now_has(box: Any) -> None:
+    assert not propose(kind="address", uri=MISSING, expected="x")["isError"]
+    proposal = Proposal.objects.get()
+    client = browser(maintainer())
+    url = f"/admin/tm_proposals/proposal/{proposal.pk}/change/"
+    data = form(client, url)
+    data.update(decision="reject", reason="not so")
+    reply = client.post(url, data, follow=True)
+    said = [str(message) for message in reply.context["messages"]]
+    assert len(said) == 1 and f"address #{proposal.pk} (rejected)" in said[0], said
+    assert "(open)" not in said[0]
