@@ -97,6 +97,16 @@ HOSTILE: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"reason": "bad-argument", "valid": ["uri", "expected"]},
     ),
     (
+        "an unknown mount",
+        {"kind": "address", "uri": f"{BASE}/zzz/a", "expected": "x"},
+        {
+            "reason": "bad-argument",
+            "uri": f"{BASE}/zzz/a",
+            "field": "uri",
+            "valid": [f"{BASE}/entity/", f"{BASE}/fs/", f"{BASE}/trail/"],
+        },
+    ),
+    (
         "an address that resolves",
         {"kind": "address", "uri": A, "expected": "a"},
         {"reason": "exists", "uri": A, "address": A},

@@ -2,8 +2,9 @@
 
 Four kinds, each checked before anything is stored, every refusal naming what is valid:
 
-* ``address`` — a ``tm://`` address on this host that does not resolve (one that does is
-  refused ``exists``), with what the client expected there. Prepared: a note for the queue
+* ``address`` — a ``tm://`` address on this host, under a mount it serves (another is refused
+  with the mounts' roots), that does not resolve (one that does is refused ``exists``), with
+  what the client expected there. Prepared: a note for the queue
   with the nearest existing addresses and the mount that would serve it.
 * ``link`` — ``from``, ``rel``, ``to``, ``why``: both ends resolve, are plain addresses (no
   query) and differ; ``rel`` is a ``tm:`` relation a maintainer may draw (:data:`RELS`); the
@@ -153,6 +154,15 @@ def served_link(rel: str, source: str, target: str) -> bool:
 def _address_kind(fields: Mapping[str, Any]) -> Prepared:
     uri = _address("uri", fields.get("uri"))
     expected = clean("expected", fields.get("expected"), "text", lines=True)
+    mounts = namespace().mounts
+    if uri.mount is not None and uri.mount not in mounts:
+        raise BadArgument(
+            str(uri),
+            f"no mount named {uri.mount!r} serves {uri}: an address proposal names one that "
+            "a mount of this box could serve",
+            field="uri",
+            valid=[str(mount.root) for name, mount in mounts.items() if name != "proposals"],
+        )
     try:
         read_quietly(uri)
     except NotFound as refusal:
@@ -166,7 +176,7 @@ def _address_kind(fields: Mapping[str, Any]) -> Prepared:
         ) from None
     else:
         raise Exists(str(uri), f"{uri} resolves already: read it", address=str(uri))
-    mount = uri.mount if uri.mount in namespace().mounts else ""
+    mount = uri.mount or ""
     proposed = {"uri": str(uri), "expected": expected}
     note = {**proposed, "mount": mount, "nearest": nearest}
     return Prepared(proposed, {"note": note}, nearest, mount)
