@@ -170,6 +170,17 @@ def test_a_hostile_proposal_is_refused_and_nothing_is_kept(
     assert not Proposal.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("kind", "said"), [("address", "an address proposal"), ("link", "a link proposal")]
+)
+def test_a_field_the_kind_does_not_take_is_refused_in_plain_english(
+    box: Any, kind: str, said: str
+) -> None:
+    refused = answer(propose(kind=kind, title="t"))
+    assert refused["reason"] == "bad-argument" and "title" not in refused["valid"]
+    assert refused["error"].startswith(f"{said} does not take title"), refused
+
+
 def test_html_is_shown_escaped_in_the_queue(box: Any) -> None:
     script = "<script>alert('x')</script><b>bold</b>"
     result = propose(kind="address", uri=MISSING, expected=script)

@@ -284,6 +284,11 @@ def _trail_kind(fields: Mapping[str, Any]) -> Prepared:
     return Prepared(proposed, change, [], "trail")
 
 
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article: "an address", "a link"."""
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
 PREPARE = {
     "address": _address_kind,
     "link": _link_kind,
@@ -306,7 +311,7 @@ def prepare(kind: object, fields: Mapping[str, Any]) -> Prepared:
     if unknown:
         raise BadArgument(
             None,
-            f"a {kind} proposal does not take {', '.join(unknown)}",
+            f"{_a(kind)} proposal does not take {', '.join(unknown)}",
             valid=list(FIELDS[kind]),
         )
     return PREPARE[kind](fields)
