@@ -21,7 +21,8 @@ listen     4     ``subscriptions/listen``, or a 2025-11-25 session's GET stream
 =========  ====  ==========================================================================
 
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
-reprice any kind. The kind is also the request log's ``kind`` column.
+reprice any kind. The kind is also the request log's ``kind`` column, and the URI its
+``target`` (a receipt's token left out: :func:`target`).
 
 That price is spent before the request runs. What the request then made the box do is counted
 as it happens (``tmsite.core.work``): a token for the request itself (reading it, dispatching
@@ -55,6 +56,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 
@@ -198,7 +200,22 @@ def _read_of(text: object) -> tuple[str, str, str]:
         uri = parse(text)
     except Refusal:
         return "bad-uri", "", ""
-    return _uri_kind(uri), str(uri)[:MAX_TARGET], (uri.param("as") or "")[:32]
+    return _uri_kind(uri), target(uri)[:MAX_TARGET], (uri.param("as") or "")[:32]
+
+
+#: Mounts whose address carries a secret in a path segment (``proposals/<receipt token>``: it
+#: reads an open proposal), and what the log's target holds in its place. A segment that is a
+#: number (a decided proposal, public) is kept.
+SECRET_SEGMENTS: dict[str, str] = {"proposals": "{receipt}"}
+
+
+def target(uri: TmUri) -> str:
+    """The log's ``target`` of a read of ``uri``: the address, any secret segment replaced."""
+    stand_in = SECRET_SEGMENTS.get(uri.mount or "")
+    if stand_in is None or all(segment.isdigit() for segment in uri.path):
+        return str(uri)
+    path = tuple(segment if segment.isdigit() else stand_in for segment in uri.path)
+    return str(replace(uri, path=path)).replace(quote(stand_in, safe=""), stand_in)
 
 
 #: The reads priced so far, by the text asked (a client reads the same URIs again and again);
