@@ -14,7 +14,9 @@ http       4     a page: fetched from the front door as a visitor gets it
 mcp-run    8     a path the server's map names (runs a tool on another MCP server), or the
                  content of its resource (``mcp/<server>/resources/<uri>``, read from it)
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
-propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst
+propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst;
+                 refused for its input (``bad-argument``, ``exists``) it costs 1, as a
+                 ``bad-uri`` read does (``as_answered``)
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 listen     4     ``subscriptions/listen``, or a 2025-11-25 session's GET stream
                  (``session-stream``): a stream held open (its slot, its watchers)
@@ -224,6 +226,25 @@ _reads: dict[str, tuple[str, str, str]] = {}
 MAX_READS = 1024
 #: The longest URI text remembered (a longer one is priced each time).
 MAX_KEPT_URI = 1024
+
+
+#: Refusals of what a request asked (its input), made before the work the price is for.
+INPUT_REFUSALS = frozenset({"bad-argument", "bad-uri", "exists"})
+#: Kinds priced for what they do when they succeed: refused for their input, such a request
+#: costs what a read of a URI that does not parse costs (a file's price).
+PRICED_FOR_SUCCESS = frozenset({"tool:propose"})
+
+
+def as_answered(priced: Priced, outcome: str) -> Priced:
+    """What a request that was answered with ``outcome`` is priced at.
+
+    A ``propose`` refused for its input keeps nothing for the maintainers: it costs what any
+    refused read does. Its price was spent up front; the difference is given back (``_settle``
+    in ``tmsite.oplog.hooks``).
+    """
+    if priced.kind in PRICED_FOR_SUCCESS and outcome in INPUT_REFUSALS:
+        return replace(priced, cost=min(priced.cost, price("file")))
+    return priced
 
 
 def of_prompt(name: object) -> Priced:

@@ -214,12 +214,16 @@ def _run_metered(run: Callable[[], A], size: Callable[[A], int]) -> tuple[A, int
 def _settle(
     who: str | None, decision: Decision | None, priced: Priced, units: Mapping[Unit, int]
 ) -> tuple[Priced, Decision | None]:
-    """The request as charged, and the caller's decision once the rest of its cost is charged."""
+    """The request as charged, and the caller's decision once the rest of its cost is charged.
+
+    A request that turns out to cost less than was spent up front (a proposal refused for its
+    input, ``costs.as_answered``) is given the difference back.
+    """
     charged = costs.charged(priced, units)
     if who is None or decision is None or not decision.allowed:
         return charged, decision
     extra = charged.cost - decision.cost
-    if extra <= buckets.EPSILON:
+    if abs(extra) <= buckets.EPSILON:
         return charged, decision
     return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
 
@@ -493,13 +497,15 @@ def observe_call(call: Call[A]) -> A:
         if decision is not None and not decision.allowed:
             answer = call.refuse(refusal(decision, call.uri()))
             sent = call.size(answer)
+            outcome = call.outcome(answer)
         else:
             where = f"{call.surface} request"
             answer, sent, units = _run_metered(call.run, call.size)
+            outcome = call.outcome(answer)
+            priced = costs.as_answered(priced, outcome)
             priced, decision = _settled(call.surface, who, decision, priced, units)
         if exchange is not None and decision is not None:
             exchange.decision = decision
-        outcome = call.outcome(answer)
     except Exception as exc:
         failures.report(where, exc)
         answer, outcome = call.fail(), INTERNAL
@@ -598,6 +604,7 @@ def observe_routes(
                         )
                     finally:
                         _address.reset(held)
+                    priced = costs.as_answered(priced, _status_outcome(response))
                     priced, decision = _settled(routes.surface, who, decision, priced, units)
             except Exception as exc:
                 failures.report(where, exc)
