@@ -53,19 +53,15 @@ from tmsite.oplog import hooks
 from tmsite.proposals import receipts, targets
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
+from tmsite.schemas import PROPOSAL_FIELDS
 from tmsite.subscriptions import changes
 from tmsite.trails import index as trails
 
-KINDS = ("address", "link", "correction", "trail")
+KINDS = tuple(PROPOSAL_FIELDS)
 #: The relations a curated link may have: the ``tm:`` ones but those the box draws itself.
 RELS = sorted(TM_RELS - {"tm:links", "tm:step", "tm:step-of", "tm:changed-by", "tm:changes"})
-#: What each kind takes, for the refusal of a field it does not.
-FIELDS: dict[str, tuple[str, ...]] = {
-    "address": ("uri", "expected"),
-    "link": ("from", "rel", "to", "why"),
-    "correction": ("uri", "entry", "field", "value", "why"),
-    "trail": ("name", "title", "description", "steps"),
-}
+#: What each kind takes, for the refusal of a field it does not (the schema's own table).
+FIELDS = PROPOSAL_FIELDS
 #: The caller of a proposal made outside HTTP (stdio, the operator's process).
 LOCAL = "local"
 DAY = 86_400
