@@ -10,10 +10,10 @@ The caller is the address's :func:`group`: an IPv4 address itself, an IPv6 addre
 network handed to one subscriber holds 2**64 addresses, each of which would otherwise be a
 caller of its own with a bucket, a daily count of proposals and a cap of its own), an
 IPv4-mapped one its IPv4 address, loopback itself. The rate limit, the caller's cap on requests
-in flight, the proposals' daily count and the login throttle all key the caller so. A trusted
-proxy's ``X-Forwarded-For`` whose caller is not an address (``unknown``, an obfuscated name,
-garbage) is not a caller: every such request is :data:`UNREADABLE`, one caller, and the MCP and
-REST surfaces refuse it (:func:`unreadable`).
+in flight, the proposals' daily count and share of the queue, and the login throttle all key
+the caller so. A trusted proxy's ``X-Forwarded-For`` whose caller is not an address
+(``unknown``, an obfuscated name, garbage) is not a caller: every such request is
+:data:`UNREADABLE`, one caller, and the MCP and REST surfaces refuse it (:func:`unreadable`).
 
 The address is never written anywhere: not to the request log, not to a log line. Where a
 caller must be recognised beyond one request (the admin login's throttle), it is :func:`keyed`:

@@ -18,10 +18,18 @@ Four kinds, each checked before anything is stored, every refusal naming what is
 
 Identical proposals (same kind, same normalised text) are one proposal with a count, and get
 the same receipt. Each proposal (a refused one too) counts against the caller's daily cap
-(``TM_PROPOSALS_PER_CALLER``, by the rate limit's daily keyed hash, in rows deleted once the
-day is over) and the queue's (``TM_PROPOSALS_OPEN_MAX`` open: ``queue-full``). Open proposals
-older than ``TM_PROPOSALS_EXPIRE_DAYS`` are expired (as read at once, marked so whenever a
-proposal is taken or ``manage.py tm_proposals expire`` runs) and deleted
+(``TM_PROPOSALS_PER_CALLER``, by the rate limit's daily keyed hash of the caller — an IPv6
+/64 is one — in rows deleted once the day is over).
+
+The queue holds ``TM_PROPOSALS_OPEN_MAX`` open proposals, shared between sources (a source is
+the caller's keyed hash of the day, kept on the proposals it made that day, blanked after).
+When it is full, a new proposal takes the room of another (:func:`_make_room`): the oldest of
+the source holding the most of today's open proposals, when that is more than the proposer
+holds; the oldest of all when no source holds any of today's; otherwise the proposer holds
+the most, has had its share, and is answered ``queue-full``. So one source, or many, cannot
+close the queue for everyone. A proposal given up so is expired at once, its receipt saying
+why. Open proposals older than ``TM_PROPOSALS_EXPIRE_DAYS`` are expired (as read at once,
+marked so whenever a proposal is taken or ``manage.py tm_proposals expire`` runs) and deleted
 ``TM_PROPOSALS_EXPIRED_KEEP_DAYS`` after they expired.
 
 Spec: PROP1, PROP2, PROP3.
@@ -34,13 +42,13 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from tmsite.core.errors import BadArgument, Exists, NotFound, QueueFull, RateLimited, Refusal
@@ -65,6 +73,11 @@ FIELDS = PROPOSAL_FIELDS
 #: The caller of a proposal made outside HTTP (stdio, the operator's process).
 LOCAL = "local"
 DAY = 86_400
+#: What the receipt of a proposal given up for a newer one says.
+MADE_ROOM = (
+    "expired early: the maintainers' queue was full, and the source of this proposal held "
+    "the most of it"
+)
 
 
 @dataclass(frozen=True)
@@ -351,10 +364,55 @@ def sweep(now: Any = None) -> int:
     return deleted
 
 
-def _count_caller(now: float) -> None:
+def forget_sources(now: float) -> int:
+    """Blank the source of every proposal made before the UTC day of ``now``; how many."""
+    today = datetime.fromtimestamp(int(now // DAY) * DAY, tz=UTC)
+    return Proposal.objects.filter(created_at__lt=today).exclude(source="").update(source="")
+
+
+def _make_room(source: str) -> None:
+    """Room in the queue for one more open proposal from ``source``, given up by another.
+
+    Raises:
+        QueueFull: ``source`` holds at least as many of today's open proposals as any other
+            (or the queue takes none).
+    """
+    open_ = Proposal.objects.filter(status="open")
+    over = open_.count() - int(settings.TM_PROPOSALS_OPEN_MAX) + 1
+    for _ in range(max(0, over)):
+        held = dict(
+            open_.exclude(source="").values_list("source").annotate(n=Count("id")).order_by()
+        )
+        mine = held.pop(source, 0)
+        top = max(held.values(), default=0)
+        if top > mine:
+            heaviest = [key for key, n in held.items() if n == top]
+            victim = open_.filter(source__in=heaviest).order_by("created_at", "id").first()
+        elif mine == 0:  # every open proposal was made on an earlier day
+            victim = open_.order_by("created_at", "id").first()
+        else:
+            victim = None
+        if victim is None:
+            raise QueueFull(
+                None,
+                "the maintainers' queue is full, and this caller holds as much of it as any; "
+                "retry later",
+                retryAfter=int(settings.TM_PROPOSALS_RETRY_AFTER),
+            )
+        Proposal.objects.filter(pk=victim.pk).update(
+            status="expired", decided_at=timezone.now(), reason=MADE_ROOM
+        )
+        announce(victim)
+
+
+def _source(now: float) -> str:
+    """The caller of the proposal in flight as the day's keyed hash (``local`` outside HTTP)."""
+    return hooks.caller_key(now) or LOCAL
+
+
+def _count_caller(now: float, key: str) -> None:
     """Count one proposal against the caller's day; refused past ``TM_PROPOSALS_PER_CALLER``."""
     day = int(now // DAY)
-    key = hooks.caller_key(now) or LOCAL
     cap = int(settings.TM_PROPOSALS_PER_CALLER)
     today = CallerDay.objects.filter(key=key, day=day)
     if today.filter(count__lt=cap).update(count=F("count") + 1):
@@ -381,11 +439,13 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
 
     Raises:
         Refusal: ``bad-argument``/``exists`` from :func:`prepare`; ``rate-limited`` past the
-            caller's daily cap; ``queue-full`` (``retryAfter``) when the queue holds all it takes.
+            caller's daily cap; ``queue-full`` (``retryAfter``) when the queue holds all it takes
+            and the caller holds as much of it as any (:func:`_make_room`).
     """
     now = time.time()
+    source = _source(now)
     with transaction.atomic():  # counted first: a refused proposal counts too
-        _count_caller(now)
+        _count_caller(now, source)
     prepared = prepare(kind, fields)
     assert isinstance(kind, str)
     mark = fingerprint(kind, prepared.proposed)
@@ -394,19 +454,13 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
             with transaction.atomic():
                 expire()
                 sweep()
+                forget_sources(now)
                 same = Proposal.objects.filter(fingerprint=mark).exclude(status="expired")
                 if same.update(count=F("count") + 1, last_proposed_at=timezone.now()):
                     counted = same.get()
                     announce(counted)
                     return Taken(counted, False)
-                if Proposal.objects.filter(status="open").count() >= int(
-                    settings.TM_PROPOSALS_OPEN_MAX
-                ):
-                    raise QueueFull(
-                        None,
-                        "the maintainers' queue is full; retry later",
-                        retryAfter=int(settings.TM_PROPOSALS_RETRY_AFTER),
-                    )
+                _make_room(source)
                 proposal = Proposal.objects.create(
                     receipt=receipts.new_id(),
                     fingerprint=mark,
@@ -415,6 +469,7 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
                     change=prepared.change,
                     nearest=prepared.nearest,
                     mount=prepared.mount,
+                    source=source,
                 )
                 return Taken(proposal, True)
         except IntegrityError:  # an identical one was kept just now: count onto it
