@@ -7,7 +7,8 @@ server (``python -m tmsite.serve``), every request forwarded by the loopback pro
 (``X-Forwarded-For``, as nginx sends it): addresses of one /64 spend one bucket and are
 refused ``rate-limited`` together, another /64 is not held back; ``unknown`` and garbage
 forwarded are refused ``bad-argument`` naming the header, on MCP (the default server's in-loop
-answer of ``ping`` too) and on REST, and spend no bucket.
+answer of ``ping`` too, and a 2025-11-25 session's GET stream, answered 400 where a short
+bucket is 429) and on REST, and spend no bucket.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import httpx
 import pytest
 
 from tests.oplog.servers import migrate, server_env, serving
+from tests.subscriptions.sessions_helpers import initialize, stream_headers
 from tmsite.oplog import buckets, caller
 from tmsite.serve import guard
 
@@ -159,5 +161,13 @@ def test_the_default_servers_in_loop_answer_refuses_it_too(tmp_path: Path) -> No
             reply = ping(running.url, forwarded)
             assert reply.status_code == 200
             assert_unreadable_refused(reply)
+        url = f"{running.url}/api/mcp"
+        with httpx.Client(timeout=30) as client:  # a 2025-11-25 session's GET stream
+            session, _ = initialize(client, url)
+            forwarded = {**stream_headers(session), "X-Forwarded-For": "unknown"}
+            stream = client.get(url, headers=forwarded)
+        assert stream.status_code == 400  # not a short bucket's 429
+        assert "retry-after" not in stream.headers
+        assert_unreadable_refused(stream)
         answered = [ping(running.url, f"{NET}::{n}") for n in range(1, 12)]
     assert ["result" in reply.json() for reply in answered] == [True] * 10 + [False]
