@@ -136,11 +136,12 @@ PROPOSAL_OPTIONAL: dict[str, frozenset[str]] = {"correction": frozenset({"entry"
 
 def _required(prop: dict[str, Any]) -> dict[str, Any]:
     """A field's schema as a kind that requires it has it: not null."""
-    variants = [v for v in prop.get("anyOf", ()) if v != {"type": "null"}]
-    if len(variants) != 1:
+    either = prop.get("anyOf", [])
+    variants = [v for v in either if v != {"type": "null"}]
+    if len(variants) == len(either):  # null was never one of them
         return prop
     kept = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
-    return {**variants[0], **kept}
+    return {**variants[0], **kept} if len(variants) == 1 else {"anyOf": variants, **kept}
 
 
 def _by_kind(schema: dict[str, Any]) -> None:

@@ -75,6 +75,8 @@ def test_each_kind_has_a_branch_with_its_fields_and_what_it_requires(
     }
     assert set(by_kind["address"]["properties"]) == {"kind", "uri", "expected"}
     assert by_kind["address"]["properties"]["uri"]["type"] == "string"  # required: not null
+    value = by_kind["correction"]["properties"]["value"]["anyOf"]
+    assert {"type": "null"} not in value and {"type": "string"} in value
 
 
 def test_a_validator_matches_each_example_to_its_kind_alone(schema: dict[str, Any]) -> None:
