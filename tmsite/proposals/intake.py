@@ -4,8 +4,8 @@ Four kinds, each checked before anything is stored, every refusal naming what is
 
 * ``address`` — a ``tm://`` address on this host, under a mount it serves (another is refused
   with the mounts' roots), that does not resolve (one that does is refused ``exists``), with
-  what the client expected there. Prepared: a note for the queue
-  with the nearest existing addresses and the mount that would serve it.
+  what the client expected there. Prepared: a note for the queue with the nearest existing
+  addresses and the mount that would serve it.
 * ``link`` — ``from``, ``rel``, ``to``, ``why``: both ends resolve, are plain addresses (no
   query) and differ; ``rel`` is a ``tm:`` relation a maintainer may draw (:data:`RELS`); the
   link is not served already. Prepared: the curated link and its inverse where ``rel`` has one.
