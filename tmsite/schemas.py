@@ -10,6 +10,7 @@ Spec: TL1, TL6.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -122,10 +123,57 @@ class ProposedStep(_Input):
     note: str = Field(description="Why the step is there (plain text, at most 500 characters).")
 
 
-class ProposeInput(_Input):
-    """A proposal: its kind and the fields that kind takes (the others left out)."""
+#: The fields each kind of proposal takes, in order, and those of them it may leave out; the
+#: proposal's intake refuses any other, and the schema says them (``oneOf`` by ``kind``).
+PROPOSAL_FIELDS: dict[str, tuple[str, ...]] = {
+    "address": ("uri", "expected"),
+    "link": ("from", "rel", "to", "why"),
+    "correction": ("uri", "entry", "field", "value", "why"),
+    "trail": ("name", "title", "description", "steps"),
+}
+PROPOSAL_OPTIONAL: dict[str, frozenset[str]] = {"correction": frozenset({"entry", "why"})}
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+def _required(prop: dict[str, Any]) -> dict[str, Any]:
+    """A field's schema as a kind that requires it has it: not null."""
+    either = prop.get("anyOf", [])
+    variants = [v for v in either if v != {"type": "null"}]
+    if len(variants) == len(either):  # null was never one of them
+        return prop
+    kept = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return {**variants[0], **kept} if len(variants) == 1 else {"anyOf": variants, **kept}
+
+
+def _by_kind(schema: dict[str, Any]) -> None:
+    """A ``oneOf`` branch for each kind: its fields alone, and those it requires."""
+    properties = schema["properties"]
+    properties["kind"]["enum"] = list(PROPOSAL_FIELDS)
+    branches = []
+    for kind, fields in PROPOSAL_FIELDS.items():
+        optional = PROPOSAL_OPTIONAL.get(kind, frozenset())
+        branch_properties = {"kind": {"const": kind}}
+        for name in fields:
+            prop = properties[name]
+            branch_properties[name] = prop if name in optional else _required(prop)
+        branches.append(
+            {
+                "title": f"{kind} proposal",
+                "type": "object",
+                "properties": branch_properties,
+                "required": ["kind", *(f for f in fields if f not in optional)],
+                "additionalProperties": False,
+            }
+        )
+    schema["oneOf"] = branches
+
+
+class ProposeInput(_Input):
+    """A proposal: its kind and the fields that kind takes (the others left out).
+
+    One branch of ``oneOf`` a kind: the fields it takes, and those it requires.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_by_kind)
 
     kind: str = Field(description="address, link, correction or trail.")
     uri: str | None = Field(

@@ -329,6 +329,14 @@ def test_a_charge_goes_into_debt_down_to_minus_the_burst(store: Store) -> None:
     assert store.charge("b", 3, 101.5, POLICY) == pytest.approx(7)  # a new caller: full
 
 
+def test_a_negative_charge_gives_back_up_to_the_burst(store: Store) -> None:
+    """What a request was charged up front beyond what it cost (a refused proposal) comes back."""
+    assert store.take("a", 8, 100.0, POLICY) == (True, pytest.approx(2))
+    assert store.charge("a", -7, 100.0, POLICY) == pytest.approx(9)
+    assert store.charge("a", -7, 100.0, POLICY) == pytest.approx(10)  # never past the burst
+    assert store.charge("b", -3, 100.0, POLICY) == pytest.approx(10)  # a new caller: full
+
+
 def test_a_bucket_in_debt_is_kept_until_it_would_be_full(tmp_path: Path) -> None:
     """The file frees a slot only when its bucket would be full: debt takes longer to pay."""
     file = FileStore(tmp_path / "buckets", slots=64)

@@ -18,6 +18,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from tests.explorer.conftest import page  # noqa: F401  (fixture: a headless Chromium page)
+from tests.oplog.test_log_lines import written  # noqa: F401  (fixture: the request log's lines)
 from tests.subscriptions.conftest import asgi_url, listen_url  # noqa: F401  (fixtures: streams)
 from tmsite.entities.loaders import fill, parse_records
 from tmsite.kinds import counter as kind_counter

@@ -5,7 +5,7 @@ no proposal row exists. Then: HTML in a proposal is shown escaped in the admin; 
 carried receipts read as not-found; one caller's 10,000 proposals stop at its daily cap; a
 full queue answers ``queue-full`` with ``retryAfter``; a change that moved under a proposal
 (a maintainer's own correction racing it) is stale and cannot be approved; old open
-proposals expire.
+proposals expire; the admin's message after a decision names the status the decision left.
 """
 
 from __future__ import annotations
@@ -97,6 +97,16 @@ HOSTILE: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"reason": "bad-argument", "valid": ["uri", "expected"]},
     ),
     (
+        "an unknown mount",
+        {"kind": "address", "uri": f"{BASE}/zzz/a", "expected": "x"},
+        {
+            "reason": "bad-argument",
+            "uri": f"{BASE}/zzz/a",
+            "field": "uri",
+            "valid": [f"{BASE}/entity/", f"{BASE}/fs/", f"{BASE}/trail/"],
+        },
+    ),
+    (
         "an address that resolves",
         {"kind": "address", "uri": A, "expected": "a"},
         {"reason": "exists", "uri": A, "address": A},
@@ -158,6 +168,17 @@ def test_a_hostile_proposal_is_refused_and_nothing_is_kept(
     assert expected.items() <= refused.items(), refused
     assert refused["error"]
     assert not Proposal.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"), [("address", "an address proposal"), ("link", "a link proposal")]
+)
+def test_a_field_the_kind_does_not_take_is_refused_in_plain_english(
+    box: Any, kind: str, said: str
+) -> None:
+    refused = answer(propose(kind=kind, title="t"))
+    assert refused["reason"] == "bad-argument" and "title" not in refused["valid"]
+    assert refused["error"].startswith(f"{said} does not take title"), refused
 
 
 def test_html_is_shown_escaped_in_the_queue(box: Any) -> None:
@@ -341,3 +362,16 @@ def test_a_map_entry_correction_lands_through_the_admins_path(box: Any) -> None:
         "exact",
         "maintainer",
     )
+
+
+def test_the_admins_message_after_a_decision_names_the_status_it_now_has(box: Any) -> None:
+    assert not propose(kind="address", uri=MISSING, expected="x")["isError"]
+    proposal = Proposal.objects.get()
+    client = browser(maintainer())
+    url = f"/admin/tm_proposals/proposal/{proposal.pk}/change/"
+    data = form(client, url)
+    data.update(decision="reject", reason="not so")
+    reply = client.post(url, data, follow=True)
+    said = [str(message) for message in reply.context["messages"]]
+    assert len(said) == 1 and f"address #{proposal.pk} (rejected)" in said[0], said
+    assert "(open)" not in said[0]

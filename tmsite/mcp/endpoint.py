@@ -57,7 +57,7 @@ from django.utils import timezone
 from django.views import defaults
 from ninja import Router
 
-from tmsite.core.errors import RateLimited
+from tmsite.core.errors import RateLimited, Refusal
 from tmsite.mcp import observed
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import (
@@ -336,10 +336,13 @@ def _session_request(request: HttpRequest, method: str, origin: str | None) -> H
         offer.log = hooks.hold()
         return _accepted(origin, 200)
 
-    def refuse(refused: RateLimited) -> HttpResponse:  # a listen's refusal, sent with 429
+    def refuse(refused: Refusal) -> HttpResponse:  # a listen's refusal: 429, or 400 (a caller)
         error = rpc_error(refused, "2025")
-        response = _json(error_response(None, error.code, error.message, error.data), 429, origin)
-        response["Retry-After"] = str((error.data or {}).get("retryAfter", 1))
+        limited = isinstance(refused, RateLimited)
+        body = error_response(None, error.code, error.message, error.data)
+        response = _json(body, 429 if limited else 400, origin)
+        if limited:
+            response["Retry-After"] = str((error.data or {}).get("retryAfter", 1))
         return response
 
     def fail() -> HttpResponse:

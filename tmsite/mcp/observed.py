@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from tmsite.core.errors import RateLimited
+from tmsite.core.errors import Refusal
 from tmsite.mcp import envelope, lifecycle
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import Answer, Message
@@ -81,7 +81,7 @@ def answer_outcome(answer: Answer) -> str:
 def session_stream(
     request: HttpRequest,
     run: Callable[[], HttpResponse],
-    refuse: Callable[[RateLimited], HttpResponse],
+    refuse: Callable[[Refusal], HttpResponse],
     fail: Callable[[], HttpResponse],
 ) -> HttpResponse:
     """A 2025-11-25 session's GET stream behind the caller's bucket, priced as a listen.
@@ -128,7 +128,7 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
 def call(message: Message, ctx: CallContext) -> hooks.Call[Answer]:
     """One request as the log sees it (``hooks.Call``): its price, run, refusal and outcome."""
 
-    def refuse(refused: RateLimited) -> Answer:
+    def refuse(refused: Refusal) -> Answer:
         error = rpc_error(refused, ctx.era)
         body = envelope.error_response(message.id, error.code, error.message, error.data)
         return Answer(envelope.dumps(body), error_code=error.code)

@@ -144,7 +144,8 @@ TOOLS: tuple[Tool, ...] = (
         "trail (name, title, description, steps: [{uri, note}]). Nothing changes until a "
         "maintainer approves it. The answer is a receipt address: read it for the status, "
         "the change as a diff, and the decision with its reason. Identical proposals are one, "
-        "counted. Costs a large share of your rate budget; refusals name what is valid.",
+        "counted. Costs a large share of your rate budget (a refusal of bad arguments costs what "
+        "a read does); refusals name what is valid.",
         ProposeInput,
         ProposalReceipt,
         open_world=False,

@@ -122,14 +122,16 @@ def owe(
     """One charge after the fact: ``(tokens after, stamp after)``.
 
     The bucket refills as in ``step``, then ``extra`` is spent whatever is left, down to
-    ``-burst`` at most (so a caller waits at most twice ``full_after`` for a full bucket).
+    ``-burst`` at most (so a caller waits at most twice ``full_after`` for a full bucket). A
+    negative ``extra`` gives tokens back (what a request was charged up front beyond what it
+    cost), up to ``burst``.
     """
     if tokens is None or stamp is None:
         tokens, stamp = policy.burst, now
     elif now > stamp:
         tokens = min(policy.burst, tokens + (now - stamp) * policy.refill)
         stamp = now
-    return max(-policy.burst, tokens - extra), stamp
+    return min(policy.burst, max(-policy.burst, tokens - extra)), stamp
 
 
 def idle_full(tokens: float, stamp: float, now: float, policy: Policy) -> bool:
@@ -427,7 +429,8 @@ return {allowed, string.format('%.17g', tokens)}
 """
 )
 #: KEYS[1] the bucket; ARGV now, extra, burst, refill, ttl in ms. Returns the tokens left.
-#: The same arithmetic as ``owe``; a bucket in debt lives until it would be full again.
+#: The same arithmetic as ``owe`` (a negative extra gives back, up to the burst); a bucket in
+#: debt lives until it would be full again.
 _CHARGE_SCRIPT = (
     """
 local now = tonumber(ARGV[1])
@@ -436,7 +439,7 @@ local burst = tonumber(ARGV[3])
 local refill = tonumber(ARGV[4])
 """
     + _REFILLED
-    + """tokens = math.max(-burst, tokens - extra)
+    + """tokens = math.min(burst, math.max(-burst, tokens - extra))
 local ttl = tonumber(ARGV[5])
 if tokens < 0 then
   ttl = ttl + math.ceil(-tokens / refill * 1000)

@@ -1,4 +1,4 @@
-"""Who is asking, for the rate limit and the admin login's throttle: the address, held in memory.
+"""Who is asking, for the rate limit and the admin login's throttle: the caller, held in memory.
 
 The address is the socket's peer (``REMOTE_ADDR``), unless that peer is a trusted proxy
 (``TM_RATE_TRUSTED_PROXIES``, loopback by default: nginx on the same machine), in which case it
@@ -6,9 +6,18 @@ is the last address in ``X-Forwarded-For`` that is not itself a trusted proxy. A
 with no forwarding header is the box itself (the http mount reading its own front door, a
 health check, the operator's tools) and is exempt (``TM_RATE_EXEMPT``).
 
+The caller is the address's :func:`group`: an IPv4 address itself, an IPv6 address its /64 (a
+network handed to one subscriber holds 2**64 addresses, each of which would otherwise be a
+caller of its own with a bucket, a daily count of proposals and a cap of its own), an
+IPv4-mapped one its IPv4 address, loopback itself. The rate limit, the caller's cap on requests
+in flight, the proposals' daily count and share of the queue, and the login throttle all key
+the caller so. A trusted proxy's ``X-Forwarded-For`` whose caller is not an address
+(``unknown``, an obfuscated name, garbage) is not a caller: every such request is
+:data:`UNREADABLE`, one caller, and the MCP and REST surfaces refuse it (:func:`unreadable`).
+
 The address is never written anywhere: not to the request log, not to a log line. Where a
 caller must be recognised beyond one request (the admin login's throttle), it is :func:`keyed`:
-the HMAC of the address under the rate limit's secret for the UTC day, the key its buckets have.
+the HMAC of the caller under the rate limit's secret for the UTC day, the key its buckets have.
 
 Spec: OP1.
 """
@@ -24,11 +33,17 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
+from tmsite.core.errors import BadArgument
 from tmsite.core.settled import settled
 from tmsite.oplog import buckets
 
 #: Where an environ carries the caller's address its ASGI front worked out (never logged).
 ADDRESS_KEY = "tm.caller_address"
+#: The caller of every request whose trusted proxy forwarded no address for it.
+UNREADABLE = "x-forwarded-for:unreadable"
+#: The leading bits of an IPv6 address that name one caller (RFC 6177: a subscriber's /64 at
+#: least; many are given a /56 or a /48).
+IPV6_PREFIX = 64
 
 
 def _normal(text: str) -> str:
@@ -46,10 +61,41 @@ def _normalized(text: str) -> str:
     text = text.strip().strip('"')
     if text.startswith("[") and "]" in text:
         text = text[1 : text.index("]")]
+    elif text.count(":") == 1:  # an IPv4 address with its port, as some proxies forward it
+        text = text.partition(":")[0]
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:
         return text[:64]
+
+
+def is_address(text: str) -> bool:
+    """Whether ``text`` (as :func:`_normal` gives it) is an IP address."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=4096)
+def group(address: str) -> str:
+    """The caller ``address`` stands for: an IPv6 address's /64, any other address itself.
+
+    An IPv4-mapped IPv6 address is its IPv4 address, and loopback is itself (``::1`` is one
+    address, the box's own). Text that is not an address is itself.
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    if ip.is_loopback:
+        return str(ip)
+    return str(ipaddress.IPv6Network((ip, IPV6_PREFIX), strict=False))
 
 
 @lru_cache(maxsize=8)
@@ -65,7 +111,8 @@ def _trusted() -> frozenset[str]:
 
 @settled
 def _exempt() -> frozenset[str]:
-    return _normal_set(tuple(settings.TM_RATE_EXEMPT))
+    """The exempt callers (an exempt IPv6 address exempts the caller it stands for)."""
+    return frozenset(group(address) for address in _normal_set(tuple(settings.TM_RATE_EXEMPT)))
 
 
 @settled
@@ -90,15 +137,16 @@ def loopback(caller: str) -> bool:
 
 
 def address(request: HttpRequest) -> str:
-    """The caller's address as the rate limit keys it."""
+    """The caller as the rate limit keys it (:func:`group` of its address)."""
     return address_in(request.META)
 
 
 def address_in(meta: Mapping[str, Any]) -> str:
     """:func:`address` from a request's ``META`` (or a WSGI environ).
 
-    An environ the ASGI server made carries the address its front worked out already
-    (``ADDRESS_KEY``, ``tmsite.serve``): it is not worked out twice.
+    An environ the ASGI server made carries the caller its front worked out already
+    (``ADDRESS_KEY``, ``tmsite.serve``): it is not worked out twice. A trusted proxy's
+    forwarded caller that is not an address is :data:`UNREADABLE`.
     """
     known = meta.get(ADDRESS_KEY)
     if isinstance(known, str):
@@ -106,13 +154,25 @@ def address_in(meta: Mapping[str, Any]) -> str:
     trusted = _trusted()
     peer = _normal(str(meta.get("REMOTE_ADDR") or ""))
     if peer not in trusted:
-        return peer
+        return group(peer)
     forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
     hops = [_normal(hop) for hop in forwarded.split(",") if hop.strip()]
     for hop in reversed(hops):
         if hop not in trusted:
-            return hop
-    return peer if not hops else hops[0]
+            return group(hop) if is_address(hop) else UNREADABLE
+    return group(peer if not hops else hops[0])
+
+
+def unreadable(caller: str | None) -> BadArgument | None:
+    """The refusal of a request whose trusted proxy forwarded no address, else None."""
+    if caller != UNREADABLE:
+        return None
+    return BadArgument(
+        None,
+        "the X-Forwarded-For header a trusted proxy sent names no IP address for the caller; "
+        "the request is refused (the proxy must forward the client's address)",
+        field="X-Forwarded-For",
+    )
 
 
 def exempt(request: HttpRequest, caller: str) -> bool:

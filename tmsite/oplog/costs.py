@@ -14,14 +14,17 @@ http       4     a page: fetched from the front door as a visitor gets it
 mcp-run    8     a path the server's map names (runs a tool on another MCP server), or the
                  content of its resource (``mcp/<server>/resources/<uri>``, read from it)
 tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piece)
-propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst
+propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst;
+                 refused for its input (``bad-argument``, ``exists``) it costs 1, as a
+                 ``bad-uri`` read does (``as_answered``)
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 listen     4     ``subscriptions/listen``, or a 2025-11-25 session's GET stream
                  (``session-stream``): a stream held open (its slot, its watchers)
 =========  ====  ==========================================================================
 
 ``resolve`` costs what the URI it reads costs. ``TM_RATE_COSTS`` (a dict in settings) may
-reprice any kind. The kind is also the request log's ``kind`` column.
+reprice any kind. The kind is also the request log's ``kind`` column, and the URI its
+``target`` (a receipt's token left out: :func:`target`).
 
 That price is spent before the request runs. What the request then made the box do is counted
 as it happens (``tmsite.core.work``): a token for the request itself (reading it, dispatching
@@ -55,6 +58,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 
@@ -198,7 +202,22 @@ def _read_of(text: object) -> tuple[str, str, str]:
         uri = parse(text)
     except Refusal:
         return "bad-uri", "", ""
-    return _uri_kind(uri), str(uri)[:MAX_TARGET], (uri.param("as") or "")[:32]
+    return _uri_kind(uri), target(uri)[:MAX_TARGET], (uri.param("as") or "")[:32]
+
+
+#: Mounts whose address carries a secret in a path segment (``proposals/<receipt token>``: it
+#: reads an open proposal), and what the log's target holds in its place. A segment that is a
+#: number (a decided proposal, public) is kept.
+SECRET_SEGMENTS: dict[str, str] = {"proposals": "{receipt}"}
+
+
+def target(uri: TmUri) -> str:
+    """The log's ``target`` of a read of ``uri``: the address, any secret segment replaced."""
+    stand_in = SECRET_SEGMENTS.get(uri.mount or "")
+    if stand_in is None or all(segment.isdigit() for segment in uri.path):
+        return str(uri)
+    path = tuple(segment if segment.isdigit() else stand_in for segment in uri.path)
+    return str(replace(uri, path=path)).replace(quote(stand_in, safe=""), stand_in)
 
 
 #: The reads priced so far, by the text asked (a client reads the same URIs again and again);
@@ -207,6 +226,25 @@ _reads: dict[str, tuple[str, str, str]] = {}
 MAX_READS = 1024
 #: The longest URI text remembered (a longer one is priced each time).
 MAX_KEPT_URI = 1024
+
+
+#: Refusals of what a request asked (its input), made before the work the price is for.
+INPUT_REFUSALS = frozenset({"bad-argument", "bad-uri", "exists"})
+#: Kinds priced for what they do when they succeed: refused for their input, such a request
+#: costs what a read of a URI that does not parse costs (a file's price).
+PRICED_FOR_SUCCESS = frozenset({"tool:propose"})
+
+
+def as_answered(priced: Priced, outcome: str) -> Priced:
+    """What a request that was answered with ``outcome`` is priced at.
+
+    A ``propose`` refused for its input keeps nothing for the maintainers: it costs what any
+    refused read does. Its price was spent up front; the difference is given back (``_settle``
+    in ``tmsite.oplog.hooks``).
+    """
+    if priced.kind in PRICED_FOR_SUCCESS and outcome in INPUT_REFUSALS:
+        return replace(priced, cost=min(priced.cost, price("file")))
+    return priced
 
 
 def of_prompt(name: object) -> Priced:

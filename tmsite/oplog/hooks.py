@@ -57,7 +57,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
 from tmsite.core import process, work
-from tmsite.core.errors import RateLimited
+from tmsite.core.errors import RateLimited, Refusal
 from tmsite.core.work import Unit
 from tmsite.oplog import buckets, caller, costs, failures, recorder
 from tmsite.oplog.buckets import Decision
@@ -214,12 +214,16 @@ def _run_metered(run: Callable[[], A], size: Callable[[A], int]) -> tuple[A, int
 def _settle(
     who: str | None, decision: Decision | None, priced: Priced, units: Mapping[Unit, int]
 ) -> tuple[Priced, Decision | None]:
-    """The request as charged, and the caller's decision once the rest of its cost is charged."""
+    """The request as charged, and the caller's decision once the rest of its cost is charged.
+
+    A request that turns out to cost less than was spent up front (a proposal refused for its
+    input, ``costs.as_answered``) is given the difference back.
+    """
     charged = costs.charged(priced, units)
     if who is None or decision is None or not decision.allowed:
         return charged, decision
     extra = charged.cost - decision.cost
-    if extra <= buckets.EPSILON:
+    if abs(extra) <= buckets.EPSILON:
         return charged, decision
     return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
 
@@ -330,7 +334,8 @@ class Call(Generic[A]):
         uri: The URI it reads, named by a ``rate-limited`` refusal (None: no URI); asked for
             only when the bucket refuses, so an allowed call does not dig for it.
         run: Answer it.
-        refuse: The surface's answer to a refusal (the bucket was short).
+        refuse: The surface's answer to a refusal before it ran: the bucket was short
+            (``rate-limited``), or the caller is :data:`~tmsite.oplog.caller.UNREADABLE`.
         fail: The surface's answer to an internal failure (the bucket or the run raised).
         outcome: How an answer reads in the log: ``ok``, a reason, ``rpc<code>``.
         size: The bytes of an answer.
@@ -342,7 +347,7 @@ class Call(Generic[A]):
     priced: Priced
     uri: Callable[[], str | None]
     run: Callable[[], A]
-    refuse: Callable[[RateLimited], A]
+    refuse: Callable[[Refusal], A]
     fail: Callable[[], A]
     outcome: Callable[[A], str]
     size: Callable[[A], int]
@@ -487,19 +492,28 @@ def observe_call(call: Call[A]) -> A:
     alone = _Alone() if exchange is None else None
     alone_token = _alone.set(alone) if alone is not None else None
     try:
-        decision = buckets.take(who, priced.cost) if who is not None else None
+        unreadable = caller.unreadable(_address.get())
+        decision = None
+        if unreadable is None and who is not None:
+            decision = buckets.take(who, priced.cost)
         if exchange is not None and decision is not None:
             exchange.decision = decision  # its headers, whatever happens next
-        if decision is not None and not decision.allowed:
+        if unreadable is not None:
+            answer = call.refuse(unreadable)
+            sent = call.size(answer)
+            outcome = call.outcome(answer)
+        elif decision is not None and not decision.allowed:
             answer = call.refuse(refusal(decision, call.uri()))
             sent = call.size(answer)
+            outcome = call.outcome(answer)
         else:
             where = f"{call.surface} request"
             answer, sent, units = _run_metered(call.run, call.size)
+            outcome = call.outcome(answer)
+            priced = costs.as_answered(priced, outcome)
             priced, decision = _settled(call.surface, who, decision, priced, units)
         if exchange is not None and decision is not None:
             exchange.decision = decision
-        outcome = call.outcome(answer)
     except Exception as exc:
         failures.report(where, exc)
         answer, outcome = call.fail(), INTERNAL
@@ -540,14 +554,15 @@ class Routes:
         prefix: The path every route lives under (the route is what follows it).
         asked_uri: The URI a route reads (named by a ``rate-limited`` refusal), from the route
             and its query.
-        refuse: The surface's response to a refusal (its status table, its JSON fields).
+        refuse: The surface's response to a refusal before the route ran (its status table, its
+            JSON fields): a short bucket, a caller whose proxy forwarded no address.
         fail: The surface's response to an internal failure (its JSON shape, a 5xx status).
     """
 
     surface: str
     prefix: str
     asked_uri: Callable[[str, Mapping[str, str]], str | None]
-    refuse: Callable[[RateLimited], HttpResponseBase]
+    refuse: Callable[[Refusal], HttpResponseBase]
     fail: Callable[[], HttpResponseBase]
 
     def route(self, request: HttpRequest) -> str:
@@ -584,8 +599,12 @@ def observe_routes(
             where = f"{routes.surface} rate limit"
             try:
                 who = caller.limited(request)
-                decision = buckets.take(who, priced.cost) if who is not None else None
-                if decision is not None and not decision.allowed:
+                unreadable = caller.unreadable(caller.address(request))
+                if unreadable is None and who is not None:
+                    decision = buckets.take(who, priced.cost)
+                if unreadable is not None:
+                    response = routes.refuse(unreadable)
+                elif decision is not None and not decision.allowed:
                     asked_uri = routes.asked_uri(routes.route(request), request.GET)
                     response = routes.refuse(refusal(decision, asked_uri))
                     response["Retry-After"] = str(decision.retry_after)
@@ -598,6 +617,7 @@ def observe_routes(
                         )
                     finally:
                         _address.reset(held)
+                    priced = costs.as_answered(priced, _status_outcome(response))
                     priced, decision = _settled(routes.surface, who, decision, priced, units)
             except Exception as exc:
                 failures.report(where, exc)

@@ -7,7 +7,9 @@ queue's), prepares the change a maintainer would make and keeps it as one
 :mod:`tmsite.proposals.decide` applies an approved change in one transaction through the
 paths maintainers' own corrections take; :mod:`tmsite.proposals.admin` is the queue. The
 ``proposals`` mount serves a proposer's receipt and the decided proposals, and carries the
-curated links every read of their ends gets. Nothing about the proposer is stored.
+curated links every read of their ends gets. Nothing about the proposer is stored but, on the
+UTC day a proposal is made, the day's keyed hash of its caller, which shares the full queue
+between callers and is blanked once the day is over.
 
 Spec: PROP1, PROP2, PROP3.
 """

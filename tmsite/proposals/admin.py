@@ -237,6 +237,7 @@ class ProposalAdmin(AddressedAdmin):
             decide.decide(obj.pk, decision == "approve", form.cleaned_data["reason"], request.user)
         except decide.NotApplied as exc:
             messages.error(request, str(exc))
+        obj.refresh_from_db()  # the admin's message names the proposal as the decision left it
 
     def _bulk(self, request: HttpRequest, queryset: QuerySet[Proposal], approve: bool) -> None:
         reason = str(request.POST.get("reason", "")).strip()

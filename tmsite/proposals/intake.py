@@ -2,9 +2,10 @@
 
 Four kinds, each checked before anything is stored, every refusal naming what is valid:
 
-* ``address`` — a ``tm://`` address on this host that does not resolve (one that does is
-  refused ``exists``), with what the client expected there. Prepared: a note for the queue
-  with the nearest existing addresses and the mount that would serve it.
+* ``address`` — a ``tm://`` address on this host, under a mount it serves (another is refused
+  with the mounts' roots), that does not resolve (one that does is refused ``exists``), with
+  what the client expected there. Prepared: a note for the queue with the nearest existing
+  addresses and the mount that would serve it.
 * ``link`` — ``from``, ``rel``, ``to``, ``why``: both ends resolve, are plain addresses (no
   query) and differ; ``rel`` is a ``tm:`` relation a maintainer may draw (:data:`RELS`); the
   link is not served already. Prepared: the curated link and its inverse where ``rel`` has one.
@@ -17,10 +18,18 @@ Four kinds, each checked before anything is stored, every refusal naming what is
 
 Identical proposals (same kind, same normalised text) are one proposal with a count, and get
 the same receipt. Each proposal (a refused one too) counts against the caller's daily cap
-(``TM_PROPOSALS_PER_CALLER``, by the rate limit's daily keyed hash, in rows deleted once the
-day is over) and the queue's (``TM_PROPOSALS_OPEN_MAX`` open: ``queue-full``). Open proposals
-older than ``TM_PROPOSALS_EXPIRE_DAYS`` are expired (as read at once, marked so whenever a
-proposal is taken or ``manage.py tm_proposals expire`` runs) and deleted
+(``TM_PROPOSALS_PER_CALLER``, by the rate limit's daily keyed hash of the caller — an IPv6
+/64 is one — in rows deleted once the day is over).
+
+The queue holds ``TM_PROPOSALS_OPEN_MAX`` open proposals, shared between sources (a source is
+the caller's keyed hash of the day, kept on the proposals it made that day, blanked after).
+When it is full, a new proposal takes the room of another (:func:`_make_room`): the oldest of
+the source holding the most of today's open proposals, when that is more than the proposer
+holds; the oldest of all when no source holds any of today's; otherwise the proposer holds
+the most, has had its share, and is answered ``queue-full``. So one source, or many, cannot
+close the queue for everyone. A proposal given up so is expired at once, its receipt saying
+why. Open proposals older than ``TM_PROPOSALS_EXPIRE_DAYS`` are expired (as read at once,
+marked so whenever a proposal is taken or ``manage.py tm_proposals expire`` runs) and deleted
 ``TM_PROPOSALS_EXPIRED_KEEP_DAYS`` after they expired.
 
 Spec: PROP1, PROP2, PROP3.
@@ -33,13 +42,13 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from tmsite.core.errors import BadArgument, Exists, NotFound, QueueFull, RateLimited, Refusal
@@ -52,22 +61,23 @@ from tmsite.oplog import hooks
 from tmsite.proposals import receipts, targets
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
+from tmsite.schemas import PROPOSAL_FIELDS
 from tmsite.subscriptions import changes
 from tmsite.trails import index as trails
 
-KINDS = ("address", "link", "correction", "trail")
+KINDS = tuple(PROPOSAL_FIELDS)
 #: The relations a curated link may have: the ``tm:`` ones but those the box draws itself.
 RELS = sorted(TM_RELS - {"tm:links", "tm:step", "tm:step-of", "tm:changed-by", "tm:changes"})
-#: What each kind takes, for the refusal of a field it does not.
-FIELDS: dict[str, tuple[str, ...]] = {
-    "address": ("uri", "expected"),
-    "link": ("from", "rel", "to", "why"),
-    "correction": ("uri", "entry", "field", "value", "why"),
-    "trail": ("name", "title", "description", "steps"),
-}
+#: What each kind takes, for the refusal of a field it does not (the schema's own table).
+FIELDS = PROPOSAL_FIELDS
 #: The caller of a proposal made outside HTTP (stdio, the operator's process).
 LOCAL = "local"
 DAY = 86_400
+#: What the receipt of a proposal given up for a newer one says.
+MADE_ROOM = (
+    "expired early: the maintainers' queue was full, and the source of this proposal held "
+    "the most of it"
+)
 
 
 @dataclass(frozen=True)
@@ -153,6 +163,15 @@ def served_link(rel: str, source: str, target: str) -> bool:
 def _address_kind(fields: Mapping[str, Any]) -> Prepared:
     uri = _address("uri", fields.get("uri"))
     expected = clean("expected", fields.get("expected"), "text", lines=True)
+    mounts = namespace().mounts
+    if uri.mount is not None and uri.mount not in mounts:
+        raise BadArgument(
+            str(uri),
+            f"no mount named {uri.mount!r} serves {uri}: an address proposal names one that "
+            "a mount of this box could serve",
+            field="uri",
+            valid=[str(mount.root) for name, mount in mounts.items() if name != "proposals"],
+        )
     try:
         read_quietly(uri)
     except NotFound as refusal:
@@ -166,7 +185,7 @@ def _address_kind(fields: Mapping[str, Any]) -> Prepared:
         ) from None
     else:
         raise Exists(str(uri), f"{uri} resolves already: read it", address=str(uri))
-    mount = uri.mount if uri.mount in namespace().mounts else ""
+    mount = uri.mount or ""
     proposed = {"uri": str(uri), "expected": expected}
     note = {**proposed, "mount": mount, "nearest": nearest}
     return Prepared(proposed, {"note": note}, nearest, mount)
@@ -274,6 +293,11 @@ def _trail_kind(fields: Mapping[str, Any]) -> Prepared:
     return Prepared(proposed, change, [], "trail")
 
 
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article: "an address", "a link"."""
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
 PREPARE = {
     "address": _address_kind,
     "link": _link_kind,
@@ -296,7 +320,7 @@ def prepare(kind: object, fields: Mapping[str, Any]) -> Prepared:
     if unknown:
         raise BadArgument(
             None,
-            f"a {kind} proposal does not take {', '.join(unknown)}",
+            f"{_a(kind)} proposal does not take {', '.join(unknown)}",
             valid=list(FIELDS[kind]),
         )
     return PREPARE[kind](fields)
@@ -340,10 +364,55 @@ def sweep(now: Any = None) -> int:
     return deleted
 
 
-def _count_caller(now: float) -> None:
+def forget_sources(now: float) -> int:
+    """Blank the source of every proposal made before the UTC day of ``now``; how many."""
+    today = datetime.fromtimestamp(int(now // DAY) * DAY, tz=UTC)
+    return Proposal.objects.filter(created_at__lt=today).exclude(source="").update(source="")
+
+
+def _make_room(source: str) -> None:
+    """Room in the queue for one more open proposal from ``source``, given up by another.
+
+    Raises:
+        QueueFull: ``source`` holds at least as many of today's open proposals as any other
+            (or the queue takes none).
+    """
+    open_ = Proposal.objects.filter(status="open")
+    over = open_.count() - int(settings.TM_PROPOSALS_OPEN_MAX) + 1
+    for _ in range(max(0, over)):
+        held = dict(
+            open_.exclude(source="").values_list("source").annotate(n=Count("id")).order_by()
+        )
+        mine = held.pop(source, 0)
+        top = max(held.values(), default=0)
+        if top > mine:
+            heaviest = [key for key, n in held.items() if n == top]
+            victim = open_.filter(source__in=heaviest).order_by("created_at", "id").first()
+        elif mine == 0:  # every open proposal was made on an earlier day
+            victim = open_.order_by("created_at", "id").first()
+        else:
+            victim = None
+        if victim is None:
+            raise QueueFull(
+                None,
+                "the maintainers' queue is full, and this caller holds as much of it as any; "
+                "retry later",
+                retryAfter=int(settings.TM_PROPOSALS_RETRY_AFTER),
+            )
+        Proposal.objects.filter(pk=victim.pk).update(
+            status="expired", decided_at=timezone.now(), reason=MADE_ROOM
+        )
+        announce(victim)
+
+
+def _source(now: float) -> str:
+    """The caller of the proposal in flight as the day's keyed hash (``local`` outside HTTP)."""
+    return hooks.caller_key(now) or LOCAL
+
+
+def _count_caller(now: float, key: str) -> None:
     """Count one proposal against the caller's day; refused past ``TM_PROPOSALS_PER_CALLER``."""
     day = int(now // DAY)
-    key = hooks.caller_key(now) or LOCAL
     cap = int(settings.TM_PROPOSALS_PER_CALLER)
     today = CallerDay.objects.filter(key=key, day=day)
     if today.filter(count__lt=cap).update(count=F("count") + 1):
@@ -370,11 +439,13 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
 
     Raises:
         Refusal: ``bad-argument``/``exists`` from :func:`prepare`; ``rate-limited`` past the
-            caller's daily cap; ``queue-full`` (``retryAfter``) when the queue holds all it takes.
+            caller's daily cap; ``queue-full`` (``retryAfter``) when the queue holds all it takes
+            and the caller holds as much of it as any (:func:`_make_room`).
     """
     now = time.time()
+    source = _source(now)
     with transaction.atomic():  # counted first: a refused proposal counts too
-        _count_caller(now)
+        _count_caller(now, source)
     prepared = prepare(kind, fields)
     assert isinstance(kind, str)
     mark = fingerprint(kind, prepared.proposed)
@@ -383,19 +454,13 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
             with transaction.atomic():
                 expire()
                 sweep()
+                forget_sources(now)
                 same = Proposal.objects.filter(fingerprint=mark).exclude(status="expired")
                 if same.update(count=F("count") + 1, last_proposed_at=timezone.now()):
                     counted = same.get()
                     announce(counted)
                     return Taken(counted, False)
-                if Proposal.objects.filter(status="open").count() >= int(
-                    settings.TM_PROPOSALS_OPEN_MAX
-                ):
-                    raise QueueFull(
-                        None,
-                        "the maintainers' queue is full; retry later",
-                        retryAfter=int(settings.TM_PROPOSALS_RETRY_AFTER),
-                    )
+                _make_room(source)
                 proposal = Proposal.objects.create(
                     receipt=receipts.new_id(),
                     fingerprint=mark,
@@ -404,6 +469,7 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
                     change=prepared.change,
                     nearest=prepared.nearest,
                     mount=prepared.mount,
+                    source=source,
                 )
                 return Taken(proposal, True)
         except IntegrityError:  # an identical one was kept just now: count onto it

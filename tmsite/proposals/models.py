@@ -2,8 +2,11 @@
 
 * :class:`Proposal` — one proposal as prepared for review: its kind, what was proposed (plain
   text, normalised), the prepared change, how many times it was proposed, and the decision.
-  It holds nothing about who proposed it. An open one older than ``TM_PROPOSALS_EXPIRE_DAYS``
-  is expired (:attr:`Proposal.state`) whether or not the row says so yet.
+  Of who proposed it, it holds only its ``source`` on the UTC day it was made: the day's keyed
+  hash of the caller (the daily count's key, meaningless the next day), by which the full queue
+  is shared between sources, blanked once the day is over. An open one older than
+  ``TM_PROPOSALS_EXPIRE_DAYS`` is expired (:attr:`Proposal.state`) whether or not the row says
+  so yet.
 * :class:`CuratedLink` — a link a maintainer approved: every read of ``source`` carries it,
   and every read of ``target`` its inverse where the relation has one.
 * :class:`CuratedVersion` — one row: a stamp written afresh whenever a curated link is saved
@@ -67,6 +70,13 @@ class Proposal(models.Model):
     nearest = models.JSONField(default=list, help_text="The nearest existing addresses.")
     mount = models.CharField(max_length=32, blank=True, help_text="The mount it concerns.")
     count = models.PositiveIntegerField(default=1, help_text="How many times it was proposed.")
+    source = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="The day's keyed hash of the caller that made it (the daily count's key), "
+        "kept only on the UTC day it was made: how a full queue is shared between sources.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     last_proposed_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
