@@ -196,7 +196,7 @@ def users_of(directory: Path) -> dict[int, str]:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
         except OSError:
             command = b"?"
-        users[pid] = command.decode(errors="replace")[:160]
+        users[pid] = command.decode(errors="replace")[:100]
     return users
 
 
@@ -239,8 +239,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     elif changed and users:
         serving = "; ".join(f"pid {pid} ({command})" for pid, command in sorted(users.items()))
         lines = [
-            f"{GUARDED} changed during the run, written by the box serving from it, not by "
-            f"the run ({', '.join(changed)}): {serving}"
+            f"{GUARDED} changed during the run: {', '.join(changed)}; written by the box "
+            f"serving from it, not by the run: {serving}"
         ]
         _say(session, "var/ is in use", lines, failed=False)
     elif changed:
