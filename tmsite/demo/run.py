@@ -154,10 +154,11 @@ def banner(options: argparse.Namespace) -> str:
     """The lines printed once the server answers."""
     site = base_url(options.host, options.port)
     admin = os.environ.get("TM_ADMIN_PATH", "admin/").strip("/")
+    workers = f"{options.workers} worker{'s' if options.workers != 1 else ''}"
     return "\n".join(
         [
             "",
-            f"tmsite is serving ({options.server}, {options.workers} workers); Ctrl-C stops it.",
+            f"tmsite is serving ({options.server}, {workers}); Ctrl-C stops it.",
             f"  MCP endpoint  {site}/api/mcp",
             f"  site          {site}/",
             f"  explorer      {site}/explore",
