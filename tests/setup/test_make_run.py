@@ -54,8 +54,9 @@ def make_env(var_dir: Path) -> dict[str, str]:
 
 
 def make(*args: str) -> list[str]:
-    """``make`` in the checkout; the venv taken as installed (``-o``): nothing is reinstalled."""
-    return [MAKE, "--no-print-directory", "-o", ".venv/.installed", *args]
+    """``make`` in the checkout with the venv running the tests, taken as installed (``-o``)."""
+    venv = sys.prefix
+    return [MAKE, "--no-print-directory", f"VENV={venv}", "-o", f"{venv}/.installed", *args]
 
 
 @pytest.mark.parametrize(
@@ -85,6 +86,12 @@ def test_a_taken_port_stops_make_run_before_anything(
     assert "Traceback" not in done.stderr + done.stdout
     assert "migrate" not in done.stdout, "nothing is set up"
     assert not (tmp_path / "var").exists()
+
+
+def python_shown() -> str:
+    """The venv's python as the banner names it: relative to the checkout when inside it."""
+    python = Path(sys.prefix) / "bin" / "python"
+    return os.path.relpath(python, ROOT) if python.is_relative_to(ROOT) else str(python)
 
 
 class Output:
@@ -135,7 +142,7 @@ def test_a_first_make_run_warns_of_nothing_prints_one_banner_and_stops_quietly(
             f"  site          {site}/",
             f"  explorer      {site}/explore",
             f"  admin         {site}/admin/",
-            "(its first user: .venv/bin/python manage.py createsuperuser)",
+            f"(its first user: {python_shown()} manage.py createsuperuser)",
             f"  demo site     http://127.0.0.1:{demo_port}/ (DEMO_PORT",
         ]
         for line in banner:

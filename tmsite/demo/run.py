@@ -154,6 +154,9 @@ def banner(options: argparse.Namespace) -> str:
     """The lines printed once the server answers."""
     site = base_url(options.host, options.port)
     admin = os.environ.get("TM_ADMIN_PATH", "admin/").strip("/")
+    python = sys.executable
+    if Path(python).is_relative_to(ROOT):
+        python = os.path.relpath(python, ROOT)
     workers = f"{options.workers} worker{'s' if options.workers != 1 else ''}"
     return "\n".join(
         [
@@ -163,7 +166,7 @@ def banner(options: argparse.Namespace) -> str:
             f"  site          {site}/",
             f"  explorer      {site}/explore",
             f"  admin         {site}/{admin}/",
-            "                (its first user: .venv/bin/python manage.py createsuperuser)",
+            f"                (its first user: {python} manage.py createsuperuser)",
             f"  demo site     {base_url('127.0.0.1', options.demo_port)}/ (DEMO_PORT, read "
             "through the http mount)",
             "",
