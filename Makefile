@@ -24,9 +24,12 @@ $(BIN)/python:
 which-python:
 	@PYTHON='$(PYTHON)' ./scripts/find-python
 
-# Installs the pinned dependencies (constraints.txt pins every transitive package).
+# Installs the pinned dependencies (constraints.txt pins every transitive package). setuptools'
+# warning that a folder named like the package may shadow it is about this very layout (tmsite/
+# at the root is the package): nothing a user can act on, so a first make run does not print it.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -c constraints.txt \
+		-e '.[dev]'
 	touch $@
 
 setup: $(VENV)/.installed
