@@ -204,3 +204,25 @@ def guard_run_beside(
         time.sleep(0.05)
     out, err = beside.communicate(timeout=60)
     return subprocess.CompletedProcess(beside.args, beside.returncode, out, err)
+
+
+def test_a_server_that_stops_on_its_own_stops_the_demo_site_too(tmp_path: Path) -> None:
+    port, demo_port = free_port(), free_port()
+    env = {**make_env(tmp_path / "var"), "TM_DATABASE_URL": "nosuchdb://x"}  # tm.E002 at start
+    ports = ["--port", str(port), "--demo-port", str(demo_port)]
+    done = subprocess.run(
+        [sys.executable, "-m", "tmsite.demo.run", *ports, "--workers", "1", "--threads", "2"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "tm.E002" in done.stderr
+    assert "make run: the server stopped (exit status 1); stopped the rest." in done.stderr
+    assert "tmsite is serving" not in done.stdout
+    with socket.socket() as probe:  # the demo site is gone with it
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", demo_port))

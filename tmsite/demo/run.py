@@ -37,6 +37,8 @@ READY_SECONDS = 120.0
 #: Seconds a stopped child may take to finish its requests before it is killed.
 STOP_SECONDS = 30.0
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+#: The status :meth:`Box.wait_ready` gives a child that never answered (no exit status is).
+NEVER_ANSWERED = -1000
 
 
 @dataclass(frozen=True)
@@ -231,22 +233,22 @@ class Box:
         return None
 
     def wait_ready(self) -> tuple[str, int] | None:
-        """Wait until both answer; a child that stops first is returned instead."""
-        urls = [
-            base_url("127.0.0.1", self.options.demo_port) + "/",
-            base_url(self.options.host, self.options.port) + "/api/v1/health",
+        """Wait until both answer; a child that stops first (or never answers) is returned."""
+        waiting = [
+            ("the demo static site", base_url("127.0.0.1", self.options.demo_port) + "/"),
+            ("the server", base_url(self.options.host, self.options.port) + "/api/v1/health"),
         ]
         deadline = time.monotonic() + READY_SECONDS
-        while urls and time.monotonic() < deadline and not self.stopping:
+        while waiting and time.monotonic() < deadline and not self.stopping:
             gone = self.ended()
             if gone is not None:
                 return gone
-            if answers(urls[0]):
-                urls.pop(0)
+            if answers(waiting[0][1]):
+                waiting.pop(0)
                 continue
             time.sleep(0.2)
-        if urls and not self.stopping:
-            return "the server", -1
+        if waiting and not self.stopping:
+            return waiting[0][0], NEVER_ANSWERED
         return None
 
     def stop(self) -> None:
@@ -293,11 +295,11 @@ def run(options: argparse.Namespace) -> int:
         print("make run: stopped.", flush=True)
         return 0
     what, code = gone
-    if code == -1:
-        print(f"make run: the server did not answer within {READY_SECONDS:.0f} s.", file=sys.stderr)
+    if code == NEVER_ANSWERED:
+        print(f"make run: {what} did not answer within {READY_SECONDS:.0f} s.", file=sys.stderr)
         return 1
     print(f"make run: {what} stopped (exit status {code}); stopped the rest.", file=sys.stderr)
-    return code or 1
+    return code if code > 0 else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
