@@ -177,6 +177,7 @@ def test_a_first_make_run_warns_of_nothing_prints_one_banner_and_stops_quietly(
     stopped = output.text()
     assert "make run: stopped." in stopped, stopped
     assert "No such process" not in stopped and "Traceback" not in stopped, stopped
+    assert "Killing worker" not in stopped, "each worker drained"
     for number in (port, demo_port):
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -4,8 +4,9 @@
 (a port taken is one sentence naming the variable that moves it, and what holds the port when
 this machine says), starts the demo static site and the server (``python -m tmsite.serve``, or
 gunicorn), waits until both answer, then prints one banner: the MCP endpoint, the site, the
-explorer, the admin and how to make its first user. Ctrl-C (or SIGTERM) stops both and waits for
-them; when either stops on its own, the other is stopped too and the exit status says so.
+explorer, the admin and how to make its first user. Ctrl-C (or SIGTERM, SIGHUP) stops both and
+waits for them (each in a process group of its own, stopped with one SIGTERM); when either stops
+on its own, the other is stopped too and the exit status says so.
 ``--check-ports`` only checks the ports (``make run`` does that before setting anything up).
 
 Only the standard library: it runs before anything else of tmsite is needed.
@@ -222,7 +223,9 @@ class Box:
             "TM_DEMO_FRONT_DOOR": base_url("127.0.0.1", self.options.demo_port),
         }
         for what, argv in commands(self.options).items():
-            self.children[what] = subprocess.Popen(argv, cwd=ROOT, env=env)
+            # A process group of its own: a Ctrl-C reaches this launcher only, which stops each
+            # child with one SIGTERM (what the server drains on), not a second signal on top.
+            self.children[what] = subprocess.Popen(argv, cwd=ROOT, env=env, process_group=0)
 
     def ended(self) -> tuple[str, int] | None:
         """The first child that has stopped, with its exit status; None while both run."""
@@ -252,11 +255,8 @@ class Box:
         return None
 
     def stop(self) -> None:
-        """Let the children finish (a Ctrl-C reached them too), then ask, then kill."""
+        """Ask each child to stop (SIGTERM), wait for it to finish its requests, then kill."""
         self.stopping = True
-        deadline = time.monotonic() + 1.0
-        while not self.ended_all() and time.monotonic() < deadline:
-            time.sleep(0.05)
         for child in self.children.values():
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
@@ -279,8 +279,8 @@ def run(options: argparse.Namespace) -> int:
     def asked_to_stop(signum: int, frame: FrameType | None) -> None:
         box.stopping = True
 
-    signal.signal(signal.SIGINT, asked_to_stop)
-    signal.signal(signal.SIGTERM, asked_to_stop)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, asked_to_stop)
     box.start()
     gone = box.wait_ready()
     if gone is None and not box.stopping:
