@@ -10,7 +10,7 @@ WORKERS ?= 2
 THREADS ?= 8
 # serve (python -m tmsite.serve: granian's ASGI workers, every body read in the event loop
 # against its deadlines, the rest on THREADS request threads) or gunicorn (gthread workers,
-# deploy/gunicorn.conf.py).
+# deploy/gunicorn.conf.py). PORT is the server's, DEMO_PORT the demo static site's.
 SERVER ?= serve
 
 .PHONY: run test setup sdk-clients lint typecheck check conformance bench clean which-python
@@ -24,9 +24,12 @@ $(BIN)/python:
 which-python:
 	@PYTHON='$(PYTHON)' ./scripts/find-python
 
-# Installs the pinned dependencies (constraints.txt pins every transitive package).
+# Installs the pinned dependencies (constraints.txt pins every transitive package). setuptools'
+# warning that a folder named like the package may shadow it is about this very layout (tmsite/
+# at the root is the package): nothing a user can act on, so a first make run does not print it.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -c constraints.txt \
+		-e '.[dev]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -34,20 +37,16 @@ setup: $(VENV)/.installed
 	$(BIN)/python manage.py tm_load_records
 	$(BIN)/python manage.py tm_servers ensure-demo
 
-# Serves the whole box on the embedded default: SQLite, this checkout, its repository.
-# The demo static site runs beside it, for the http mount to read.
-run: setup
-	@echo "tmsite: http://$(HOST):$(PORT)/api/mcp"
-	$(BIN)/python -m tmsite.demo.static_site demo_sites/demo.tinymachines.ai \
-		--port $(DEMO_PORT) & demo=$$!; trap "kill $$demo" EXIT INT TERM; \
-	export TM_FRONT_DOOR=http://$(HOST):$(PORT) TM_DEMO_FRONT_DOOR=http://127.0.0.1:$(DEMO_PORT); \
-	case "$(SERVER)" in \
-	serve) $(BIN)/python -m tmsite.serve --host $(HOST) --port $(PORT) \
-		--workers $(WORKERS) --threads $(THREADS) ;; \
-	gunicorn) $(BIN)/gunicorn tmsite.wsgi --config deploy/gunicorn.conf.py \
-		--bind $(HOST):$(PORT) --workers $(WORKERS) --threads $(THREADS) ;; \
-	*) echo "SERVER must be serve or gunicorn, not $(SERVER)" >&2; exit 2 ;; \
-	esac
+# Serves the whole box on the embedded default: SQLite, this checkout, its repository, with the
+# demo static site beside it on DEMO_PORT for the http mount to read (tmsite/demo/run.py). Both
+# ports are checked before anything is set up; once the server answers, one banner says where
+# everything is. Ctrl-C stops both.
+RUN_ARGS = --host $(HOST) --port $(PORT) --demo-port $(DEMO_PORT) --workers $(WORKERS) \
+	--threads $(THREADS) --server $(SERVER)
+run: $(VENV)/.installed
+	@$(BIN)/python -m tmsite.demo.run --check-ports $(RUN_ARGS)
+	@$(MAKE) --no-print-directory setup
+	@$(BIN)/python -m tmsite.demo.run $(RUN_ARGS)
 
 # The official SDK clients of the 2025 era that tests/clients drives the server with, outside
 # what git tracks: the Python SDK 1.x in a venv of its own, $(SDK_VENV) (its pins in

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from tmsite import pieces as piece_records
 from tmsite import probes
-from tmsite.core.errors import BadArgument
+from tmsite.core.errors import NotFound
 from tmsite.core.parts import to_text
 from tmsite.core.types import Content, Template
 from tmsite.core.uri import parse
@@ -159,14 +159,16 @@ def overview() -> Overview:
 
 
 def piece(key: str) -> PieceStatus:
-    """One piece by key, measured now. Raises ``BadArgument`` naming the valid keys."""
+    """One piece by key, measured now. Raises ``NotFound`` naming the valid keys."""
     pieces = _pieces()
     for candidate in pieces:
         if candidate.key == key:
             status = probes.probe_one(candidate)
             return PieceStatus.model_validate({**candidate.model_dump(), "status": status})
     valid = sorted(p.key for p in pieces)
-    raise BadArgument(None, f"no piece named {key!r}; valid keys: {', '.join(valid)}", valid=valid)
+    raise NotFound(
+        None, f"no piece named {key!r}; valid keys: {', '.join(valid)}", nearest=[], valid=valid
+    )
 
 
 def licensing() -> dict[str, Any]:

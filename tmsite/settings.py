@@ -6,6 +6,7 @@ default needs none and the many-machine setup sets a few. The README lists them 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 from pathlib import Path
@@ -19,6 +20,27 @@ django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TM_VAR_DIR", BASE_DIR / "var"))
+
+
+#: A file in ``var/`` each process of the box holds a shared lock on while it lives: who uses
+#: that ``var/`` (and so may write it) is seen in ``/proc/locks`` (``tests/own_var.py`` reads it).
+VAR_IN_USE = "in-use.lock"
+
+
+def _hold_var_dir(var_dir: Path) -> int | None:
+    """Hold a shared lock on ``var/in-use.lock`` while this process lives (never creates var/)."""
+    if not var_dir.is_dir():
+        return None
+    try:
+        fd = os.open(var_dir / VAR_IN_USE, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _env_list(name: str, default: str = "") -> list[str]:
@@ -48,6 +70,7 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+_VAR_DIR_HELD = _hold_var_dir(VAR_DIR)
 DEBUG = os.environ.get("TM_DEBUG", "") == "1"
 #: The site's own name is served too: the http mount fetches its pages with that Host.
 ALLOWED_HOSTS = _env_list(

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dulwich.repo import Repo
 
 from tests.entitymount.conftest import HOST, ROOT, make_space
 from tests.gitstore.builder import Builder
@@ -55,7 +57,13 @@ def history(tmp_path: Path, db: None) -> dict[str, Any]:
     builder.set_ref("refs/heads/master", c3)
     records: Records = parse_records(*files(autopsy, lessons).values())  # type: ignore[arg-type]
     fill(records)
-    return {"ns": make_space(checkout), "c1": c1.decode(), "c2": c2.decode(), "c3": c3.decode()}
+    return {
+        "ns": make_space(checkout),
+        "c1": c1.decode(),
+        "c2": c2.decode(),
+        "c3": c3.decode(),
+        "checkout": checkout,
+    }
 
 
 def test_a_pattern_as_its_record_stood(history: dict[str, Any]) -> None:
@@ -163,3 +171,17 @@ def test_bad_refs_are_the_git_refusals(history: dict[str, Any], at: str, reason:
     if at == "v3":
         assert f"{E}/pattern/pad-poll?at=v1" in data["nearest"]
         assert f"{E}/pattern/pad-poll?at=v2" in data["nearest"]
+
+
+def test_a_date_before_the_history_says_where_it_starts(history: dict[str, Any]) -> None:
+    ns: Namespace = history["ns"]
+    first = Repo(str(history["checkout"]))[history["c1"].encode()]
+    starts = datetime.fromtimestamp(first.commit_time, UTC).isoformat()
+    uri = f"{E}/pattern/pad-poll?at=1999-01-01"
+    with pytest.raises(NoSuchRef) as refused:
+        ns.read(uri)
+    assert refused.value.data["starts"] == starts
+    assert refused.value.message.endswith(f"its history starts at {starts}")
+    with pytest.raises(NoSuchRef) as refused:
+        ns.read(f"{E}/pattern/pad-poll?at=v3")
+    assert "starts" not in refused.value.data

@@ -8,7 +8,7 @@ import pytest
 
 from tests.git.scenario import BIG, BLOB, FS, HOST, REPO, ROOT, Scenario
 from tests.git_oracle import needs_git
-from tmsite.core.errors import BadFacet, Binary, NotFound, TooLarge
+from tmsite.core.errors import BadFacet, Binary, NoSuchRef, NotFound, TooLarge
 from tmsite.core.parts import READ_CAP, to_text
 from tmsite.mounts.namespace import Namespace
 
@@ -442,3 +442,18 @@ def test_every_tm_link_has_its_inverse_and_every_href_resolves(ns: Namespace) ->
                 assert (INVERSE[link.rel], uri, link.confidence) in back, (uri, link)
             if link.rel == "up":
                 assert link.href != uri
+
+
+def test_a_date_before_the_history_says_where_it_starts(ns: Namespace, scenario: Scenario) -> None:
+    starts = "2023-11-14T22:13:20+00:00"  # c1, the first commit on main's first-parent chain
+    for uri in (REPO + "docs/guide.md?at=2020-01-01", FS + "docs/guide.md?at=2023-11-14T22:00Z"):
+        with pytest.raises(NoSuchRef) as refused:
+            ns.read(uri)
+        assert refused.value.data["reason"] == "no-such-ref"
+        assert refused.value.data["uri"] == uri
+        assert refused.value.data["starts"] == starts
+        assert refused.value.message.endswith(f"its history starts at {starts}")
+    # a name that matches nothing says nothing of dates
+    with pytest.raises(NoSuchRef) as refused:
+        ns.read(REPO + "?at=nosuchbranch")
+    assert "starts" not in refused.value.data

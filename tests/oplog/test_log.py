@@ -107,7 +107,7 @@ def test_refusals_and_errors_are_recorded_by_reason_or_code() -> None:
     assert found == [
         ("mcp-http", "resources/read", "fs", missing, "stat", "not-found", 200),
         ("mcp-http", "no/such", "protocol", "", "", "rpc-32601", 200),
-        ("mcp-http", "tools/call", "tool:piece", "piece", "", "bad-argument", 200),
+        ("mcp-http", "tools/call", "tool:piece", "piece", "", "not-found", 200),
         ("mcp-http", "resources/read", "bad-uri", "", "", "bad-uri", 200),
         ("mcp-http", "", "", "", "", "rpc-32600", 415),
         ("mcp-http", "", "", "", "", "rpc-32600", 405),

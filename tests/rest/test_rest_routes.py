@@ -484,8 +484,8 @@ def test_an_unknown_piece_is_refused_as_the_piece_tool_refuses_it(
 ) -> None:
     status, by_rest = rest_refused(client, PIECE.format(key=quote(key)))
     by_tool = mcp.tool_refusal("piece", {"key": key})
-    assert by_tool["reason"] == "bad-argument"
-    assert status == EXPECTED_STATUS[by_tool["reason"]]
+    assert by_tool["reason"] == "not-found"
+    assert status == EXPECTED_STATUS[by_tool["reason"]] == 404
     assert by_rest == by_tool
     assert by_rest["valid"] == sorted(piece_keys(client))
 

@@ -27,7 +27,7 @@ def test_a_correction_survives_rederiving_and_changes_the_namespace(
 ) -> None:
     call_command("tm_servers", "ensure-demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
     entry = MapEntry.objects.get(server__name="elements", tool="get_element")
-    assert (entry.confidence, entry.touched) == ("exact", True)  # ensure-demo confirmed it
+    assert (entry.confidence, entry.touched) == ("exact", False)  # derived, confirmed, untouched
     url = f"/admin/tm_servers/mapentry/{entry.pk}/change/"
     data = form(admin_client, url)
     data.update(path_template="atom/{symbol}", kind="atom", notes="One atom, by symbol.")

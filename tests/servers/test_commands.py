@@ -16,7 +16,7 @@ from tests.mcpmount.conftest import PEERS
 from tmsite.servers import grammar
 from tmsite.servers.changes import correct_entry
 from tmsite.servers.index import derive_tool, rederive
-from tmsite.servers.management.commands.tm_servers import Command
+from tmsite.servers.management.commands.tm_servers import BY, Command
 from tmsite.servers.models import (
     MapEntry,
     MapEntryChange,
@@ -136,24 +136,42 @@ def test_stdio_equals_form_and_its_errors() -> None:
 
 
 @pytest.mark.slow
-def test_ensure_demo_is_idempotent() -> None:
+def test_ensure_demo_is_idempotent_and_corrects_nothing() -> None:
     first = run("ensure-demo")
-    assert "elements/element/{symbol}: confirmed exact" in first
+    assert "elements: map +1 ~0 -0; 0 kept as corrected" in first
+    assert "elements/element/{symbol}: exact" in first
     second = run("ensure-demo")
-    assert "already confirmed" in second
+    assert "elements: map +0 ~0 -0; 0 kept as corrected" in second
     assert McpServer.objects.count() == 1
     entry = MapEntry.objects.get()
-    assert (entry.path_template, entry.confidence, entry.touched) == (
+    assert (entry.path_template, entry.confidence, entry.touched, entry.origin) == (
         "element/{symbol}",
         "exact",
-        True,
+        False,
+        "derived",
     )
+    assert entry.notes.startswith("Confirmed: get_element reads one element by its symbol")
     actions = list(MapEntryChange.objects.values_list("action", "field", "changed_by_name"))
-    assert actions == [
-        ("derive", "*", "index driver"),
-        ("correct", "confidence", "manage.py tm_servers"),
-        ("correct", "notes", "manage.py tm_servers"),
-    ]
+    assert actions == [("derive", "*", "index driver")]
+
+
+@pytest.mark.slow
+def test_ensure_demo_hands_back_what_it_once_corrected_but_keeps_a_maintainers() -> None:
+    run("ensure-demo")
+    entry = MapEntry.objects.get()
+    # what ensure-demo did before: its confirmation kept as a correction, the entry touched
+    correct_entry(entry, {"notes": "Confirmed by an older ensure-demo."}, None, BY)
+    assert MapEntry.objects.get().touched is True
+    assert "1 kept as corrected" in run("derive", "elements")
+    again = run("ensure-demo")
+    assert "0 kept as corrected" in again
+    entry = MapEntry.objects.get()
+    assert (entry.touched, entry.confidence) == (False, "exact")
+    assert entry.notes.startswith("Confirmed: get_element")
+
+    correct_entry(entry, {"kind": "atom"}, None, "admin")
+    assert "1 kept as corrected" in run("ensure-demo")
+    assert MapEntry.objects.get().touched is True
 
 
 def tool(name: str, props: dict[str, Any], required: list[str], **extra: Any) -> dict[str, Any]:

@@ -511,19 +511,30 @@ def test_an_accept_that_excludes_json_is_406(http: httpx.Client, mcp_url: str, a
 
 # --- HTTP methods and CORS ------------------------------------------------------------------
 
+#: The 405's message where the server keeps no session (Django's live server)…
 SENTENCE = (
-    "This MCP endpoint takes JSON-RPC messages by POST only: the server sends no messages of its "
-    "own, so there is no stream to open and no session to end."
+    "This MCP endpoint takes JSON-RPC messages by POST only: this server keeps no session and "
+    "opens no stream, so a GET has nothing to open and a DELETE nothing to end."
+)
+#: … and where a 2025-11-25 session's GET and DELETE are served: the header is what is missing.
+SESSION_SENTENCE = (
+    "This MCP endpoint takes JSON-RPC messages by POST. A GET opens a 2025-11-25 session's "
+    "stream and a DELETE ends that session, each with the Mcp-Session-Id header that "
+    "initialize answered."
 )
 
 
 @pytest.mark.parametrize("verb", ["GET", "DELETE", "PUT", "PATCH"])
-def test_other_http_methods_are_405(http: httpx.Client, mcp_url: str, verb: str) -> None:
+def test_other_http_methods_are_405(
+    http: httpx.Client, mcp_url: str, verb: str, streams_served: bool
+) -> None:
     response = http.request(verb, mcp_url, headers={"Accept": "text/event-stream"})
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
     assert response.headers["content-type"] == "application/json"
-    assert response.json() == {"jsonrpc": "2.0", "error": {"code": -32600, "message": SENTENCE}}
+    says_session = streams_served and verb in ("GET", "DELETE")
+    message = SESSION_SENTENCE if says_session else SENTENCE
+    assert response.json() == {"jsonrpc": "2.0", "error": {"code": -32600, "message": message}}
 
 
 def test_head_is_405_too(http: httpx.Client, mcp_url: str) -> None:

@@ -125,7 +125,7 @@ def test_a_whole_client_session(live_server: Any, loopback_pieces: str) -> None:
     refused = seen["calls"]["unknown piece"]
     assert refused.is_error is True
     body = json.loads(refused.content[0].text)
-    assert body["reason"] == "bad-argument" and "chip-api" in body["valid"]
+    assert body["reason"] == "not-found" and "chip-api" in body["valid"]
 
     listed = [str(r.uri) for page in seen["pages"] for r in page.resources]
     assert len(listed) == len(set(listed)), "no resource twice across pages"

@@ -112,7 +112,10 @@ class Unreachable(Refusal):
 
 
 class NoSuchRef(Refusal):
-    """The ref does not resolve. ``nearest``: refs that do, as URIs."""
+    """The ref does not resolve. ``nearest``: refs that do, as URIs.
+
+    ``starts``: for a date before the history, when the history starts (ISO 8601, UTC).
+    """
 
     reason = "no-such-ref"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import stat as stat_module
+import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
-    serve(args.directory, args.port, args.host)
+    try:
+        serve(args.directory, args.port, args.host)
+    except OSError as exc:  # the port is taken, most often: one line, not a traceback
+        sys.exit(f"static_site: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,12 +34,16 @@ class NoSuchRef(GitStoreError):
         ref: The ref text that did not resolve.
         nearest: Up to five real ref names (``HEAD``, branches, tags), nearest first by edit
             distance.
+        starts: For a date before the history: when the history starts (the committer date of
+            the first commit on the default ref's first-parent chain, ISO 8601 in UTC); else
+            None.
     """
 
-    def __init__(self, ref: str, nearest: list[str]) -> None:
+    def __init__(self, ref: str, nearest: list[str], starts: str | None = None) -> None:
         super().__init__(f"no such ref {ref!r}")
         self.ref = ref
         self.nearest = nearest
+        self.starts = starts
 
 
 class AmbiguousRef(NoSuchRef):

@@ -299,6 +299,20 @@ def commit_at_date(repo: GitRepo, tip: str, when: datetime) -> str | None:
     return found
 
 
+def history_start(repo: GitRepo, tip: str) -> str:
+    """When ``tip``'s first-parent history starts: its first commit's committer date (UTC).
+
+    The walk :func:`commit_at_date` made to find nothing before a date, made again from the
+    handle's kept commit headers.
+    """
+    sha: str | None = tip
+    first_time = 0
+    while sha is not None:
+        _tree, parents, first_time = repo.walk_info(sha)
+        sha = parents[0] if parents else None
+    return datetime.fromtimestamp(first_time, UTC).isoformat()
+
+
 def resolve(repo: GitRepo, at: str | None, default_ref: str | None = None) -> Resolved:
     """Resolve what a client asked for to one commit.
 
@@ -317,7 +331,7 @@ def resolve(repo: GitRepo, at: str | None, default_ref: str | None = None) -> Re
     Raises:
         BadRef: the text is refused by its shape.
         NoSuchRef: nothing of that name (with the nearest names), or a date before the first
-            commit.
+            commit (with when the history starts).
         AmbiguousRef: an abbreviation shared by several commits.
     """
     refs = repo.refs()
@@ -326,9 +340,10 @@ def resolve(repo: GitRepo, at: str | None, default_ref: str | None = None) -> Re
     checked = validate_ref(at)
     if checked.kind == "date":
         assert checked.when is not None
-        commit = commit_at_date(repo, _head(repo, refs, default_ref), checked.when)
+        tip = _head(repo, refs, default_ref)
+        commit = commit_at_date(repo, tip, checked.when)
         if commit is None:
-            raise NoSuchRef(at, nearest_refs(repo, at))
+            raise NoSuchRef(at, nearest_refs(repo, at), starts=history_start(repo, tip))
         return Resolved(commit, at, False)
     return Resolved(_resolve_name(repo, refs, at), at, False)
 

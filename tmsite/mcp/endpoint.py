@@ -104,9 +104,16 @@ CORS_ALLOWED_HEADERS = (
     "mcp-session-id",
 )
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The 405's message where no stream is delivered (no session is kept: rule 3a)…
 METHOD_NOT_ALLOWED_SENTENCE = (
-    "This MCP endpoint takes JSON-RPC messages by POST only: the server sends no messages of its "
-    "own, so there is no stream to open and no session to end."
+    "This MCP endpoint takes JSON-RPC messages by POST only: this server keeps no session and "
+    "opens no stream, so a GET has nothing to open and a DELETE nothing to end."
+)
+#: … and where it is: a GET or DELETE lacking the session's header.
+SESSION_HEADER_SENTENCE = (
+    "This MCP endpoint takes JSON-RPC messages by POST. A GET opens a 2025-11-25 session's "
+    "stream and a DELETE ends that session, each with the Mcp-Session-Id header that "
+    "initialize answered."
 )
 #: The endpoint's path.
 MCP_PATH = "/api/mcp"
@@ -275,7 +282,7 @@ def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
         if answered is not None:
             return answered
     if method != "POST":
-        response = _refuse(405, INVALID_REQUEST, METHOD_NOT_ALLOWED_SENTENCE, origin)
+        response = _refuse(405, INVALID_REQUEST, _not_allowed_sentence(method), origin)
         response["Allow"] = "POST"
         return response
     try:
@@ -285,6 +292,13 @@ def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
             return _dispatch(value, request, origin)
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
+
+
+def _not_allowed_sentence(method: str) -> str:
+    """Why a method other than POST is refused: a session's GET or DELETE lacks its header."""
+    if method in ("GET", "DELETE") and delivery.here():
+        return SESSION_HEADER_SENTENCE
+    return METHOD_NOT_ALLOWED_SENTENCE
 
 
 def _session_of(request: HttpRequest, value: Any) -> sessions.Session | None:

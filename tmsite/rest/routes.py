@@ -180,7 +180,7 @@ def pieces(request: HttpRequest) -> list[PieceStatus]:
     exclude_unset=True,
 )
 def piece(request: HttpRequest, key: str) -> PieceStatus:
-    """The ``piece`` tool's answer; an unknown key is ``bad-argument`` with the valid keys."""
+    """The ``piece`` tool's answer; an unknown key is ``not-found`` (404) with the valid keys."""
     twin_arguments(request, "piece", key=key)
     return operations.piece(key)
 

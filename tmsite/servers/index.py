@@ -13,7 +13,9 @@ integer — and there is at least one. Then:
   ``<name>/{arg}/…``.
 
 No other tool is mapped, and only mapped tools are ever run. The argument mapping is the
-identity (``{"symbol": "{symbol}"}``).
+identity (``{"symbol": "{symbol}"}``). What is known of a program's tools beyond their schemas
+(``programs.CONFIRMED``: the demo program's ``get_element`` reads exactly one element) is given
+to the entry derived for a server running that program: still a derived entry.
 
 :func:`rederive` applies a derivation to the stored map: it adds entries for tools not yet
 mapped, updates derived entries no maintainer touched, and removes derived entries no
@@ -27,13 +29,13 @@ Spec: MCP.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from tmsite.servers import grammar
+from tmsite.servers import grammar, programs
 from tmsite.servers.models import MapEntry, MapEntryChange, McpServer, ServerDeclaration
 
 DRIVER = "index driver"
@@ -80,6 +82,7 @@ class Derived:
     kind: str
     confidence: str
     reason: str
+    notes: str = ""
 
     def values(self) -> dict[str, Any]:
         """The entry's correctable fields as :class:`~tmsite.servers.models.MapEntry` holds them."""
@@ -89,7 +92,7 @@ class Derived:
             "arguments": self.arguments,
             "kind": self.kind,
             "confidence": self.confidence,
-            "notes": "",
+            "notes": self.notes,
         }
 
 
@@ -221,6 +224,8 @@ def rederive(server: McpServer) -> Summary:
     if declaration is None:
         return summary
     derived, summary.skipped = derive(declaration)
+    known = programs.CONFIRMED.get(server.program, {}) if server.program else {}
+    derived = [_confirmed(item, known.get(item.tool)) for item in derived]
     now = timezone.now()
     with transaction.atomic():
         entries = list(MapEntry.objects.select_for_update().filter(server=server))
@@ -236,6 +241,18 @@ def rederive(server: McpServer) -> Summary:
         for item in derived:
             _apply(server, item, by_key.get(item.tool), taken, summary, now)
     return summary
+
+
+def _confirmed(item: Derived, fields: dict[str, str] | None) -> Derived:
+    """The derived item with what is known of its program's tool (the confidence, notes)."""
+    if not fields:
+        return item
+    return replace(
+        item,
+        confidence=fields.get("confidence", item.confidence),
+        notes=fields.get("notes", item.notes),
+        reason=f"{item.reason}; confirmed for the program",
+    )
 
 
 def _apply(

@@ -47,6 +47,18 @@ from tmsite.servers import grammar
 
 #: The embedded default: the demo server tmsite ships.
 DEMO_PROGRAM = "elements"
+#: What is known of a program's tools beyond their schemas, by program and tool: fields the
+#: index driver gives the entry it derives (a derived entry still, not a maintainer's
+#: correction, so re-deriving keeps it and a maintainer may still correct it).
+CONFIRMED: dict[str, dict[str, dict[str, str]]] = {
+    DEMO_PROGRAM: {
+        "get_element": {
+            "confidence": "exact",
+            "notes": "Confirmed: get_element reads one element by its symbol, any case; "
+            "an unknown symbol is a tool error.",
+        }
+    }
+}
 DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 PYTHON = "{python}"
 NOT_ALLOWED = "tm.W030"

@@ -451,10 +451,12 @@ class EntityMount(Mount):
                 nearest=[str(req.uri.with_params(at=c)) for c in exc.candidates],
             ) from None
         except gitstore.NoSuchRef as exc:
+            before = f": its history starts at {exc.starts}" if exc.starts else ""
             raise NoSuchRef(
                 req.text,
-                f"at={at} names no commit of the checkout's repository",
+                f"at={at} names no commit of the checkout's repository{before}",
                 nearest=[str(req.uri.with_params(at=name)) for name in exc.nearest],
+                starts=exc.starts,
             ) from None
         except (gitstore.PathNotFound, gitstore.NotABlob):
             raise NotFound(

@@ -138,6 +138,14 @@ def _ambiguous_ref(exc: gitstore.AmbiguousRef, read: RepoRead) -> Refusal:
 
 @refusal.register
 def _no_such_ref(exc: gitstore.NoSuchRef, read: RepoRead) -> Refusal:
+    if exc.starts is not None:  # a date before the history: say where it starts
+        return NoSuchRef(
+            str(read.uri),
+            f"{read.repo_name} has no commit at or before {exc.ref!r}: its history starts "
+            f"at {exc.starts}",
+            nearest=[read.at_ref(ref) for ref in exc.nearest],
+            starts=exc.starts,
+        )
     return NoSuchRef(
         str(read.uri),
         f"no branch, tag, commit or date {exc.ref!r} in {read.repo_name}",

@@ -10,7 +10,7 @@
     tm_servers probe NAME … | --all                    ask now; record what happened; re-derive
     tm_servers derive NAME …                           re-derive maps (hand corrections kept)
     tm_servers remove NAME …
-    tm_servers ensure-demo                             the demo server, probed, its map confirmed
+    tm_servers ensure-demo                             the demo server, probed, its map derived
 
 ``--stdio`` takes the rest of the command line verbatim, so put it last: every argument after
 it, ``--`` and options included, is the server's (``--stdio uv run -- server`` stores
@@ -40,11 +40,10 @@ from typing_extensions import override
 from tmsite.servers import changes, programs
 from tmsite.servers.connect import probe_record
 from tmsite.servers.index import rederive
-from tmsite.servers.models import MapEntry, McpServer
+from tmsite.servers.models import MapEntry, MapEntryChange, McpServer
 
 BY = "manage.py tm_servers"
 DEMO_NAME = "elements"
-DEMO_PATH = "element/{symbol}"
 
 
 class _Parser(CommandParser):
@@ -113,7 +112,7 @@ class Command(BaseCommand):
         derive.add_argument("names", nargs="+")
         remove = sub.add_parser("remove", help="remove server records")
         remove.add_argument("names", nargs="+")
-        sub.add_parser("ensure-demo", help="register the demo server, probe it, confirm its map")
+        sub.add_parser("ensure-demo", help="register the demo server, probe it, derive its map")
 
     @override
     def handle(self, *args: Any, **options: Any) -> None:
@@ -266,7 +265,11 @@ class Command(BaseCommand):
         )
 
     def _ensure_demo(self) -> None:
-        """The demo server, its declaration, and its derived map with one entry confirmed."""
+        """The demo server, its declaration, and its derived map (``get_element`` confirmed).
+
+        The confirmation is the index driver's (``programs.CONFIRMED``), not a maintainer's: an
+        entry only this command ever corrected (as it once did) is handed back to the driver.
+        """
         server = self._save(
             DEMO_NAME,
             {
@@ -280,26 +283,24 @@ class Command(BaseCommand):
                 "licence_basis": "Facts of nature: the element table is in the public domain.",
             },
         )
+        _hand_back_to_the_driver(server)
         if not self._probe(server, derive=True):
             self.stderr.write(f"{server.name}: the demo server did not answer; map unchanged")
             return
-        entry = MapEntry.objects.filter(server=server, path_template=DEMO_PATH).first()
+        entry = MapEntry.objects.filter(server=server, tool="get_element").first()
         if entry is None:
-            entry = MapEntry.objects.filter(server=server, tool="get_element").first()
-        if entry is None:
-            self.stderr.write(f"{server.name}: no map entry for get_element to confirm")
+            self.stderr.write(f"{server.name}: no map entry for get_element")
             return
-        if entry.touched:
-            self.stdout.write(f"{server.name}/{entry.path_template}: already confirmed")
-            return
-        changes.correct_entry(
-            entry,
-            {
-                "confidence": "exact",
-                "notes": "Confirmed: get_element reads one element by its symbol, any case; "
-                "an unknown symbol is a tool error.",
-            },
-            None,
-            BY,
+        self.stdout.write(f"{server.name}/{entry.path_template}: {entry.confidence}")
+
+
+def _hand_back_to_the_driver(server: McpServer) -> None:
+    """Untouch the demo entries whose every correction was this command's own."""
+    for entry in MapEntry.objects.filter(server=server, touched=True):
+        correctors = set(
+            MapEntryChange.objects.filter(entry=entry, action="correct").values_list(
+                "changed_by_name", flat=True
+            )
         )
-        self.stdout.write(f"{server.name}/{entry.path_template}: confirmed exact")
+        if correctors == {BY}:
+            MapEntry.objects.filter(pk=entry.pk).update(touched=False)
