@@ -234,25 +234,6 @@ def test_under_the_wsgi_live_server_the_page_asks_nothing_and_shows_nothing(
     assert not seen["errors"], seen["errors"]
 
 
-@pytest.fixture
-def elements(checkout: Path, transactional_db: None) -> Iterator[str]:
-    """The demo MCP server (stdio, a real child process) probed and mapped; its address."""
-    from tmsite.servers import pool
-    from tmsite.servers.connect import probe_record
-    from tmsite.servers.index import rederive
-    from tmsite.servers.models import McpServer
-
-    record = McpServer.objects.create(
-        name="elements", transport="stdio", program="elements", start_timeout=10.0
-    )
-    try:
-        assert probe_record(record).outcome == "answered"
-        rederive(record)
-        yield f"tm://{HOST}/mcp/elements/"
-    finally:
-        pool.close_all()
-
-
 def test_an_unchanged_mcp_address_is_not_told_as_changed(
     elements: str, serve_url: str, page: Any, seen: dict[str, list[Any]]
 ) -> None:
