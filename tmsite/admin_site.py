@@ -9,12 +9,14 @@
 * ``TM_ADMIN_OTP=1`` asks staff for a TOTP token as well (django-otp): the login page has a
   token field, the form verifies it against the account's device (its only one, or the one
   chosen), and a session that was not verified by a device has no admin at all. Devices are
-  enrolled in the admin (Otp_Totp → TOTP devices: add one for the account, then open its
+  enrolled in the admin (Second factor (TOTP) → TOTP devices: add one for the account, then open its
   *qrcode* page for the ``otpauth://`` URL an authenticator app takes) while the setting is
   off, or by a superuser already verified.
 
 The site is ``admin.site`` (``tmsite.apps.TmAdminConfig`` makes it the default), so every
 app's ``admin.register`` lands here, and every change through it writes Django's ``LogEntry``.
+It is branded with the site's name (``TM_SITE_NAME``) in its header and titles, and its
+"View site" link goes to the site's front page.
 
 Spec: OP4.
 """
@@ -121,6 +123,12 @@ def otp_login_form() -> type[AuthenticationForm]:
 _otp_form: list[type[AuthenticationForm]] = []
 
 
+def _site_name() -> str:
+    from tmsite.site.views import site_name
+
+    return site_name()
+
+
 def locked_out(request: HttpRequest, found: logins.Lock) -> HttpResponse:
     """The answer to an attempt during a lock-out: 429, ``Retry-After``, the sentence."""
     page = render_to_string(
@@ -141,6 +149,23 @@ def locked_out(request: HttpRequest, found: logins.Lock) -> HttpResponse:
 
 class TmAdminSite(admin.AdminSite):
     """Django's admin site with the throttled login and the optional second factor."""
+
+    site_url = "/"
+
+    @property
+    def site_header(self) -> str:  # type: ignore[override]
+        """The header of every admin page (and the login box): the site's name."""
+        return f"{_site_name()} admin"
+
+    @property
+    def site_title(self) -> str:  # type: ignore[override]
+        """What every admin page's ``<title>`` ends with."""
+        return f"{_site_name()} admin"
+
+    @property
+    def index_title(self) -> str:  # type: ignore[override]
+        """The admin index's heading."""
+        return f"Maintaining {_site_name()}"
 
     @method_decorator(never_cache)
     @login_not_required

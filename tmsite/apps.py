@@ -2,6 +2,7 @@
 
 from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
+from django_otp.plugins.otp_totp.apps import DefaultConfig as OtpTotpDefaultConfig
 from typing_extensions import override
 
 
@@ -33,3 +34,9 @@ class TmAdminConfig(AdminConfig):
     """Django's admin, with the box's own site (:class:`tmsite.admin_site.TmAdminSite`)."""
 
     default_site = "tmsite.admin_site.TmAdminSite"
+
+
+class OtpTotpConfig(OtpTotpDefaultConfig):  # type: ignore[misc]
+    """django-otp's TOTP devices, under a heading the admin's readers know (not ``OTP_TOTP``)."""
+
+    verbose_name = "Second factor (TOTP)"

@@ -85,7 +85,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_otp",
-    "django_otp.plugins.otp_totp",
+    "tmsite.apps.OtpTotpConfig",  # django_otp.plugins.otp_totp, its heading named
     "ninja",
     "tmsite.apps.TmsiteConfig",
     "tmsite.entities.apps.EntitiesConfig",

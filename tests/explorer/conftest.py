@@ -48,6 +48,25 @@ def box(transactional_db: None, settings: Any, live_server: Any) -> Iterator[Nam
 
 
 @pytest.fixture
+def elements(transactional_db: None) -> Iterator[str]:
+    """The demo MCP server (stdio, a real child process) probed and mapped; its address."""
+    from tmsite.servers import pool
+    from tmsite.servers.connect import probe_record
+    from tmsite.servers.index import rederive
+    from tmsite.servers.models import McpServer
+
+    record = McpServer.objects.create(
+        name="elements", transport="stdio", program="elements", start_timeout=10.0
+    )
+    try:
+        assert probe_record(record).outcome == "answered"
+        rederive(record)
+        yield "tm://tinymachines/mcp/elements/"
+    finally:
+        pool.close_all()
+
+
+@pytest.fixture
 def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A page of a fresh headless Chromium profile."""
     try:

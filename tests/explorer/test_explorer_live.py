@@ -232,3 +232,22 @@ def test_under_the_wsgi_live_server_the_page_asks_nothing_and_shows_nothing(
     assert page.inner_text("#live") == ""
     assert seen["methods"] == ["server/discover"], "no listen is sent where none is delivered"
     assert not seen["errors"], seen["errors"]
+
+
+def test_an_unchanged_mcp_address_is_not_told_as_changed(
+    elements: str, serve_url: str, page: Any, seen: dict[str, list[Any]]
+) -> None:
+    """Each ack reads the address again (a new tool call); an answer that differs only in when
+    it was called is no change."""
+    rereads: list[str] = []
+    page.on(
+        "response",
+        lambda r: rereads.append(r.url) if "/api/v1/resolve" in r.url and "Fe" in r.url else None,
+    )
+    explore(page, serve_url, f"{elements}element/Fe")
+    assert "Iron" in page.inner_text("#blocks")
+    listening(page)
+    _until(page, lambda: len(rereads) >= 2)  # drawn, then read again on the acknowledgement
+    page.wait_for_timeout(500)
+    assert page.locator(NOTICE).count() == 0, page.inner_text("#live")
+    assert not seen["errors"], seen["errors"]

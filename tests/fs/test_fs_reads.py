@@ -76,7 +76,7 @@ def test_directory_stat_is_bad_facet(box: Box) -> None:
     assert refused.value.data == {
         "reason": "bad-facet",
         "uri": DOCS + "sub/?as=stat",
-        "valid": ["raw"],
+        "valid": ["raw", "links"],  # links: the namespace pages any thing's links
     }
     with pytest.raises(NotFound) as not_found:
         box.read(DOCS + "sub?as=stat")

@@ -362,13 +362,14 @@ def test_submodule_pin_unknown_to_the_served_repository_has_no_pins(
 
 
 def test_facets_each_target_offers(ns: Namespace) -> None:
+    every = ["links", "blocks"]  # the namespace answers these for any address
     cases = {
-        REPO + "vendor/lib?as=blame": ["log", "stat"],
-        REPO + "vendor/lib?as=raw": ["log", "stat"],
-        REPO + "docs/?as=blame": ["log", "tree"],
-        REPO + "docs/?as=stat": ["log", "tree"],
-        REPO + "docs/guide.md?as=tree": ["blame", "log", "raw", "stat"],
-        REPO + "docs/guide.md?as=diff": ["blame", "log", "raw", "stat"],
+        REPO + "vendor/lib?as=blame": ["log", "stat", *every],
+        REPO + "vendor/lib?as=raw": ["log", "stat", *every],
+        REPO + "docs/?as=blame": ["log", "tree", *every],
+        REPO + "docs/?as=stat": ["log", "tree", *every],
+        REPO + "docs/guide.md?as=tree": ["blame", "log", "raw", "stat", *every],
+        REPO + "docs/guide.md?as=diff": ["blame", "log", "raw", "stat", *every],
     }
     for uri, valid in cases.items():
         with pytest.raises(BadFacet) as refused:

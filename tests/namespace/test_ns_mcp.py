@@ -113,7 +113,7 @@ def test_read_refusals_through_dispatch(process_namespace: Namespace, ctx: CallC
     assert facet.data == {
         "reason": "bad-facet",
         "uri": DOCS + "notes.md?as=blame",
-        "valid": ["raw", "stat"],
+        "valid": ["raw", "stat", "links", "blocks"],
     }
     cursor = read_refused(DOCS + "?cursor=forged", ctx)
     assert cursor.code == INVALID_PARAMS and cursor.data["reason"] == "bad-cursor"

@@ -10,8 +10,9 @@ into blocks, its links become ``link`` blocks, and the body lists every address 
   reason and the refusal's fields) and a ``question`` offering its nearest addresses, so a
   viewer draws the refusal like anything else. Only a URI that does not parse at all is refused.
 * A read at a revision (``at=``) also gets a ``diff`` against the same address now.
-* ``facets`` in the body are the thing's handles: the ``as`` values its mount honours, asked of
-  the mount itself (a read with ``as=facets`` is refused ``bad-facet`` naming the valid ones).
+* ``facets`` in the body are the thing's handles: the ``as`` values it is served in, asked of
+  the namespace itself (a read with ``as=facets`` is refused ``bad-facet`` naming the valid
+  ones, the mount's and the namespace's own). That probe is not listed among ``reads``.
 
 Spec: BLOCKS.
 """
@@ -27,6 +28,7 @@ from tmsite.blocks import vocabulary as v
 from tmsite.blocks.registry import find
 from tmsite.blocks.vocabulary import Block
 from tmsite.core.errors import BadFacet, Refusal
+from tmsite.core.facets import UnknownFacet
 from tmsite.core.links import Link
 from tmsite.core.parts import READ_CAP, dumps, to_text
 from tmsite.core.types import Content, Reader, vnd
@@ -137,18 +139,21 @@ def assemble(namespace: Reader, uri: TmUri) -> Content:
 
 
 def probe_facets(ctx: Context, target: TmUri) -> list[str]:
-    """The ``as`` values ``target`` offers, as its mount says when asked for an unknown one."""
+    """The ``as`` values ``target`` offers, as the namespace says when asked for an unknown one.
+
+    The probe is not one of the addresses read: it is refused by design, and nothing drawn
+    comes from it.
+    """
     probe = target.keeping("at", **{"as": PROBE_FACET})
-    facets: list[str] = []
     try:
-        ctx.read(probe)
-    except BadFacet as refusal:
-        facets = [str(f) for f in refusal.helpers.get("valid", []) if _FACET.fullmatch(str(f))]
+        ctx.namespace.read(str(probe))
+    except UnknownFacet as refusal:
+        return [
+            f for f in refusal.offered if _FACET.fullmatch(f) and f not in {"blocks", PROBE_FACET}
+        ]
     except Refusal:
-        return []
-    if target.mount is not None and "links" not in facets:
-        facets.append("links")
-    return [f for f in facets if f not in {"blocks", PROBE_FACET}]
+        pass
+    return []
 
 
 # ---- refusals ------------------------------------------------------------------------------
@@ -194,7 +199,10 @@ def _follow_options(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _facet_options(where: str, refusal: Refusal) -> list[tuple[str, str]]:
-    """For a ``bad-facet`` refusal, (``as <facet>``, address) for each facet it names valid."""
+    """For a ``bad-facet`` refusal, (``as <facet>``, address) for each facet it names valid.
+
+    Not ``blocks``: these options are drawn from a blocks read already.
+    """
     if refusal.reason != "bad-facet" or where == "tm://":
         return []
     try:
@@ -204,7 +212,7 @@ def _facet_options(where: str, refusal: Refusal) -> list[tuple[str, str]]:
     return [
         (f"as {facet}", str(base.with_params({"as": facet})))
         for facet in refusal.data.get("valid") or []
-        if isinstance(facet, str) and _FACET.fullmatch(facet)
+        if isinstance(facet, str) and _FACET.fullmatch(facet) and facet != "blocks"
     ]
 
 

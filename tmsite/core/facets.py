@@ -4,7 +4,9 @@ Representation (``as``), revision (``at``), sizes (``n``, ``depth``), parts (``l
 ``pointer``, ``range``), link filters (``rel``, ``min``) and paging (``cursor``). Numbers are
 ASCII digits only — no sign, no ``_``, no Unicode digits, no more than nine of them. Which
 parameters a target honours is the mount's to say (``Facets.require``); an unknown one is
-refused ``bad-facet`` naming the valid ones.
+refused ``bad-facet`` naming the valid ones. An unknown ``as`` value is an :class:`UnknownFacet`,
+whose ``valid`` list the namespace completes with the facets it answers for every address
+(``links``, ``blocks``): what a thing serves is said where it is served.
 
 Spec: NS3, NS4.
 """
@@ -27,6 +29,29 @@ _REL = re.compile(r"(tm:)?[a-z][a-z-]{0,40}", re.ASCII)
 _POINTER_TOKEN_ESCAPE = re.compile(r"~(?![01])")
 MAX_POINTER_LENGTH = 1024
 MAX_AT_LENGTH = 255
+
+
+class UnknownFacet(BadFacet):
+    """An ``as`` value the target does not serve; ``valid`` names those it does.
+
+    Args:
+        uri: the address refused.
+        what: the kind of target, for the message ("a file").
+        asked: the ``as`` value asked for.
+        valid: the facets served.
+    """
+
+    def __init__(self, uri: str | None, what: str, asked: str, valid: Iterable[str]) -> None:
+        self.what = what
+        self.asked = asked
+        self.offered = list(valid)
+        offers = ", ".join(self.offered) or "none"
+        super().__init__(uri, f"{what} has no ?as={asked}; it offers {offers}", valid=self.offered)
+
+    def offering(self, more: Iterable[str]) -> UnknownFacet:
+        """The same refusal, with the facets in ``more`` it did not name added to ``valid``."""
+        added = [facet for facet in more if facet not in self.offered]
+        return UnknownFacet(self.uri, self.what, self.asked, [*self.offered, *added])
 
 
 @dataclass(frozen=True)
@@ -83,11 +108,7 @@ class Facets:
         """Refuse an ``as`` value that ``what`` cannot honour."""
         valid_list = list(valid)
         if self.facet is not None and self.facet not in valid_list:
-            raise BadFacet(
-                uri,
-                f"{what} has no ?as={self.facet}; it offers {', '.join(valid_list) or 'none'}",
-                valid=valid_list,
-            )
+            raise UnknownFacet(uri, what, self.facet, valid_list)
 
 
 def parse_facets(uri: TmUri) -> Facets:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from tmsite.core import cursor as cursors
 from tmsite.core.errors import BadArgument, NotFound, Refusal
-from tmsite.core.facets import Facets, parse_facets
+from tmsite.core.facets import Facets, UnknownFacet, parse_facets
 from tmsite.core.links import Link, cap, filtered, order
 from tmsite.core.nearest import rank
 from tmsite.core.parts import apply_part, enforce_cap
@@ -121,7 +121,17 @@ class Namespace:
         except NotFound as refusal:
             mount.fill_nearest(refusal, uri)
             raise
+        except UnknownFacet as refusal:
+            raise refusal.offering(self.facets_everywhere()) from None
         return self._finish(content, req)
+
+    def facets_everywhere(self) -> list[str]:
+        """The ``as`` values answered here for any address under a mount, whatever it is.
+
+        ``links`` (the namespace pages every thing's links) and each assembler's (``blocks``);
+        a refused ``as`` names them after the mount's own, so ``valid`` lists all that work.
+        """
+        return ["links", *self.assemblers]
 
     def links_into(self, uri: TmUri) -> list[Link]:
         """Links other mounts hold about ``uri`` (a page's markdown, a file's repository)."""

@@ -37,6 +37,7 @@ from tmsite.core.uri import TmUri
 from tmsite.mcp.endpoint import origin_allowed
 from tmsite.mounts.renderers.catalogue import MODULE_PREFIX, STATIC_DIR
 from tmsite.site.admin_links import admin_row
+from tmsite.site.views import site_links, site_name
 
 _ASSET = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\.(?:js|css)", re.ASCII)
 _TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
@@ -55,6 +56,8 @@ def explore(request: HttpRequest) -> HttpResponse:
     staff = bool(user.is_active and user.is_staff)
     context = {
         "lang": "en",
+        "site_name": site_name(),
+        "nav": site_links("en", "explorer"),
         "start": start,
         "admin_row": admin_row(start) if staff else None,
         "root": root,

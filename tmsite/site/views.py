@@ -29,6 +29,7 @@ from django.http import (
     HttpResponsePermanentRedirect,
 )
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import get_conditional_response
 from django.utils.http import http_date
 from django.utils.safestring import mark_safe
@@ -50,6 +51,7 @@ WORDS: dict[str, dict[str, str]] = {
         "home": "Home",
         "docs": "Docs",
         "pieces": "Pieces",
+        "explorer": "Explorer",
         "documents": "Documents",
         "intro": (
             "Notes and documents about small machines, and the pieces of the 6502 work: "
@@ -67,6 +69,7 @@ WORDS: dict[str, dict[str, str]] = {
         "home": "ホーム",
         "docs": "ドキュメント",
         "pieces": "構成要素",
+        "explorer": "エクスプローラー",
         "documents": "ドキュメント",
         "intro": (
             "小さな機械についてのノートとドキュメント、そして 6502 の仕事の構成要素"
@@ -103,6 +106,24 @@ class _Link:
     current: bool = False
 
 
+def site_links(lang: str, here: str) -> list[_Link]:
+    """The site's links in every page's header, the explorer's too.
+
+    Args:
+        lang: the page's language.
+        here: which is current (``home``, ``docs``, ``pieces``, ``explorer`` or ``""``).
+    """
+    words = WORDS[lang]
+    docs_index = pages.page_at_slug(lang, "")
+    docs_href = href(docs_index.path) if docs_index else _front_path(lang) + "#docs"
+    return [
+        _Link(words["home"], _front_path(lang), here == "home"),
+        _Link(words["docs"], docs_href, here == "docs"),
+        _Link(words["pieces"], "/pieces", here == "pieces"),
+        _Link(words["explorer"], reverse("site:explore"), here == "explorer"),
+    ]
+
+
 def _frame(
     request: HttpRequest, lang: str, *, title: str | None, here: str, other: str | None
 ) -> dict[str, Any]:
@@ -112,17 +133,11 @@ def _frame(
         request: the request being answered (for the template's context processors).
         lang: the page's language.
         title: the page's own title (the ``<h1>``), or None for the front page.
-        here: which site link is current (``home``, ``docs``, ``pieces`` or ``""``).
+        here: which site link is current (see :func:`site_links`).
         other: the path of this page in the other language, if it has one.
     """
     words = WORDS[lang]
-    docs_index = pages.page_at_slug(lang, "")
-    docs_href = href(docs_index.path) if docs_index else _front_path(lang) + "#docs"
-    nav = [
-        _Link(words["home"], _front_path(lang), here == "home"),
-        _Link(words["docs"], docs_href, here == "docs"),
-        _Link(words["pieces"], "/pieces", here == "pieces"),
-    ]
+    nav = site_links(lang, here)
     other_lang = next(code for code in pages.LANGUAGES if code != lang)
     switch = {
         "lang": other_lang,

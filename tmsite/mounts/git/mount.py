@@ -54,6 +54,7 @@ from tmsite.core.errors import (
     Refusal,
     path_refusal,
 )
+from tmsite.core.facets import UnknownFacet
 from tmsite.core.links import Link
 from tmsite.core.nearest import rank
 from tmsite.core.parts import READ_CAP, check_range, too_large
@@ -1024,7 +1025,7 @@ def _checkout_facet(fs_uri: TmUri, text: str) -> str | None:
         raise BadFacet(text, f"a file at a revision takes {', '.join(allowed)}", valid=allowed)
     facet = fs_uri.param("as")
     if facet not in (None, "raw", "stat"):
-        raise BadFacet(text, f"a file has no ?as={facet}", valid=["raw", "stat"])
+        raise UnknownFacet(text, "a file", facet, ["raw", "stat"])
     return facet
 
 

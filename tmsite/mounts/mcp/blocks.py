@@ -10,10 +10,14 @@
   the tool that runs it), the tool, the kind it yields, its confidence and where it came from.
 * A resource read from its server (``mcp/<server>/resources/<uri>``) is its content drawn by
   its media type (text as code, JSON as its structure, bytes as media), then where it came
-  from: the server, the upstream URI, the declaration (followable) and when it was read.
+  from: the server, the upstream URI and the declaration (followable).
 * A thing a map names (any kind the map declares, so it is registered for the mount, not a
   kind) is the tool's answer drawn as JSON, then how it was read: the server, the tool (both
-  followable), the map entry and its confidence, the arguments and when it was called.
+  followable), the map entry and its confidence, and the arguments.
+
+Neither says when it was read or called (the read's own ``_meta`` provenance does): a drawing
+is of what the thing is, so two reads of a thing that did not change draw the same blocks, and
+a viewer that compares them (the explorer, on each listen) tells no change that was not one.
 
 Spec: BLOCKS, MCP.
 """
@@ -233,7 +237,6 @@ def mapped(ctx: Context, content: Content) -> list[Block]:
         ("map entry", prov.get("mapEntry"), map_uri),
         ("confidence", prov.get("confidence"), None),
         ("arguments", prov.get("arguments"), None),
-        ("called at", prov.get("calledAt"), None),
         ("licence basis", prov.get("licenceBasis"), None),
     ]
     if prov.get("sources"):
@@ -273,7 +276,6 @@ def peer_resource(ctx: Context, content: Content) -> list[Block]:
             prov.get("template") or prov.get("upstreamUri"),
             href_of(prov.get("declaration")),
         ),
-        ("read at", prov.get("readAt"), None),
         ("licence basis", prov.get("licenceBasis"), None),
     ]
     if prov.get("sources"):

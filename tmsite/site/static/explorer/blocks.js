@@ -15,6 +15,15 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/**
+ * An address as text that wraps between its parts, never inside one: a break is offered after
+ * each "/" and "=" and before each "?", "&" and "#" (a <wbr>). Other text passes as it is.
+ */
+export function breakable(text) {
+  const pieces = String(text).split(/(?<=[^/:]\/)(?!\/)|(?<==)|(?=[?&#])/);
+  return pieces.flatMap((piece, index) => (index ? [document.createElement("wbr"), piece] : [piece]));
+}
+
 /** Where the explorer draws an address. */
 export function exploreHref(uri) {
   return `/explore?uri=${encodeURIComponent(uri)}`;

@@ -3,7 +3,7 @@
 // nothing else. Every control is a link or a button: Tab moves, Enter follows. Once drawn, the
 // address is listened to (live.js) where the server delivers streams.
 
-import { drawBlocks, el, exploreHref, shapeIcon } from "./blocks.js";
+import { breakable, drawBlocks, el, exploreHref, shapeIcon } from "./blocks.js";
 import { goLive } from "./live.js";
 
 const root = document.getElementById("explorer");
@@ -181,7 +181,7 @@ function drawEdges(manifest, links) {
       },
       shapeIcon(shape),
       el("span", { class: "rel" }, link.rel),
-      el("span", { class: "target" }, link.title || link.href),
+      el("span", { class: "target" }, breakable(link.title || link.href)),
       link.confidence ? el("span", { class: "confidence" }, link.confidence) : "",
       link.count ? el("span", { class: "count" }, `×${link.count}`) : "",
     );
@@ -194,7 +194,7 @@ async function main() {
   const manifest = await loadManifest();
   const target = start;
   document.getElementById("address").value = target;
-  document.getElementById("title").textContent = target;
+  document.getElementById("title").replaceChildren(...breakable(target));
   let read;
   try {
     read = await resolve(blocksUri(target));
@@ -227,7 +227,8 @@ async function main() {
     status(`Refused: ${target}`);
   } else {
     document.getElementById("alert-region").replaceChildren();
-    status(`${body.kind} · ${body.mimeType || ""} · ${body.reads.length} addresses read`);
+    const count = body.reads.length;
+    status(`${body.kind} · ${body.mimeType || ""} · ${count} ${count === 1 ? "address" : "addresses"} read`);
   }
   drawFacets(body, facetOf(target), target);
   const section = document.getElementById("blocks");

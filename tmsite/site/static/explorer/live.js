@@ -9,7 +9,7 @@
 // is left. Nothing is replayed across streams: on each acknowledgement the address is read again and compared
 // with what was drawn, so a change while no stream was open is told too.
 
-import { el, exploreHref } from "./blocks.js";
+import { breakable, el, exploreHref } from "./blocks.js";
 
 const VERSION = "2026-07-28";
 const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
@@ -115,7 +115,7 @@ class Notice {
       );
       const list = el("ul", { class: "live-changed" });
       for (const child of this.children.slice(0, MOST_NAMED)) {
-        list.append(el("li", {}, el("a", { href: exploreHref(child), class: "live-child" }, child)));
+        list.append(el("li", {}, el("a", { href: exploreHref(child), class: "live-child" }, breakable(child))));
       }
       if (count > MOST_NAMED) list.append(el("li", {}, `and ${count - MOST_NAMED} more`));
       box.append(list);
