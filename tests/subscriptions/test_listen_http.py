@@ -144,34 +144,44 @@ def test_a_client_that_goes_away_frees_its_slot(listen_url: str, http_client: ht
 def test_caps_per_caller_are_refused_naming_the_cap(
     listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TM_LISTEN_STREAMS_PER_CALLER", "1")
+    monkeypatch.setenv("TM_LISTEN_STREAMS_PER_CALLER", "2")
     monkeypatch.setenv("TM_LISTEN_URIS_PER_CALLER", "2")
     many = [f"{H}/fs/docs/{n}.md" for n in range(3)]
-    over = http_client.post(
-        listen_url, json=listen_body(2, resourceSubscriptions=many), headers=listen_headers()
-    )
-    assert over.status_code == 200
-    error = over.json()["error"]
-    assert error["code"] == -32000
-    assert error["data"] == {
-        "reason": "too-many-subscriptions",
-        "cap": "uris-per-caller",
-        "limit": 2,
-    }
-    assert "2 subscribed URIs" in error["message"]
     with http_client.stream(
-        "POST", listen_url, json=listen_body(3), headers=listen_headers()
+        "POST",
+        listen_url,
+        json=listen_body(3, resourceSubscriptions=many[:2]),
+        headers=listen_headers(),
     ) as response:
         held = Events(response)  # kept: a generator closed by the collector closes the stream
         held.message()
-        second = http_client.post(listen_url, json=listen_body(4), headers=listen_headers())
-        error = second.json()["error"]
-        assert second.json()["id"] == 4
+        over = http_client.post(
+            listen_url,
+            json=listen_body(2, resourceSubscriptions=many[2:]),
+            headers=listen_headers(),
+        )
+        assert over.status_code == 200
+        error = over.json()["error"]
+        assert error["code"] == -32000
         assert error["data"] == {
-            "reason": "too-many-streams",
-            "cap": "streams-per-caller",
-            "limit": 1,
+            "reason": "too-many-subscriptions",
+            "cap": "uris-per-caller",
+            "limit": 2,
         }
+        assert "2 subscribed URIs" in error["message"]
+        with http_client.stream(
+            "POST", listen_url, json=listen_body(5), headers=listen_headers()
+        ) as other:
+            also = Events(other)
+            also.message()
+            third = http_client.post(listen_url, json=listen_body(4), headers=listen_headers())
+            error = third.json()["error"]
+            assert third.json()["id"] == 4
+            assert error["data"] == {
+                "reason": "too-many-streams",
+                "cap": "streams-per-caller",
+                "limit": 2,
+            }
     wait_until(lambda: listen.SLOTS.status()["streams"] == 0)
 
 
