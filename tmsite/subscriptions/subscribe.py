@@ -68,7 +68,6 @@ from tmsite.subscriptions import (
     changes,
     delivery,
     env,
-    fswatch,
     listen,
     sessions,
     sessionstream,
@@ -92,12 +91,6 @@ NO_SESSION = (
 
 #: Tells the session's client one notification; must be quick (called on a change's thread).
 Tell = Callable[[dict[str, Any]], None]
-
-
-def start_sources() -> None:
-    """The change sources follow what is listened to (idempotent): fs, git, records, peers."""
-    fswatch.SOURCE.start()
-    sources.install()
 
 
 class Session:
@@ -132,9 +125,8 @@ class Session:
                 self._slot.resize(len(self._uris) + 1, limits)
             if self._remove is None:
                 self._remove = changes.add_listener(self._hear)
-                start_sources()
             self._uris.append(uri)
-        changes.interest(uri)
+        sources.listened([uri])  # the answer means "from now on you are told"
 
     def unsubscribe(self, uri: str) -> None:
         """Stop telling of ``uri`` (a URI not held is ignored)."""
@@ -282,7 +274,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
                     pass
 
     sessionstream.retried(write)
-    sessionstream.wake()
+    sessionstream.caught_up(session)  # the answer means "from now on you are told"
     return {}
 
 
