@@ -332,3 +332,36 @@ def _row() -> RequestLog:
 
     wait_until(written)
     return RequestLog.objects.filter(method="subscriptions/listen").latest("id")
+
+
+def test_the_row_of_a_stream_that_ends_is_written_by_the_logs_thread_not_the_loop(
+    listen_url: str,
+    http_client: httpx.Client,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream's held row is written as it ends, in the event loop: a batch it makes due is
+    the request log's own thread's to write (it used to be written in the loop, where Django
+    refuses the database: ``SynchronousOnlyOperation``, and the row waited)."""
+    import threading
+
+    settings.TM_LOG_FLUSH_ROWS = 1
+    settings.TM_LOG_FLUSH_SECONDS = 60.0  # only a wake-up writes before the test ends
+    monkeypatch.setenv("TM_LISTEN_IDLE", "0.5")
+    writers: list[str] = []
+    insert = recorder._insert
+
+    def noted(rows: list[recorder.Row]) -> None:  # the real write; who wrote it is noted
+        writers.append(threading.current_thread().name)
+        insert(rows)
+
+    monkeypatch.setattr(recorder, "_insert", noted)
+    with http_client.stream(
+        "POST", listen_url, json=listen_body("w"), headers=listen_headers()
+    ) as response:
+        seen = Events(response).rest()
+    assert seen[-1][1]["result"]["resultType"] == "complete"
+    wait_until(lambda: RequestLog.objects.filter(kind="listen", outcome="idle").exists())
+    assert writers, "the stream's row was never written"
+    assert "tm-test-asgi" not in writers, writers  # the served event loop's thread
+    assert recorder.status()["failedWrites"] == 0
