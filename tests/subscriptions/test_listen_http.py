@@ -144,34 +144,44 @@ def test_a_client_that_goes_away_frees_its_slot(listen_url: str, http_client: ht
 def test_caps_per_caller_are_refused_naming_the_cap(
     listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TM_LISTEN_STREAMS_PER_CALLER", "1")
+    monkeypatch.setenv("TM_LISTEN_STREAMS_PER_CALLER", "2")
     monkeypatch.setenv("TM_LISTEN_URIS_PER_CALLER", "2")
     many = [f"{H}/fs/docs/{n}.md" for n in range(3)]
-    over = http_client.post(
-        listen_url, json=listen_body(2, resourceSubscriptions=many), headers=listen_headers()
-    )
-    assert over.status_code == 200
-    error = over.json()["error"]
-    assert error["code"] == -32000
-    assert error["data"] == {
-        "reason": "too-many-subscriptions",
-        "cap": "uris-per-caller",
-        "limit": 2,
-    }
-    assert "2 subscribed URIs" in error["message"]
     with http_client.stream(
-        "POST", listen_url, json=listen_body(3), headers=listen_headers()
+        "POST",
+        listen_url,
+        json=listen_body(3, resourceSubscriptions=many[:2]),
+        headers=listen_headers(),
     ) as response:
         held = Events(response)  # kept: a generator closed by the collector closes the stream
         held.message()
-        second = http_client.post(listen_url, json=listen_body(4), headers=listen_headers())
-        error = second.json()["error"]
-        assert second.json()["id"] == 4
+        over = http_client.post(
+            listen_url,
+            json=listen_body(2, resourceSubscriptions=many[2:]),
+            headers=listen_headers(),
+        )
+        assert over.status_code == 200
+        error = over.json()["error"]
+        assert error["code"] == -32000
         assert error["data"] == {
-            "reason": "too-many-streams",
-            "cap": "streams-per-caller",
-            "limit": 1,
+            "reason": "too-many-subscriptions",
+            "cap": "uris-per-caller",
+            "limit": 2,
         }
+        assert "2 subscribed URIs" in error["message"]
+        with http_client.stream(
+            "POST", listen_url, json=listen_body(5), headers=listen_headers()
+        ) as other:
+            also = Events(other)
+            also.message()
+            third = http_client.post(listen_url, json=listen_body(4), headers=listen_headers())
+            error = third.json()["error"]
+            assert third.json()["id"] == 4
+            assert error["data"] == {
+                "reason": "too-many-streams",
+                "cap": "streams-per-caller",
+                "limit": 2,
+            }
     wait_until(lambda: listen.SLOTS.status()["streams"] == 0)
 
 
@@ -322,3 +332,36 @@ def _row() -> RequestLog:
 
     wait_until(written)
     return RequestLog.objects.filter(method="subscriptions/listen").latest("id")
+
+
+def test_the_row_of_a_stream_that_ends_is_written_by_the_logs_thread_not_the_loop(
+    listen_url: str,
+    http_client: httpx.Client,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream's held row is written as it ends, in the event loop: a batch it makes due is
+    the request log's own thread's to write (it used to be written in the loop, where Django
+    refuses the database: ``SynchronousOnlyOperation``, and the row waited)."""
+    import threading
+
+    settings.TM_LOG_FLUSH_ROWS = 1
+    settings.TM_LOG_FLUSH_SECONDS = 60.0  # only a wake-up writes before the test ends
+    monkeypatch.setenv("TM_LISTEN_IDLE", "0.5")
+    writers: list[str] = []
+    insert = recorder._insert
+
+    def noted(rows: list[recorder.Row]) -> None:  # the real write; who wrote it is noted
+        writers.append(threading.current_thread().name)
+        insert(rows)
+
+    monkeypatch.setattr(recorder, "_insert", noted)
+    with http_client.stream(
+        "POST", listen_url, json=listen_body("w"), headers=listen_headers()
+    ) as response:
+        seen = Events(response).rest()
+    assert seen[-1][1]["result"]["resultType"] == "complete"
+    wait_until(lambda: RequestLog.objects.filter(kind="listen", outcome="idle").exists())
+    assert writers, "the stream's row was never written"
+    assert "tm-test-asgi" not in writers, writers  # the served event loop's thread
+    assert recorder.status()["failedWrites"] == 0

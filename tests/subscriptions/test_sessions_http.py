@@ -178,7 +178,8 @@ def test_subscribe_and_unsubscribe_refusals(
     key = sessions.read(session).key  # type: ignore[union-attr]
     rows = set(SessionSubscription.objects.filter(session=key).values_list("uri", flat=True))
     assert rows == {f"{H}/fs/docs/a.md", f"{H}/fs/docs/b.md"}
-    un = rpc(client, listen_url, "resources/unsubscribe", 4, session=session, uri=f"{H}/fs/x.md")
+    never = f"{H}/fs/docs/x.md"
+    un = rpc(client, listen_url, "resources/unsubscribe", 4, session=session, uri=never)
     assert un.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}  # never subscribed: fine
     rpc(client, listen_url, "resources/unsubscribe", 5, session=session, uri=f"{H}/fs/docs/a.md")
     assert sub(f"{H}/fs/docs/c.md")["result"] == {}  # room again

@@ -102,6 +102,19 @@ class Mount(ABC):
         """
         return []
 
+    def admits(self, uri: TmUri) -> None:
+        """Refuse ``uri`` as a read would for its form alone, reading nothing it names.
+
+        Asked before an address is held for later (a subscription, a listen): what a read would
+        refuse by the address's shape — a path leaving its root, a name the deny-list hides —
+        is refused then too. A thing that does not exist yet is admitted. By default every
+        address is.
+
+        Raises:
+            Refusal: the read's own refusal of that form.
+        """
+        return
+
     def attach(self, namespace: Served) -> None:
         """Called once by the namespace that serves this mount."""
         self.namespace = namespace

@@ -36,6 +36,7 @@ Spec: OP2.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -133,8 +134,8 @@ def record(row: Row) -> None:
         _bound()
         due = _due(now)
     _ensure_flusher()
-    if due and _DEFERRED.get():
-        _wake.set()  # the flusher writes it now
+    if due and (_DEFERRED.get() or asyncio._get_running_loop() is not None):
+        _wake.set()  # the flusher writes it now: an event loop never writes the database
     elif due:
         flush(wait=False)
 

@@ -38,6 +38,13 @@ then whenever a URI gains its first listener (``True``) or loses its last (``Fal
 are called under the bus's interest lock, in order, so a source never sees a release before the
 interest it releases; they must be quick and may call :func:`interests`.
 
+Arming: a source that learns of an interest starts watching on its own thread, a moment later.
+So that an acknowledgement means "from now on you are told", a source also registers an *arm*
+(:func:`add_arm`): a callable that returns once it watches everything listened to now — its
+baseline taken (a ref's commit, a record's fingerprint, a list's digest) or its file watch set
+up — or when its deadline passes. A stream takes its interest, then calls :func:`arm`, and only
+then acknowledges; a change made after the acknowledgement is seen against that baseline.
+
 A :class:`Change` of kind ``lost`` says the bus can no longer promise delivery (its shared
 backend went away): a stream that gets one ends gracefully so its client listens again.
 
@@ -454,6 +461,49 @@ def interests(prefix: str = "") -> dict[str, int]:
 def add_interest_watcher(callback: InterestWatcher) -> Callable[[], None]:
     """Tell a change source which URIs are listened to (see the module); returns the remover."""
     return _bus.add_interest_watcher(callback)
+
+
+#: Seconds a stream waits for the sources to be armed before it acknowledges all the same.
+ARM_SECONDS = 5.0
+#: Blocks until its source watches everything listened to now, or the deadline (a
+#: ``time.monotonic()`` value) passes; returns whether it does.
+Arm = Callable[[float], bool]
+_arms_lock = threading.Lock()
+_arms: dict[int, Arm] = {}
+
+
+def add_arm(arm: Arm) -> Callable[[], None]:
+    """Register a source's arm (see the module); returns what removes it."""
+    with _arms_lock:
+        token = max(_arms, default=0) + 1
+        _arms[token] = arm
+
+    def remove() -> None:
+        with _arms_lock:
+            _arms.pop(token, None)
+
+    return remove
+
+
+def arm(seconds: float = ARM_SECONDS) -> bool:
+    """Wait until every source watches what is listened to now; False: one did not in time.
+
+    Call it after :func:`interest` (and :func:`listen_lists`), before telling the client it is
+    listened to, off the event loop: it may read a ref, a record or the list it watches.
+    """
+    deadline = time.monotonic() + seconds
+    with _arms_lock:
+        arms = list(_arms.values())
+    ready = True
+    for one in arms:
+        try:
+            ready = one(deadline) and ready
+        except Exception:
+            log.exception("a change source could not be armed")
+            ready = False
+    if not ready:
+        log.warning("a change source was not armed within %.1f s", seconds)
+    return ready
 
 
 _lists_lock = threading.Lock()

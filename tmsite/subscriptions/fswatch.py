@@ -15,7 +15,14 @@ the child's change is, alike under both ways of watching.
 ``TM_FS_WATCH``: ``native`` (the default) uses the kernel's notifications and falls back to
 polling when they cannot be had (no inotify, its watch limit reached); ``poll`` always polls,
 every ``TM_FS_POLL_MS`` milliseconds (300), for file systems that do not notify (network
-mounts). Changes close together are gathered for 50 ms before they are published.
+mounts); a poll compares modification times to the second, so a file written again within the
+second of its last write is not seen by it. Changes close together are gathered for 50 ms before
+they are published.
+
+A stream acknowledges only once the watch of its roots is set up (:meth:`FsSource.arm`, the
+bus's arm): the kernel's watches added, or the poll's first look taken. When the roots
+watched change, the new watch is set up before the old one is let go, and what the old one saw
+meanwhile is published.
 
 A watch thread that fails (anything raised outside the watch itself) logs it and starts its
 watch again after ``RESTART_SECONDS``, over the roots listened to then: the roots follow the
@@ -31,8 +38,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -46,6 +55,8 @@ log = logging.getLogger("tmsite.subscriptions")
 
 #: Milliseconds changes are gathered for before they are published.
 DEBOUNCE_MS = 50
+#: Milliseconds a watch waits for a change before the roots wanted are looked at again.
+LOOK_MS = 100
 #: Seconds a watch thread that failed waits before it watches again.
 RESTART_SECONDS = 1.0
 
@@ -66,12 +77,15 @@ class FsSource:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._arming = threading.Condition(self._lock)
         self._following = threading.Lock()
         self._wanted: frozenset[str] = frozenset()
+        #: The roots the running watch covers (set up, so a change there is seen).
+        self._armed: frozenset[str] = frozenset()
         self._stop = threading.Event()
-        self._changed = threading.Event()
         self._thread: threading.Thread | None = None
         self._remove: object = None
+        self._unarm: object = None
         #: Times the watch was (re)started, and with which way of watching (tests, health).
         self.starts: list[tuple[str, frozenset[str]]] = []
         #: Times the watch thread failed and was started again (tests, health).
@@ -92,6 +106,7 @@ class FsSource:
                     self._revive()
                 return
             self._remove = changes.add_interest_watcher(self._interest)
+            self._unarm = changes.add_arm(self.arm)
 
     def _fs(self) -> FsMount | None:
         mount = registry.namespace().mounts.get("fs")
@@ -128,8 +143,7 @@ class FsSource:
             if self._thread is None or not self._thread.is_alive():
                 self._revive()
                 return
-            self._changed.set()  # the thread restarts its watch with the new roots
-            self._stop.set()
+            self._stop.set()  # the thread watches the new roots within LOOK_MS
 
     def _revive(self) -> None:
         """Start a watch thread when roots are wanted and none runs (under ``_lock``)."""
@@ -145,6 +159,9 @@ class FsSource:
             remove, self._remove = self._remove, None
             if callable(remove):
                 remove()  # no more news of the interest: then nothing is wanted
+            unarm, self._unarm = self._unarm, None
+            if callable(unarm):
+                unarm()
             with self._lock:
                 self._wanted = frozenset()
                 self._stop.set()
@@ -173,68 +190,96 @@ class FsSource:
 
     def _follow(self) -> None:
         poll = mode() == "poll"
-        while True:
-            with self._lock:
-                wanted = self._wanted
-                if not wanted:
-                    self._thread = None
-                    return
-                self._changed.clear()
-                self._stop.clear()
-            fs = self._fs()
-            if fs is None:
+        notify: Any = None
+        watched: frozenset[str] = frozenset()
+        try:
+            while True:
                 with self._lock:
-                    self._thread = None
-                return
-            paths = [fs.checkout / root for root in sorted(wanted)]
-            paths = [p for p in paths if p.is_dir()]
-            if not paths:
-                self._stop.wait(1.0)
-                continue
-            try:
-                self._watch(fs, paths, poll)
-            except Exception as exc:  # no inotify, its limit reached: poll instead
-                if poll:
-                    log.exception("the fs watch failed; it starts again in a second")
-                    self._stop.wait(1.0)
-                    continue
-                log.warning(
-                    "the fs watch cannot use the kernel's notifications (%s): it polls", exc
-                )
-                poll = True
-                continue
-            if not self._changed.is_set():
-                with self._lock:
-                    if self._stop.is_set() and not self._changed.is_set():
-                        self._thread = None
+                    wanted = self._wanted
+                    if not wanted:
+                        self._ended()
                         return
+                    self._stop.clear()
+                fs = self._fs()
+                if fs is None:
+                    with self._lock:
+                        self._ended()
+                    return
+                if notify is None or wanted != watched:
+                    paths = [fs.checkout / root for root in sorted(wanted)]
+                    paths = [p for p in paths if p.is_dir()]
+                    if not paths:
+                        self._armed_for(wanted)  # nothing there to watch yet
+                        self._stop.wait(1.0)
+                        continue
+                    try:
+                        new = self._notify(paths, poll)
+                    except Exception as exc:  # no inotify, its limit reached: poll instead
+                        if poll:
+                            raise
+                        log.warning(
+                            "the fs watch cannot use the kernel's notifications (%s): it polls",
+                            exc,
+                        )
+                        poll = True
+                        continue
+                    if notify is not None:  # the new watch is set: what the old saw is told
+                        self._publish(fs, notify.watch(DEBOUNCE_MS, DEBOUNCE_MS, 1, None))
+                        notify.close()
+                    notify, watched = new, wanted
+                    self._armed_for(wanted)
+                # no stop event: a watch stopped early forgets what it saw and had not yet told
+                self._publish(fs, notify.watch(DEBOUNCE_MS, DEBOUNCE_MS, LOOK_MS, None))
+        finally:
+            if notify is not None:
+                notify.close()
 
-    def _watch(self, fs: FsMount, paths: list[Path], poll: bool) -> None:
-        import watchfiles
+    def _notify(self, paths: list[Path], poll: bool) -> Any:
+        """A watch of ``paths``, set up when this returns (inotify's watches, a poll's look)."""
+        from watchfiles._rust_notify import RustNotify
 
         self.starts.append(("poll" if poll else "native", frozenset(p.name for p in paths)))
-        for batch in watchfiles.watch(
-            *paths,
-            watch_filter=None,
-            debounce=DEBOUNCE_MS,
-            step=DEBOUNCE_MS,
-            stop_event=self._stop,
-            rust_timeout=1000,
-            yield_on_timeout=True,
-            raise_interrupt=False,
-            force_polling=poll,
-            poll_delay_ms=poll_ms(),
-        ):
-            found = set()
-            for change, path in batch:
-                where = Path(path)
-                if change == watchfiles.Change.modified and where.is_dir():
-                    continue  # a poll's view of a child that came or went: the child says it
-                uri = self.uri_of(fs, where)
-                if uri is not None:
-                    found.add(uri)
-            for uri in sorted(found):
-                changes.publish(uri)
+        return RustNotify([str(p) for p in paths], False, poll, poll_ms(), True, False)
+
+    def _publish(self, fs: FsMount, batch: object) -> None:
+        """Publish the URIs of what a watch saw (a set of changes; else it saw nothing)."""
+        import watchfiles
+
+        if not isinstance(batch, set):
+            return  # "timeout", "stop" or "signal"
+        found = set()
+        for change, path in batch:
+            where = Path(path)
+            if change == watchfiles.Change.modified and where.is_dir():
+                continue  # a poll's view of a child that came or went: the child says it
+            uri = self.uri_of(fs, where)
+            if uri is not None:
+                found.add(uri)
+        for uri in sorted(found):
+            changes.publish(uri)
+
+    def _armed_for(self, roots: frozenset[str]) -> None:
+        with self._lock:
+            self._armed = roots
+            self._arming.notify_all()
+
+    def _ended(self) -> None:
+        """The watch thread ends (under ``_lock``): nothing is watched."""
+        self._thread = None
+        self._armed = frozenset()
+        self._arming.notify_all()
+
+    def arm(self, deadline: float) -> bool:
+        """Return once the roots listened to now are watched (or at ``deadline``, False).
+
+        The bus's arm (:func:`tmsite.subscriptions.changes.add_arm`): a file written after this
+        returns is told.
+        """
+        with self._lock:
+            return self._arming.wait_for(
+                lambda: self._armed == self._wanted or self._thread is None,
+                timeout=max(0.0, deadline - time.monotonic()),
+            )
 
     def uri_of(self, fs: FsMount, path: Path) -> str | None:
         """The ``tm://`` URI of a changed path, or None when a read would refuse it."""

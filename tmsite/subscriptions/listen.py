@@ -16,11 +16,15 @@ has, in this order (over stdio, 2 has no header to check; the checks from 3 on a
    406 as the transport's own ``Accept`` refusal is: the answer is a stream);
 3. ``params.notifications`` is an object whose flags are booleans and whose
    ``resourceSubscriptions`` is a list (else ``-32602``);
-4. each URI is checked on its own: one that is not a ``tm://`` URI of this host or names no
-   mount is refused by itself — left out of the acknowledged subset and listed, with its
+4. the list's length, before any URI is looked at: more entries than the caller may hold
+   (``Limits.uris_per_caller``) is the cap's refusal at once, so a long list costs no work;
+5. each URI is checked on its own: one that is not a ``tm://`` URI of this host, names no
+   mount, or has a form its mount's read refuses (``Mount.admits``: a path leaving its root, a
+   denied name) is refused by itself — left out of the acknowledged subset and listed, with its
    refusal's reason and sentence, in the acknowledgement's ``_meta["tinymachines.ai/refused"]``
-   — and the listen goes on with the others (duplicates are counted once);
-5. the caps (:class:`Limits`): open streams per caller and in all, subscribed URIs per caller
+   (each echoed URI cut to :data:`ECHO_CHARS` characters) — and the listen goes on with the
+   others (duplicates are counted once);
+6. the caps (:class:`Limits`): open streams per caller and in all, subscribed URIs per caller
    and in all (over stdio the process is the caller, and its 2025-11-25 subscriptions count
    among its URIs). A refusal is ``-32000`` whose ``data`` names the cap (``reason``
    ``too-many-streams`` or ``too-many-subscriptions``, ``cap``, ``limit``), with ``retryAfter``
@@ -73,6 +77,8 @@ LIST_METHODS: dict[ListKind, str] = {
 CAP_REFUSED = -32000
 #: Seconds a refusal by a server-wide cap suggests waiting.
 CAP_RETRY_SECONDS = 30
+#: The most characters of a refused URI the acknowledgement echoes.
+ECHO_CHARS = 200
 NOT_HERE = (
     "subscriptions/listen is not answered by this server process: it answers one request at a "
     "time on a thread and holds no streams. Streams are served by `python -m tmsite.serve` "
@@ -216,11 +222,17 @@ _CAP_SENTENCES = {
     "close one to open another.",
     "uris-per-caller": "This listen would take this caller past {limit} subscribed URIs across "
     "its streams; subscribe to a collection instead of its children, or close a stream.",
+    "uris-per-listen": "A listen names at most {limit} URIs in resourceSubscriptions; subscribe "
+    "to a collection instead of its children.",
     "streams": "The server holds {limit} listen streams, the most it holds; try again later.",
     "uris": "The server's listen streams hold {limit} subscribed URIs, the most it holds; try "
     "again later.",
     "uris-per-session": "This session is subscribed to {limit} URIs, the most one may be; "
     "subscribe to a collection instead of its children, or unsubscribe from one.",
+    "uri-bytes-per-session": "This session's subscribed URIs would pass {limit} characters in "
+    "all; subscribe to a collection instead of its children, or unsubscribe from one.",
+    "sessions-per-caller": "This caller holds subscriptions in {limit} sessions, the most one "
+    "may; end one (DELETE) or subscribe in one of them.",
 }
 
 
@@ -323,22 +335,30 @@ def withdraw(token: Any) -> None:
 
 def check_uri(text: Any) -> Refusal | None:
     """Why ``text`` cannot be subscribed to here, or None."""
-    if not isinstance(text, str):
-        return BadUri(None, "a subscribed URI must be a string")
     try:
-        parsed = tmuri.parse(text)
+        _check_uri(text)
     except Refusal as refusal:
         return refusal
+    return None
+
+
+def _check_uri(text: Any) -> None:
+    if not isinstance(text, str):
+        raise BadUri(None, "a subscribed URI must be a string")
+    parsed = tmuri.parse(text)
     host: str = settings.TM_HOST
     if parsed.is_hosts:
-        return None
+        return
     if parsed.host != host:
-        return NotFound(text, f"this server answers for tm://{host}/ only", [f"tm://{host}/"])
+        raise NotFound(text, f"this server answers for tm://{host}/ only", [f"tm://{host}/"])
+    if parsed.mount is None:
+        return
     mounts = registry.namespace().mounts
-    if parsed.mount is not None and parsed.mount not in mounts:
+    mount = mounts.get(parsed.mount)
+    if mount is None:
         nearest = [f"tm://{host}/{name}/" for name in mounts][:5]
-        return NotFound(text, f"no mount {parsed.mount!r} is served here", nearest)
-    return None
+        raise NotFound(text, f"no mount {parsed.mount!r} is served here", nearest)
+    mount.admits(parsed)
 
 
 def _filter(params: dict[str, Any]) -> dict[str, Any]:
@@ -370,6 +390,10 @@ def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     return {"_meta": {SUBSCRIPTION_ID_META: offer.rid}}  # the stream's last word, not sent now
 
 
+def _echo(text: str) -> str:
+    return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
+
+
 def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
     """The checks of a listen from its filter on (3 to 5 above), on any transport: its plan.
 
@@ -377,24 +401,32 @@ def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
         RpcError: the filter is malformed (-32602) or a cap is reached (-32000).
     """
     wanted = _filter(params)
+    limits = Limits.current()
+    asked: list[Any] = wanted.get(SUBSCRIPTIONS_KEY) or []
+    if len(asked) > limits.uris_per_caller:  # before any URI costs a parse
+        raise _cap("too-many-subscriptions", "uris-per-listen", limits.uris_per_caller)
     honoured: dict[str, Any] = {flag: True for flag in FLAGS if wanted.get(flag) is True}
-    uris: list[str] = []
+    uris: dict[str, None] = {}  # a set that keeps the order asked
     refused: list[dict[str, str]] = []
-    for text in wanted.get(SUBSCRIPTIONS_KEY) or []:
+    for text in asked:
         refusal = check_uri(text)
         if refusal is not None:
             refused.append(
-                {"uri": str(text)[:500], "reason": refusal.reason, "message": refusal.message}
+                {
+                    "uri": _echo(str(text)),
+                    "reason": refusal.reason,
+                    "message": _echo(refusal.message),
+                }
             )
-        elif text not in uris:
-            uris.append(text)
+        else:
+            uris[text] = None
     if uris:
         honoured[SUBSCRIPTIONS_KEY] = list(uris)
-    slot = SLOTS.take(caller, len(uris), Limits.current())
+    slot = SLOTS.take(caller, len(uris), limits)
     return Plan(
         rid=rid,
         honoured=honoured,
-        uris=uris,
+        uris=list(uris),
         lists=frozenset(FLAGS[flag] for flag in FLAGS if flag in honoured),
         refused=refused,
         slot=slot,

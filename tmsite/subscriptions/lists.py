@@ -93,6 +93,12 @@ class ListWatcher:
             return True
         return False
 
+    def arm(self, deadline: float) -> bool:
+        """Note where the list is now when it is listened to and not yet noted (the bus's arm)."""
+        if self.kind in changes.lists_listened() and self._last is None:
+            self._last = self.answer()
+        return True
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:

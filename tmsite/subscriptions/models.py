@@ -4,8 +4,9 @@ A session itself is a signed, expiring token (:mod:`tmsite.subscriptions.session
 says it exists. These tables hold only what must outlive one request and be seen by every
 worker: that a session was ended (``DELETE``), the URIs it subscribed to, which GET stream is
 its live one, and the events kept for a reconnect (``Last-Event-ID``). Every row is keyed by a
-hash of the session's random id, never by the caller, and carries the session's expiry so that
-what is past it is pruned.
+hash of the session's random id and carries the session's expiry so that what is past it is
+pruned; a subscription also keeps the rate limit's key of its caller for the day (a digest that
+links to nothing the next day), so one caller's sessions can be capped.
 
 Spec: SUB2.
 """
@@ -36,6 +37,9 @@ class SessionSubscription(models.Model):
     session = models.CharField(max_length=64)
     uri = models.CharField(max_length=URI_MAX)
     expires = models.DateTimeField(db_index=True)
+    #: The caller as the rate limit keys it for the UTC day ("" for the box's own calls): what
+    #: caps the sessions one caller may fill.
+    holder = models.CharField(max_length=64, default="", db_index=True)
 
     class Meta:
         db_table = "tm_subscriptions_subscription"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -157,6 +158,22 @@ class StampWatcher:
         """The URIs watched now."""
         with self._lock:
             return sorted(self._held)
+
+    def arm(self, deadline: float) -> bool:
+        """Take the first fingerprint of each watched URI not read yet (the bus's arm).
+
+        Reads in the calling thread, until ``deadline``; False when some were left unread.
+        """
+        with self._lock:
+            unread = [key for key, value in self._prints.items() if value is None]
+        for key in unread:
+            if time.monotonic() >= deadline:
+                return False
+            now = fingerprint(self.read, key)
+            with self._lock:
+                if key in self._prints and self._prints[key] is None:
+                    self._prints[key] = now
+        return True
 
     def _key(self, uri: str) -> str | None:
         try:

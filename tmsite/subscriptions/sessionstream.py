@@ -54,7 +54,7 @@ from django.db import OperationalError, close_old_connections, transaction
 from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
 from tmsite.oplog import hooks
-from tmsite.subscriptions import changes, env, fswatch, listen, sessions, sources
+from tmsite.subscriptions import changes, env, listen, sessions, sources
 from tmsite.subscriptions.changes import Change
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event, whole
@@ -233,6 +233,8 @@ class Hub:
         self._matching: tuple[tuple[str, frozenset[str]], ...] = ()
         self.db = ThreadPoolExecutor(1, thread_name_prefix="tm-sessions")
         self.poke = asyncio.Event()
+        #: Who waits for the next poll to be applied (:meth:`polled`).
+        self._waiting: list[asyncio.Future[None]] = []
         self._remove = changes.add_listener(self._hear)
         self._task = loop.create_task(self._polling())
 
@@ -350,20 +352,36 @@ class Hub:
         watch.until = time.monotonic() + replay_seconds()
         self.poke.set()
 
+    async def polled(self) -> None:
+        """Return once a poll begun after this call was applied (the interest taken)."""
+        done: asyncio.Future[None] = self.loop.create_future()
+        self._waiting.append(done)
+        self.poke.set()
+        await done
+
     async def _polling(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.poke.wait(), poll_seconds())
             self.poke.clear()
-            if not self.watches:
-                continue
-            asked = {key: watch.stream_id for key, watch in self.watches.items()}
+            due, self._waiting = self._waiting, []
             try:
-                found = await self.loop.run_in_executor(self.db, _look, list(asked))
-            except Exception:
-                log.exception("the sessions' subscriptions could not be read")
-                continue
-            self._apply(asked, found)
+                await self._poll()
+            finally:
+                for done in due:
+                    if not done.done():
+                        done.set_result(None)
+
+    async def _poll(self) -> None:
+        if not self.watches:
+            return
+        asked = {key: watch.stream_id for key, watch in self.watches.items()}
+        try:
+            found = await self.loop.run_in_executor(self.db, _look, list(asked))
+        except Exception:
+            log.exception("the sessions' subscriptions could not be read")
+            return
+        self._apply(asked, found)
 
     def _apply(self, asked: dict[str, str], found: dict[str, tuple[str | None, set[str]]]) -> None:
         now, wall = time.monotonic(), time.time()
@@ -415,6 +433,25 @@ def wake() -> None:
     if current is not None:
         with contextlib.suppress(RuntimeError):
             current.loop.call_soon_threadsafe(current.poke.set)
+
+
+def caught_up(session: sessions.Session, seconds: float = changes.ARM_SECONDS) -> None:
+    """A subscription of ``session`` was just written (any thread but the loop's).
+
+    When this process holds the session's stream, its hub reads the session's subscriptions
+    now and the change sources arm (:func:`tmsite.subscriptions.changes.arm`), so that the
+    subscribe's answer means "from now on you are told". Elsewhere the stream's process reads
+    them within ``TM_SESSION_POLL`` seconds.
+    """
+    current = _hub
+    if current is None or session.key not in current.watches:
+        wake()
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(current.polled(), current.loop).result(seconds)
+    except (TimeoutError, RuntimeError):  # the loop is slow or gone: the poll reads it later
+        return
+    changes.arm(seconds)
 
 
 def watched() -> dict[str, set[str]]:
@@ -485,8 +522,7 @@ class SessionStreamHeld(Held):
         watcher: asyncio.Future[None] | None = None
         attached = False
         try:
-            fswatch.SOURCE.start()  # the change sources follow what is listened to
-            await self.loop.run_in_executor(None, sources.install)
+            await self.loop.run_in_executor(None, sources.start)
             stream_id = secrets.token_hex(8)
             here.claiming(self.session)
             try:

@@ -34,16 +34,16 @@ Spec: SUB3.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.db.models import Count, Max, Sum
 from django.db.models.signals import post_delete, post_save
 
-from tmsite.subscriptions import changes
+from tmsite.subscriptions import changes, fswatch
 from tmsite.subscriptions.records import Read, StampWatcher
 
 _lock = threading.Lock()
@@ -109,6 +109,7 @@ def _models(*names: str) -> list[Any]:
 
 def _wire(watcher: StampWatcher, senders: list[Any], uid: str) -> Callable[[], None]:
     remove = changes.add_interest_watcher(watcher.interest)
+    unarm = changes.add_arm(watcher.arm)
     for sender in senders:
         for signal in (post_save, post_delete):
             signal.connect(
@@ -117,6 +118,7 @@ def _wire(watcher: StampWatcher, senders: list[Any], uid: str) -> Callable[[], N
 
     def undo() -> None:
         remove()
+        unarm()
         for sender in senders:
             for signal in (post_save, post_delete):
                 signal.disconnect(sender=sender, dispatch_uid=f"{uid}-{sender.__name__}")
@@ -166,6 +168,7 @@ def install(
                 interval=float(getattr(settings, "TM_SUB_GIT_POLL", 0.5)),
             )
             undo.append(changes.add_interest_watcher(git.interest))
+            undo.append(changes.add_arm(git.arm))
             _installed["git"] = git
         stamped: list[tuple[str, Callable[[], Hashable], list[str], Any]] = [
             (
@@ -214,6 +217,7 @@ def install(
                 _installed["http"] = page_watcher = PageWatcher(http, fetch.interest)
                 _installed["http-poll"] = fetch
                 undo.append(page_watcher.start())
+                undo.append(changes.add_arm(fetch.arm))
         if "mcp" in wanted:
             from tmsite.servers.notices import PeerNotices
 
@@ -227,8 +231,32 @@ def install(
             "resources", resources_answer, interval=every
         )
         undo.append(listing.stop)
+        undo.append(changes.add_arm(listing.arm))
         _installed["_undo"] = undo
         return dict(_installed)
+
+
+def start() -> None:
+    """The change sources follow what is listened to from now on (idempotent)."""
+    fswatch.SOURCE.start()
+    install()
+
+
+def listened(uris: Iterable[str], lists: Iterable[changes.ListKind] = ()) -> list[str]:
+    """Take a stream's interest before it is acknowledged, and wait until it is watched.
+
+    Off the event loop: the sources start (once), the interest in each URI and list is taken,
+    then each source arms (:func:`tmsite.subscriptions.changes.arm`), so that a change made
+    after the acknowledgement is told. Returns the URIs' canonical texts, to release.
+    """
+    try:
+        start()
+        held = [changes.interest(uri) for uri in uris]
+        changes.listen_lists(lists)
+        changes.arm()
+    finally:
+        connections.close_all()  # this thread's own: it may not serve a request again soon
+    return held
 
 
 def installed() -> dict[str, Any]:

@@ -44,7 +44,7 @@ from tmsite.mcp.envelope import Answer, Message, dumps, error_response
 from tmsite.mcp.protocol import INVALID_REQUEST, CallContext
 from tmsite.mcp.stdio import Writer
 from tmsite.oplog import failures, hooks
-from tmsite.subscriptions import changes, fswatch, listen, subscribe
+from tmsite.subscriptions import changes, fswatch, listen, sources, subscribe
 from tmsite.subscriptions.changes import Change
 
 log = logging.getLogger("tmsite.subscriptions")
@@ -162,9 +162,7 @@ class _Listen:
     def open(self) -> None:
         """Hear the bus, hold the URIs, write the acknowledgement, then start telling."""
         self._remove = changes.add_listener(self._hear)  # heard now, written after the ack
-        subscribe.start_sources()
-        for uri in self.plan.uris:
-            self.held.append(changes.interest(uri))
+        self.held = sources.listened(self.plan.uris, self.plan.lists)
         ack = dumps(self.plan.ack())
         if self.owner.writer.line(ack):
             self.sent += len(ack.encode()) + 1
@@ -185,6 +183,7 @@ class _Listen:
             self._remove()
         for uri in self.held:
             changes.release(uri)
+        changes.listen_lists(self.plan.lists, present=False)
         self.plan.slot.free()
         complete = dumps(self.plan.complete()) if reason not in SILENT else None
         if self.plan.log is not None:  # the row of the whole listen, as over HTTP; written

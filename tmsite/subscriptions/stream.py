@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from tmsite.oplog import hooks
-from tmsite.subscriptions import changes, fswatch, listen, sources
+from tmsite.subscriptions import changes, listen, sources
 from tmsite.subscriptions.changes import Change
 
 Message = MutableMapping[str, Any]
@@ -255,15 +255,11 @@ class _Stream(Held):
     async def run(self) -> None:
         self.opened()
         remove = changes.add_listener(self._hear)
-        fswatch.SOURCE.start()  # the change sources follow what is listened to
-        await self.loop.run_in_executor(None, sources.install)  # once: git, records, peers
         held = list(self.plan.uris)
-        for uri in held:
-            changes.interest(uri)
-        changes.listen_lists(self.plan.lists)
         watcher = asyncio.ensure_future(self._gone())
         outcome = "gone"
         try:
+            await self.loop.run_in_executor(None, sources.listened, held, self.plan.lists)
             await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
             await self._write(event(self.plan.ack()))
             outcome = await self._pump()

@@ -13,8 +13,13 @@ channel, until it unsubscribes or the session ends. Two transports hold sessions
   keyed by the session's hash, the changes are told on the session's GET stream
   (:mod:`tmsite.subscriptions.sessionstream`) wherever it is held, and the stream's worker
   learns the rows from the database (at once, when it is this process). The session's cap is
-  ``Limits.uris_per_caller`` (``TM_LISTEN_URIS_PER_CALLER``, 256): ``-32000`` with ``data``
-  ``{"reason": "too-many-subscriptions", "cap": "uris-per-session", "limit"}``.
+  ``Limits.uris_per_caller`` (``TM_LISTEN_URIS_PER_CALLER``, 256) URIs of at most
+  ``TM_SESSION_URI_BYTES`` (65,536) characters in all; a caller may hold subscriptions in at
+  most ``TM_SESSIONS_PER_CALLER`` (16) sessions at once. A refusal is ``-32000`` with ``data``
+  ``{"reason", "cap", "limit"}``: ``too-many-subscriptions`` for ``uris-per-session`` and
+  ``uri-bytes-per-session``, ``too-many-sessions`` for ``sessions-per-caller``. The caller is
+  kept on the rows only as the rate limit's key for the UTC day
+  (:func:`tmsite.oplog.caller.keyed_address`); the box's own loopback calls are not capped so.
 
 Over HTTP, in this order: under a WSGI server (gunicorn, Django's live server) there is no stream
 to tell of changes: ``-32601`` saying where streams are served; without a session, ``-32600``
@@ -36,11 +41,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import Length
+from django.utils import timezone
 
 from tmsite.core.errors import BadUri
 from tmsite.mcp import methods
@@ -53,10 +63,11 @@ from tmsite.mcp.protocol import (
     Era,
     RpcError,
 )
+from tmsite.oplog import caller, hooks
 from tmsite.subscriptions import (
     changes,
     delivery,
-    fswatch,
+    env,
     listen,
     sessions,
     sessionstream,
@@ -80,12 +91,6 @@ NO_SESSION = (
 
 #: Tells the session's client one notification; must be quick (called on a change's thread).
 Tell = Callable[[dict[str, Any]], None]
-
-
-def start_sources() -> None:
-    """The change sources follow what is listened to (idempotent): fs, git, records, peers."""
-    fswatch.SOURCE.start()
-    sources.install()
 
 
 class Session:
@@ -120,9 +125,8 @@ class Session:
                 self._slot.resize(len(self._uris) + 1, limits)
             if self._remove is None:
                 self._remove = changes.add_listener(self._hear)
-                start_sources()
             self._uris.append(uri)
-        changes.interest(uri)
+        sources.listened([uri])  # the answer means "from now on you are told"
 
     def unsubscribe(self, uri: str) -> None:
         """Stop telling of ``uri`` (a URI not held is ignored)."""
@@ -198,6 +202,49 @@ def _http_session(method: str, ctx: CallContext) -> sessions.Session:
     return session
 
 
+@dataclass(frozen=True)
+class SessionCaps:
+    """What one session, and one caller's sessions, may hold (see the module's text)."""
+
+    uris: int
+    uri_bytes: int
+    sessions_per_caller: int
+
+    @classmethod
+    def current(cls) -> SessionCaps:
+        """The environment's caps over the defaults."""
+        return cls(
+            uris=listen.Limits.current().uris_per_caller,
+            uri_bytes=int(env.positive("TM_SESSION_URI_BYTES", 65_536)),
+            sessions_per_caller=int(env.positive("TM_SESSIONS_PER_CALLER", 16)),
+        )
+
+    def check(self, mine: QuerySet[SessionSubscription], holder: str, more: int) -> None:
+        """Refuse one more URI of ``more`` characters for the session whose rows are ``mine``.
+
+        Raises:
+            RpcError: a cap would be passed.
+        """
+        held = mine.aggregate(n=Count("id"), chars=Sum(Length("uri")))
+        if held["n"] >= self.uris:
+            raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", self.uris)
+        if (held["chars"] or 0) + more > self.uri_bytes:
+            raise listen.cap_refusal(
+                "too-many-subscriptions", "uri-bytes-per-session", self.uri_bytes
+            )
+        if held["n"] == 0 and holder:
+            others = (
+                SessionSubscription.objects.filter(holder=holder, expires__gt=timezone.now())
+                .values("session")
+                .distinct()
+                .count()
+            )
+            if others >= self.sessions_per_caller:
+                raise listen.cap_refusal(
+                    "too-many-sessions", "sessions-per-caller", self.sessions_per_caller
+                )
+
+
 def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/subscribe {uri}``: the session is told when ``uri`` changes."""
     held = _session.get()
@@ -206,24 +253,28 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         return {}
     session = _http_session(SUBSCRIBE, ctx)
     uri = _uri(params, SUBSCRIBE, ctx)
-    limit = listen.Limits.current().uris_per_caller
+    caps = SessionCaps.current()
+    who = hooks.current_caller()
+    holder = caller.keyed_address(who, time.time()) if who else ""
 
     def write() -> None:
         with transaction.atomic():
             mine = SessionSubscription.objects.filter(session=session.key)
             if not mine.filter(uri=uri).exists():
-                if mine.count() >= limit:
-                    raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", limit)
+                caps.check(mine, holder, len(uri))
                 try:
                     with transaction.atomic():
                         SessionSubscription.objects.create(
-                            session=session.key, uri=uri, expires=session.expires_at
+                            session=session.key,
+                            uri=uri,
+                            expires=session.expires_at,
+                            holder=holder,
                         )
                 except IntegrityError:  # the same subscription, made at the same moment
                     pass
 
     sessionstream.retried(write)
-    sessionstream.wake()
+    sessionstream.caught_up(session)  # the answer means "from now on you are told"
     return {}
 
 

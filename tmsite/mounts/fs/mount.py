@@ -123,6 +123,11 @@ class FsMount(Mount):
             raise path_refusal(exc, str(uri), self.root_uris()) from None
         return Target(uri.path[0], uri.path, resolved)
 
+    @override
+    def admits(self, uri: TmUri) -> None:
+        if uri.path:
+            self.target(uri)
+
     # ---- the contract ------------------------------------------------------------------
 
     @override

@@ -287,6 +287,13 @@ class GitMount(Mount):
         except gitstore.GitError as exc:
             raise GitError(str(uri), f"the repository could not be opened: {exc.detail}") from exc
 
+    @override
+    def admits(self, uri: TmUri) -> None:
+        if uri.path:
+            served = self.served(uri)
+            if len(uri.path) > 1:
+                self.check_path(uri, served)
+
     def asked(self, uri: TmUri, served: Served, repo: gitstore.GitRepo | None) -> RepoRead:
         """The read gitstore's refusals are translated for (:mod:`.errors`)."""
         return RepoRead(self.host, uri, served.name, repo)

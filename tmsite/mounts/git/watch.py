@@ -163,6 +163,21 @@ class RefWatcher:
     def _repos(self, watched: Watched) -> list[str]:
         return [watched.repo] if watched.repo is not None else sorted(self.paths)
 
+    def arm(self, deadline: float) -> bool:
+        """Note where each watched ref is now, if not yet: a later move is seen (the bus's arm).
+
+        Reads in the calling thread; ``deadline`` is not needed (a ref is read at once).
+        """
+        with self._lock:
+            watched = list(self._watched.values())
+            keys = {(r, w.label) for w in watched for r in self._repos(w)} - set(self._at)
+        for repo_name, label in sorted(keys, key=str):
+            commit = self._commit(repo_name, label)
+            if commit is not None:
+                with self._lock:
+                    self._at.setdefault((repo_name, label), commit)
+        return True
+
     # ---- polling -----------------------------------------------------------------------
 
     def _run(self) -> None:
