@@ -5,7 +5,10 @@ seconds for the whole body) and a minimum rate (``tmsite.serve.guard``), so a cl
 trickles its body holds no thread: it holds a socket until it falls behind, is answered 408 and
 the connection is closed; one caller may have only so many requests in flight (429). (The
 header deadline is the server's: ``--http1-header-read-timeout``, set by ``python -m
-tmsite.serve``.) Only a complete request reaches a thread.
+tmsite.serve``.) Only a complete request reaches a thread. A chunked body (no
+``Content-Length``) is read the same way and handed on with its length (``CONTENT_LENGTH``),
+so everything behind reads it as any other; a framing that is ambiguous or not served, or a
+body that breaks off, is refused here (``guard.refuse_framing``, ``guard.refuse_unreadable``).
 
 Then, for ``POST /api/mcp``:
 
@@ -338,6 +341,10 @@ def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
             joiner = "; " if key == "HTTP_COOKIE" else ","
             value = environ[key] + joiner + value
         environ[key] = value
+    if environ.pop("HTTP_TRANSFER_ENCODING", None) is not None:
+        # The server took the body out of its transfer coding (chunked): ``body`` is all of it,
+        # and its length is known now. Without CONTENT_LENGTH Django would read none of it.
+        environ["CONTENT_LENGTH"] = str(len(body))
     return environ
 
 
@@ -374,6 +381,38 @@ def _announced(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def _framing(scope: Scope) -> tuple[bool, list[bytes] | None]:
+    """Whether the request names a ``Content-Length``, and the transfer codings it names.
+
+    The codings in order, lower-cased; None without a ``Transfer-Encoding``.
+    """
+    length = False
+    codings: list[bytes] | None = None
+    for name, value in scope["headers"]:
+        lowered = name.lower()
+        if lowered == b"content-length":
+            length = True
+        elif lowered == b"transfer-encoding":
+            codings = (codings or []) + [c.strip().lower() for c in value.split(b",")]
+    return length, codings
+
+
+def _misframed(length: bool, codings: list[bytes] | None) -> guard.Misframed | None:
+    """What is wrong with a request's framing, if anything (refused before its body is read).
+
+    The one transfer coding served is ``chunked``, once (the server takes the body out of it);
+    a body framed by both ``Content-Length`` and ``Transfer-Encoding`` is ambiguous, which is
+    what request smuggling plays on. nginx in front refuses the same, alike.
+    """
+    if codings is None:
+        return None
+    if length:
+        return "both"
+    if codings == [b"chunked"]:
+        return None
+    return "repeated" if set(codings) == {b"chunked"} else "unknown-coding"
 
 
 class Application:
@@ -429,9 +468,14 @@ class Application:
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         is_mcp = scope["path"] == wsgi.MCP_PATH
-        body = await self._body(scope, receive, send, is_mcp)
+        length, codings = _framing(scope)
+        misframed = _misframed(length, codings)
+        if misframed is not None:
+            await guard.refuse_framing(send, scope, misframed)
+            return
+        body = await self._body(scope, receive, send, is_mcp, codings is not None)
         if body is None:
-            return  # answered already, or the client went away
+            return  # answered already
         environ = environ_of(scope, body)
         loop = asyncio.get_running_loop()
         try:
@@ -476,14 +520,16 @@ class Application:
         status, headers, content = parts
         await _send_whole(send, status, headers, b"" if scope["method"] == "HEAD" else content)
 
-    async def _body(self, scope: Scope, receive: Receive, send: Send, is_mcp: bool) -> bytes | None:
-        """The request's body, read against its deadline.
+    async def _body(
+        self, scope: Scope, receive: Receive, send: Send, is_mcp: bool, coded: bool
+    ) -> bytes | None:
+        """The request's body, read against its deadline; ``coded``: it comes chunked.
 
-        None when it was answered already (408, 413) or the client went away.
+        None when it was answered already (400, 408, 413).
         """
         limit = MAX_BODY_BYTES if is_mcp else SITE_BODY_LIMIT
         announced = _announced(scope)
-        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced:
+        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced and not coded:
             return b""
         if announced is not None and announced > limit:
             if is_mcp:
@@ -496,9 +542,11 @@ class Application:
         except guard.Late as late:
             await guard.refuse_late(send, scope, late, started)
             return None
-        if body is not None and not is_mcp and len(body) > limit:
+        if body is None:  # a broken chunked framing reads as the client gone: it may be there
+            await guard.refuse_unreadable(send, scope, started)
+        elif not is_mcp and len(body) > limit:
             await _too_large(send)
-            return None
+            body = None
         return body
 
 
