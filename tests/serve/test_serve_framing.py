@@ -152,6 +152,8 @@ def test_a_chunked_body_past_the_limit_gets_the_usual_413(machine: tuple[Machine
         )
     assert announced.status_code == chunked.status_code == 413, chunked.text[:300]
     assert chunked.json() == announced.json()
+    # the rest of the body is never read: the connection is not offered for another request
+    assert announced.headers["connection"] == chunked.headers["connection"] == "close"
     assert chunked.json() == {
         "jsonrpc": "2.0",
         "error": {"code": -32600, "message": "The body is larger than 4 MiB."},

@@ -383,6 +383,20 @@ def _announced(scope: Scope) -> int | None:
     return None
 
 
+def _closing_if_unread(
+    scope: Scope, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """``headers``, with ``Connection: close`` when the MCP body was past the limit (413).
+
+    Announced past it, none of it is read; sent chunked, reading stops just past it. The rest
+    is never read, so the connection cannot carry another request: the answer says so, or a
+    client that sent its next request on it would find it closed under that request.
+    """
+    if len(body) > MAX_BODY_BYTES or (_announced(scope) or 0) > MAX_BODY_BYTES:
+        return [*headers, (b"connection", b"close")]
+    return headers
+
+
 def _framing(scope: Scope) -> tuple[bool, list[bytes] | None]:
     """Whether the request names a ``Content-Length``, and the transfer codings it names.
 
@@ -468,12 +482,7 @@ class Application:
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         is_mcp = scope["path"] == wsgi.MCP_PATH
-        length, codings = _framing(scope)
-        misframed = _misframed(length, codings)
-        if misframed is not None:
-            await guard.refuse_framing(send, scope, misframed)
-            return
-        body = await self._body(scope, receive, send, is_mcp, codings is not None)
+        body = await self._body(scope, receive, send, is_mcp)
         if body is None:
             return  # answered already
         environ = environ_of(scope, body)
@@ -518,18 +527,23 @@ class Application:
         except _Gone:
             return
         status, headers, content = parts
+        if is_mcp:
+            headers = _closing_if_unread(scope, body, headers)
         await _send_whole(send, status, headers, b"" if scope["method"] == "HEAD" else content)
 
-    async def _body(
-        self, scope: Scope, receive: Receive, send: Send, is_mcp: bool, coded: bool
-    ) -> bytes | None:
-        """The request's body, read against its deadline; ``coded``: it comes chunked.
+    async def _body(self, scope: Scope, receive: Receive, send: Send, is_mcp: bool) -> bytes | None:
+        """The request's body, read against its deadline (chunked or not).
 
-        None when it was answered already (400, 408, 413).
+        None when it was answered already (400, 408, 413, 501).
         """
+        length, codings = _framing(scope)
+        misframed = _misframed(length, codings)
+        if misframed is not None:
+            await guard.refuse_framing(send, scope, misframed)
+            return None
         limit = MAX_BODY_BYTES if is_mcp else SITE_BODY_LIMIT
         announced = _announced(scope)
-        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced and not coded:
+        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced and codings is None:
             return b""
         if announced is not None and announced > limit:
             if is_mcp:
