@@ -13,12 +13,15 @@ tmsite.serve`` on loopback, httpx streaming its bodies and raw sockets.
   framing broken) is answered 400, with the connection closed, never a bare 500. nginx in front
   (``deploy/nginx/``) answers 400 itself, in either order, before tmsite sees anything. Where
   a server would pass both on, the application refuses the request 400 itself.
+* A ``Host`` not served is refused as before (400) on every request, and its log line is one
+  line, no traceback, written at most once a window, saying how many it left out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator, MutableMapping
@@ -34,6 +37,8 @@ from tests.oplog.servers import Machine, json_lines, migrate, nginx, server_env,
 pytestmark = [pytest.mark.spec("T1", "T2", "OP2", "OP5"), pytest.mark.slow]
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+REFUSALS_EVERY = 3.0  # seconds between two log lines about a Host not served
+BAD_HOST = "not-served.example"
 MCP_HEADERS = {
     "Content-Type": "application/json",
     "Accept": "application/json, text/event-stream",
@@ -44,7 +49,7 @@ MCP_HEADERS = {
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Machine, Path]]:
     where = tmp_path_factory.mktemp("framing")
-    env = server_env(where / "var")
+    env = server_env(where / "var", TM_LOG_HOST_REFUSALS_EVERY=str(REFUSALS_EVERY))
     migrate(env)
     log = where / "serve.log"
     with serving(env, workers=1, log=log, threads=4) as running:
@@ -347,3 +352,42 @@ def test_the_application_refuses_both_framings_where_a_server_passes_them_on() -
     assert list(RequestLog.objects.values_list("method", "outcome", "status")) == [
         ("", "http-400", 400)
     ]
+
+
+# --- a Host not served ----------------------------------------------------------------------------
+
+
+def test_a_host_not_served_is_one_line_at_most_every_window(
+    machine: tuple[Machine, Path],
+) -> None:
+    running, log = machine
+    offset = len(log.read_bytes())
+    long_host = "x" * 3000 + ".example"
+
+    def burst(host: str, times: int) -> list[int]:
+        statuses = []
+        with httpx.Client(timeout=10, headers={"Host": host}) as client:
+            for index in range(times):
+                reply = [
+                    lambda: client.post(f"{running.url}/api/mcp", json=PING, headers=MCP_HEADERS),
+                    lambda: client.get(f"{running.url}/api/v1/health"),
+                    lambda: client.get(f"{running.url}/"),
+                ][index % 3]()
+                if reply.request.url.path == "/api/mcp":
+                    assert reply.json()["error"]["message"] == "This Host is not served here."
+                statuses.append(reply.status_code)
+        return statuses
+
+    started = time.monotonic()
+    assert burst(BAD_HOST, 30) == [400] * 30
+    assert time.monotonic() - started < REFUSALS_EVERY, "the burst outlasted the window"
+    time.sleep(REFUSALS_EVERY + 0.5)
+    assert burst(long_host, 1) == [400]
+    time.sleep(0.5)
+    text = log.read_bytes()[offset:].decode(errors="replace")
+    assert "Traceback" not in text and "DisallowedHost" not in text, text[:2000]
+    lines = [line for line in text.splitlines() if "Invalid HTTP_HOST header" in line]
+    assert len(lines) == 2, lines
+    assert BAD_HOST in lines[0] and not lines[0].endswith("not written)")
+    assert re.search(r"\(29 more like it since the last such line, not written\)$", lines[1])
+    assert len(lines[1]) < 400 and "x" * 200 in lines[1]  # the long Host cut short
