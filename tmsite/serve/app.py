@@ -31,8 +31,9 @@ Then, for ``POST /api/mcp``:
 
 Every other URL (the site, REST, the admin) is the ordinary synchronous Django application
 (``tmsite.wsgi.application``) run on a thread of the same pool, its answer sent back to the
-loop; a long answer is streamed as it is produced. ``lifespan.shutdown`` (the worker exits)
-writes the request log's buffered rows.
+loop; a long answer is streamed as it is produced. A stop signal (``lifeline.on_stop``) ends
+the worker's event streams gracefully at once; ``lifespan.shutdown`` (the worker exits) writes
+the request log's buffered rows.
 
 Spec: T1, OP2, OP5.
 """
@@ -80,6 +81,8 @@ SITE_BODY_LIMIT = 16 * 1024 * 1024
 #: then the thread is free as soon as the answer is made, however slowly the client reads it;
 #: past it, the thread waits on the client (the site's answers are far smaller).
 STREAM_AFTER = 4 * 1024 * 1024
+#: Seconds between two sweeps of a stopping worker's streams (one opened since is ended too).
+STOPPING_SWEEP = 0.05
 #: The longest body looked at for a prepared answer (those requests are a few hundred bytes).
 PREPARED_BODY_MAX = 16 * 1024
 #: Methods ``tmsite.mcp.prepared`` may hold an answer for.
@@ -434,6 +437,7 @@ class Application:
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
+        self._stopping: asyncio.Task[None] | None = None
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -454,14 +458,36 @@ class Application:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 lifeline.bind()  # a worker does not outlive its launcher
+                lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def stopping(self) -> None:
+        """The worker was told to stop (SIGTERM): its streams end now (in the event loop).
+
+        granian waits for every request in flight before ``lifespan.shutdown``, and a stream
+        is in flight until it ends: each open one ends gracefully at once (the listen's
+        ``complete``), and so does one opened later by a request already in flight, until the
+        worker is gone. The other requests are answered as usual meanwhile.
+        """
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._end_streams())
+
+    async def _end_streams(self) -> None:
+        while True:
+            stream.close_all()
+            await asyncio.sleep(STOPPING_SWEEP)
+
     async def shutdown(self) -> None:
         """Write the request log's buffered rows (on a thread: it is a database write)."""
+        if self._stopping is not None:
+            self._stopping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stopping
+            self._stopping = None
         stream.close_all()  # each open listen stream ends gracefully
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
