@@ -395,7 +395,7 @@ def _closing_if_unread(
     is never read, so the connection cannot carry another request: the answer says so, or a
     client that sent its next request on it would find it closed under that request.
     """
-    if len(body) > MAX_BODY_BYTES or (_announced(scope) or 0) > MAX_BODY_BYTES:
+    if len(body) > MAX_BODY_BYTES or (not body and (_announced(scope) or 0) > MAX_BODY_BYTES):
         return [*headers, (b"connection", b"close")]
     return headers
 
