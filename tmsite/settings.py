@@ -304,6 +304,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "tmsite.oplog.logs.JsonFormatter"}},
+    "filters": {
+        # A Host not served is refused (400) on every request that names one; its log line is
+        # written at most once a minute, without Django's traceback: a client cannot flood it.
+        "host_refusals": {
+            "()": "tmsite.oplog.logs.OneLineEvery",
+            "seconds": float(os.environ.get("TM_LOG_HOST_REFUSALS_EVERY", "60")),
+        }
+    },
     "handlers": {
         "stderr": {"class": "logging.StreamHandler"},
         # formatted and written by a writer thread: a request only queues its record
@@ -316,7 +324,8 @@ LOGGING = {
             "handlers": ["json"],
             "level": "INFO" if os.environ.get("TM_LOG_JSON", "1") == "1" else "WARNING",
             "propagate": False,
-        }
+        },
+        "django.security.DisallowedHost": {"filters": ["host_refusals"]},
     },
 }
 

@@ -12,6 +12,10 @@ only queues its record, and one writer thread per process formats the line and w
 request pays for ``json.dumps`` or the write. The writer wakes for a record, lets the next ones
 gather for ``GATHER_SECONDS`` and writes them all at once: at a thousand requests a second that
 is fifty wake-ups and writes, not a thousand. The queue is drained at exit.
+
+``OneLineEvery`` is the filter the settings put on a logger a client can make speak at will
+(``django.security.DisallowedHost``: every request with a ``Host`` not served): one short line
+at most every so many seconds, saying how many it left out, never a traceback.
 """
 
 from __future__ import annotations
@@ -189,3 +193,38 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def drain(self) -> None:
         """Write every record still pending, on the calling thread (exit hooks, tests)."""
         self._write_pending()
+
+
+class OneLineEvery(logging.Filter):
+    """At most one record every ``seconds``, as one line of at most ``chars`` characters.
+
+    A record let through loses its traceback and stack (``exc_info``, ``stack_info``), its
+    message is cut at ``chars`` and, when records were left out since the last one, ends with
+    how many. The others are dropped and counted. On a logger, so every handler it reaches
+    (the root's ``stderr``, Django's own) gets the short line.
+    """
+
+    def __init__(self, seconds: float = 60.0, chars: int = 300) -> None:
+        super().__init__()
+        self.seconds, self.chars = float(seconds), int(chars)
+        self._lock = threading.Lock()
+        self._next = 0.0  # when the next line may be written (time.monotonic)
+        self._dropped = 0
+
+    @override
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next:
+                self._dropped += 1
+                return False
+            self._next = now + self.seconds
+            dropped, self._dropped = self._dropped, 0
+        text = record.getMessage()
+        if len(text) > self.chars:
+            text = text[: self.chars] + "…"
+        if dropped:
+            text += f" ({dropped} more like it since the last such line, not written)"
+        record.msg, record.args = text, None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True

@@ -5,7 +5,10 @@ seconds for the whole body) and a minimum rate (``tmsite.serve.guard``), so a cl
 trickles its body holds no thread: it holds a socket until it falls behind, is answered 408 and
 the connection is closed; one caller may have only so many requests in flight (429). (The
 header deadline is the server's: ``--http1-header-read-timeout``, set by ``python -m
-tmsite.serve``.) Only a complete request reaches a thread.
+tmsite.serve``.) Only a complete request reaches a thread. A chunked body (no
+``Content-Length``) is read the same way and handed on with its length (``CONTENT_LENGTH``),
+so everything behind reads it as any other; a framing that is ambiguous or not served, or a
+body that breaks off, is refused here (``guard.refuse_framing``, ``guard.refuse_unreadable``).
 
 Then, for ``POST /api/mcp``:
 
@@ -28,8 +31,9 @@ Then, for ``POST /api/mcp``:
 
 Every other URL (the site, REST, the admin) is the ordinary synchronous Django application
 (``tmsite.wsgi.application``) run on a thread of the same pool, its answer sent back to the
-loop; a long answer is streamed as it is produced. ``lifespan.shutdown`` (the worker exits)
-writes the request log's buffered rows.
+loop; a long answer is streamed as it is produced. A stop signal (``lifeline.on_stop``) ends
+the worker's event streams gracefully at once; ``lifespan.shutdown`` (the worker exits) writes
+the request log's buffered rows.
 
 Spec: T1, OP2, OP5.
 """
@@ -77,6 +81,8 @@ SITE_BODY_LIMIT = 16 * 1024 * 1024
 #: then the thread is free as soon as the answer is made, however slowly the client reads it;
 #: past it, the thread waits on the client (the site's answers are far smaller).
 STREAM_AFTER = 4 * 1024 * 1024
+#: Seconds between two sweeps of a stopping worker's streams (one opened since is ended too).
+STOPPING_SWEEP = 0.05
 #: The longest body looked at for a prepared answer (those requests are a few hundred bytes).
 PREPARED_BODY_MAX = 16 * 1024
 #: Methods ``tmsite.mcp.prepared`` may hold an answer for.
@@ -338,6 +344,10 @@ def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
             joiner = "; " if key == "HTTP_COOKIE" else ","
             value = environ[key] + joiner + value
         environ[key] = value
+    if environ.pop("HTTP_TRANSFER_ENCODING", None) is not None:
+        # The server took the body out of its transfer coding (chunked): ``body`` is all of it,
+        # and its length is known now. Without CONTENT_LENGTH Django would read none of it.
+        environ["CONTENT_LENGTH"] = str(len(body))
     return environ
 
 
@@ -376,11 +386,58 @@ def _announced(scope: Scope) -> int | None:
     return None
 
 
+def _closing_if_unread(
+    scope: Scope, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """``headers``, with ``Connection: close`` when the MCP body was past the limit (413).
+
+    Announced past it, none of it is read; sent chunked, reading stops just past it. The rest
+    is never read, so the connection cannot carry another request: the answer says so, or a
+    client that sent its next request on it would find it closed under that request.
+    """
+    if len(body) > MAX_BODY_BYTES or (not body and (_announced(scope) or 0) > MAX_BODY_BYTES):
+        return [*headers, (b"connection", b"close")]
+    return headers
+
+
+def _framing(scope: Scope) -> tuple[bool, list[bytes] | None]:
+    """Whether the request names a ``Content-Length``, and the transfer codings it names.
+
+    The codings in order, lower-cased; None without a ``Transfer-Encoding``.
+    """
+    length = False
+    codings: list[bytes] | None = None
+    for name, value in scope["headers"]:
+        lowered = name.lower()
+        if lowered == b"content-length":
+            length = True
+        elif lowered == b"transfer-encoding":
+            codings = (codings or []) + [c.strip().lower() for c in value.split(b",")]
+    return length, codings
+
+
+def _misframed(length: bool, codings: list[bytes] | None) -> guard.Misframed | None:
+    """What is wrong with a request's framing, if anything (refused before its body is read).
+
+    The one transfer coding served is ``chunked``, once (the server takes the body out of it);
+    a body framed by both ``Content-Length`` and ``Transfer-Encoding`` is ambiguous, which is
+    what request smuggling plays on. nginx in front refuses the same, alike.
+    """
+    if codings is None:
+        return None
+    if length:
+        return "both"
+    if codings == [b"chunked"]:
+        return None
+    return "repeated" if set(codings) == {b"chunked"} else "unknown-coding"
+
+
 class Application:
     """The ASGI callable (``tmsite.serve.app:application``)."""
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
+        self._stopping: asyncio.Task[None] | None = None
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -401,14 +458,36 @@ class Application:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 lifeline.bind()  # a worker does not outlive its launcher
+                lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def stopping(self) -> None:
+        """The worker was told to stop (SIGTERM): its streams end now (in the event loop).
+
+        granian waits for every request in flight before ``lifespan.shutdown``, and a stream
+        is in flight until it ends: each open one ends gracefully at once (the listen's
+        ``complete``), and so does one opened later by a request already in flight, until the
+        worker is gone. The other requests are answered as usual meanwhile.
+        """
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._end_streams())
+
+    async def _end_streams(self) -> None:
+        while True:
+            stream.close_all()
+            await asyncio.sleep(STOPPING_SWEEP)
+
     async def shutdown(self) -> None:
         """Write the request log's buffered rows (on a thread: it is a database write)."""
+        if self._stopping is not None:
+            self._stopping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stopping
+            self._stopping = None
         stream.close_all()  # each open listen stream ends gracefully
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
@@ -431,7 +510,7 @@ class Application:
         is_mcp = scope["path"] == wsgi.MCP_PATH
         body = await self._body(scope, receive, send, is_mcp)
         if body is None:
-            return  # answered already, or the client went away
+            return  # answered already
         environ = environ_of(scope, body)
         loop = asyncio.get_running_loop()
         try:
@@ -474,16 +553,23 @@ class Application:
         except _Gone:
             return
         status, headers, content = parts
+        if is_mcp:
+            headers = _closing_if_unread(scope, body, headers)
         await _send_whole(send, status, headers, b"" if scope["method"] == "HEAD" else content)
 
     async def _body(self, scope: Scope, receive: Receive, send: Send, is_mcp: bool) -> bytes | None:
-        """The request's body, read against its deadline.
+        """The request's body, read against its deadline (chunked or not).
 
-        None when it was answered already (408, 413) or the client went away.
+        None when it was answered already (400, 408, 413, 501).
         """
+        length, codings = _framing(scope)
+        misframed = _misframed(length, codings)
+        if misframed is not None:
+            await guard.refuse_framing(send, scope, misframed)
+            return None
         limit = MAX_BODY_BYTES if is_mcp else SITE_BODY_LIMIT
         announced = _announced(scope)
-        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced:
+        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced and codings is None:
             return b""
         if announced is not None and announced > limit:
             if is_mcp:
@@ -496,9 +582,11 @@ class Application:
         except guard.Late as late:
             await guard.refuse_late(send, scope, late, started)
             return None
-        if body is not None and not is_mcp and len(body) > limit:
+        if body is None:  # a broken chunked framing reads as the client gone: it may be there
+            await guard.refuse_unreadable(send, scope, started)
+        elif not is_mcp and len(body) > limit:
             await _too_large(send)
-            return None
+            body = None
         return body
 
 

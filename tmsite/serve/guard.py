@@ -14,11 +14,15 @@ What ``tmsite.serve.app`` asks of it, for every HTTP request:
   ``TM_BODY_MIN_RATE`` bytes a second on average (4096; 0 turns it off), so a body trickled
   slower than that is cut as soon as it falls behind, not at the whole-body deadline.
   :func:`refuse_late` answers either 408 with the connection closed, and writes the row.
+* :func:`refuse_framing` — a request whose framing is refused before its body is read: both
+  ``Content-Length`` and ``Transfer-Encoding`` (400), ``chunked`` twice (400), a transfer
+  coding not served (501); :func:`refuse_unreadable` — a body that broke off before its end
+  (400). Each with the connection closed, and its row.
 
 A refused or cut request's row has the surface (``mcp-http``, ``rest``), the outcome
-(``rate-limited``, ``http-408``), the status and the bytes sent; its method is empty (its body
-was never read) and nothing about the caller is in it. Requests for the site's pages have no row,
-as they have none when answered.
+(``rate-limited``, ``http-408``, ``http-400``, ``http-501``), the status and the bytes sent; its
+method is empty (its body was never read) and nothing about the caller is in it. Requests for
+the site's pages have no row, as they have none when answered.
 
 Spec: OP1, OP2, OP5.
 """
@@ -31,12 +35,13 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Literal
 
 from django.utils import timezone
 
 from tmsite.core.settled import settled
 from tmsite.mcp.codes import RATE_LIMITED
+from tmsite.mcp.protocol import INVALID_REQUEST
 from tmsite.oplog import buckets, caller, recorder
 from tmsite.rest.codes import REST_PREFIX
 
@@ -292,6 +297,55 @@ async def refuse_late(send: Send, scope: Scope, late: Late, started: float) -> N
         body = _TEXT_LATE[slow]
     await send_whole(send, 408, headers, body)
     record(scope, "http-408", 408, len(body), started)
+
+
+#: What is wrong with a request's framing (``tmsite.serve.app``): both ``Content-Length`` and
+#: ``Transfer-Encoding``; ``chunked`` applied more than once; a transfer coding not served.
+Misframed = Literal["both", "repeated", "unknown-coding"]
+
+#: Each refusal of a request's framing or body: its status and what it says.
+_UNREAD: dict[str, tuple[int, str]] = {
+    "both": (400, "The request has both Content-Length and Transfer-Encoding."),
+    "repeated": (400, "The request applies the chunked transfer coding more than once."),
+    "unknown-coding": (501, "The only transfer coding served is chunked."),
+    "broken": (400, "The request body could not be read to its end."),
+}
+
+
+async def refuse_framing(send: Send, scope: Scope, misframed: Misframed) -> None:
+    """Answer a request whose framing is refused, before its body is read; its row.
+
+    400 for two framings (``Content-Length`` and ``Transfer-Encoding``: which one the body
+    follows is what request smuggling plays on) or ``chunked`` twice, 501 for a transfer coding
+    not served; the connection is closed. granian never passes two framings on as they came (it
+    drops the ``Content-Length``, reads the body by its chunks and closes the connection after
+    the answer); another server might.
+    """
+    await _refuse_unread(send, scope, misframed, time.perf_counter())
+
+
+async def refuse_unreadable(send: Send, scope: Scope, started: float) -> None:
+    """Answer a body that broke off before its end: 400, the connection closed; its row.
+
+    The server says so with ``http.disconnect`` whether the client went away or its chunked
+    framing was broken (a chunk size that is not one): the client may still be there, and is
+    answered rather than left to the server's bare 500.
+    """
+    await _refuse_unread(send, scope, "broken", started)
+
+
+async def _refuse_unread(send: Send, scope: Scope, why: str, started: float) -> None:
+    status, message = _UNREAD[why]
+    headers = [(b"connection", b"close"), (b"cache-control", b"no-store")]
+    if scope["path"] == MCP_PATH:
+        headers.append((b"content-type", b"application/json"))
+        error = {"code": INVALID_REQUEST, "message": message}
+        body = json.dumps({"jsonrpc": "2.0", "error": error}, separators=(",", ":")).encode()
+    else:
+        headers.append((b"content-type", b"text/plain"))
+        body = message.encode() + b"\n"
+    await send_whole(send, status, headers, body)
+    record(scope, f"http-{status}", status, len(body), started)
 
 
 # --- the answer and its row -------------------------------------------------------------------
