@@ -80,8 +80,8 @@ class FsSource:
         self._arming = threading.Condition(self._lock)
         self._following = threading.Lock()
         self._wanted: frozenset[str] = frozenset()
-        #: The roots the running watch covers (set up, so a change there is seen).
-        self._armed: frozenset[str] = frozenset()
+        #: The directories the running watch covers (set up, so a change there is seen).
+        self._armed: tuple[Path, ...] = ()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._remove: object = None
@@ -191,7 +191,7 @@ class FsSource:
     def _follow(self) -> None:
         poll = mode() == "poll"
         notify: Any = None
-        watched: frozenset[str] = frozenset()
+        watched: tuple[Path, ...] = ()
         try:
             while True:
                 with self._lock:
@@ -205,36 +205,50 @@ class FsSource:
                     with self._lock:
                         self._ended()
                     return
-                if notify is None or wanted != watched:
-                    paths = [fs.checkout / root for root in sorted(wanted)]
-                    paths = [p for p in paths if p.is_dir()]
-                    if not paths:
-                        self._armed_for(wanted)  # nothing there to watch yet
-                        self._stop.wait(1.0)
-                        continue
-                    try:
-                        new = self._notify(paths, poll)
-                    except Exception as exc:  # no inotify, its limit reached: poll instead
-                        if poll:
-                            raise
-                        log.warning(
-                            "the fs watch cannot use the kernel's notifications (%s): it polls",
-                            exc,
-                        )
-                        poll = True
-                        continue
-                    if notify is not None:  # the new watch is set: what the old saw is told
-                        self._publish(fs, notify.watch(DEBOUNCE_MS, DEBOUNCE_MS, 1, None))
-                        notify.close()
-                    notify, watched = new, wanted
-                    self._armed_for(wanted)
+                paths = self.paths(fs, wanted)
+                if notify is None or paths != watched:  # other roots, or another checkout
+                    notify, poll = self._rewatch(fs, notify, paths, poll)
+                    watched = paths if notify is not None else ()
+                    self._armed_for(watched)
+                if notify is None:  # nothing there to watch yet
+                    self._stop.wait(1.0)
+                    continue
                 # no stop event: a watch stopped early forgets what it saw and had not yet told
                 self._publish(fs, notify.watch(DEBOUNCE_MS, DEBOUNCE_MS, LOOK_MS, None))
         finally:
             if notify is not None:
                 notify.close()
 
-    def _notify(self, paths: list[Path], poll: bool) -> Any:
+    def _rewatch(
+        self, fs: FsMount, old: Any, paths: tuple[Path, ...], poll: bool
+    ) -> tuple[Any, bool]:
+        """A watch of ``paths`` set up, then ``old`` drained and let go; and whether it polls.
+
+        The watch is None when no path exists yet; it polls when the kernel's notifications
+        cannot be had.
+        """
+        new = None
+        if paths:
+            try:
+                new = self._notify(paths, poll)
+            except Exception as exc:  # no inotify, its limit reached: poll instead
+                if poll:
+                    raise
+                log.warning("the fs watch cannot use the kernel's notifications (%s): polls", exc)
+                return self._rewatch(fs, old, paths, True)
+        if old is not None:  # the new watch is set: what the old one saw is told
+            self._publish(fs, old.watch(DEBOUNCE_MS, DEBOUNCE_MS, 1, None))
+            old.close()
+        return new, poll
+
+    @staticmethod
+    def paths(fs: FsMount | None, roots: frozenset[str]) -> tuple[Path, ...]:
+        """The directories of ``roots`` in ``fs``'s checkout that exist now."""
+        if fs is None:
+            return ()
+        return tuple(path for root in sorted(roots) if (path := fs.checkout / root).is_dir())
+
+    def _notify(self, paths: tuple[Path, ...], poll: bool) -> Any:
         """A watch of ``paths``, set up when this returns (inotify's watches, a poll's look)."""
         from watchfiles._rust_notify import RustNotify
 
@@ -258,15 +272,15 @@ class FsSource:
         for uri in sorted(found):
             changes.publish(uri)
 
-    def _armed_for(self, roots: frozenset[str]) -> None:
+    def _armed_for(self, paths: tuple[Path, ...]) -> None:
         with self._lock:
-            self._armed = roots
+            self._armed = paths
             self._arming.notify_all()
 
     def _ended(self) -> None:
         """The watch thread ends (under ``_lock``): nothing is watched."""
         self._thread = None
-        self._armed = frozenset()
+        self._armed = ()
         self._arming.notify_all()
 
     def arm(self, deadline: float) -> bool:
@@ -277,7 +291,7 @@ class FsSource:
         """
         with self._lock:
             return self._arming.wait_for(
-                lambda: self._armed == self._wanted or self._thread is None,
+                lambda: self._thread is None or self._armed == self.paths(self._fs(), self._wanted),
                 timeout=max(0.0, deadline - time.monotonic()),
             )
 
