@@ -84,7 +84,7 @@ def test_mcp_kinds_assemble_from_a_real_server(space: Namespace, elements: str) 
             "element/{symbol}",
             {"text": "get_element", "href": f"{elements}tools/get_element"},
             "element",
-            "inferred",
+            "exact",
         ]
     ]
 
@@ -137,7 +137,7 @@ def test_mcp_kinds_assemble_from_a_real_server(space: Namespace, elements: str) 
         "value": "element/{symbol}",
         "href": f"{elements}map",
     }
-    assert read_with["confidence"]["value"] == "inferred"
+    assert read_with["confidence"]["value"] == "exact"
     assert any("Fe" in json.dumps(b) for b in mapped["blocks"] if b["kind"] in {"kv", "heading"})
 
 

@@ -64,7 +64,7 @@ def test_probe_records_what_it_declared_and_when(elements: McpServer) -> None:
 def test_the_derived_map(elements: McpServer) -> None:
     entries = list(MapEntry.objects.filter(server=elements))
     assert [(e.path_template, e.tool, e.kind, e.confidence, e.origin) for e in entries] == [
-        ("element/{symbol}", "get_element", "element", "inferred", "derived")
+        ("element/{symbol}", "get_element", "element", "exact", "derived")
     ]
     assert entries[0].arguments == {"symbol": "{symbol}"}
 
@@ -109,8 +109,8 @@ def test_reading_the_namespace_never_starts_a_peer(ns: Namespace, elements: McpS
     the_map = ns.read(E + "map")
     assert the_map.mime_type == "application/vnd.tm.map+json"
     [entry] = the_map.body["entries"]
-    assert entry["confidence"] == "inferred" and entry["uriTemplate"] == E + "element/{symbol}"
-    assert links(the_map, "tm:read-with") == [(E + "tools/get_element", "inferred")]
+    assert entry["confidence"] == "exact" and entry["uriTemplate"] == E + "element/{symbol}"
+    assert links(the_map, "tm:read-with") == [(E + "tools/get_element", "exact")]
     assert pool.pids() == {}, "no read above may start the server"
 
 
@@ -123,8 +123,8 @@ def test_a_map_named_path_runs_its_tool(ns: Namespace, elements: McpServer) -> N
     assert prov["sources"] == ["IUPAC standard atomic weights"]
     assert prov["licenceBasis"] == "Facts of nature: public domain."
     assert prov["tool"] == "get_element" and prov["arguments"] == {"symbol": "Fe"}
-    assert prov["confidence"] == "inferred"
-    assert links(content, "tm:read-with") == [(E + "tools/get_element", "inferred")]
+    assert prov["confidence"] == "exact"
+    assert links(content, "tm:read-with") == [(E + "tools/get_element", "exact")]
     assert links(content, "up") == [(E, None)]
     assert ns.read(E + "element/Fe?pointer=/name").body == "Iron"
 

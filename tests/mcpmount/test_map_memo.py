@@ -51,10 +51,10 @@ def test_a_warm_map_named_read_asks_the_database_for_the_record_alone(
 
 @pytest.mark.django_db
 def test_a_correction_is_seen_by_the_next_read(ns: Namespace, elements: McpServer) -> None:
-    assert confidence_of(ns, E + "element/Fe") == "inferred"
-    entry = MapEntry.objects.get(server=elements)
-    correct_entry(entry, {"confidence": "exact"}, None, "maintainer")
     assert confidence_of(ns, E + "element/Fe") == "exact"
+    entry = MapEntry.objects.get(server=elements)
+    correct_entry(entry, {"confidence": "inferred"}, None, "maintainer")
+    assert confidence_of(ns, E + "element/Fe") == "inferred"
     entry.delete()
     with pytest.raises(NotFound) as gone:
         ns.read(E + "element/Fe")
@@ -65,7 +65,7 @@ def test_a_correction_is_seen_by_the_next_read(ns: Namespace, elements: McpServe
 
 @pytest.mark.django_db(transaction=True)
 def test_a_change_from_another_connection_is_seen(ns: Namespace, elements: McpServer) -> None:
-    assert confidence_of(ns, E + "element/Fe") == "inferred"
+    assert confidence_of(ns, E + "element/Fe") == "exact"
     entry = MapEntry.objects.get(server=elements)
 
     def elsewhere() -> None:
@@ -74,7 +74,7 @@ def test_a_change_from_another_connection_is_seen(ns: Namespace, elements: McpSe
             with connections["default"].cursor() as cursor:
                 cursor.execute(
                     "UPDATE tm_servers_mapentry SET confidence = %s WHERE id = %s",
-                    ["exact", entry.pk],
+                    ["inferred", entry.pk],
                 )
                 cursor.execute(
                     "UPDATE tm_servers_mcpserver SET map_version = map_version + 1 WHERE id = %s",
@@ -87,4 +87,4 @@ def test_a_change_from_another_connection_is_seen(ns: Namespace, elements: McpSe
     worker.start()
     worker.join(10)
     assert not worker.is_alive()
-    assert confidence_of(ns, E + "element/Fe") == "exact"
+    assert confidence_of(ns, E + "element/Fe") == "inferred"
