@@ -400,20 +400,24 @@ def _closing_if_unread(
     return headers
 
 
-def _framing(scope: Scope) -> tuple[bool, list[bytes] | None]:
-    """Whether the request names a ``Content-Length``, and the transfer codings it names.
+def _framing(scope: Scope) -> tuple[bool, int | None, list[bytes] | None]:
+    """The request's framing, from one walk of its headers.
 
-    The codings in order, lower-cased; None without a ``Transfer-Encoding``.
+    Whether it names a ``Content-Length``, the length it announces (None: none, or not a
+    number, as :func:`_announced`), and the transfer codings it names, in order, lower-cased
+    (None without a ``Transfer-Encoding``).
     """
-    length = False
+    length, announced = False, None
     codings: list[bytes] | None = None
     for name, value in scope["headers"]:
         lowered = name.lower()
-        if lowered == b"content-length":
+        if lowered == b"content-length" and not length:
             length = True
+            with contextlib.suppress(ValueError):
+                announced = int(value)
         elif lowered == b"transfer-encoding":
             codings = (codings or []) + [c.strip().lower() for c in value.split(b",")]
-    return length, codings
+    return length, announced, codings
 
 
 def _misframed(length: bool, codings: list[bytes] | None) -> guard.Misframed | None:
@@ -562,13 +566,12 @@ class Application:
 
         None when it was answered already (400, 408, 413, 501).
         """
-        length, codings = _framing(scope)
+        length, announced, codings = _framing(scope)
         misframed = _misframed(length, codings)
         if misframed is not None:
             await guard.refuse_framing(send, scope, misframed)
             return None
         limit = MAX_BODY_BYTES if is_mcp else SITE_BODY_LIMIT
-        announced = _announced(scope)
         if scope["method"] in ("GET", "HEAD", "OPTIONS") and not announced and codings is None:
             return b""
         if announced is not None and announced > limit:
