@@ -54,7 +54,7 @@ from django.utils import timezone
 
 from tmsite.core import process
 from tmsite.core.settled import settled
-from tmsite.oplog import failures
+from tmsite.oplog import failures, metrics
 
 if TYPE_CHECKING:
     from django.db.models import Field
@@ -125,7 +125,8 @@ def _database_name() -> str:
 
 
 def record(row: Row) -> None:
-    """Queue one row; flush when the batch is full or old enough."""
+    """Count one row (``metrics``), queue it; flush when the batch is full or old enough."""
+    metrics.observe(row)
     if not _thresholds()[0]:
         return
     now = time.monotonic()
@@ -146,6 +147,7 @@ def _bound() -> None:
     if over > 0:
         del _buffer[:over]
         _state["dropped"] += over
+        metrics.dropped(over)
         failures.report("request log", BufferFull(int(_state["dropped"])))
 
 
