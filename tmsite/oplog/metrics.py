@@ -218,12 +218,19 @@ def name_tools(names: Iterable[str]) -> None:
     _tools.update(names)
 
 
+def tool_name(method: str, target: str) -> str:
+    """A ``tools/call``'s tool as a label may name it: one the box offers, else ``other``."""
+    if method != "tools/call":
+        return ""
+    return target if target in _tools else OTHER
+
+
 def observe(row: Row) -> None:
     """Count one request from its row: its duration, its status, a 429."""
     _ensure_sampler()
     if row.surface.startswith("mcp") and row.method:
         method = row.method if row.method in MCP_METHODS else OTHER
-        tool = "" if method != "tools/call" else (row.target if row.target in _tools else OTHER)
+        tool = tool_name(method, row.target)
         outcome = row.outcome if _OUTCOME.fullmatch(row.outcome) else OTHER
         key = (method, tool, outcome)
         child = _durations.get(key)

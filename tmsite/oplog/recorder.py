@@ -31,7 +31,9 @@ transaction had not committed.
 Retention: after a flush, at most once an hour per process, rows older than
 ``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand.
 
-Spec: OP2.
+Every row recorded is counted first (``tmsite.oplog.metrics.observe``), kept or not.
+
+Spec: OP2, OBS1.
 """
 
 from __future__ import annotations

@@ -61,6 +61,7 @@ from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
 from tmsite import wsgi
+from tmsite.core import tracing
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
@@ -499,6 +500,7 @@ class Application:
             await loop.run_in_executor(self.pool, recorder.flush_quietly)
         logs.drain_all()  # the JSON lines too: a granian worker runs no exit hooks
         metrics.leaving()
+        await loop.run_in_executor(self.pool, tracing.shutdown)  # the spans still held
         self.pool.shutdown(wait=False)
         self._pool = None
 
