@@ -4,7 +4,8 @@ A small collector in the test (an HTTP server on loopback) receives the protobuf
 server's exporter sends to ``/v1/traces``. One ``resources/read`` of a page through the http
 mount (its front door is the server itself), sent with a ``traceparent`` header, yields one
 trace with the client's trace id: the server span, the mount read beneath it and the page fetch
-beneath that. Nothing the caller sent besides the trace context is in anything received.
+beneath that; a ``ping`` answered in the event loop is its one server span. Nothing the caller
+sent besides the trace context is in anything received.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ pytestmark = [pytest.mark.spec("OBS2"), pytest.mark.slow]
 
 TRACE = "5bf92f3577b34da6a3ce929d0e0e4737"
 PARENT = "10f067aa0ba902b8"
+PING_TRACE = "7bf92f3577b34da6a3ce929d0e0e4739"
 PAGE = "tm://tinymachines/http/tinymachines.ai/docs"
 CALLER = {"agent": "agent-zq7xk", "token": "tok-zq7xk", "address": "198.51.100.77"}
 
@@ -95,12 +97,21 @@ def test_a_page_read_is_one_trace_received_over_otlp(tmp_path: Path, collector: 
             timeout=30,
         )
         assert "result" in answer.json(), answer.text
+        ping = httpx.post(  # answered in the event loop (a prepared answer): traced the same
+            f"{machine.url}/api/mcp",
+            json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            headers={"Accept": "application/json", "traceparent": f"00-{PING_TRACE}-{PARENT}-01"},
+            timeout=30,
+        )
+        assert ping.json()["result"] == {}
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             mine = [s for s in _spans() if s.trace_id.hex() == TRACE]
-            if {"resources/read", "read http", "GET"} <= {s.name for s in mine}:
+            pinged = [s for s in _spans() if s.trace_id.hex() == PING_TRACE]
+            if {"resources/read", "read http", "GET"} <= {s.name for s in mine} and pinged:
                 break
             time.sleep(0.1)
+    assert [(s.name, s.parent_span_id.hex()) for s in pinged] == [("ping", PARENT)]
     assert set(_Collector.paths) == {"/v1/traces"}
     [server] = [s for s in mine if s.name == "resources/read"]
     assert server.parent_span_id.hex() == PARENT
