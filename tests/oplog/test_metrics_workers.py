@@ -4,13 +4,17 @@ One ``python -m tmsite.serve`` with two workers on a migrated temporary database
 goes on a connection of its own, so granian hands them to both workers (the test checks both
 wrote their files). The counts read back are exactly those of the requests made, by method,
 tool, outcome and status; nothing a caller sent shows in any sample; open streams are counted
-while they are open; and only loopback and ``TM_METRICS_ALLOWED`` may read.
+while they are open; and only loopback and ``TM_METRICS_ALLOWED`` may read. A worker killed and
+replaced keeps its counts and loses its open streams.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -243,3 +247,33 @@ def test_only_loopback_and_the_allowed_networks_read_metrics(machine: Machine) -
         )
         assert answer.status_code == 404, refused
         assert "mcp_server" not in answer.text
+
+
+def test_a_replaced_worker_s_counts_stay_and_its_streams_go(tmp_path: Path) -> None:
+    """granian replaces a killed worker: what it counted stays, its open streams no longer do."""
+    env = server_env(tmp_path / "var", TM_LISTEN_IDLE="600", TM_LISTEN_KEEPALIVE="600")
+    migrate(env)
+    with serving(env, 1, tmp_path / "serve.log", threads=4) as running:
+        [first] = running.workers()
+        for rid in range(5):
+            post(running.url, {"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        held = _Held(running.url, "listen")
+        held.start()
+        assert held.opened.wait(20)
+        assert count(scrape(running.url), "tmsite_listen_streams") == 1
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            now = running.workers()
+            if now and now != [first]:
+                try:
+                    after = scrape(running.url)
+                    break
+                except (httpx.HTTPError, AssertionError):
+                    pass
+            time.sleep(0.2)
+        else:
+            raise AssertionError("no worker replaced the killed one")
+        held.done.set()
+    assert operations(after, "ping") == 5
+    assert count(after, "tmsite_listen_streams") == 0
