@@ -21,7 +21,7 @@ from ninja.responses import NinjaJSONEncoder
 
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import endpoint
-from tmsite.oplog import failures, health
+from tmsite.oplog import failures, health, readiness
 from tmsite.rest import routes as rest
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 
@@ -51,6 +51,7 @@ api = NinjaAPI(
 api.add_router("", endpoint.router)
 api.add_router("/v1", rest.router)
 api.add_router("/v1", health.router)  # GET /api/v1/health (tmsite.oplog)
+api.add_router("/v1", readiness.router)  # GET /api/v1/live, /api/v1/ready (tmsite.oplog)
 
 
 @api.exception_handler(Refusal)

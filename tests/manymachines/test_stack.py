@@ -1,7 +1,11 @@
 """The documented setup, for real: nginx in front of two "machines" of the default server
 (``python -m tmsite.serve``, two workers each), PostgreSQL as the database, Redis as the shared
 cache. The caller's budget is one across all four workers; the request log lands in PostgreSQL
-without any caller in it; health says which database and cache it reached."""
+without any caller in it; health says which database and cache it reached.
+
+The machines are started and stopped by ``deploy/systemd/tmsite.service`` itself (its
+``ExecStart``, ``ExecStartPost`` waiting on ``/api/v1/live``, its stop signal to the group), as
+``deploy/README.md`` installs it; the liveness check and the purge are their units' commands."""
 
 from __future__ import annotations
 
@@ -12,17 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.manymachines import units
 from tests.oplog.servers import (
     free_port,
     json_lines,
     migrate,
     nginx,
     read,
-    serve,
     server_env,
 )
 
-pytestmark = pytest.mark.spec("OP5", "OP1", "OP2")
+pytestmark = pytest.mark.spec("OP5", "OP1", "OP2", "OBS3", "OBS5")
 
 
 @pytest.mark.slow
@@ -44,9 +48,16 @@ def test_nginx_two_machines_postgresql_redis(
     )
     migrate(env)
     logs = [tmp_path / "machine-a.log", tmp_path / "machine-b.log"]
+    # each machine's EnvironmentFile: the box's settings and where its launcher listens
+    envs = [
+        {**env, "TM_SERVE_HOST": "127.0.0.1", "TM_SERVE_PORT": str(free_port()),
+         "TM_SERVE_WORKERS": "2"}
+        for _ in logs
+    ]  # fmt: skip
     with ExitStack() as stack:
         machines = [  # threads as the launcher sets them (8)
-            stack.enter_context(serve(env, workers=2, log=log)) for log in logs
+            stack.enter_context(units.machine(machine_env, log)).url
+            for machine_env, log in zip(envs, logs, strict=True)
         ]
         front = stack.enter_context(nginx(machines, tmp_path / "nginx", port=front_port))
 
@@ -56,6 +67,15 @@ def test_nginx_two_machines_postgresql_redis(
         assert health["status"] == "ok"
         assert health["database"]["vendor"] == "postgresql"
         assert health["cache"]["backend"] == "RedisCache"
+        ready = httpx.get(f"{front}/api/v1/ready", timeout=30)
+        assert ready.status_code == 200
+        assert set(ready.json()["checks"]) == {"database", "cache"}
+        assert httpx.get(f"{front}/api/v1/live", timeout=30).json() == {"status": "live"}
+        for machine_env in envs:  # the liveness timer's check passes on a live machine
+            assert units.run("tmsite-live.service", "ExecStart", machine_env).returncode == 0
+        purged = units.run("tmsite-purge.service", "ExecStart", envs[0])
+        assert purged.returncode == 0, purged.stderr
+        assert purged.stdout.startswith("deleted 0 request log rows older than 30 days")
 
         stylesheet = httpx.get(f"{front}/static/site.css", timeout=30)
         assert stylesheet.status_code == 200, "nginx passes /static/ through to the site"
@@ -83,7 +103,19 @@ def test_nginx_two_machines_postgresql_redis(
     assert len({line["pid"] for line in lines}) >= 3, "requests spread over the workers"
     assert {log.name for log in logs if json_lines(log)} == {"machine-a.log", "machine-b.log"}
 
+    # stopped, a machine fails its liveness check: the unit that restarts it follows
+    stopped = units.run("tmsite-live.service", "ExecStart", envs[0], timeout=60)
+    assert stopped.returncode == 1 and "did not answer 200" in stopped.stderr
+    assert units.unit("tmsite-live.service")["Unit.OnFailure"] == ["tmsite-restart.service"]
+    assert units.unit("tmsite-restart.service")["Service.ExecStart"] == [
+        "/usr/bin/systemctl restart tmsite.service"
+    ]
+
     with psycopg.connect(database_url) as db:
+        kind = db.execute(
+            "SELECT relkind FROM pg_class WHERE oid = 'tm_oplog_requestlog'::regclass"
+        )
+        assert kind.fetchone() == ("p",), "the request log is partitioned by day"
         rows = db.execute(
             "SELECT surface, method, kind, target, facet, protocol, outcome, status, bytes "
             "FROM tm_oplog_requestlog WHERE method = 'resources/read'"

@@ -29,7 +29,7 @@ from tests.rest.conftest import Hosts
 from tmsite.api import api
 from tmsite.mcp.codes import RATE_LIMITED
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
-from tmsite.oplog import health
+from tmsite.oplog import health, readiness
 from tmsite.oplog.clock import FakeClock
 from tmsite.rest import routes as rest
 
@@ -48,6 +48,7 @@ RESOURCES = "/api/v1/resources"
 TEMPLATES = "/api/v1/templates"
 COMPLETE = "/api/v1/complete"
 HEALTH = "/api/v1/health"
+LIVE, READY = "/api/v1/live", "/api/v1/ready"
 PROPOSALS = "/api/v1/proposals"
 #: The prompt routes, exercised against their MCP twins in ``tests/prompts/test_prompts_rest.py``.
 PROMPTS = {"/api/v1/prompts", "/api/v1/prompts/{name}", "/api/v1/prompts/{name}/complete"}
@@ -62,6 +63,8 @@ EXERCISED = {
     TEMPLATES,
     COMPLETE,
     HEALTH,
+    LIVE,
+    READY,
     PROPOSALS,
     *PROMPTS,
 }
@@ -259,9 +262,14 @@ def test_openapi_lists_exactly_the_operations_the_routers_register(client: Clien
     listed = {(path, method) for path, item in schema["paths"].items() for method in item}
     registered, prefixes = _registered()
     assert listed == registered
-    # the REST module's routes and the health route, nothing else; the MCP endpoint is unlisted
+    # the REST module's routes and the health, live and ready routes, nothing else; the MCP
+    # endpoint is unlisted
     rest_paths = {prefixes[id(rest.router)] + path for path in rest.router.path_operations}
-    health_paths = {prefixes[id(health.router)] + path for path in health.router.path_operations}
+    health_paths = {
+        prefixes[id(router)] + path
+        for router in (health.router, readiness.router)
+        for path in router.path_operations
+    }
     assert set(schema["paths"]) == rest_paths | health_paths
     # Every route reads but the one that keeps a proposal for the maintainers.
     assert {(path, method) for path, method in listed if method != "get"} == {
@@ -473,6 +481,11 @@ def test_health_answers_for_the_configured_mounts(client: Client, settings: Any)
     assert body["status"] == "ok"
     assert set(body["mounts"]) == set(settings.TM_MOUNTS)
     assert body["database"]["ok"] is True and body["cache"]["ok"] is True
+
+
+def test_live_and_ready_answer(client: Client) -> None:
+    assert rest_ok(client, LIVE) == {"status": "live"}
+    assert rest_ok(client, READY)["status"] == "ready"
 
 
 # --- refusals: the status for the twin's reason, the twin's fields --------------------------------

@@ -215,6 +215,7 @@ def test_sitemap_lists_every_page(client: Client, checkout: Path, settings: Any)
         "http://example.org/ja/",
         "http://example.org/pieces",
         "http://example.org/explore",
+        "http://example.org/llms.txt",
         "http://example.org/docs",
         "http://example.org/docs/nes",
         "http://example.org/docs/nes/alone",

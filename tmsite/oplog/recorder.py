@@ -29,7 +29,9 @@ running at exit is waited for. What a ``kill -9`` (or gunicorn's SIGKILL after
 transaction had not committed.
 
 Retention: after a flush, at most once an hour per process, rows older than
-``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand.
+``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand. On
+PostgreSQL the log is partitioned by day, and the purge makes the days ahead and drops whole
+days instead (:mod:`tmsite.oplog.partitions`).
 
 Every row recorded is counted first (``tmsite.oplog.metrics.observe``), kept or not.
 
@@ -46,7 +48,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -56,7 +58,7 @@ from django.utils import timezone
 
 from tmsite.core import process
 from tmsite.core.settled import settled
-from tmsite.oplog import failures, metrics
+from tmsite.oplog import failures, metrics, partitions
 
 if TYPE_CHECKING:
     from django.db.models import Field
@@ -373,12 +375,29 @@ def cutoff(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) - timedelta(days=settings.TM_LOG_RETENTION_DAYS)
 
 
-def purge(now: datetime | None = None) -> int:
-    """Delete every row older than the retention period; returns how many."""
+@dataclass
+class Purged:
+    """What a purge did: rows deleted one by one; on PostgreSQL, day partitions made and dropped."""
+
+    deleted: int
+    dropped: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+
+
+def purge(now: datetime | None = None) -> Purged:
+    """Take the rows past the retention period out of the log.
+
+    SQLite deletes them. A request log partitioned by day (PostgreSQL) has its partitions made
+    ahead and drops each day past the retention whole (:mod:`tmsite.oplog.partitions`).
+    """
     from tmsite.oplog.models import RequestLog
 
+    now = now or timezone.now()
+    if partitions.partitioned():
+        done = partitions.maintain(now, cutoff(now))
+        return Purged(done.deleted, done.dropped, done.created)
     deleted, _ = RequestLog.objects.filter(at__lt=cutoff(now)).delete()
-    return deleted
+    return Purged(deleted)
 
 
 def maybe_purge() -> None:

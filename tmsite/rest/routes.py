@@ -45,8 +45,8 @@ def refused(refusal: Refusal) -> HttpResponseBase:
 
 
 INTERNAL_MESSAGE = "The server failed to answer this request; the failure is in its log."
-#: Routes that are not written to the request log (health checks).
-UNLOGGED = frozenset({"health"})
+#: Routes that are not written to the request log (health, liveness and readiness checks).
+UNLOGGED = frozenset({"health", "live", "ready"})
 
 
 def failed() -> HttpResponseBase:

@@ -518,12 +518,14 @@ def register_pages(family: str, lister: Callable[[], Iterable[SitePage]]) -> Non
     _families[family] = lister
 
 
-#: The pages that are not documents: the front pages and the pieces page.
+#: The pages that are not documents: the front pages, the pieces page, the explorer and
+#: ``/llms.txt`` (tmsite.site.discovery).
 FIXED_PAGES: tuple[SitePage, ...] = (
     SitePage("/", "en"),
     SitePage("/ja/", "ja"),
     SitePage("/pieces", "en"),
     SitePage("/explore", "en"),
+    SitePage("/llms.txt", "en"),
 )
 
 

@@ -566,7 +566,7 @@ class HttpMount(Mount):
 
     def _leaf_entry(self, site: Site, uri: TmUri, path: str, facts: SiteFacts | None) -> Entry:
         if facts is None:
-            return Entry(str(uri), uri.name, False, PAGE_TYPE)
+            return Entry(str(uri), uri.name, False, _self_type(uri.name))
         if facts.robots.refusal(path) is not None:
             return Entry(str(uri), uri.name, False, redacted=True)
         note = facts.notes.get(path)
@@ -1001,6 +1001,14 @@ class HttpMount(Mount):
                     if count >= limit:
                         return
                     stack.append((child_uri, node.dirs[child], child_name))
+
+
+def _self_type(name: str) -> str:
+    """A page of this project's site is HTML unless its name says a text type (``llms.txt``)."""
+    found = mime.by_name(name) if "." in name else None
+    if found is None or found in _HTML_TYPES or not mime.is_text(found):
+        return PAGE_TYPE
+    return found
 
 
 def _guess_type(name: str) -> str:

@@ -1,6 +1,9 @@
 """``python manage.py tm_purge_log``: delete request log rows past their retention now.
 
-Spec: OP2.
+On PostgreSQL it also makes the day partitions ahead and drops the days past the retention
+whole; run it from a timer (``deploy/systemd/tmsite-purge.timer``).
+
+Spec: OP2, OBS5.
 """
 
 from __future__ import annotations
@@ -18,12 +21,20 @@ class Command(BaseCommand):
     """Purge the request log of rows older than the retention, and say how many went."""
 
     help = (
-        "Delete request log rows older than TM_LOG_RETENTION_DAYS (30). The server also does "
-        "this by itself, at most once an hour per process, after writing rows."
+        "Delete request log rows older than TM_LOG_RETENTION_DAYS (30); on PostgreSQL, make the "
+        "day partitions ahead and drop the days past it. The server also does this by itself, "
+        "at most once an hour per process, after writing rows."
     )
 
     @override
     def handle(self, *args: Any, **options: Any) -> None:
-        deleted = recorder.purge()
+        purged = recorder.purge()
         days = settings.TM_LOG_RETENTION_DAYS
-        self.stdout.write(f"deleted {deleted} request log rows older than {days} days")
+        self.stdout.write(f"deleted {purged.deleted} request log rows older than {days} days")
+        if purged.dropped:
+            self.stdout.write(
+                f"dropped {len(purged.dropped)} day partitions past {days} days: "
+                + ", ".join(purged.dropped)
+            )
+        if purged.created:
+            self.stdout.write(f"made {len(purged.created)} day partitions ahead")
