@@ -165,9 +165,12 @@ def test_log_agrees_with_the_git_cli(ns: Namespace, scenario: Scenario, path: st
     assert ours == theirs
 
 
-def test_log_of_a_renamed_file_stays_on_its_path(ns: Namespace, scenario: Scenario) -> None:
+def test_log_of_a_renamed_file_follows_it_to_its_old_path(
+    ns: Namespace, scenario: Scenario
+) -> None:
     body = ns.read(REPO + "docs/renamed.md?as=log").body
-    assert [e["subject"] for e in body["commits"]] == ["c4"]
+    assert [e["subject"] for e in body["commits"]] == ["c4", "Initial import"]
+    assert body["commits"][1]["path"] == "docs/old.md"
     old = ns.read(REPO + "docs/old.md?at=v1")
     assert to_text(old.body) == "old name\n"
     assert "latest-version" not in rels(old), "the old path does not exist at HEAD"

@@ -34,6 +34,8 @@ from types import TracebackType
 from typing import Literal, TypeVar
 
 from dulwich.commit_graph import (
+    CHUNK_BLOOM_FILTER_DATA,
+    CHUNK_BLOOM_FILTER_INDEX,
     CHUNK_COMMIT_DATA,
     CHUNK_EXTRA_EDGE_LIST,
     CHUNK_OID_FANOUT,
@@ -49,6 +51,7 @@ from dulwich.pack import Pack, PackFileDisappeared, PackIndex2, apply_delta
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from tmsite.gitstore import bloom
 from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import GitError
 
@@ -377,6 +380,67 @@ class LazyCommitGraph(CommitGraph):
         self._count = len(self._ids) // 20
         if self._fanout[255] != self._count or len(self._data) != self._count * 36:
             raise ValueError("the commit-graph's tables disagree")
+        self._read_filters()
+
+    def _read_filters(self) -> None:
+        """The changed-path Bloom filters (``BIDX``, ``BDAT``), when present and well formed."""
+        self._bloom_index = b""
+        self._bloom_data = b""
+        self._bloom_hashes = bloom.DEFAULT_HASHES
+        index = self.chunks.get(CHUNK_BLOOM_FILTER_INDEX)
+        data = self.chunks.get(CHUNK_BLOOM_FILTER_DATA)
+        if index is None or data is None or len(index.data) != 4 * self._count:
+            return
+        if len(data.data) < 12:
+            return
+        version, hashes, _bits = struct.unpack_from(">LLL", data.data, 0)
+        if version != 1 or not 1 <= hashes <= 32:
+            return  # only the hash version git 2.39 writes is read
+        (last,) = struct.unpack_from(">L", index.data, 4 * (self._count - 1))
+        if 12 + last > len(data.data):
+            return
+        self._bloom_index = index.data
+        self._bloom_data = data.data
+        self._bloom_hashes = hashes
+
+    @property
+    def has_filters(self) -> bool:
+        """Whether the file carries changed-path Bloom filters this reader can use."""
+        return bool(self._bloom_data)
+
+    @property
+    def filter_hashes(self) -> int:
+        """How many hashes a key of these filters has."""
+        return self._bloom_hashes
+
+    def _position(self, binary: bytes) -> int | None:
+        """The commit's position in the id table, or None when the graph does not hold it."""
+        first = binary[0]
+        end = 20 * self._fanout[first]
+        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
+        while found >= 0 and found % 20:
+            found = self._ids.find(binary, found + 1, end)
+        return None if found < 0 else found // 20
+
+    def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
+        """Whether the commit may have changed a path against its first parent.
+
+        False when the path's filter rules it out (a key is missing), True when the filter
+        may hold it, None when there is no filter for the commit (the trees must tell).
+        """
+        if not self._bloom_data:
+            return None
+        at = self._position(binary)
+        if at is None:
+            return None
+        (end,) = struct.unpack_from(">L", self._bloom_index, 4 * at)
+        start = struct.unpack_from(">L", self._bloom_index, 4 * at - 4)[0] if at else 0
+        if end <= start:
+            return None
+        for one in keys:
+            if bloom.contains(self._bloom_data, 12 + start, 12 + end, one) is False:
+                return False
+        return True
 
     def _id_at(self, index: int) -> str:
         if not 0 <= index < self._count:
@@ -385,14 +449,10 @@ class LazyCommitGraph(CommitGraph):
 
     def walk_record(self, binary: bytes) -> tuple[str, tuple[str, ...], int] | None:
         """Root tree, parents and committer time of a commit, or None when not in the graph."""
-        first = binary[0]
-        end = 20 * self._fanout[first]
-        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
-        while found >= 0 and found % 20:
-            found = self._ids.find(binary, found + 1, end)
-        if found < 0:
+        position = self._position(binary)
+        if position is None:
             return None
-        at = found // 20 * 36
+        at = position * 36
         tree = self._data[at : at + 20].hex()
         one, two, high, low_time = struct.unpack_from(">LLLL", self._data, at + 20)
         parents: list[str] = []
@@ -751,6 +811,31 @@ class GitRepo:
             self._walked.clear()
         self._walked[sha] = found
         return found
+
+    def path_keys(self, path: str, prefixes: bool = True) -> tuple[tuple[int, ...], ...] | None:
+        """The Bloom keys of ``path`` (and its leading directories), or None without filters."""
+        if not self._graph_read:
+            self._read_graph()
+        graph = self._graph
+        if graph is None or not graph.has_filters:
+            return None
+        hashes = graph.filter_hashes
+        if prefixes:
+            return bloom.keys(path, hashes)
+        return (bloom.key(path.encode("utf-8", "surrogateescape"), hashes),)
+
+    def maybe_changed(self, sha: str, keys: tuple[tuple[int, ...], ...] | None) -> bool:
+        """Whether commit ``sha`` may have changed the path whose Bloom ``keys`` are given.
+
+        False only when the commit-graph's filter shows ``sha`` left the path as its first
+        parent had it (see :mod:`~tmsite.gitstore.bloom`); True means the trees must tell.
+        """
+        if keys is None or self._graph is None:
+            return True
+        try:
+            return self._graph.maybe_changed(bytes.fromhex(sha), keys) is not False
+        except (ValueError, struct.error, IndexError):
+            return True  # a damaged filter only costs speed
 
     def _read_graph(self) -> None:
         """Open the commit-graph file, as dulwich's object store would, but read it lazily."""
