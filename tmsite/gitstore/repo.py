@@ -23,6 +23,7 @@ Spec: GIT.
 
 from __future__ import annotations
 
+import heapq
 import mmap
 import os
 import struct
@@ -422,6 +423,55 @@ class LazyCommitGraph(CommitGraph):
             found = self._ids.find(binary, found + 1, end)
         return None if found < 0 else found // 20
 
+    def _parent_positions(self, position: int) -> list[int]:
+        """The positions of a commit's parents, in order, from its record and the edge list."""
+        one, two = struct.unpack_from(">LL", self._data, position * 36 + 20)
+        parents = [one] if one < GRAPH_PARENT_MISSING else []
+        if two & GRAPH_EXTRA_EDGES_NEEDED:
+            edge = (two & ~GRAPH_EXTRA_EDGES_NEEDED) * 4
+            while True:
+                (value,) = struct.unpack_from(">L", self._edges, edge)
+                parents.append(value & ~GRAPH_LAST_EDGE)
+                if value & GRAPH_LAST_EDGE:
+                    break
+                edge += 4
+        elif two < GRAPH_PARENT_MISSING:
+            parents.append(two)
+        return parents
+
+    def first_before(self, binary: bytes, limit: int) -> str | None:
+        """``git rev-list -1 --before=<limit> <commit>`` over the graph's own tables.
+
+        Commits are taken newest first by committer date from a queue (equal dates in the
+        order they were queued), every parent followed; the first dated at or before
+        ``limit`` is the answer (``""`` when there is none). None when the graph does not
+        hold the commit. Positions and dates are read in place, no id is decoded on the way.
+        """
+        start = self._position(binary)
+        if start is None:
+            return None
+        data, unpack = self._data, struct.unpack_from
+
+        def when(position: int) -> int:
+            high, low = unpack(">LL", data, position * 36 + 28)
+            return int(low | ((high & 0x3) << 32))
+
+        queue = [(-when(start), 0, start)]
+        seen = {start}
+        counter = 0
+        while queue:
+            neg_time, _n, position = heapq.heappop(queue)
+            if -neg_time <= limit:
+                return self._id_at(position)
+            for parent in self._parent_positions(position):
+                if parent not in seen:
+                    if parent >= self._count:
+                        raise ValueError("a commit-graph parent is out of range")
+                    seen.add(parent)
+                    counter += 1
+                    heapq.heappush(queue, (-when(parent), counter, parent))
+        return ""
+
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
         """Whether the commit may have changed a path against its first parent.
 
@@ -811,6 +861,17 @@ class GitRepo:
             self._walked.clear()
         self._walked[sha] = found
         return found
+
+    def first_before(self, sha: str, limit: int) -> str | None:
+        """The commit-graph's answer to :meth:`LazyCommitGraph.first_before`, if it has one."""
+        if not self._graph_read:
+            self._read_graph()
+        if self._graph is None:
+            return None
+        try:
+            return self._graph.first_before(bytes.fromhex(sha), limit)
+        except (ValueError, struct.error, IndexError):
+            return None  # a damaged graph: the commits themselves are read
 
     def path_keys(self, path: str, prefixes: bool = True) -> tuple[tuple[int, ...], ...] | None:
         """The Bloom keys of ``path`` (and its leading directories), or None without filters."""
