@@ -21,12 +21,13 @@ The algorithm is git's (``git blame`` with its defaults: whole-file renames foll
 Where the commit-graph carries changed-path Bloom filters, a commit whose filter rules the
 path out hands everything to its first parent without a tree being read (as git does).
 
-The diff trims the common head and tail and runs :class:`difflib.SequenceMatcher` (no junk
-heuristic) on what is left; when the newer side repeats no line, the matcher's blocks are taken
-from the diagonal runs directly (:func:`unique_blocks`, the same pairs without its dynamic
-programme). It agrees with git's xdiff wherever an edit has one placement; where
-identical lines (blank lines, a repeated brace) let an edit be placed in several ways, the two
-may pick different ones and so blame a neighbouring identical line differently.
+The diff is Myers' shortest edit script compacted as git's xdiff compacts it
+(:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a repeated
+brace) let be placed in several ways is placed where git places it — but for git's indent
+heuristic, which that module does not apply. Past 2,000 edits between two versions the common
+head and tail are trimmed and :class:`difflib.SequenceMatcher` (no junk heuristic; when the
+newer side repeats no line, its blocks taken from the diagonal runs directly,
+:func:`unique_blocks`) matches the rest.
 
 Spec: GIT, ANY2.
 """
@@ -41,6 +42,7 @@ from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
+from tmsite.gitstore.linediff import edit_flags
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
@@ -151,7 +153,29 @@ def _split_windows(
 
 
 def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
-    """For each line of ``new``, its index in ``old`` when unchanged, else -1."""
+    """For each line of ``new``, its index in ``old`` when unchanged, else -1.
+
+    The diff is :func:`~tmsite.gitstore.linediff.edit_flags` (Myers, compacted as xdiff does);
+    past its edit bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
+    :func:`unique_blocks`) matches what is left.
+    """
+    flags = edit_flags(old, new)
+    if flags is not None:
+        gone, added = flags
+        mapping = [-1] * len(new)
+        i = 0
+        for j, is_new in enumerate(added):
+            if is_new:
+                continue
+            while gone[i]:
+                i += 1
+            mapping[j] = i
+            i += 1
+        return mapping
+    return _matcher_map(old, new)
+
+
+def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:
     mapping = [-1] * len(new)
     head = 0
     limit = min(len(old), len(new))
