@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -51,6 +52,8 @@ from tmsite.gitstore.tree import PathReader, kind_of
 from tmsite.gitstore.types import LogEntry
 
 MAX_LOG = 100
+#: The commit-graph's "no parent" mark (``GRAPH_PARENT_MISSING``).
+PARENT_MISSING = 0x70000000
 _EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)*>?")
 
 
@@ -152,23 +155,89 @@ def walk_follow(
     """Yield ``git log --follow -- path``'s commits, newest first (see the module docstring).
 
     Each as ``(commit, the path there, the path it was renamed or copied from, first parent)``.
+    Commits the commit-graph holds are walked by their position in it — dates, parents and
+    Bloom filters read in place — and named only when their filter lets the path through.
     """
     follow = _Follow(repo, path)
-    counter = 0
-    queue: list[tuple[int, int, str]] = [(-repo.walk_info(commit)[2], counter, commit)]
-    seen = {commit}
-    while queue:
-        _neg_time, _n, sha = heapq.heappop(queue)
-        work.spend("commits")
-        tree, parents, _when = repo.walk_info(sha)
-        shown = follow.step(sha, tree, parents)
+    walk = _DateWalk(repo, commit)
+    graph = walk.graph
+    for node in walk:
+        if isinstance(node, int):
+            assert graph is not None
+            parents = walk.parents
+            if len(parents) > 1:
+                continue
+            if parents and not graph.changed_at(node, follow.keys[follow.current] or ()):
+                continue
+            sha = graph.id_at(node)
+        else:
+            sha = node
+        tree, parent_ids, _when = repo.walk_info(sha)
+        shown = follow.step(sha, tree, parent_ids)
         if shown is not None:
             yield shown
-        for parent in parents:
-            if parent not in seen:
-                seen.add(parent)
-                counter += 1
-                heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
+
+
+class _DateWalk:
+    """Every commit reachable from one, newest first by committer date, each once.
+
+    Equal dates come in the order they were queued (git's ``commit_list_insert_by_date``).
+    A commit the commit-graph holds is a position in it (an ``int``), any other its id; the
+    graph holds every ancestor of a commit it holds, so a walk that enters it stays there.
+    ``parents`` is the last yielded commit's parents, in the same form.
+    """
+
+    def __init__(self, repo: GitRepo, commit: str) -> None:
+        self.repo = repo
+        self.graph = repo.graph()
+        self.parents: list[int] | list[int | str] | tuple[str, ...] = ()
+        start = self._node(commit)
+        self.queue: list[tuple[int, int, int | str]] = [(-self._when(start), 0, start)]
+        self.seen: set[int | str] = {start}
+        self.counter = 0
+
+    def _node(self, sha: str) -> int | str:
+        if self.graph is not None:
+            position = self.graph.position(sha)
+            if position is not None:
+                return position
+        return sha
+
+    def _when(self, node: int | str) -> int:
+        if isinstance(node, int):
+            assert self.graph is not None
+            return self.graph.when(node)
+        return self.repo.walk_info(node)[2]
+
+    def __iter__(self) -> Iterator[int | str]:
+        queue, seen, graph = self.queue, self.seen, self.graph
+        pop, push, unpack = heapq.heappop, heapq.heappush, struct.unpack_from
+        data = graph.commit_data if graph is not None else b""
+        visited = 0
+        try:
+            while queue:
+                _neg_time, _n, node = pop(queue)
+                visited += 1
+                children: list[int] | list[int | str]
+                if isinstance(node, int):
+                    assert graph is not None
+                    one, two = unpack(">LL", data, node * 36 + 20)
+                    if two == PARENT_MISSING:  # the common case, decoded in place
+                        children = [one] if one != PARENT_MISSING else []
+                    else:
+                        children = graph.parents_at(node)
+                    self.parents = children
+                else:
+                    self.parents = self.repo.walk_info(node)[1]
+                    children = [self._node(parent) for parent in self.parents]
+                for child in children:
+                    if child not in seen:
+                        seen.add(child)
+                        self.counter += 1
+                        push(queue, (-self._when(child), self.counter, child))
+                yield node
+        finally:
+            work.spend("commits", visited)
 
 
 def _changed(

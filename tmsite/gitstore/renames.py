@@ -22,7 +22,7 @@ Spec: ANY2.
 from __future__ import annotations
 
 import stat
-from collections import defaultdict
+from collections import Counter
 
 from dulwich.diff_tree import (
     CHANGE_COPY,
@@ -56,24 +56,28 @@ class _Store:
         return ShaFile.from_raw_string(type_num, data, ObjectID(sha))
 
 
-def _blocks(repo: GitRepo, sha: str) -> dict[int, int]:
-    """Block hash → bytes, as dulwich's ``_count_blocks`` counts them, without its byte loop."""
+def _blocks(repo: GitRepo, sha: str) -> dict[bytes, int]:
+    r"""Block → bytes it accounts for, as dulwich's ``_count_blocks`` counts them.
+
+    A block is a line with its ``\n``, or 64 bytes of a longer one; equal lines are counted
+    once and multiplied, where dulwich walks the content byte by byte.
+    """
     key = (repo.path, "blocks", sha)
     cached = OBJECTS.get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    counts: dict[int, int] = defaultdict(int)
-    lines = repo.blob(sha).split(b"\n")
+    data = repo.blob(sha)
+    lines = data.split(b"\n")
     last = lines.pop()
-    for line in lines:
-        line += b"\n"
-        for at in range(0, len(line), BLOCK):
-            piece = line[at : at + BLOCK]
-            counts[hash(piece)] += len(piece)
-    for at in range(0, len(last), BLOCK):
-        piece = last[at : at + BLOCK]
-        counts[hash(piece)] += len(piece)
-    return OBJECTS.put(key, dict(counts), 64 + 48 * len(counts))
+    counts: dict[bytes, int] = {}
+    pieces = [(line + b"\n", times) for line, times in Counter(lines).items()]
+    if last:
+        pieces.append((last, 1))
+    for whole, times in pieces:
+        for at in range(0, len(whole), BLOCK):
+            piece = whole[at : at + BLOCK]
+            counts[piece] = counts.get(piece, 0) + times * len(piece)
+    return OBJECTS.put(key, counts, 64 + len(data) + 64 * len(counts))
 
 
 class _FollowDetector(RenameDetector):
@@ -134,36 +138,56 @@ class _FollowDetector(RenameDetector):
                 return
 
     def _find_content_rename_candidates(self) -> None:
+        """The most similar sources scoring at least 50%, as dulwich scores them.
+
+        Sources are tried in order of the best score their size allows (the smaller size over
+        the larger); once that bound falls below the best score found, none left can match
+        it, so the choice is dulwich's without scoring every file of the tree.
+        """
         candidates: list[tuple[int, TreeChange]] = []
         self._candidates = candidates
         if not self._adds or not self._should_find_content_renames():
             return
         for add in self._adds:
-            assert add.new is not None and add.new.sha is not None
-            assert add.new.mode is not None
-            new_sha = add.new.sha.decode("ascii")
-            new_size = self.repo.size(new_sha)
-            new_blocks = _blocks(self.repo, new_sha)
-            for delete in self._deletes:
-                old = delete.old
-                assert old is not None and old.sha is not None and old.mode is not None
-                if stat.S_IFMT(old.mode) != stat.S_IFMT(add.new.mode):
-                    continue
-                old_sha = old.sha.decode("ascii")
-                largest = max(self.repo.size(old_sha), new_size)
-                if not largest:
-                    score = 100
+            new = add.new
+            assert new is not None and new.sha is not None and new.mode is not None
+            sources = [
+                d
+                for d in self._deletes
+                if d.old is not None
+                and d.old.mode is not None
+                and stat.S_IFMT(d.old.mode) == stat.S_IFMT(new.mode)
+            ]
+            new_sha = new.sha.decode("ascii")
+            shas = [new_sha] + [d.old.sha.decode("ascii") for d in sources]  # type: ignore[union-attr]
+            new_size, *sizes = self.repo.sizes(shas)
+            bounds = [
+                100 if not max(size, new_size) else min(size, new_size) * 100 // max(size, new_size)
+                for size in sizes
+            ]
+            order = sorted(range(len(sources)), key=lambda i: -bounds[i])
+            best = RENAME_SCORE
+            new_blocks: dict[bytes, int] | None = None
+            for i in order:
+                if bounds[i] < best:
+                    break
+                old = sources[i].old
+                assert old is not None and old.sha is not None
+                largest = max(sizes[i], new_size)
+                if largest:
+                    if new_blocks is None:
+                        new_blocks = _blocks(self.repo, new_sha)
+                    old_blocks = _blocks(self.repo, shas[i + 1])
+                    score = _common(old_blocks, new_blocks) * 100 // largest
                 else:
-                    smaller = min(self.repo.size(old_sha), new_size)
-                    if smaller * 100 < largest * RENAME_SCORE:
-                        continue  # too different in size to share half the bytes
-                    score = _common(_blocks(self.repo, old_sha), new_blocks) * 100 // largest
-                if score >= RENAME_SCORE:
-                    kind = CHANGE_RENAME if delete.type == CHANGE_DELETE else CHANGE_COPY
-                    candidates.append((-score, TreeChange(kind, old, add.new)))
+                    score = 100
+                if score >= best:
+                    best = score
+                    kind = CHANGE_RENAME if sources[i].type == CHANGE_DELETE else CHANGE_COPY
+                    candidates.append((-score, TreeChange(kind, old, new)))
 
 
-def _common(one: dict[int, int], two: dict[int, int]) -> int:
+def _common(one: dict[bytes, int], two: dict[bytes, int]) -> int:
     if len(one) > len(two):
         one, two = two, one
     return sum(min(count, two.get(block, 0)) for block, count in one.items())

@@ -439,6 +439,45 @@ class LazyCommitGraph(CommitGraph):
             parents.append(two)
         return parents
 
+    def position(self, sha: str) -> int | None:
+        """A commit's position in the graph (its id table), or None when it is not there."""
+        return self._position(bytes.fromhex(sha))
+
+    def id_at(self, position: int) -> str:
+        """The commit id at a position."""
+        return self._id_at(position)
+
+    def when(self, position: int) -> int:
+        """The committer time of the commit at a position."""
+        high, low = struct.unpack_from(">LL", self._data, position * 36 + 28)
+        return int(low | ((high & 0x3) << 32))
+
+    @property
+    def commit_data(self) -> bytes:
+        """The ``CDAT`` table: 36 bytes a commit (tree, two parent words, generation, time)."""
+        return self._data
+
+    def parents_at(self, position: int) -> list[int]:
+        """The positions of the parents of the commit at a position, in order."""
+        parents = self._parent_positions(position)
+        if any(parent >= self._count for parent in parents):
+            raise ValueError("a commit-graph parent is out of range")
+        return parents
+
+    def changed_at(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool:
+        """:meth:`maybe_changed` for the commit at a position (True when there is no filter)."""
+        index = self._bloom_index
+        if not index:
+            return True
+        (end,) = struct.unpack_from(">L", index, 4 * position)
+        start = struct.unpack_from(">L", index, 4 * position - 4)[0] if position else 0
+        if end <= start:
+            return True
+        for one in keys:
+            if bloom.contains(self._bloom_data, 12 + start, 12 + end, one) is False:
+                return False
+        return True
+
     def first_before(self, binary: bytes, limit: int) -> str | None:
         """``git rev-list -1 --before=<limit> <commit>`` over the graph's own tables.
 
@@ -861,6 +900,12 @@ class GitRepo:
             self._walked.clear()
         self._walked[sha] = found
         return found
+
+    def graph(self) -> LazyCommitGraph | None:
+        """The repository's commit-graph, read once per handle; None without one."""
+        if not self._graph_read:
+            self._read_graph()
+        return self._graph
 
     def first_before(self, sha: str, limit: int) -> str | None:
         """The commit-graph's answer to :meth:`LazyCommitGraph.first_before`, if it has one."""
