@@ -1,7 +1,9 @@
 """A line diff shaped as git's xdiff shapes it, for blame.
 
 Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
-interned as integers first, so a comparison is an integer's); the changed lines of each side
+interned as integers first, so a comparison is an integer's; the common head and tail, and,
+as xdiff discards them, the lines the other side does not hold at all are left out of the
+search); the changed lines of each side
 are then *compacted* as xdiff's ``xdl_change_compact`` does: each group of changes is slid up
 and then down as far as equal lines allow, merging with groups it meets, and left at the
 lowest place — or, where it can line up with a group of changes in the other version, at the
@@ -25,9 +27,9 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
 
     None when the versions differ by more than :data:`MAX_EDITS` edits.
     """
-    ids: dict[bytes, int] = {}
-    a = [ids.setdefault(line, len(ids)) for line in old]
-    b = [ids.setdefault(line, len(ids)) for line in new]
+    ids = {line: at for at, line in enumerate({*old, *new})}
+    a = list(map(ids.__getitem__, old))
+    b = list(map(ids.__getitem__, new))
     head = 0
     limit = min(len(a), len(b))
     while head < limit and a[head] == b[head]:
@@ -35,14 +37,20 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
     tail = 0
     while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
-    path = _myers(a[head : len(a) - tail], b[head : len(b) - tail])
+    # As xdiff's xdl_cleanup_records: a line the other side lacks is changed for certain and
+    # left out of the search, which then only places the lines both sides hold.
+    in_b = set(b[head : len(b) - tail])
+    in_a = set(a[head : len(a) - tail])
+    keep_a = [i for i in range(head, len(a) - tail) if a[i] in in_b]
+    keep_b = [j for j in range(head, len(b) - tail) if b[j] in in_a]
+    path = _myers([a[i] for i in keep_a], [b[j] for j in keep_b])
     if path is None:
         return None
     gone = [False] * head + [True] * (len(a) - head - tail) + [False] * tail
     added = [False] * head + [True] * (len(b) - head - tail) + [False] * tail
     for i, j in path:
-        gone[head + i] = False
-        added[head + j] = False
+        gone[keep_a[i]] = False
+        added[keep_b[j]] = False
     _compact(a, gone, added)
     _compact(b, added, gone)
     return gone, added
@@ -61,14 +69,36 @@ def _myers(a: list[int], b: list[int]) -> list[tuple[int, int]] | None:
                 x = v[offset + k + 1]
             else:
                 x = v[offset + k - 1] + 1
+            x = _snake(a, b, x, x - k)
             y = x - k
-            while x < n and y < m and a[x] == b[y]:
-                x += 1
-                y += 1
             v[offset + k] = x
             if x >= n and y >= m:
                 return _back(trace, v, offset, d, k, a, b)
     return None
+
+
+def _snake(a: list[int], b: list[int], x: int, y: int) -> int:
+    """How far the diagonal from ``(x, y)`` runs on equal lines: the ``x`` where it stops.
+
+    Whole slices are compared first (in C), doubling while they match, so a long run of
+    unchanged lines costs a few comparisons rather than one Python step a line.
+    """
+    n, m = len(a), len(b)
+    if x >= n or y >= m or a[x] != b[y]:
+        return x
+    step = 8
+    while x < n and y < m:
+        size = min(step, n - x, m - y)
+        if a[x : x + size] == b[y : y + size]:
+            x += size
+            y += size
+            step *= 2
+            continue
+        while x < n and y < m and a[x] == b[y]:
+            x += 1
+            y += 1
+        break
+    return x
 
 
 def _back(
@@ -107,13 +137,13 @@ def _back(
 
 
 class _Group:
-    """xdiff's ``struct xdlgroup``: the run of changed lines ``start:end`` in one version."""
+    """xdiff's ``struct xdlgroup`` on the side being compacted: changed lines ``start:end``."""
 
-    def __init__(self, flags: list[bool], recs: list[int] | None = None) -> None:
+    def __init__(self, flags: list[bool], recs: list[int], start: int) -> None:
         self.flags = flags
         self.recs = recs
-        self.start = 0
-        self.end = self._end_from(0)
+        self.start = start
+        self.end = self._end_from(start)
 
     def _end_from(self, at: int) -> int:
         flags, size = self.flags, len(self.flags)
@@ -121,25 +151,9 @@ class _Group:
             at += 1
         return at
 
-    def next(self) -> bool:
-        """Move to the next group; False at the end (``group_next``)."""
-        if self.end == len(self.flags):
-            return False
-        self.start = self.end + 1
-        self.end = self._end_from(self.start)
-        return True
-
-    def previous(self) -> None:
-        """Move to the previous group (``group_previous``)."""
-        self.end = self.start - 1
-        self.start = self.end
-        while self.start > 0 and self.flags[self.start - 1]:
-            self.start -= 1
-
     def slide_up(self) -> bool:
         """Shift the group up one line if the lines allow, merging (``group_slide_up``)."""
         recs, flags = self.recs, self.flags
-        assert recs is not None
         if self.start > 0 and recs[self.start - 1] == recs[self.end - 1]:
             self.start -= 1
             self.end -= 1
@@ -153,7 +167,6 @@ class _Group:
     def slide_down(self) -> bool:
         """Shift the group down one line if the lines allow, merging (``group_slide_down``)."""
         recs, flags = self.recs, self.flags
-        assert recs is not None
         if self.end < len(flags) and recs[self.start] == recs[self.end]:
             flags[self.start] = False
             flags[self.end] = True
@@ -163,19 +176,46 @@ class _Group:
         return False
 
 
+class _Other:
+    """The other side's group in step with the one compacted.
+
+    It is the ``index``-th run of changed lines (between the side's ``index``-th unchanged
+    line and the next), which compacting this side never alters.
+    """
+
+    def __init__(self, flags: list[bool]) -> None:
+        self.unchanged = [at for at, flag in enumerate(flags) if not flag]
+        self.size = len(flags)
+        self.index = 0
+
+    def empty(self) -> bool:
+        """Whether the group holds no changed line."""
+        start = self.unchanged[self.index - 1] + 1 if self.index else 0
+        end = self.unchanged[self.index] if self.index < len(self.unchanged) else self.size
+        return end <= start
+
+
 def _compact(recs: list[int], changed: list[bool], other: list[bool]) -> None:
-    """``xdl_change_compact`` on one side: slide each group of changes as git does."""
-    g = _Group(changed, recs)
-    go = _Group(other)
+    """``xdl_change_compact`` on one side: slide each group of changes as git does.
+
+    Groups are paired with the other side's by their index (the count of unchanged lines
+    before them); empty groups are stepped over in one move rather than one at a time.
+    """
+    go = _Other(other)
+    end, index = -1, -1
     while True:
-        if g.end != g.start:
-            _place(g, go)
-        if not g.next():
-            break
-        go.next()
+        try:
+            start = changed.index(True, end + 1)
+        except ValueError:
+            return
+        index += start - end
+        go.index = index
+        g = _Group(changed, recs, start)
+        _place(g, go)
+        end, index = g.end, go.index
 
 
-def _place(g: _Group, go: _Group) -> None:
+def _place(g: _Group, go: _Other) -> None:
     """Slide one group up, then down as far as it goes, then back up to the last place.
 
     The last place is where it lines up with a group of changes on the other side, if it
@@ -185,17 +225,17 @@ def _place(g: _Group, go: _Group) -> None:
         size = g.end - g.start
         end_matching_other = -1
         while g.slide_up():
-            go.previous()
+            go.index -= 1
         earliest_end = g.end
-        if go.end > go.start:
+        if not go.empty():
             end_matching_other = g.end
         while g.slide_down():
-            go.next()
-            if go.end > go.start:
+            go.index += 1
+            if not go.empty():
                 end_matching_other = g.end
         if size == g.end - g.start:
             break
     if g.end != earliest_end and end_matching_other != -1:
-        while go.end == go.start:
+        while go.empty():
             g.slide_up()
-            go.previous()
+            go.index -= 1
