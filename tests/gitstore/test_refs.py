@@ -280,3 +280,24 @@ def test_unreadable_repository(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(gitstore.GitError) as caught:
         gitstore.open_repo(tmp_path)
     assert caught.value.detail == "not a git repository"
+
+
+@pytest.mark.spec("ANY2")
+def test_refs_are_kept_until_the_store_changes(fresh_world: World) -> None:
+    """One handle keeps the refs it read, and sees at once a ref moved, added or removed."""
+    c = fresh_world.c
+    refs = fresh_world.builder.repo.refs
+    with gitstore.open_repo(fresh_world.path) as repo:
+        assert gitstore.resolve(repo, "main").commit == c["c7"]
+        assert repo.refs() is not repo.refs() and repo.refs() == repo.refs()
+        for target in ("c5", "c6", "c3"):
+            refs[b"refs/heads/main"] = c[target].encode()
+            assert gitstore.resolve(repo, "main").commit == c[target]
+        refs[b"refs/tags/fresh"] = c["c2"].encode()
+        assert gitstore.resolve(repo, "fresh").commit == c["c2"]
+        del refs[b"refs/tags/fresh"]
+        with pytest.raises(NoSuchRef):
+            gitstore.resolve(repo, "fresh")
+        refs.pack_refs(all=True)
+        assert gitstore.resolve(repo, "main").commit == c["c3"]
+        assert gitstore.resolve(repo, "v1").commit == c["c2"]

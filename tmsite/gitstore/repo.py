@@ -587,6 +587,7 @@ class GitRepo:
         self._indexes: list[PackIndexReader | None] | None = None
         self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
         self._base_bytes = 0
+        self._refs_seen: tuple[tuple[object, ...] | None, dict[str, str]] = (None, {})
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -821,6 +822,43 @@ class GitRepo:
 
         Ref names are only ever read from the ref store here, never built from client text.
         """
+        signature = self._refs_signature()
+        with self._lock:
+            if signature is not None and signature == self._refs_seen[0]:
+                return dict(self._refs_seen[1])
+        out = self._read_refs()
+        with self._lock:
+            self._refs_seen = (signature, out)
+        return dict(out)
+
+    def _refs_signature(self) -> tuple[object, ...] | None:
+        """What the ref store looks like on disk: changes whenever a ref does.
+
+        git and dulwich write a ref by renaming a lock file over it, so the ref file's inode,
+        time or size changes; ``packed-refs`` and ``HEAD`` are stat'ed the same way. None when
+        the store cannot be looked at (then the refs are read every time).
+        """
+        common = self.path
+        control = self._repo.controldir()
+        parts: list[object] = []
+        try:
+            for path in (os.path.join(common, "packed-refs"), os.path.join(control, "HEAD")):
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    parts.append(None)
+                    continue
+                parts.append((st.st_ino, st.st_mtime_ns, st.st_size))
+            for root, dirs, files in os.walk(os.path.join(common, "refs")):
+                dirs.sort()
+                for name in sorted(files):
+                    st = os.stat(os.path.join(root, name))
+                    parts.append((root, name, st.st_ino, st.st_mtime_ns, st.st_size))
+        except OSError:
+            return None
+        return tuple(parts)
+
+    def _read_refs(self) -> dict[str, str]:
         out: dict[str, str] = {}
         with self._lock:
             container = self._repo.refs
