@@ -859,16 +859,26 @@ class GitRepo:
         return tuple(parts)
 
     def _read_refs(self) -> dict[str, str]:
+        """The refs from the store: loose ones (and HEAD) followed, packed ones as listed.
+
+        A packed ref shadowed by no loose file is taken from ``packed-refs`` directly rather
+        than by trying its loose file first (on git/git: a thousand failed opens a read).
+        """
         out: dict[str, str] = {}
         with self._lock:
             container = self._repo.refs
             try:
                 names = container.allkeys()
+                packed = container.get_packed_refs()
+                loose = set(getattr(container, "_iter_loose_refs", lambda: names)())
             except OSError as exc:
                 raise GitError(f"refs could not be read: {exc.__class__.__name__}") from exc
             for name in names:
                 try:
-                    target = container[Ref(name)]
+                    if name in packed and name not in loose and name != b"HEAD":
+                        target = packed[name]
+                    else:
+                        target = container[Ref(name)]
                 except (KeyError, OSError, ValueError):
                     continue
                 try:
