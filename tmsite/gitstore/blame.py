@@ -21,13 +21,12 @@ The algorithm is git's (``git blame`` with its defaults: whole-file renames foll
 Where the commit-graph carries changed-path Bloom filters, a commit whose filter rules the
 path out hands everything to its first parent without a tree being read (as git does).
 
-The diff is Myers' shortest edit script compacted as git's xdiff compacts it
-(:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a repeated
-brace) let be placed in several ways is placed where git places it — but for git's indent
-heuristic, which that module does not apply. Past 2,000 edits between two versions the common
-head and tail are trimmed and :class:`difflib.SequenceMatcher` (no junk heuristic; when the
-newer side repeats no line, its blocks taken from the diagonal runs directly,
-:func:`unique_blocks`) matches the rest.
+The diff is Myers' shortest edit script compacted as git's xdiff compacts it, indent heuristic
+included (:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a
+repeated brace) let be placed in several ways is placed where git places it. Past 2,000 edits
+between two versions the common head and tail are trimmed and :class:`difflib.SequenceMatcher`
+(no junk heuristic; when the newer side repeats no line, its blocks taken from the diagonal runs
+directly, :func:`unique_blocks`) matches the rest.
 
 Spec: GIT, ANY2.
 """

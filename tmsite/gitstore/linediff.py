@@ -1,17 +1,15 @@
 """A line diff shaped as git's xdiff shapes it, for blame.
 
 Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
-interned as integers first, so a comparison is an integer's; the common head and tail, and,
-as xdiff discards them, the lines the other side does not hold at all are left out of the
-search); the changed lines of each side
-are then *compacted* as xdiff's ``xdl_change_compact`` does: each group of changes is slid up
-and then down as far as equal lines allow, merging with groups it meets, and left at the
-lowest place — or, where it can line up with a group of changes in the other version, at the
-last such place. Ambiguous edits (a block that begins or ends with a line that repeats, such as
-a blank line or a brace) are thereby placed where git places them, so blame hands the same lines
-to the parent. git's blame also applies ``diff.indentHeuristic`` to a group that could slide
-without meeting a change on the other side; this module does not, and leaves such a group at
-its lowest place.
+interned as integers first, so a comparison is an integer's; the common head and tail, and, as
+xdiff discards them, the lines the other side does not hold at all are left out of the search).
+The changed lines of each side are then *compacted* as xdiff's ``xdl_change_compact`` does: each
+group of changes is slid up and then down as far as equal lines allow, merging with groups it
+meets, and left where it lines up with a group of changes in the other version, or else where
+git's indent heuristic (``diff.indentHeuristic``, on by default, which ``git blame`` uses)
+scores the split best. Ambiguous edits (a block that begins or ends with a line that repeats,
+such as a blank line or a brace) are thereby placed where git places them, so blame hands the
+same lines to the parent.
 
 Spec: ANY2.
 """
@@ -51,8 +49,8 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
     for i, j in path:
         gone[keep_a[i]] = False
         added[keep_b[j]] = False
-    _compact(a, gone, added)
-    _compact(b, added, gone)
+    _compact(a, gone, added, _Indents(old))
+    _compact(b, added, gone, _Indents(new))
     return gone, added
 
 
@@ -195,7 +193,7 @@ class _Other:
         return end <= start
 
 
-def _compact(recs: list[int], changed: list[bool], other: list[bool]) -> None:
+def _compact(recs: list[int], changed: list[bool], other: list[bool], indents: _Indents) -> None:
     """``xdl_change_compact`` on one side: slide each group of changes as git does.
 
     Groups are paired with the other side's by their index (the count of unchanged lines
@@ -211,15 +209,15 @@ def _compact(recs: list[int], changed: list[bool], other: list[bool]) -> None:
         index += start - end
         go.index = index
         g = _Group(changed, recs, start)
-        _place(g, go)
+        _place(g, go, indents)
         end, index = g.end, go.index
 
 
-def _place(g: _Group, go: _Other) -> None:
+def _place(g: _Group, go: _Other, indents: _Indents) -> None:
     """Slide one group up, then down as far as it goes, then back up to the last place.
 
     The last place is where it lines up with a group of changes on the other side, if it
-    met one; else it stays at its lowest.
+    met one; else where git's indent heuristic puts it.
     """
     while True:
         size = g.end - g.start
@@ -235,7 +233,138 @@ def _place(g: _Group, go: _Other) -> None:
                 end_matching_other = g.end
         if size == g.end - g.start:
             break
-    if g.end != earliest_end and end_matching_other != -1:
+    if g.end != earliest_end:
+        _settle(g, go, indents, earliest_end, end_matching_other != -1, size)
+
+
+def _settle(
+    g: _Group, go: _Other, indents: _Indents, earliest_end: int, matched: bool, size: int
+) -> None:
+    """Slide a group at its lowest back up: to the other side's last group, or by indent."""
+    if matched:
         while go.empty():
             g.slide_up()
             go.index -= 1
+        return
+    best = indents.best_shift(earliest_end, g.end, size)
+    while g.end > best:
+        g.slide_up()
+        go.index -= 1
+
+
+#: The indent heuristic's weights (xdiff's ``xdiffi.c``, from diff-slider-tools' corpus).
+MAX_INDENT = 200
+MAX_BLANKS = 20
+START_OF_FILE_PENALTY = 1
+END_OF_FILE_PENALTY = 21
+TOTAL_BLANK_WEIGHT = -30
+POST_BLANK_WEIGHT = 6
+RELATIVE_INDENT_PENALTY = -4
+RELATIVE_INDENT_WITH_BLANK_PENALTY = 10
+RELATIVE_OUTDENT_PENALTY = 24
+RELATIVE_OUTDENT_WITH_BLANK_PENALTY = 17
+RELATIVE_DEDENT_PENALTY = 23
+RELATIVE_DEDENT_WITH_BLANK_PENALTY = 17
+INDENT_WEIGHT = 60
+MAX_SLIDING = 100
+SPACES = b" \t\n\v\f\r"
+
+
+class _Indents:
+    """git's indent heuristic (``diff.indentHeuristic``, on by default).
+
+    Where a group that could slide meets no change on the other side, it goes where the
+    splits above and below it fall best by indentation and blank lines.
+    """
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+        self.known: dict[int, int] = {}
+
+    def indent(self, at: int) -> int:
+        """The line's indentation (a tab to the next multiple of 8), -1 for a blank line."""
+        found = self.known.get(at)
+        if found is not None:
+            return found
+        width = 0
+        for byte in self.lines[at]:
+            if byte not in SPACES:
+                break
+            if byte == 0x20:
+                width += 1
+            elif byte == 0x09:
+                width += 8 - width % 8
+            if width >= MAX_INDENT:
+                width = MAX_INDENT
+                break
+        else:
+            width = -1
+        self.known[at] = width
+        return width
+
+    def measure(self, split: int) -> tuple[bool, int, int, int, int, int]:
+        """``measure_split``: end of file, indent, blanks and indents around the split."""
+        size = len(self.lines)
+        end_of_file = split >= size
+        indent = -1 if end_of_file else self.indent(split)
+        pre_blank, pre_indent = 0, -1
+        for at in range(split - 1, -1, -1):
+            pre_indent = self.indent(at)
+            if pre_indent != -1:
+                break
+            pre_blank += 1
+            if pre_blank == MAX_BLANKS:
+                pre_indent = 0
+                break
+        post_blank, post_indent = 0, -1
+        for at in range(split + 1, size):
+            post_indent = self.indent(at)
+            if post_indent != -1:
+                break
+            post_blank += 1
+            if post_blank == MAX_BLANKS:
+                post_indent = 0
+                break
+        return end_of_file, indent, pre_blank, pre_indent, post_blank, post_indent
+
+    def score(self, split: int) -> tuple[int, int]:
+        """``score_add_split``: (effective indent, penalty) of one split."""
+        end_of_file, indent, pre_blank, pre_indent, post_blank_after, post_indent = self.measure(
+            split
+        )
+        penalty = 0
+        if pre_indent == -1 and pre_blank == 0:
+            penalty += START_OF_FILE_PENALTY
+        if end_of_file:
+            penalty += END_OF_FILE_PENALTY
+        post_blank = 1 + post_blank_after if indent == -1 else 0
+        total_blank = pre_blank + post_blank
+        penalty += TOTAL_BLANK_WEIGHT * total_blank + POST_BLANK_WEIGHT * post_blank
+        effective = indent if indent != -1 else post_indent
+        blanks = total_blank != 0
+        if effective == -1 or pre_indent == -1 or effective == pre_indent:
+            pass
+        elif effective > pre_indent:
+            penalty += RELATIVE_INDENT_WITH_BLANK_PENALTY if blanks else RELATIVE_INDENT_PENALTY
+        elif post_indent != -1 and post_indent > effective:
+            penalty += RELATIVE_OUTDENT_WITH_BLANK_PENALTY if blanks else RELATIVE_OUTDENT_PENALTY
+        else:
+            penalty += RELATIVE_DEDENT_WITH_BLANK_PENALTY if blanks else RELATIVE_DEDENT_PENALTY
+        return effective, penalty
+
+    def best_shift(self, earliest_end: int, end: int, size: int) -> int:
+        """The group's best end among the places it can slide to (the lowest of the best)."""
+        best_shift = -1
+        best = (0, 0)
+        for shift in range(max(earliest_end, end - size - 1, end - MAX_SLIDING), end + 1):
+            one, two = self.score(shift), self.score(shift - size)
+            score = (one[0] + two[0], one[1] + two[1])
+            if best_shift == -1 or _compare(score, best) <= 0:
+                best, best_shift = score, shift
+        return best_shift
+
+
+def _compare(one: tuple[int, int], two: tuple[int, int]) -> int:
+    """``score_cmp``: negative when ``one`` is the better split."""
+    indents = (one[0] > two[0]) - (one[0] < two[0])
+    return INDENT_WEIGHT * indents + one[1] - two[1]
