@@ -782,6 +782,16 @@ class GitRepo:
                 raise ValueError(f"unknown pack entry type {type_num}")
         raise ValueError("delta chain too deep")
 
+    def _delta_size(self, pack: Pack, offset: int, binary: bytes) -> int:
+        """The size of the delta entry at a known offset (lock held).
+
+        Found as :meth:`header` finds it, without looking the object up again.
+        """
+        try:
+            return self._header_at(pack, offset)[1]
+        except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
+            return self._header_binary(binary)[1]
+
     def _header_binary(self, binary: bytes, depth: int = 0) -> tuple[int, int]:
         found = self._locate(binary)
         if found is not None:
@@ -1075,13 +1085,17 @@ class GitRepo:
                 direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
-                    out[at] = _packed_size(direct, binary)
-                    if out[at] < 0:
-                        cached = OBJECTS.get((self.path, "size", sha))
-                        if cached is not None:
-                            out[at] = int(cached)
-                        else:
-                            out[at] = self._header_binary(binary)[1]
+                    size, where = _packed_size(direct, binary)
+                    out[at] = size
+                    if size >= 0:
+                        continue
+                    cached = OBJECTS.get((self.path, "size", sha))
+                    if cached is not None:
+                        out[at] = int(cached)
+                    elif where is not None:
+                        out[at] = self._delta_size(self._packs[where[0]], where[1], binary)
+                    else:
+                        out[at] = self._header_binary(binary)[1]
         except KeyError as exc:
             raise GitError("an object is missing from the repository") from exc
         except (OSError, ValueError, AssertionError, IndexError) as exc:
@@ -1113,15 +1127,21 @@ class GitRepo:
         return self._header_field(sha, "size")
 
 
-def _packed_size(direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes) -> int:
-    """The size of a whole (non-delta) object from its pack entry header; -1 if not so found."""
-    for reader, buf in direct:
+def _packed_size(
+    direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes
+) -> tuple[int, tuple[int, int] | None]:
+    """The size of a whole (non-delta) object from its pack entry header, else -1.
+
+    With -1 comes, for a delta, where it lies: the pack's place in ``direct`` (which is its
+    place among the handle's packs: ``direct`` is all of them or none) and the offset.
+    """
+    for at, (reader, buf) in enumerate(direct):
         offset = reader.offset(binary)
         if offset is None:
             continue
         type_num, size, _ = entry_header(buf, offset)
-        return -1 if type_num > TAG else size
-    return -1
+        return (-1, (at, offset)) if type_num > TAG else (size, None)
+    return -1, None
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:
