@@ -26,7 +26,9 @@ commit-graph carries changed-path Bloom filters, a commit whose filter rules the
 passed over without reading a tree (git itself does not use them with ``--follow``; the
 answer is the same, only cheaper).
 
-A commit's root tree, parents and date come from the commit-graph when there is one; its entry
+A commit's root tree, parents and date come from the commit-graph when there is one, and a
+commit whose changed-path Bloom filter rules the path out is TREESAME to its first parent
+without a tree being read (as git's own walk uses the filters); its entry
 is found by :class:`~tmsite.gitstore.tree.PathReader`, which reads only the trees on the path
 and remembers each subtree's answer, so a subtree the walk has met costs one dictionary lookup;
 each commit's entry is computed once per walk.
@@ -89,6 +91,7 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
         found = entries[sha] = reader.entry(repo.walk_info(sha)[0])
         return found
 
+    keys = repo.path_keys("/".join(parts)) if parts else None
     counter = 0
     queue: list[tuple[int, int, str]] = [(-repo.walk_info(commit)[2], counter, commit)]
     seen = {commit}
@@ -97,7 +100,10 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
         work.spend("commits")
         parents: tuple[str, ...] = repo.walk_info(sha)[1]
         show = True
-        if parts:
+        if parts and parents and not repo.maybe_changed(sha, keys):
+            # The Bloom filter shows the first parent has the same entry: TREESAME to it.
+            show, parents = False, parents[:1]
+        elif parts:
             show, parents = _changed(entry, sha, parents)
         if show:
             yield sha
