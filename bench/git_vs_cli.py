@@ -12,6 +12,15 @@ commit-graph file (``--no-commit-graph`` removes it, to time walks that inflate 
 git 2.39 refuses the file dulwich writes ("improper chunk offset(s)") and walks without it;
 ``--graph-writer git`` has the git CLI write the file instead, so that both sides read one.
 
+``--repo PATH`` is the large-repository mode: a real repository given by its path (a clone of
+git/git, say), read as it is, never rebuilt or written. It times blame (three files), a file's
+log following renames (``git log --follow``), a whole-history log, a read at ``?at=2015-01-01``
+(``git rev-list -1 --before`` and ``git cat-file``), the root tree to depth 3 (``git ls-tree -r
+-t -l``, which lists deeper) and the largest directory's listing, beside the git CLI. Give the
+repository a commit-graph with changed-path Bloom filters first (``manage.py tm_git maintain``
+or ``git commit-graph write --reachable --changed-paths``): both sides read it.
+``bench/git_agreement.py`` checks the answers line for line on files of the same repository.
+
 Each operation is timed *cold* (in-process caches cleared and a new repository handle opened,
 so pack indexes are read again; the OS page cache is warm, as it is for git) and *warm* (the
 same call again on the same handle), and the same question is put to the git CLI as a process
@@ -210,8 +219,170 @@ def interleaved(
     return medians[0], medians[1], medians[2], medians[3]
 
 
+LARGE_BLAME = ("refs.c", "Makefile", "Documentation/git-log.adoc")
+LARGE_FOLLOW = "Documentation/git-log.adoc"
+LARGE_WHOLE = "COPYING"
+LARGE_DATE = "2015-01-01"
+Case = tuple[str, Callable[[gitstore.GitRepo], object], Callable[[], object]]
+
+
+def large_cases(repo: Path, git: str) -> list[Case]:
+    """The large-repository operations, each beside its git CLI question."""
+
+    def cli(*argv: str) -> Callable[[], object]:
+        return lambda: subprocess.run(
+            [git, "-C", str(repo), *argv], capture_output=True, check=True
+        )
+
+    def head(r: gitstore.GitRepo) -> str:
+        return gitstore.resolve(r, None).commit
+
+    listing = subprocess.run(
+        [git, "-C", str(repo), "ls-tree", "-d", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    counts = []
+    for row in filter(None, listing):
+        name = row.partition("\t")[2]
+        inside = subprocess.run(
+            [git, "-C", str(repo), "ls-tree", "HEAD", f"{name}/"], capture_output=True, check=True
+        ).stdout.count(b"\n")
+        counts.append((inside, name))
+    entries, biggest = max(counts)
+    until = f"{LARGE_DATE}T23:59:59Z"
+
+    def at_date(r: gitstore.GitRepo) -> bytes:
+        commit = gitstore.resolve(r, LARGE_DATE).commit
+        return gitstore.read_blob(r, gitstore.lookup(r, commit, "Makefile").sha)
+
+    def cli_at_date() -> None:
+        sha = subprocess.run(
+            [git, "-C", str(repo), "rev-list", "-1", f"--before={until}", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        cli("cat-file", "blob", f"{sha}:Makefile")()
+
+    fmt = "--format=%H%x00%an%x00%aI%x00%s"
+    cases: list[Case] = [
+        (
+            f"blame {path}",
+            lambda r, path=path: gitstore.blame(r, head(r), path),
+            cli("blame", "--porcelain", "HEAD", "--", path),
+        )
+        for path in LARGE_BLAME
+    ]
+    cases += [
+        (
+            f"log --follow {LARGE_FOLLOW.rsplit('/', 1)[-1]} n=20",
+            lambda r: gitstore.log(r, head(r), LARGE_FOLLOW, n=20),
+            cli("log", "--follow", "-n", "20", fmt, "HEAD", "--", LARGE_FOLLOW),
+        ),
+        (
+            f"log --follow {LARGE_WHOLE} (whole history)",
+            lambda r: gitstore.log(r, head(r), LARGE_WHOLE, n=20),
+            cli("log", "--follow", "-n", "20", fmt, "HEAD", "--", LARGE_WHOLE),
+        ),
+        (
+            "log of t/ n=100 (a directory)",
+            lambda r: gitstore.log(r, head(r), "t", n=100),
+            cli("log", "-n", "100", fmt, "HEAD", "--", "t"),
+        ),
+        (f"read Makefile ?at={LARGE_DATE}", at_date, cli_at_date),
+        (
+            "tree of the root, depth 3",
+            lambda r: gitstore.list_tree(r, head(r), "", depth=3),
+            cli("ls-tree", "-r", "-t", "-l", "HEAD"),
+        ),
+        (
+            f"list {biggest}/ ({entries} entries)",
+            lambda r: gitstore.list_tree(r, head(r), biggest),
+            cli("ls-tree", "-l", "HEAD", f"{biggest}/"),
+        ),
+    ]
+    return cases
+
+
+def run_cases(
+    repo: Path, cases: list[Case], repeat: int
+) -> list[tuple[str, float, float, float, float, float]]:
+    """Cold (caches cleared, a new handle), warm and CLI times of each case."""
+    rows = []
+    for name, ours, theirs in cases:
+
+        def cold(ours: Callable[[gitstore.GitRepo], object] = ours) -> None:
+            gitstore.clear_caches()
+            with gitstore.open_repo(repo) as r:
+                ours(r)
+
+        cold_ms, cold_cpu, cli_ms, cli_cpu = interleaved(cold, theirs, repeat)
+        with gitstore.open_repo(repo) as handle:
+            ours(handle)
+            warm_ms = median_ms(lambda ours=ours, handle=handle: ours(handle), repeat * 4)
+        rows.append((name, cold_ms, warm_ms, cli_ms, cold_cpu, cli_cpu))
+        print(
+            f"  {name}: cold {cold_ms:.0f} ms, warm {warm_ms:.2f} ms, git {cli_ms:.0f} ms",
+            flush=True,
+        )
+    return rows
+
+
+def print_rows(
+    rows: list[tuple[str, float, float, float, float, float]], repeat: int, git: str
+) -> None:
+    print()
+    header = (
+        f"{'operation':40} {'cold ms':>9} {'warm ms':>9} {'git ms':>8} "
+        f"{'cold/git':>9} {'warm/git':>9} {'cold cpu':>9} {'git cpu':>8} {'cpu/git':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, cold_ms, warm_ms, cli_ms, cold_cpu, cli_cpu in rows:
+        print(
+            f"{name:40} {cold_ms:9.2f} {warm_ms:9.3f} {cli_ms:8.2f} "
+            f"{cold_ms / cli_ms:8.2f}× {warm_ms / cli_ms:8.3f}× "
+            f"{cold_cpu:9.1f} {cli_cpu:8.1f} {cold_cpu / max(cli_cpu, 0.1):7.2f}×"
+        )
+    print()
+    print(
+        f"python {sys.version.split()[0]}, "
+        f"dulwich {'.'.join(map(str, __import__('dulwich').__version__))}, "
+        f"{subprocess.run([git, '--version'], capture_output=True, text=True).stdout.strip()}, "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
+        f"medians of {repeat} (warm: {repeat * 4}) runs; cold and git alternate, "
+        f"cpu = this process's CPU time for ours, the git process's for git"
+    )
+
+
+def large(repo: Path, git: str, repeat: int) -> None:
+    """The large-repository mode (see the module docstring)."""
+    graph = repo / "objects" / "info" / "commit-graph"
+    if not graph.exists():
+        graph = repo / ".git" / "objects" / "info" / "commit-graph"
+    verified = subprocess.run(
+        [git, "-C", str(repo), "commit-graph", "verify"], capture_output=True, text=True
+    )
+    with gitstore.open_repo(repo) as probe:
+        found = probe.graph()
+        filters = found is not None and found.has_filters
+    print(
+        f"commit-graph: {'yes' if graph.exists() else 'no'}; git verifies it: "
+        f"{'yes' if verified.returncode == 0 else 'no'}; Bloom filters read: "
+        f"{'yes' if filters else 'no'}"
+    )
+    count = subprocess.run(
+        [git, "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"repository: {repo}, {count} commits")
+    rows = run_cases(repo, large_cases(repo, git), repeat)
+    print_rows(rows, repeat, git)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--repo", type=Path, default=None, help="a real repository: the large-repository mode"
+    )
     parser.add_argument("--commits", type=int, default=5000)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
@@ -226,6 +397,9 @@ def main() -> None:
     git = shutil.which("git")
     if git is None:
         sys.exit("the git CLI is needed for the comparison")
+    if args.repo is not None:
+        large(args.repo, git, args.repeat)
+        return
     if args.rebuild or not (OUT / f"built-{args.commits}").exists():
         t0 = time.perf_counter()
         build(args.commits)
@@ -331,42 +505,7 @@ def main() -> None:
         ),
     ]
 
-    rows = []
-    for name, ours, theirs in cases:
-
-        def cold(ours: Callable[[gitstore.GitRepo], object] = ours) -> None:
-            gitstore.clear_caches()
-            with gitstore.open_repo(REPO) as r:
-                ours(r)
-
-        cold_ms, cold_cpu, cli_ms, cli_cpu = interleaved(cold, theirs, args.repeat)
-        with gitstore.open_repo(REPO) as handle:
-            ours(handle)
-            warm_ms = median_ms(lambda ours=ours, handle=handle: ours(handle), args.repeat * 4)
-        rows.append((name, cold_ms, warm_ms, cli_ms, cold_cpu, cli_cpu))
-
-    print()
-    header = (
-        f"{'operation':36} {'cold ms':>9} {'warm ms':>9} {'git ms':>8} "
-        f"{'cold/git':>9} {'warm/git':>9} {'cold cpu':>9} {'git cpu':>8} {'cpu/git':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name, cold_ms, warm_ms, cli_ms, cold_cpu, cli_cpu in rows:
-        print(
-            f"{name:36} {cold_ms:9.2f} {warm_ms:9.3f} {cli_ms:8.2f} "
-            f"{cold_ms / cli_ms:8.2f}× {warm_ms / cli_ms:8.3f}× "
-            f"{cold_cpu:9.1f} {cli_cpu:8.1f} {cold_cpu / max(cli_cpu, 0.1):7.2f}×"
-        )
-    print()
-    print(
-        f"python {sys.version.split()[0]}, "
-        f"dulwich {'.'.join(map(str, __import__('dulwich').__version__))}, "
-        f"{subprocess.run([git, '--version'], capture_output=True, text=True).stdout.strip()}, "
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
-        f"medians of {args.repeat} (warm: {args.repeat * 4}) runs; cold and git alternate, "
-        f"cpu = this process's CPU time for ours, the git process's for git"
-    )
+    print_rows(run_cases(REPO, cases, args.repeat), args.repeat, git)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,16 @@ PATHS = [
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("start", ["HEAD", "v2", "feature"])
 def test_log_matches_git_log(world: World, repo: gitstore.GitRepo, path: str, start: str) -> None:
-    args = ["log", "--format=%H", "-n", "100", start]
-    oracle = world.git(*args, "--", path).split() if path else world.git(*args).split()
+    """A file's log is ``git log --follow``; a directory's and the root's ``git log``."""
     commit = gitstore.resolve(repo, start).commit
+    args = ["log", "--format=%H", "-n", "100", start]
+    try:
+        is_file = gitstore.lookup(repo, commit, path).kind in ("blob", "symlink")
+    except PathNotFound:
+        is_file = False
+    if is_file:
+        args.insert(1, "--follow")
+    oracle = world.git(*args, "--", path).split() if path else world.git(*args).split()
     assert [e.commit for e in gitstore.log(repo, commit, path, n=100)] == oracle
     assert [e.commit for e in gitstore.log(repo, commit, path, n=2)] == oracle[:2]
 

@@ -242,15 +242,17 @@ def _iso(world: World, seconds: int) -> str:
 def test_dates_match_git_rev_list(world: World, repo: gitstore.GitRepo, offset: int) -> None:
     text = _iso(world, offset)
     when = world.builder.base_time + offset
-    oracle = world.git("rev-list", "-1", "--first-parent", f"--before={when} +0000", "HEAD").strip()
+    oracle = world.git("rev-list", "-1", f"--before={when} +0000", "HEAD").strip()
     assert gitstore.resolve(repo, text) == gitstore.Resolved(oracle, text, False)
 
 
 def test_dates_follow_skew_like_git(world: World, repo: gitstore.GitRepo) -> None:
     # c6 was committed (day 3) before its parent c5 (day 6): at day 4 the tip-most commit
-    # committed by then is c6, as git rev-list --first-parent --before answers.
+    # committed by then is c6, as git rev-list --before answers.
     assert gitstore.resolve(repo, _iso(world, 4 * DAY)).commit == world.c["c6"]
-    assert gitstore.resolve(repo, _iso(world, 2 * DAY)).commit == world.c["c2"]
+    # At day 2 the walk meets the feature branch's f1 (committed then) before main's c2 (day
+    # 1): every parent is followed, not the first-parent chain alone.
+    assert gitstore.resolve(repo, _iso(world, 2 * DAY)).commit == world.c["f1"]
 
 
 def test_a_date_before_the_first_commit(world: World, repo: gitstore.GitRepo) -> None:
@@ -278,3 +280,24 @@ def test_unreadable_repository(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(gitstore.GitError) as caught:
         gitstore.open_repo(tmp_path)
     assert caught.value.detail == "not a git repository"
+
+
+@pytest.mark.spec("ANY2")
+def test_refs_are_kept_until_the_store_changes(fresh_world: World) -> None:
+    """One handle keeps the refs it read, and sees at once a ref moved, added or removed."""
+    c = fresh_world.c
+    refs = fresh_world.builder.repo.refs
+    with gitstore.open_repo(fresh_world.path) as repo:
+        assert gitstore.resolve(repo, "main").commit == c["c7"]
+        assert repo.refs() is not repo.refs() and repo.refs() == repo.refs()
+        for target in ("c5", "c6", "c3"):
+            refs[b"refs/heads/main"] = c[target].encode()
+            assert gitstore.resolve(repo, "main").commit == c[target]
+        refs[b"refs/tags/fresh"] = c["c2"].encode()
+        assert gitstore.resolve(repo, "fresh").commit == c["c2"]
+        del refs[b"refs/tags/fresh"]
+        with pytest.raises(NoSuchRef):
+            gitstore.resolve(repo, "fresh")
+        refs.pack_refs(all=True)
+        assert gitstore.resolve(repo, "main").commit == c["c3"]
+        assert gitstore.resolve(repo, "v1").commit == c["c2"]

@@ -1,25 +1,34 @@
-"""Line blame: which commit last changed each line of a file.
+"""Line blame: which commit last changed each line of a file, across renames.
 
-The algorithm is git's (``git blame`` without rename or copy detection):
+The algorithm is git's (``git blame`` with its defaults: whole-file renames followed, no
+``-M`` or ``-C`` line moves or copies):
 
-1. Every line of the file at the start commit is a *suspect* of that commit.
-2. Commits are taken newest first by committer date from a queue; a commit's suspects are the
-   lines it still holds, each known by its line number in that commit's version of the file.
-3. If a parent has the very same blob at the path, all suspects pass to the first such parent
-   unchanged (no diff is needed).
-4. Otherwise, for each parent in order that has the path: the parent's version is diffed with
-   this commit's; suspects lying in unchanged regions pass to that parent (renumbered), the
-   rest stay and are offered to the next parent.
-5. Suspects no parent took are blamed on the commit. A root commit keeps all it holds.
+1. Every line of the file at the start commit is a *suspect* of that commit's *origin* —
+   the commit and the file's path in it.
+2. Commits are taken newest first by committer date from a queue; an origin's suspects are
+   the lines it still holds, each known by its line number in that origin's version.
+3. For each parent in order that has the file at the same path: if it is the very same blob,
+   all suspects pass to that parent unchanged (no diff is needed).
+4. Then, for each parent that lacks the path, the rename the commit made into it is sought
+   (:func:`~tmsite.gitstore.renames.renamed_from`); the older path becomes the parent's
+   origin, and again the very same blob takes every suspect.
+5. Otherwise, for each parent origin in order (one repeating an earlier parent's blob is
+   skipped): the parent's version is diffed with this one; suspects lying in unchanged regions
+   pass to that parent (renumbered), the rest stay and are offered to the next parent.
+6. Suspects no parent took are blamed on the origin. A root commit keeps all it holds. The
+   walk stops as soon as every line is blamed.
 
-The diff trims the common head and tail and runs :class:`difflib.SequenceMatcher` (no junk
-heuristic) on what is left; when the newer side repeats no line, the matcher's blocks are taken
-from the diagonal runs directly (:func:`unique_blocks`, the same pairs without its dynamic
-programme). It agrees with git's xdiff wherever an edit has one placement; where
-identical lines (blank lines, a repeated brace) let an edit be placed in several ways, the two
-may pick different ones and so blame a neighbouring identical line differently.
+Where the commit-graph carries changed-path Bloom filters, a commit whose filter rules the
+path out hands everything to its first parent without a tree being read (as git does).
 
-Spec: GIT.
+The diff is Myers' shortest edit script compacted as git's xdiff compacts it, indent heuristic
+included (:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a
+repeated brace) let be placed in several ways is placed where git places it. Past 2,000 edits
+between two versions the common head and tail are trimmed and :class:`difflib.SequenceMatcher`
+(no junk heuristic; when the newer side repeats no line, its blocks taken from the diagonal runs
+directly, :func:`unique_blocks`) matches the rest.
+
+Spec: GIT, ANY2.
 """
 
 from __future__ import annotations
@@ -32,7 +41,9 @@ from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
+from tmsite.gitstore.linediff import edit_flags
 from tmsite.gitstore.paths import join, normalise
+from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
 from tmsite.gitstore.tree import PathReader, kind_of, lookup
 from tmsite.gitstore.types import BlameLine
@@ -141,7 +152,29 @@ def _split_windows(
 
 
 def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
-    """For each line of ``new``, its index in ``old`` when unchanged, else -1."""
+    """For each line of ``new``, its index in ``old`` when unchanged, else -1.
+
+    The diff is :func:`~tmsite.gitstore.linediff.edit_flags` (Myers, compacted as xdiff does);
+    past its edit bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
+    :func:`unique_blocks`) matches what is left.
+    """
+    flags = edit_flags(old, new)
+    if flags is not None:
+        gone, added = flags
+        mapping = [-1] * len(new)
+        i = 0
+        for j, is_new in enumerate(added):
+            if is_new:
+                continue
+            while gone[i]:
+                i += 1
+            mapping[j] = i
+            i += 1
+        return mapping
+    return _matcher_map(old, new)
+
+
+def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:
     mapping = [-1] * len(new)
     head = 0
     limit = min(len(old), len(new))
@@ -184,97 +217,146 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
     node = lookup(repo, commit, parts)
     if node.kind not in ("blob", "symlink"):
         raise NotABlob(node.path, node.kind)
-    key = (repo.path, commit, join(parts), "blame")
+    key = (repo.path, commit, join(parts), "blame-follow")
     cached = read_get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
 
     final_lines = _lines(repo, node.sha)
-    owner = _Walk(repo, commit, parts, node.sha, len(final_lines)).run()
+    owner = _Walk(repo, commit, join(parts), node.sha, len(final_lines)).run()
     who: dict[str, tuple[str, str]] = {}
-    for sha in set(owner):
+    for sha, _path in set(owner):
         info = repo.commit(sha)
         who[sha] = (scrub(info.author_name), iso_utc(info.author_time))
     out: list[BlameLine] = []
     for index, text in enumerate(final_lines):
-        name, date = who[owner[index]]
+        sha, where = owner[index]
+        name, date = who[sha]
         out.append(
             BlameLine(
                 line_no=index + 1,
-                commit=owner[index],
+                commit=sha,
                 author_name=name,
                 date=date,
                 text=text.decode("utf-8", "replace"),
+                path=where,
             )
         )
     return read_put(key, out, 200 + sum(len(t) + 150 for t in final_lines))
 
 
-class _Walk:
-    """One blame walk (steps 1–5 of the module docstring): the queue, and who holds what."""
+#: An origin: a commit and the file's path in it (git's ``blame_origin``).
+Origin = tuple[str, str]
 
-    def __init__(
-        self, repo: GitRepo, commit: str, parts: tuple[str, ...], sha: str, count: int
-    ) -> None:
+
+class _Walk:
+    """One blame walk (steps 1–6 of the module docstring): the queue, and who holds what."""
+
+    def __init__(self, repo: GitRepo, commit: str, path: str, sha: str, count: int) -> None:
         self.repo = repo
-        self.reader = PathReader(repo, parts)
-        self.blobs: dict[str, str | None] = {commit: sha}
-        self.owner: list[str] = [""] * count
-        self.pending: dict[str, list[Suspect]] = {commit: [(i, i) for i in range(count)]}
+        self.readers: dict[str, PathReader] = {}
+        self.keys: dict[str, tuple[tuple[int, ...], ...] | None] = {}
+        self.blobs: dict[Origin, str | None] = {(commit, path): sha}
+        self.owner: list[Origin] = [("", "")] * count
+        self.pending: dict[str, dict[str, list[Suspect]]] = {
+            commit: {path: [(i, i) for i in range(count)]}
+        }
         self.counter = 0
         self.queue = [(-repo.walk_info(commit)[2], self.counter, commit)]
+        self.left = count
 
-    def blob_of(self, sha: str) -> str | None:
-        """The blob (or symlink) id at the path in commit ``sha``; None if it has no file there."""
-        if sha in self.blobs:
-            return self.blobs[sha]
-        found = self.reader.entry(self.repo.walk_info(sha)[0])
+    def blob_of(self, sha: str, path: str) -> str | None:
+        """The blob (or symlink) id at ``path`` in commit ``sha``; None if no file is there."""
+        known = self.blobs.get((sha, path), ())
+        if known != ():
+            return known  # type: ignore[return-value]
+        reader = self.readers.get(path)
+        if reader is None:
+            reader = self.readers[path] = PathReader(self.repo, tuple(path.split("/")))
+            self.keys[path] = self.repo.path_keys(path, prefixes=False)
+        found = reader.entry(self.repo.walk_info(sha)[0])
         ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
-        blob = self.blobs[sha] = found[1] if found is not None and ok else None
+        blob = self.blobs[(sha, path)] = found[1] if found is not None and ok else None
         return blob
 
-    def give(self, parent: str, suspects: list[Suspect]) -> None:
-        """Pass ``suspects`` to ``parent``, queueing it by committer date if it is new."""
+    def give(self, parent: str, path: str, suspects: list[Suspect]) -> None:
+        """Pass ``suspects`` to ``parent``'s ``path``, queueing the commit if it is new."""
         if not suspects:
             return
-        if parent in self.pending:
-            self.pending[parent].extend(suspects)
+        origins = self.pending.get(parent)
+        if origins is not None:
+            origins.setdefault(path, []).extend(suspects)
             return
-        self.pending[parent] = suspects
+        self.pending[parent] = {path: suspects}
         self.counter += 1
         heapq.heappush(self.queue, (-self.repo.walk_info(parent)[2], self.counter, parent))
 
-    def run(self) -> list[str]:
-        """Walk to the end; for each line of the final file, the commit it is blamed on."""
-        while self.queue:
+    def run(self) -> list[Origin]:
+        """Walk until every line is blamed; for each line of the final file, its origin."""
+        while self.queue and self.left:
             _t, _n, sha = heapq.heappop(self.queue)
-            suspects = self.pending.pop(sha, None)
+            origins = self.pending.pop(sha, None)
             work.spend("commits")
-            if suspects:
-                self.visit(sha, suspects)
+            for path, suspects in (origins or {}).items():
+                self.visit(sha, path, suspects)
         return self.owner
 
-    def visit(self, sha: str, suspects: list[Suspect]) -> None:
-        """Hand ``sha``'s suspects to its parents (steps 3–4) and blame the rest on it (5)."""
-        mine = self.blob_of(sha)
+    def visit(self, sha: str, path: str, suspects: list[Suspect]) -> None:
+        """Hand the suspects of ``sha``'s ``path`` to its parents (steps 3–5), blame the rest."""
+        mine = self.blob_of(sha, path)
         assert mine is not None
         parents = self.repo.walk_info(sha)[1]
-        if len(parents) == 1:
-            same: str | None = parents[0] if self.blob_of(parents[0]) == mine else None
-        else:
-            same = next((p for p in parents if self.blob_of(p) == mine), None)
-        if same is not None:
-            self.give(same, suspects)
+        if parents and not self.repo.maybe_changed(sha, self.keys.get(path)):
+            self.blobs[(parents[0], path)] = mine  # the filter says the first parent has it
+        scapegoats = self.scapegoats(sha, path, mine, parents)
+        if isinstance(scapegoats, tuple):
+            self.give(scapegoats[0], scapegoats[1], suspects)
             return
         remaining = suspects
-        for parent in parents:
-            theirs = self.blob_of(parent)
-            if theirs is None or not remaining:
+        for parent, found in zip(parents, scapegoats, strict=True):
+            if found is None or not remaining:
                 continue
+            older, theirs = found
             mapping = line_map(_lines(self.repo, theirs), _lines(self.repo, mine))
             self.give(
-                parent, [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0]
+                parent,
+                older,
+                [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0],
             )
             remaining = [(final, here) for final, here in remaining if mapping[here] < 0]
         for final, _here in remaining:
-            self.owner[final] = sha
+            self.owner[final] = (sha, path)
+        self.left -= len(remaining)
+
+    def scapegoats(
+        self, sha: str, path: str, mine: str, parents: tuple[str, ...]
+    ) -> tuple[str, str] | list[tuple[str, str] | None]:
+        """Each parent's origin (steps 3–4), or the ``(parent, path)`` holding the very blob.
+
+        Origins repeating an earlier parent's blob are dropped (None), as git drops them.
+        """
+        found_all: list[tuple[str, str] | None] = [None] * len(parents)
+        for pass_ in (self._same_path, self._renamed):
+            for i, parent in enumerate(parents):
+                if found_all[i] is not None:
+                    continue
+                found = pass_(sha, parent, path)
+                if found is None:
+                    continue
+                if found[1] == mine:
+                    return parent, found[0]
+                if all(s is None or s[1] != found[1] for s in found_all[:i]):
+                    found_all[i] = found
+        return found_all
+
+    def _same_path(self, sha: str, parent: str, path: str) -> tuple[str, str] | None:
+        """Pass 1: the file at the same path in the parent (git's ``find_origin``)."""
+        theirs = self.blob_of(parent, path)
+        return None if theirs is None else (path, theirs)
+
+    def _renamed(self, sha: str, parent: str, path: str) -> tuple[str, str] | None:
+        """Pass 2: the file the commit renamed to ``path`` (git's ``find_rename``)."""
+        if self.blob_of(parent, path) is not None:
+            return None
+        tree = self.repo.walk_info(sha)[0]
+        return renamed_from(self.repo, self.repo.walk_info(parent)[0], tree, path)

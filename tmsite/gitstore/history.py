@@ -14,29 +14,48 @@ The walk is git's own default for ``git log -- <path>`` (history simplification 
 * a root commit is shown when the path exists in it;
 * the repository root (``""``) shows every commit, merges included, with no simplification.
 
-A commit's root tree, parents and date come from the commit-graph when there is one; its entry
+A file's history is ``git log --follow -- <file>`` instead (:func:`walk_follow`): every commit
+reachable is visited in the same date order, with no simplification; a commit with one parent
+is shown when the file's entry differs from its parent's, a root commit when it has the file,
+a merge never (``git log`` shows no diff for a merge). When a commit adds the followed path,
+the rename or copy it made is sought (:func:`~tmsite.gitstore.renames.renamed_from`, copies
+included as ``--follow`` finds them); if one is found the commit is shown with it and the walk
+follows the older path from then on, for
+every commit still to come, as git's single pathspec does. Where the repository's
+commit-graph carries changed-path Bloom filters, a commit whose filter rules the path out is
+passed over without reading a tree (git itself does not use them with ``--follow``; the
+answer is the same, only cheaper).
+
+A commit's root tree, parents and date come from the commit-graph when there is one, and a
+commit whose changed-path Bloom filter rules the path out is TREESAME to its first parent
+without a tree being read (as git's own walk uses the filters); its entry
 is found by :class:`~tmsite.gitstore.tree.PathReader`, which reads only the trees on the path
 and remembers each subtree's answer, so a subtree the walk has met costs one dictionary lookup;
 each commit's entry is computed once per walk.
 
-Spec: GIT.
+Spec: GIT, ANY2.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable
+import struct
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from tmsite.core import work
 from tmsite.gitstore.cache import read_get, read_put
 from tmsite.gitstore.paths import join, normalise
+from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import CommitInfo, GitRepo
-from tmsite.gitstore.tree import PathReader
+from tmsite.gitstore.tree import PathReader, kind_of
 from tmsite.gitstore.types import LogEntry
 
 MAX_LOG = 100
+#: The commit-graph's "no parent" mark (``GRAPH_PARENT_MISSING``).
+PARENT_MISSING = 0x70000000
 _EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)*>?")
 
 
@@ -72,6 +91,7 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
         found = entries[sha] = reader.entry(repo.walk_info(sha)[0])
         return found
 
+    keys = repo.path_keys("/".join(parts)) if parts else None
     counter = 0
     queue: list[tuple[int, int, str]] = [(-repo.walk_info(commit)[2], counter, commit)]
     seen = {commit}
@@ -80,7 +100,10 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
         work.spend("commits")
         parents: tuple[str, ...] = repo.walk_info(sha)[1]
         show = True
-        if parts:
+        if parts and parents and not repo.maybe_changed(sha, keys):
+            # The Bloom filter shows the first parent has the same entry: TREESAME to it.
+            show, parents = False, parents[:1]
+        elif parts:
             show, parents = _changed(entry, sha, parents)
         if show:
             yield sha
@@ -89,6 +112,138 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
                 seen.add(parent)
                 counter += 1
                 heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
+
+
+class _Follow:
+    """The path ``git log --follow`` is on, and each path's reader and Bloom keys."""
+
+    def __init__(self, repo: GitRepo, path: str) -> None:
+        self.repo = repo
+        self.current = path
+        self.readers: dict[str, PathReader] = {}
+        self.keys: dict[str, tuple[tuple[int, ...], ...] | None] = {}
+        self.entry(path, "")
+
+    def entry(self, where: str, sha: str) -> tuple[int, str] | None:
+        """The entry at ``where`` in commit ``sha`` (``""``: only set the path's reader up)."""
+        reader = self.readers.get(where)
+        if reader is None:
+            reader = self.readers[where] = PathReader(self.repo, tuple(where.split("/")))
+            self.keys[where] = self.repo.path_keys(where)
+        return reader.entry(self.repo.walk_info(sha)[0]) if sha else None
+
+    def step(
+        self, sha: str, tree: str, parents: tuple[str, ...]
+    ) -> tuple[str, str, str | None, str | None] | None:
+        """The entry commit ``sha`` makes in the log, if any, moving the path at a rename."""
+        current = self.current
+        if not parents:
+            found = self.entry(current, sha) is not None
+            return (sha, current, None, None) if found else None
+        if len(parents) > 1 or not self.repo.maybe_changed(sha, self.keys[current]):
+            return None
+        mine, theirs = self.entry(current, sha), self.entry(current, parents[0])
+        if mine == theirs:
+            return None
+        older = None
+        if theirs is None and mine is not None and kind_of(mine[0]) in ("blob", "symlink"):
+            parent_tree = self.repo.walk_info(parents[0])[0]
+            found_from = renamed_from(self.repo, parent_tree, tree, current, copies=True)
+            if found_from is not None:
+                older = self.current = found_from[0]
+                self.entry(older, "")
+        return sha, current, older, parents[0]
+
+
+def walk_follow(
+    repo: GitRepo, commit: str, path: str
+) -> Iterable[tuple[str, str, str | None, str | None]]:
+    """Yield ``git log --follow -- path``'s commits, newest first (see the module docstring).
+
+    Each as ``(commit, the path there, the path it was renamed or copied from, first parent)``.
+    Commits the commit-graph holds are walked by their position in it — dates, parents and
+    Bloom filters read in place — and named only when their filter lets the path through.
+    """
+    follow = _Follow(repo, path)
+    walk = _DateWalk(repo, commit)
+    graph = walk.graph
+    for node in walk:
+        if isinstance(node, int):
+            assert graph is not None
+            parents = walk.parents
+            if len(parents) > 1:
+                continue
+            if parents and not graph.changed_at(node, follow.keys[follow.current] or ()):
+                continue
+            sha = graph.id_at(node)
+        else:
+            sha = node
+        tree, parent_ids, _when = repo.walk_info(sha)
+        shown = follow.step(sha, tree, parent_ids)
+        if shown is not None:
+            yield shown
+
+
+class _DateWalk:
+    """Every commit reachable from one, newest first by committer date, each once.
+
+    Equal dates come in the order they were queued (git's ``commit_list_insert_by_date``).
+    A commit the commit-graph holds is a position in it (an ``int``), any other its id; the
+    graph holds every ancestor of a commit it holds, so a walk that enters it stays there.
+    ``parents`` is the last yielded commit's parents, in the same form.
+    """
+
+    def __init__(self, repo: GitRepo, commit: str) -> None:
+        self.repo = repo
+        self.graph = repo.graph()
+        self.parents: list[int] | list[int | str] | tuple[str, ...] = ()
+        start = self._node(commit)
+        self.queue: list[tuple[int, int, int | str]] = [(-self._when(start), 0, start)]
+        self.seen: set[int | str] = {start}
+        self.counter = 0
+
+    def _node(self, sha: str) -> int | str:
+        if self.graph is not None:
+            position = self.graph.position(sha)
+            if position is not None:
+                return position
+        return sha
+
+    def _when(self, node: int | str) -> int:
+        if isinstance(node, int):
+            assert self.graph is not None
+            return self.graph.when(node)
+        return self.repo.walk_info(node)[2]
+
+    def __iter__(self) -> Iterator[int | str]:
+        queue, seen, graph = self.queue, self.seen, self.graph
+        pop, push, unpack = heapq.heappop, heapq.heappush, struct.unpack_from
+        data = graph.commit_data if graph is not None else b""
+        visited = 0
+        try:
+            while queue:
+                _neg_time, _n, node = pop(queue)
+                visited += 1
+                children: list[int] | list[int | str]
+                if isinstance(node, int):
+                    assert graph is not None
+                    one, two = unpack(">LL", data, node * 36 + 20)
+                    if two == PARENT_MISSING:  # the common case, decoded in place
+                        children = [one] if one != PARENT_MISSING else []
+                    else:
+                        children = graph.parents_at(node)
+                    self.parents = children
+                else:
+                    self.parents = self.repo.walk_info(node)[1]
+                    children = [self._node(parent) for parent in self.parents]
+                for child in children:
+                    if child not in seen:
+                        seen.add(child)
+                        self.counter += 1
+                        push(queue, (-self._when(child), self.counter, child))
+                yield node
+        finally:
+            work.spend("commits", visited)
 
 
 def _changed(
@@ -130,13 +285,21 @@ def log(repo: GitRepo, commit: str, path: Iterable[str] | str = "", n: int = 20)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LOG:
         raise ValueError(f"n must be an integer from 1 to {MAX_LOG}")
     parts = normalise(path)
-    key = (repo.path, commit, join(parts), "log", n)
+    key = (repo.path, commit, join(parts), "log-follow", n)
     cached = read_get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     out: list[LogEntry] = []
-    for sha in walk_changes(repo, commit, parts):
-        out.append(log_entry(sha, repo.commit(sha)))
-        if len(out) >= n:
-            break
-    return read_put(key, out, 100 + 200 * len(out))
+    found = PathReader(repo, parts).entry(repo.walk_info(commit)[0]) if parts else None
+    if found is not None and kind_of(found[0]) in ("blob", "symlink"):
+        for sha, where, older, parent in walk_follow(repo, commit, join(parts)):
+            entry = log_entry(sha, repo.commit(sha))
+            out.append(replace(entry, path=where, renamed_from=older, parent=parent))
+            if len(out) >= n:
+                break
+    else:
+        for sha in walk_changes(repo, commit, parts):
+            out.append(log_entry(sha, repo.commit(sha)))
+            if len(out) >= n:
+                break
+    return read_put(key, out, 100 + 300 * len(out))

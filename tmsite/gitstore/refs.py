@@ -2,7 +2,7 @@
 
 Client text is never handed to a revision parser and never turned into a file path: a ref name
 is matched against the set of names read from the ref store, an abbreviated id against the
-object index, a date against committer dates on the default ref's first-parent chain.
+object index, a date against committer dates on the default ref's history.
 
 Spec: GIT.
 """
@@ -276,27 +276,40 @@ def _resolve_hex(repo: GitRepo, hexa: str) -> str:
 
 
 def commit_at_date(repo: GitRepo, tip: str, when: datetime) -> str | None:
-    """The first commit on ``tip``'s first-parent chain whose committer date is ≤ ``when``.
+    """The commit at or before ``when`` that git's walk from ``tip`` meets first.
 
-    This is the answer of ``git rev-list -1 --first-parent --before=<when> <tip>``: the state
-    the branch was in at that moment as far as its history records, even when clocks were
-    skewed. Answers are cached per (tip, instant).
+    This is the answer of ``git rev-list -1 --before=<when> <tip>``: commits are taken newest
+    first by committer date from a queue, every parent followed, and the first one at or
+    before the instant is the answer, even when clocks were skewed. The walk runs over the
+    commit-graph's tables when the repository has one. Answers are cached per (tip, instant).
     """
     limit = int(when.timestamp())
-    key = (repo.path, "date", tip, limit)
+    key = (repo.path, "date-walk", tip, limit)
     cached = OBJECTS.get(key)
     if cached is not None:
         return cached or None
-    sha: str | None = tip
-    found: str | None = None
-    while sha is not None:
-        _tree, parents, commit_time = repo.walk_info(sha)
-        if commit_time <= limit:
-            found = sha
-            break
-        sha = parents[0] if parents else None
-    OBJECTS.put(key, found or "", 120)
-    return found
+    found = repo.first_before(tip, limit)
+    if found is None:
+        found = _first_before(repo, tip, limit)
+    OBJECTS.put(key, found, 120)
+    return found or None
+
+
+def _first_before(repo: GitRepo, tip: str, limit: int) -> str:
+    """:func:`commit_at_date`'s walk over the commits themselves (``""`` when none is)."""
+    queue = [(-repo.walk_info(tip)[2], 0, tip)]
+    seen = {tip}
+    counter = 0
+    while queue:
+        neg_time, _n, sha = heapq.heappop(queue)
+        if -neg_time <= limit:
+            return sha
+        for parent in repo.walk_info(sha)[1]:
+            if parent not in seen:
+                seen.add(parent)
+                counter += 1
+                heapq.heappush(queue, (-repo.walk_info(parent)[2], counter, parent))
+    return ""
 
 
 def history_start(repo: GitRepo, tip: str) -> str:
@@ -320,8 +333,8 @@ def resolve(repo: GitRepo, at: str | None, default_ref: str | None = None) -> Re
         repo: The repository.
         at: None or ``HEAD`` for the default; a branch or tag name (tags first, as git does;
             annotated tags peeled to their commit); a full or abbreviated (≥ 4) hex commit id;
-            or an ISO date/datetime — the newest commit at or before it on the default ref's
-            first-parent history (see :func:`commit_at_date`).
+            or an ISO date/datetime — the first commit at or before it in the default ref's
+            history, as ``git rev-list -1 --before`` finds it (see :func:`commit_at_date`).
         default_ref: A branch, tag or commit id that stands for the default (the commit a site
             serves); None means HEAD.
 

@@ -23,6 +23,7 @@ Spec: GIT.
 
 from __future__ import annotations
 
+import heapq
 import mmap
 import os
 import struct
@@ -34,6 +35,8 @@ from types import TracebackType
 from typing import Literal, TypeVar
 
 from dulwich.commit_graph import (
+    CHUNK_BLOOM_FILTER_DATA,
+    CHUNK_BLOOM_FILTER_INDEX,
     CHUNK_COMMIT_DATA,
     CHUNK_EXTRA_EDGE_LIST,
     CHUNK_OID_FANOUT,
@@ -49,6 +52,7 @@ from dulwich.pack import Pack, PackFileDisappeared, PackIndex2, apply_delta
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from tmsite.gitstore import bloom
 from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import GitError
 
@@ -377,6 +381,155 @@ class LazyCommitGraph(CommitGraph):
         self._count = len(self._ids) // 20
         if self._fanout[255] != self._count or len(self._data) != self._count * 36:
             raise ValueError("the commit-graph's tables disagree")
+        self._read_filters()
+
+    def _read_filters(self) -> None:
+        """The changed-path Bloom filters (``BIDX``, ``BDAT``), when present and well formed."""
+        self._bloom_index = b""
+        self._bloom_data = b""
+        self._bloom_hashes = bloom.DEFAULT_HASHES
+        index = self.chunks.get(CHUNK_BLOOM_FILTER_INDEX)
+        data = self.chunks.get(CHUNK_BLOOM_FILTER_DATA)
+        if index is None or data is None or len(index.data) != 4 * self._count:
+            return
+        if len(data.data) < 12:
+            return
+        version, hashes, _bits = struct.unpack_from(">LLL", data.data, 0)
+        if version != 1 or not 1 <= hashes <= 32:
+            return  # only the hash version git 2.39 writes is read
+        (last,) = struct.unpack_from(">L", index.data, 4 * (self._count - 1))
+        if 12 + last > len(data.data):
+            return
+        self._bloom_index = index.data
+        self._bloom_data = data.data
+        self._bloom_hashes = hashes
+
+    @property
+    def has_filters(self) -> bool:
+        """Whether the file carries changed-path Bloom filters this reader can use."""
+        return bool(self._bloom_data)
+
+    @property
+    def filter_hashes(self) -> int:
+        """How many hashes a key of these filters has."""
+        return self._bloom_hashes
+
+    def _position(self, binary: bytes) -> int | None:
+        """The commit's position in the id table, or None when the graph does not hold it."""
+        first = binary[0]
+        end = 20 * self._fanout[first]
+        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
+        while found >= 0 and found % 20:
+            found = self._ids.find(binary, found + 1, end)
+        return None if found < 0 else found // 20
+
+    def _parent_positions(self, position: int) -> list[int]:
+        """The positions of a commit's parents, in order, from its record and the edge list."""
+        one, two = struct.unpack_from(">LL", self._data, position * 36 + 20)
+        parents = [one] if one < GRAPH_PARENT_MISSING else []
+        if two & GRAPH_EXTRA_EDGES_NEEDED:
+            edge = (two & ~GRAPH_EXTRA_EDGES_NEEDED) * 4
+            while True:
+                (value,) = struct.unpack_from(">L", self._edges, edge)
+                parents.append(value & ~GRAPH_LAST_EDGE)
+                if value & GRAPH_LAST_EDGE:
+                    break
+                edge += 4
+        elif two < GRAPH_PARENT_MISSING:
+            parents.append(two)
+        return parents
+
+    def position(self, sha: str) -> int | None:
+        """A commit's position in the graph (its id table), or None when it is not there."""
+        return self._position(bytes.fromhex(sha))
+
+    def id_at(self, position: int) -> str:
+        """The commit id at a position."""
+        return self._id_at(position)
+
+    def when(self, position: int) -> int:
+        """The committer time of the commit at a position."""
+        high, low = struct.unpack_from(">LL", self._data, position * 36 + 28)
+        return int(low | ((high & 0x3) << 32))
+
+    @property
+    def commit_data(self) -> bytes:
+        """The ``CDAT`` table: 36 bytes a commit (tree, two parent words, generation, time)."""
+        return self._data
+
+    def parents_at(self, position: int) -> list[int]:
+        """The positions of the parents of the commit at a position, in order."""
+        parents = self._parent_positions(position)
+        if any(parent >= self._count for parent in parents):
+            raise ValueError("a commit-graph parent is out of range")
+        return parents
+
+    def changed_at(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool:
+        """:meth:`maybe_changed` for the commit at a position (True when there is no filter)."""
+        index = self._bloom_index
+        if not index:
+            return True
+        (end,) = struct.unpack_from(">L", index, 4 * position)
+        start = struct.unpack_from(">L", index, 4 * position - 4)[0] if position else 0
+        if end <= start:
+            return True
+        for one in keys:
+            if bloom.contains(self._bloom_data, 12 + start, 12 + end, one) is False:
+                return False
+        return True
+
+    def first_before(self, binary: bytes, limit: int) -> str | None:
+        """``git rev-list -1 --before=<limit> <commit>`` over the graph's own tables.
+
+        Commits are taken newest first by committer date from a queue (equal dates in the
+        order they were queued), every parent followed; the first dated at or before
+        ``limit`` is the answer (``""`` when there is none). None when the graph does not
+        hold the commit. Positions and dates are read in place, no id is decoded on the way.
+        """
+        start = self._position(binary)
+        if start is None:
+            return None
+        data, unpack = self._data, struct.unpack_from
+
+        def when(position: int) -> int:
+            high, low = unpack(">LL", data, position * 36 + 28)
+            return int(low | ((high & 0x3) << 32))
+
+        queue = [(-when(start), 0, start)]
+        seen = {start}
+        counter = 0
+        while queue:
+            neg_time, _n, position = heapq.heappop(queue)
+            if -neg_time <= limit:
+                return self._id_at(position)
+            for parent in self._parent_positions(position):
+                if parent not in seen:
+                    if parent >= self._count:
+                        raise ValueError("a commit-graph parent is out of range")
+                    seen.add(parent)
+                    counter += 1
+                    heapq.heappush(queue, (-when(parent), counter, parent))
+        return ""
+
+    def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
+        """Whether the commit may have changed a path against its first parent.
+
+        False when the path's filter rules it out (a key is missing), True when the filter
+        may hold it, None when there is no filter for the commit (the trees must tell).
+        """
+        if not self._bloom_data:
+            return None
+        at = self._position(binary)
+        if at is None:
+            return None
+        (end,) = struct.unpack_from(">L", self._bloom_index, 4 * at)
+        start = struct.unpack_from(">L", self._bloom_index, 4 * at - 4)[0] if at else 0
+        if end <= start:
+            return None
+        for one in keys:
+            if bloom.contains(self._bloom_data, 12 + start, 12 + end, one) is False:
+                return False
+        return True
 
     def _id_at(self, index: int) -> str:
         if not 0 <= index < self._count:
@@ -385,14 +538,10 @@ class LazyCommitGraph(CommitGraph):
 
     def walk_record(self, binary: bytes) -> tuple[str, tuple[str, ...], int] | None:
         """Root tree, parents and committer time of a commit, or None when not in the graph."""
-        first = binary[0]
-        end = 20 * self._fanout[first]
-        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
-        while found >= 0 and found % 20:
-            found = self._ids.find(binary, found + 1, end)
-        if found < 0:
+        position = self._position(binary)
+        if position is None:
             return None
-        at = found // 20 * 36
+        at = position * 36
         tree = self._data[at : at + 20].hex()
         one, two, high, low_time = struct.unpack_from(">LLLL", self._data, at + 20)
         parents: list[str] = []
@@ -438,6 +587,7 @@ class GitRepo:
         self._indexes: list[PackIndexReader | None] | None = None
         self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
         self._base_bytes = 0
+        self._refs_seen: tuple[tuple[object, ...] | None, dict[str, str]] = (None, {})
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -632,6 +782,16 @@ class GitRepo:
                 raise ValueError(f"unknown pack entry type {type_num}")
         raise ValueError("delta chain too deep")
 
+    def _delta_size(self, pack: Pack, offset: int, binary: bytes) -> int:
+        """The size of the delta entry at a known offset (lock held).
+
+        Found as :meth:`header` finds it, without looking the object up again.
+        """
+        try:
+            return self._header_at(pack, offset)[1]
+        except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
+            return self._header_binary(binary)[1]
+
     def _header_binary(self, binary: bytes, depth: int = 0) -> tuple[int, int]:
         found = self._locate(binary)
         if found is not None:
@@ -672,16 +832,63 @@ class GitRepo:
 
         Ref names are only ever read from the ref store here, never built from client text.
         """
+        signature = self._refs_signature()
+        with self._lock:
+            if signature is not None and signature == self._refs_seen[0]:
+                return dict(self._refs_seen[1])
+        out = self._read_refs()
+        with self._lock:
+            self._refs_seen = (signature, out)
+        return dict(out)
+
+    def _refs_signature(self) -> tuple[object, ...] | None:
+        """What the ref store looks like on disk: changes whenever a ref does.
+
+        git and dulwich write a ref by renaming a lock file over it, so the ref file's inode,
+        time or size changes; ``packed-refs`` and ``HEAD`` are stat'ed the same way. None when
+        the store cannot be looked at (then the refs are read every time).
+        """
+        common = self.path
+        control = self._repo.controldir()
+        parts: list[object] = []
+        try:
+            for path in (os.path.join(common, "packed-refs"), os.path.join(control, "HEAD")):
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    parts.append(None)
+                    continue
+                parts.append((st.st_ino, st.st_mtime_ns, st.st_size))
+            for root, dirs, files in os.walk(os.path.join(common, "refs")):
+                dirs.sort()
+                for name in sorted(files):
+                    st = os.stat(os.path.join(root, name))
+                    parts.append((root, name, st.st_ino, st.st_mtime_ns, st.st_size))
+        except OSError:
+            return None
+        return tuple(parts)
+
+    def _read_refs(self) -> dict[str, str]:
+        """The refs from the store: loose ones (and HEAD) followed, packed ones as listed.
+
+        A packed ref shadowed by no loose file is taken from ``packed-refs`` directly rather
+        than by trying its loose file first (on git/git: a thousand failed opens a read).
+        """
         out: dict[str, str] = {}
         with self._lock:
             container = self._repo.refs
             try:
                 names = container.allkeys()
+                packed = container.get_packed_refs()
+                loose = set(getattr(container, "_iter_loose_refs", lambda: names)())
             except OSError as exc:
                 raise GitError(f"refs could not be read: {exc.__class__.__name__}") from exc
             for name in names:
                 try:
-                    target = container[Ref(name)]
+                    if name in packed and name not in loose and name != b"HEAD":
+                        target = packed[name]
+                    else:
+                        target = container[Ref(name)]
                 except (KeyError, OSError, ValueError):
                     continue
                 try:
@@ -751,6 +958,48 @@ class GitRepo:
             self._walked.clear()
         self._walked[sha] = found
         return found
+
+    def graph(self) -> LazyCommitGraph | None:
+        """The repository's commit-graph, read once per handle; None without one."""
+        if not self._graph_read:
+            self._read_graph()
+        return self._graph
+
+    def first_before(self, sha: str, limit: int) -> str | None:
+        """The commit-graph's answer to :meth:`LazyCommitGraph.first_before`, if it has one."""
+        if not self._graph_read:
+            self._read_graph()
+        if self._graph is None:
+            return None
+        try:
+            return self._graph.first_before(bytes.fromhex(sha), limit)
+        except (ValueError, struct.error, IndexError):
+            return None  # a damaged graph: the commits themselves are read
+
+    def path_keys(self, path: str, prefixes: bool = True) -> tuple[tuple[int, ...], ...] | None:
+        """The Bloom keys of ``path`` (and its leading directories), or None without filters."""
+        if not self._graph_read:
+            self._read_graph()
+        graph = self._graph
+        if graph is None or not graph.has_filters:
+            return None
+        hashes = graph.filter_hashes
+        if prefixes:
+            return bloom.keys(path, hashes)
+        return (bloom.key(path.encode("utf-8", "surrogateescape"), hashes),)
+
+    def maybe_changed(self, sha: str, keys: tuple[tuple[int, ...], ...] | None) -> bool:
+        """Whether commit ``sha`` may have changed the path whose Bloom ``keys`` are given.
+
+        False only when the commit-graph's filter shows ``sha`` left the path as its first
+        parent had it (see :mod:`~tmsite.gitstore.bloom`); True means the trees must tell.
+        """
+        if keys is None or self._graph is None:
+            return True
+        try:
+            return self._graph.maybe_changed(bytes.fromhex(sha), keys) is not False
+        except (ValueError, struct.error, IndexError):
+            return True  # a damaged filter only costs speed
 
     def _read_graph(self) -> None:
         """Open the commit-graph file, as dulwich's object store would, but read it lazily."""
@@ -836,13 +1085,17 @@ class GitRepo:
                 direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
-                    out[at] = _packed_size(direct, binary)
-                    if out[at] < 0:
-                        cached = OBJECTS.get((self.path, "size", sha))
-                        if cached is not None:
-                            out[at] = int(cached)
-                        else:
-                            out[at] = self._header_binary(binary)[1]
+                    size, where = _packed_size(direct, binary)
+                    out[at] = size
+                    if size >= 0:
+                        continue
+                    cached = OBJECTS.get((self.path, "size", sha))
+                    if cached is not None:
+                        out[at] = int(cached)
+                    elif where is not None:
+                        out[at] = self._delta_size(self._packs[where[0]], where[1], binary)
+                    else:
+                        out[at] = self._header_binary(binary)[1]
         except KeyError as exc:
             raise GitError("an object is missing from the repository") from exc
         except (OSError, ValueError, AssertionError, IndexError) as exc:
@@ -874,15 +1127,21 @@ class GitRepo:
         return self._header_field(sha, "size")
 
 
-def _packed_size(direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes) -> int:
-    """The size of a whole (non-delta) object from its pack entry header; -1 if not so found."""
-    for reader, buf in direct:
+def _packed_size(
+    direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes
+) -> tuple[int, tuple[int, int] | None]:
+    """The size of a whole (non-delta) object from its pack entry header, else -1.
+
+    With -1 comes, for a delta, where it lies: the pack's place in ``direct`` (which is its
+    place among the handle's packs: ``direct`` is all of them or none) and the offset.
+    """
+    for at, (reader, buf) in enumerate(direct):
         offset = reader.offset(binary)
         if offset is None:
             continue
         type_num, size, _ = entry_header(buf, offset)
-        return -1 if type_num > TAG else size
-    return -1
+        return (-1, (at, offset)) if type_num > TAG else (size, None)
+    return -1, None
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:

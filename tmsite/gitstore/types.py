@@ -76,6 +76,10 @@ class LogEntry:
         author_name: The author's name only — never an e-mail address.
         date: The author date in UTC, ISO-8601 with its offset (``2026-01-02T03:04:05+00:00``).
         subject: The first paragraph of the message on one line.
+        path: The followed file's path in this commit (a file's log follows renames; empty
+            for a directory's log).
+        renamed_from: The path the commit renamed the file from, else None.
+        parent: The commit's first parent, where ``renamed_from`` is read; None at a root.
     """
 
     commit: str
@@ -83,6 +87,9 @@ class LogEntry:
     author_name: str
     date: str
     subject: str
+    path: str = ""
+    renamed_from: str | None = None
+    parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,7 @@ class BlameLine:
         author_name: That commit's author name (no e-mail).
         date: That commit's author date, as :attr:`LogEntry.date`.
         text: The line without its newline, decoded as UTF-8 with invalid bytes replaced.
+        path: The file's path in that commit (another than the blamed one across a rename).
     """
 
     line_no: int
@@ -102,3 +110,4 @@ class BlameLine:
     author_name: str
     date: str
     text: str
+    path: str = ""

@@ -772,8 +772,11 @@ class GitMount(Mount):
     def read_log(self, req: Request, t: Target) -> Content:
         """The ``n`` newest commits that changed the path, each linked at that commit.
 
-        A commit at which the path no longer exists links the repository's root there and
-        says ``deleted``.
+        A file's log follows renames and copies as ``git log --follow`` does: an entry made
+        under an older path says its ``path``, and the commit that renamed (or copied) the
+        file gives ``renamed_from`` — the older path and its address at the commit's first
+        parent. A commit at which the path no longer exists links the repository's root there
+        and says ``deleted``.
         """
         n = req.facets.n or DEFAULT_LOG
         key = t.cache_key(self.host, "mount-log", n, t.node.kind)
@@ -791,14 +794,25 @@ class GitMount(Mount):
                     "date": entry.date,
                     "subject": entry.subject,
                 }
-                if _exists(t.repo, entry.commit, t.parts):
+                parts = tuple(entry.path.split("/")) if entry.path else t.parts
+                if entry.path and entry.path != t.path:
+                    item["path"] = entry.path
+                if _exists(t.repo, entry.commit, parts):
                     where = self.path_uri(
-                        t.served.name, t.parts, collection=collection, at=entry.commit
+                        t.served.name, parts, collection=collection, at=entry.commit
                     )
                 else:
                     where = self.repo_root(t.served.name, entry.commit)
                     item["deleted"] = True
                 item["uri"] = str(where)
+                if entry.renamed_from is not None and entry.parent is not None:
+                    older = self.path_uri(
+                        t.served.name,
+                        tuple(entry.renamed_from.split("/")),
+                        collection=False,
+                        at=entry.parent,
+                    )
+                    item["renamed_from"] = {"path": entry.renamed_from, "uri": str(older)}
                 commits.append(item)
             body = {
                 "uri": str(req.uri.with_params(n=str(n)) if req.facets.n else req.uri),
@@ -854,6 +868,7 @@ class GitMount(Mount):
                         "author": line.author_name,
                         "date": line.date,
                         "text": line.text,
+                        **({"path": line.path} if line.path not in ("", t.path) else {}),
                     }
                     for line in lines
                 ],

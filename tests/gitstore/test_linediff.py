@@ -1,0 +1,108 @@
+"""Edits that identical lines let be placed several ways are placed where git places them.
+
+Spec: ANY2.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.git_oracle import needs_git, run_git
+from tests.gitstore.builder import Builder
+from tmsite import gitstore
+from tmsite.gitstore.blame import line_map
+from tmsite.gitstore.linediff import edit_flags
+
+pytestmark = pytest.mark.spec("ANY2")
+
+FUNCTION = ["int f{n}(void)", "{", "\treturn {n};", "}", ""]
+
+
+def _functions(*numbers: int) -> list[str]:
+    return [line.replace("{n}", str(n)) for n in numbers for line in FUNCTION]
+
+
+VERSIONS = [
+    _functions(1, 2, 3),
+    _functions(1, 4, 2, 3),  # a function inserted: its braces and blank line repeat
+    _functions(1, 4, 3),  # one removed
+    [*_functions(1, 4, 3)[:7], "\treturn 44;", *_functions(1, 4, 3)[8:]],
+    _functions(5, 1, 4, 3, 6),
+]
+
+
+def _text(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _porcelain(text: str) -> list[str]:
+    out, current = [], ""
+    for line in text.split("\n"):
+        head = re.match(r"^([0-9a-f]{40}) \d+ \d+", line)
+        if head:
+            current = head.group(1)
+        elif line.startswith("\t"):
+            out.append(current)
+    return out
+
+
+@needs_git
+def test_blame_of_repeated_lines_matches_git(tmp_path: Path) -> None:
+    b = Builder.init(str(tmp_path / "repo"))
+    commits: list[bytes] = []
+    for i, lines in enumerate(VERSIONS):
+        commits.append(
+            b.commit(f"v{i}", {"f.c": _text(lines)}, commits[-1:] or None, when=i * 3600)
+        )
+    rng = random.Random(7)
+    lines = list(VERSIONS[-1])
+    for i in range(len(VERSIONS), len(VERSIONS) + 12):
+        at = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.5 and lines:
+            del lines[at : at + rng.randrange(1, 4)]
+        else:
+            lines[at:at] = rng.choice([["}", ""], ["", "{"], [f"\treturn {i};", "}"], [""]])
+        commits.append(b.commit(f"v{i}", {"f.c": _text(lines)}, [commits[-1]], when=i * 3600))
+    root = tmp_path / "repo"
+    with gitstore.open_repo(root) as repo:
+        for commit in commits[1:]:
+            sha = commit.decode()
+            oracle = _porcelain(run_git(root, "blame", "--porcelain", sha, "--", "f.c"))
+            assert [line.commit for line in gitstore.blame(repo, sha, "f.c")] == oracle
+
+
+#: Edits whose placement the longest-match matcher chose differently from git.
+AMBIGUOUS = [
+    (["b", "", "b", "", "}", "b", "a"], ["}", "b", "", "", "b", "", "}", "b", "a"]),
+    (["b", "", "}", "a", "", "b"], ["b", "", "a", "", "", "b"]),
+    (["a", "a", "", "b", "b", "", "b"], ["a", "a", "", "}", "b", "b", "", "", "b"]),
+    (["a", "}", "a", "}", "", "}"], ["a", "}", "a", "", "}", ""]),
+]
+
+
+@needs_git
+@pytest.mark.parametrize(("old", "new"), AMBIGUOUS)
+def test_an_ambiguous_edit_is_blamed_as_git_blames_it(
+    tmp_path: Path, old: list[str], new: list[str]
+) -> None:
+    b = Builder.init(str(tmp_path / "repo"))
+    first = b.commit("old", {"f.c": _text(old)}, when=0)
+    second = b.commit("new", {"f.c": _text(new)}, [first], when=3600).decode()
+    oracle = _porcelain(run_git(tmp_path / "repo", "blame", "--porcelain", second, "--", "f.c"))
+    with gitstore.open_repo(tmp_path / "repo") as repo:
+        assert [line.commit for line in gitstore.blame(repo, second, "f.c")] == oracle
+
+
+def test_line_map_reads_the_compacted_script() -> None:
+    old = [b"a", b"}", b"", b"b", b"}", b""]
+    new = [b"a", b"}", b"", b"x", b"}", b"", b"b", b"}", b""]
+    gone, added = edit_flags(old, new) or ([], [])
+    assert gone == [False] * 6
+    # The inserted block could sit at lines 1-3, 2-4 or 3-5 of the new version; xdiff leaves it
+    # at its lowest place, so "b" keeps its "}" and blank line.
+    assert added == [False, False, False, True, True, True, False, False, False]
+    assert line_map(old, new) == [0, 1, 2, -1, -1, -1, 3, 4, 5]

@@ -1,0 +1,75 @@
+"""``manage.py tm_git maintain [--repo NAME] [--no-filters]``: write the commit-graphs.
+
+History (``?as=log``, ``?as=blame``, ``?at=<date>``) reads a repository's commit-graph where it
+has one: parents, dates and root trees without inflating a commit, and changed-path Bloom
+filters that pass over the commits that left a path alone. ``maintain`` writes that file —
+every commit reachable from a ref, with the filters — for each served repository (the
+checkout and ``TM_GIT_REPOS``), or the one ``--repo`` names, the same file
+``git commit-graph write --reachable --changed-paths`` writes. Run it after the repository
+gains commits (``deploy/`` says when); a commit newer than the file is read the slow way until
+then, never wrongly.
+
+Spec: ANY2.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
+
+from tmsite import gitstore
+from tmsite.gitstore.graphwrite import write_commit_graph
+from tmsite.mounts.git.settings import is_repository, read_settings
+
+
+class Command(BaseCommand):
+    """Maintain the served git repositories."""
+
+    help = "Write each served repository's commit-graph with changed-path Bloom filters."
+
+    @override
+    def add_arguments(self, parser: CommandParser) -> None:
+        commands = parser.add_subparsers(dest="command", required=True)
+        maintain = commands.add_parser(
+            "maintain", help="Write objects/info/commit-graph, with Bloom filters."
+        )
+        maintain.add_argument("--repo", default=None, help="Only this served repository.")
+        maintain.add_argument(
+            "--no-filters", action="store_true", help="Leave the Bloom filters out."
+        )
+
+    @override
+    def handle(self, *args: Any, **options: Any) -> None:
+        served = _served()
+        wanted = options["repo"]
+        if wanted is not None:
+            if wanted not in served:
+                raise CommandError(
+                    f"no served repository is called {wanted!r}; served: {', '.join(served)}"
+                )
+            served = {wanted: served[wanted]}
+        for name, path in served.items():
+            started = time.perf_counter()
+            try:
+                with gitstore.open_repo(path) as repo:
+                    done = write_commit_graph(repo, filters=not options["no_filters"])
+            except gitstore.GitError as exc:
+                raise CommandError(f"{name}: {exc}") from exc
+            self.stdout.write(
+                f"{name}: wrote {done.path} — {done.commits} commits, {done.filters} Bloom "
+                f"filters ({done.too_many} marked as changing too many paths) in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
+
+
+def _served() -> dict[str, str]:
+    """Served repository name → path: the checkout's (when it is one) and the neighbours."""
+    settings = read_settings()
+    out: dict[str, str] = {}
+    if settings.checkout_name is not None and is_repository(settings.checkout):
+        out[settings.checkout_name] = str(settings.checkout)
+    out.update({name: str(path) for name, path in settings.neighbours.items()})
+    return out
