@@ -49,6 +49,8 @@ TEMPLATES = "/api/v1/templates"
 COMPLETE = "/api/v1/complete"
 HEALTH = "/api/v1/health"
 PROPOSALS = "/api/v1/proposals"
+#: Exercised against its tool twin in ``tests/search/test_doors.py``.
+SEARCH = "/api/v1/search"
 #: The prompt routes, exercised against their MCP twins in ``tests/prompts/test_prompts_rest.py``.
 PROMPTS = {"/api/v1/prompts", "/api/v1/prompts/{name}", "/api/v1/prompts/{name}/complete"}
 #: Every route exercised; the OpenAPI document must list exactly these.
@@ -63,6 +65,7 @@ EXERCISED = {
     COMPLETE,
     HEALTH,
     PROPOSALS,
+    SEARCH,
     *PROMPTS,
 }
 #: The routes that spell a tool, and the tool.
@@ -630,6 +633,15 @@ TWINS = [
         ),
         id="resolve",
     ),
+    pytest.param(
+        Twin(
+            SEARCH,
+            {"q": "notes"},
+            "tools/call",
+            {"name": "search", "arguments": {"query": "notes"}},
+        ),
+        id="search",
+    ),
     pytest.param(Twin(RESOURCES, {}, "resources/list"), id="resources"),
     pytest.param(Twin(TEMPLATES, {}, "resources/templates/list"), id="templates"),
     pytest.param(
@@ -716,6 +728,7 @@ def test_over_the_limit_both_spellings_refuse_alike(small_limit: FakeClock, twin
         RESOURCES,
         TEMPLATES,
         COMPLETE,
+        SEARCH,
         *sorted(PROMPTS),
     ],
 )

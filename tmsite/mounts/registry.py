@@ -22,6 +22,7 @@ from tmsite.check_registry import check
 from tmsite.core.types import FacetAssembler
 from tmsite.mounts.base import Mount
 from tmsite.mounts.namespace import Namespace
+from tmsite.search import answer as searches
 
 #: name → "module:Class". Keep sorted; one line per mount.
 MOUNTS: dict[str, str] = {
@@ -83,7 +84,7 @@ def build_mount(name: str, host: str) -> Mount:
 
 
 #: The facets the namespace answers for any address, whatever its mount.
-ASSEMBLERS: dict[str, FacetAssembler] = {"blocks": assemble_blocks}
+ASSEMBLERS: dict[str, FacetAssembler] = {"blocks": assemble_blocks, "search": searches.facet}
 
 
 def wire(mounts: Mapping[str, Mount]) -> None:

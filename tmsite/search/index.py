@@ -7,8 +7,10 @@ machine of a many-machine box reads the same index; on PostgreSQL an advisory lo
 machine write at a time, and the others skip that round.
 
 Ranking: the engine's own (BM25 on SQLite, cover density on PostgreSQL) with titles and
-headings weighted above bodies; a hit is a document's best passage. Ties keep the order the
-passages were indexed in.
+headings weighted above bodies; a hit is a document's best passage. A document's title (and
+name) is indexed with its first passage only, so a title match names the passage that opens
+the document rather than whichever passage is shortest. Ties keep the order the passages were
+indexed in.
 
 Spec: SRCH1, SRCH2.
 """
@@ -80,7 +82,7 @@ def rows_of(mount: str, document: Document) -> list[Row]:
     name = uri.name or ""
     index_title = indexable(f"{title} {name}" if name and name != title else title)
     rows = []
-    for passage in cuts:
+    for number, passage in enumerate(cuts):
         address = document.uri
         if passage.first:
             address = str(uri.with_params(lines=f"{passage.first}-{passage.last}"))
@@ -94,7 +96,7 @@ def rows_of(mount: str, document: Document) -> list[Row]:
                 title,
                 passage.heading,
                 passage.text,
-                index_title,
+                index_title if number == 0 else "",
                 indexable(passage.heading),
                 indexable(passage.text),
             )
