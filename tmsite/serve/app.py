@@ -60,7 +60,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
-from tmsite import wsgi
+from tmsite import operations, wsgi
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
@@ -463,6 +463,7 @@ class Application:
             if message["type"] == "lifespan.startup":
                 lifeline.bind()  # a worker does not outlive its launcher
                 lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
+                operations.keep_search_index()  # one keeper a machine (it takes a lock)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
