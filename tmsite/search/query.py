@@ -28,10 +28,12 @@ _CJK_RUN = re.compile(rf"[{CJK}]+")
 #: two words to every engine, as FTS5 reads them; PostgreSQL's parser would keep them whole).
 _SEPARATOR = re.compile(r"[\W_]+")
 #: Words that say nothing a match could use; left out when other words remain.
-_STOP = "a an and are as at be by can do does for from how i in is it its me my of on or so that "
-STOPWORDS = frozenset(
-    f"{_STOP}the this to was what when where which who why will with you your".split(" ")
+_STOP = (
+    "a about an and are as at be been by can could do does for from had has have here how i "
+    "if in into is it its me my of on or our should so than that the them then there these they "
+    "this those to was we what when where which who why will with would you your"
 )
+STOPWORDS = frozenset(_STOP.split(" "))
 
 
 @dataclass(frozen=True)
