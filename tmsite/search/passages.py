@@ -22,7 +22,6 @@ SNIPPET_CHARS = 240
 MARK_OPEN, MARK_CLOSE = "«", "»"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_WORDS = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -90,20 +89,30 @@ def _matches(word: str, term: str) -> bool:
     return common >= max(4, shorter - 3)
 
 
+def _pattern(query: Query) -> re.Pattern[str]:
+    """Where a match may start: a CJK word itself, an English word's first letters."""
+    alternatives = []
+    for term in query.needed:
+        if is_cjk(term):
+            alternatives.append(re.escape(term))
+        elif len(term) >= 4:
+            alternatives.append(r"\b" + re.escape(term[: max(4, len(term) - 3)]) + r"\w*")
+        else:
+            alternatives.append(r"\b" + re.escape(term) + r"\b")
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
 def snippet(text: str, query: Query) -> str:
     """Up to ``SNIPPET_CHARS`` of ``text`` around its first match, matches «marked»."""
     normal = unicodedata.normalize("NFKC", text)
+    latin = [term for term in query.needed if not is_cjk(term)]
     spans: list[tuple[int, int]] = []
-    latin = [term for term in query.words if not is_cjk(term)]
-    for match in _WORDS.finditer(normal):
-        word = match[0].lower()
-        if any(_matches(word, term) for term in latin):
+    for match in _pattern(query).finditer(normal):
+        found = match[0].lower()
+        if is_cjk(found) or any(_matches(found, term) for term in latin):
             spans.append(match.span())
-    for term in query.words:
-        if is_cjk(term):
-            spans += [
-                (m.start(), m.start() + len(term)) for m in re.finditer(re.escape(term), normal)
-            ]
+            if match.start() > spans[0][0] + SNIPPET_CHARS:
+                break
     spans = _merged(spans)
     start = max(0, spans[0][0] - SNIPPET_CHARS // 3) if spans else 0
     end = min(len(normal), start + SNIPPET_CHARS)
