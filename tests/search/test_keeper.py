@@ -81,3 +81,28 @@ def test_a_change_on_the_bus_starts_a_round_at_once(checkout: Path, fs: FsMount)
         assert keeper.rounds == rounds
     finally:
         keeper.stop()
+
+
+@pytest.mark.spec("SRCH4")
+def test_a_standing_search_is_told_once_its_new_answer_reads(checkout: Path, fs: FsMount) -> None:
+    standing = "tm://test/fs/docs/?as=search&q=aardvark"
+    told: list[list[str] | None] = []
+
+    def listener(change: changes.Change) -> None:
+        if change.uri and changes.affects(standing, change.uri):
+            told.append(documents("aardvark"))  # what a client reading it now gets
+
+    keeper = Keeper(lambda: {"fs": fs}, "test", every=0.2)
+    keeper.round()
+    remove = changes.add_listener(listener)
+    keeper.start()
+    try:
+        (checkout / "docs" / "fresh.md").write_text("# Fresh\n\nAn aardvark arrives.\n")
+        start = time.monotonic()
+        while not told and time.monotonic() - start < BOUND:
+            time.sleep(0.02)
+        assert told and told[-1] == ["tm://test/fs/docs/fresh.md"]
+        assert changes.affects(standing, "tm://test/fs/other/x.md") is None
+    finally:
+        remove()
+        keeper.stop()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -36,6 +36,8 @@ from tmsite.search.query import Query, indexable
 FETCH = 200
 #: Documents written per transaction (a long walk never holds the write lock long).
 BATCH = 200
+#: Changed documents a sync names (a rebuild names its first ones only).
+MAX_TOLD = 1000
 _writing = threading.Lock()
 
 
@@ -59,6 +61,8 @@ class Synced:
     dropped: int = 0
     unchanged: int = 0
     skipped: bool = False
+    #: The documents written or dropped (their addresses), the first ``MAX_TOLD``.
+    changed: list[str] = field(default_factory=list)
 
 
 def engine(using: str = "default") -> Engine:
@@ -173,6 +177,9 @@ def _write(
             )
     done.written += len(batch)
     done.dropped += len(gone)
+    room = MAX_TOLD - len(done.changed)
+    if room > 0:
+        done.changed += uris[:room]
 
 
 def _applied(using: str) -> None:

@@ -7,7 +7,7 @@ moved, a record saved or corrected). A sync reads only documents whose stamp mov
 round costs a walk of stats. Across machines the engine's own lock keeps one writer at a time
 (PostgreSQL's advisory lock); a round that finds it held is skipped.
 
-Spec: SRCH1.
+Spec: SRCH1, SRCH4.
 """
 
 from __future__ import annotations
@@ -70,10 +70,17 @@ class Keeper:
             self.thread.join(timeout=10)
 
     def round(self) -> index.Synced:
-        """One sync of the mounts (what the thread runs; tests call it)."""
+        """One sync of the mounts (what the thread runs; tests call it).
+
+        Each document written or dropped is published on the bus once the index holds it, so
+        a standing search (``<collection>?as=search&q=…``, listened to or subscribed) is told
+        again after the change it was first told of is searchable: its next read is current.
+        """
         done = index.sync(self.mounts())
         self.last = done
         self.rounds += 1
+        for uri in done.changed:
+            changes.publish(uri)
         return done
 
     def _run(self) -> None:
