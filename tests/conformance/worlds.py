@@ -66,7 +66,7 @@ class World:
     #: (argument, typed, expected) for the first template, instead of the ``path`` check.
     completion: tuple[str, str, list[str]] | None = None
     #: Whether the mount offers its things to the search index (``documents``): then ``leaf``
-    #: is among them, with its text.
+    #: is among them, with its text (``leaf_text``, by lines; else words of its own, whole).
     indexed: bool = False
 
 

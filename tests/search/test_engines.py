@@ -5,6 +5,7 @@ Spec: SRCH1, SRCH2, SRCH3.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,21 @@ def test_hostile_queries_are_words_or_refused(fs: FsMount, using: str, text: str
     assert all(hit.uri.startswith("tm://test/fs/docs/") for hit in hits)
     if "connect" in query.words:
         assert "tm://test/fs/docs/connect.md" in [hit.uri for hit in hits]
+
+
+def test_a_trail_is_found_by_its_notes(checkout: Path, using: str) -> None:
+    from tmsite.mounts.trail.mount import TrailMount
+
+    trails = checkout / "notes" / "trails"
+    trails.mkdir(parents=True)
+    step = {"uri": "tm://test/fs/docs/patterns.md", "note": "where the joystick is read"}
+    body = {"title": "Pad walk", "description": "A walk past the pad.", "steps": [step]}
+    (trails / "pad-walk.json").write_text(json.dumps(body))
+    index.sync({"trail": TrailMount("test", checkout)}, using)
+    (hit,) = index.search(parse_query("joystick"), "tm://test/", ("trail",), 10, using)
+    assert (hit.uri, hit.address, hit.kind, hit.title) == (
+        "tm://test/trail/pad-walk",
+        "tm://test/trail/pad-walk",
+        "trail",
+        "Pad walk",
+    )
