@@ -128,18 +128,19 @@ class SqliteFts:
         return True  # SQLite is one machine's; its own write lock orders writers
 
     def add(self, cursor: Cursor, rows: Sequence[Row]) -> None:
-        """Store passages."""
-        for row in rows:
-            cursor.execute(
-                "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, "
-                "heading, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                row.stored(),
-            )
-            cursor.execute(
-                "INSERT INTO search_fts (rowid, title, heading, body) "
-                "VALUES (last_insert_rowid(), %s, %s, %s)",
-                [row.index_title, row.index_heading, row.index_body],
-            )
+        """Store passages (numbered here, so both tables are written in one batch each)."""
+        cursor.execute("SELECT coalesce(max(id), 0) FROM search_passage")
+        first = int(cursor.fetchone()[0]) + 1
+        numbered = list(enumerate(rows, start=first))
+        cursor.executemany(
+            "INSERT INTO search_passage (id, uri, address, mount, kind, mime_type, title, "
+            "heading, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [[number, *row.stored()] for number, row in numbered],
+        )
+        cursor.executemany(
+            "INSERT INTO search_fts (rowid, title, heading, body) VALUES (%s, %s, %s, %s)",
+            [[n, row.index_title, row.index_heading, row.index_body] for n, row in numbered],
+        )
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
@@ -203,16 +204,15 @@ class PostgresFts:
         return bool(cursor.fetchone()[0])
 
     def add(self, cursor: Cursor, rows: Sequence[Row]) -> None:
-        """Store passages."""
-        for row in rows:
-            cursor.execute(
-                "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, "
-                "heading, body, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
-                "setweight(to_tsvector('english', %s), 'A') || "
-                "setweight(to_tsvector('english', %s), 'B') || "
-                "setweight(to_tsvector('english', %s), 'D'))",
-                [*row.stored(), row.index_title, row.index_heading, row.index_body],
-            )
+        """Store passages, one batch."""
+        cursor.executemany(
+            "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, "
+            "heading, body, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
+            "setweight(to_tsvector('english', %s), 'A') || "
+            "setweight(to_tsvector('english', %s), 'B') || "
+            "setweight(to_tsvector('english', %s), 'D'))",
+            [[*row.stored(), row.index_title, row.index_heading, row.index_body] for row in rows],
+        )
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""

@@ -8,8 +8,9 @@ machine write at a time, and the others skip that round.
 
 Ranking: the engine's own (BM25 on SQLite, cover density on PostgreSQL) with titles and
 headings weighted above bodies; a hit is a document's best passage. A document's title (and
-name) is indexed with its first passage only, so a title match names the passage that opens
-the document rather than whichever passage is shortest. Ties keep the order the passages were
+name) is weighted as a title with its first passage only, so a title match names the passage
+that opens the document rather than whichever passage is shortest; the later passages hold it
+with their heading, so every word of a question may be found between a title and a section. Ties keep the order the passages were
 indexed in.
 
 Spec: SRCH1, SRCH2.
@@ -101,7 +102,7 @@ def rows_of(mount: str, document: Document) -> list[Row]:
                 passage.heading,
                 passage.text,
                 index_title if number == 0 else "",
-                indexable(passage.heading),
+                indexable(f"{title} {passage.heading}" if number else passage.heading),
                 indexable(passage.text),
             )
         )
@@ -169,11 +170,11 @@ def _write(
             cursor.execute(
                 f"DELETE FROM search_document WHERE uri IN ({marks})", uris[chunk : chunk + 500]
             )
-        for document, rows in batch:
-            the_engine.add(cursor, rows)
-            cursor.execute(
+        if batch:
+            the_engine.add(cursor, [row for _, rows in batch for row in rows])
+            cursor.executemany(
                 "INSERT INTO search_document (uri, mount, stamp) VALUES (%s, %s, %s)",
-                [document.uri, mount, document.stamp],
+                [[document.uri, mount, document.stamp] for document, _ in batch],
             )
     done.written += len(batch)
     done.dropped += len(gone)
