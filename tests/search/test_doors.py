@@ -165,3 +165,24 @@ def test_a_bad_search_address_is_refused(
 def test_the_index_follows_what_the_namespace_serves(indexed: Namespace, mcp: Mcp) -> None:
     assert registry.namespace() is indexed
     assert index.status()["documents"] == {"fs": len(list(indexed.mounts["fs"].documents()))}
+
+
+def test_the_explorer_search_box_draws_the_search_as_blocks(
+    indexed: Namespace, client: Client
+) -> None:
+    page = client.get("/explore", {"q": "zebra"})
+    assert page.status_code == 200
+    start = f"{ROOT}?as=search&amp;q=zebra"
+    assert f'data-start="{start}"' in page.content.decode()
+    drawn = indexed.read(f"{ROOT}?as=blocks&of=search&q=zebra").body
+    heading, hits = drawn["blocks"][:2]
+    assert heading["text"] == "Search: zebra"
+    (item,) = hits["items"]
+    assert item["href"] == f"{ROOT}fs/docs/long.txt?lines=81-120"
+    assert "«zebra»" in item["text"]
+
+
+def test_search_is_not_offered_as_a_facet_that_reads_alone(indexed: Namespace, mcp: Mcp) -> None:
+    for uri in (f"{ROOT}fs/docs/connect.md?as=nothing", f"{ROOT}fs/docs/?as=nothing"):
+        refusal = mcp.tool_refusal("resolve", {"uri": uri})
+        assert "blocks" in refusal["valid"] and "search" not in refusal["valid"]

@@ -23,6 +23,7 @@ from tmsite.core.errors import BadArgument, Refusal
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Reader, vnd
 from tmsite.core.uri import TmUri, parse
+from tmsite.search import blocks as _blocks  # noqa: F401  (registers the search assembler)
 from tmsite.search import index
 from tmsite.search.engines import Found
 from tmsite.search.passages import snippet

@@ -10,8 +10,8 @@ Ranking: the engine's own (BM25 on SQLite, cover density on PostgreSQL) with tit
 headings weighted above bodies; a hit is a document's best passage. A document's title (and
 name) is weighted as a title with its first passage only, so a title match names the passage
 that opens the document rather than whichever passage is shortest; the later passages hold it
-with their heading, so every word of a question may be found between a title and a section. Ties keep the order the passages were
-indexed in.
+with their heading, so every word of a question may be found between a title and a section.
+Ties keep the order the passages were indexed in.
 
 Spec: SRCH1, SRCH2.
 """
