@@ -461,9 +461,10 @@ class Application:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                lifeline.bind()  # a worker does not outlive its launcher
+                launched = lifeline.bind()  # a worker does not outlive its launcher
                 lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
-                operations.keep_search_index()  # one keeper a machine (it takes a lock)
+                if launched:  # a served worker, not the application run in a test's process
+                    operations.keep_search_index()  # one keeper a machine (it takes a lock)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
