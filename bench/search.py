@@ -193,7 +193,12 @@ def main() -> None:
     parser.add_argument("--corpus", type=int, default=0, help="also a generated corpus this big")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--changes", type=int, default=10)
-    parser.add_argument("--database-url", default=None, help="PostgreSQL instead of SQLite")
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="PostgreSQL instead of SQLite: a database of its own (its search tables are made "
+        "and emptied)",
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where the temporary trees go")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tm-search-bench-", dir=args.dir))
