@@ -17,7 +17,7 @@ LAYERS = {
     "subscriptions.changes subscriptions.delivery subscriptions.env",
     2: "blocks",
     3: "entities servers kinds trails site.pages proposals subscriptions.models "
-    "subscriptions.sessions subscriptions.migrations",
+    "subscriptions.sessions subscriptions.migrations search",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
     7: "operations prompts pieces probes schemas oplog proposals.intake proposals.decide",

@@ -22,7 +22,17 @@ from tmsite.core.types import Content, Template
 from tmsite.core.uri import parse
 from tmsite.mounts.namespace import MapPage
 from tmsite.mounts.registry import namespace
-from tmsite.schemas import Overview, PieceStatus, ProposalReceipt, ProposeInput, Resolved
+from tmsite.schemas import (
+    Overview,
+    PieceStatus,
+    ProposalReceipt,
+    ProposeInput,
+    Resolved,
+    SearchInput,
+    SearchResult,
+)
+from tmsite.search import answer as searches
+from tmsite.search import keeper
 
 CHIP_MCP_ENDPOINT = "https://6502.tinymachines.ai/api/mcp"
 WHAT = (
@@ -107,6 +117,23 @@ def resolve(uri: object) -> Resolved:
             "links": links,
         }
     )
+
+
+def search(args: SearchInput) -> SearchResult:
+    """The hits of a search, read as its address (``<scope>?as=search&q=…``) is read.
+
+    Raises ``Refusal``: ``bad-argument`` naming the argument, ``bad-cursor``.
+    """
+    asked = searches.ask(host(), args.query, args.scope, args.kinds, args.limit, args.cursor)
+    content = read(str(asked.address.with_params(cursor=args.cursor)))
+    return SearchResult.model_validate(content.body)
+
+
+def keep_search_index() -> None:
+    """Start this machine's search keeper over the served mounts (once; see ``keeper``)."""
+    every = float(getattr(settings, "TM_SEARCH_POLL", 1.0))
+    if every > 0:
+        keeper.start(lambda: namespace().mounts, host(), settings.VAR_DIR, every)
 
 
 def propose(args: ProposeInput) -> ProposalReceipt:

@@ -331,7 +331,10 @@ def first_session(arguments: Mapping[str, str]) -> Answer:
             f"connection to the source file behind the page {page}, without guessing a path. "
             "Make each request yourself (the `resolve` tool reads the same URIs and puts the "
             "links in its body), and before the next one say what the answer shows and which "
-            "link leads on. What each step answers on this box now:\n\n" + "\n".join(steps),
+            "link leads on. When you know what you want but not where it is, the `search` tool "
+            "(or any collection address with ?as=search&q=<words>) finds it by what it says; "
+            "this walk shows where things are. What each step answers on this box now:\n\n"
+            + "\n".join(steps),
         )
     )
     messages.extend(embedded)
@@ -365,7 +368,8 @@ def explain_address(arguments: Mapping[str, str]) -> Answer:
         f"Say what {content.uri} is, in a few sentences for someone who has never seen this "
         "box: what kind of thing it is, what it belongs to, what it is made from or renders "
         "as, and which link a reader would follow next. It is embedded below as read. It reads "
-        f"as a {_described(content)}.\n\n"
+        f"as a {_described(content)}. If it is not what was wanted, the `search` tool finds "
+        "things by what they say.\n\n"
         + (
             "Its links, each read one step out:\n" + "\n".join(lines)
             if lines

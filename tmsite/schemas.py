@@ -103,6 +103,56 @@ class Resolved(BaseModel):
     links: list[LinkOut] = Field(description="Typed links, in the one link order.")
 
 
+class SearchInput(_Input):
+    """Words to find, and where."""
+
+    query: str = Field(
+        description="Plain words, English or Japanese (at most 256 characters, 12 words). "
+        "Quotes, *, OR, NEAR, - and : are read as plain words, not operators."
+    )
+    scope: str | None = Field(
+        default=None,
+        description="A collection address to search below, such as tm://tinymachines/fs/docs/ "
+        "(default: the whole box).",
+    )
+    kinds: list[str] = Field(
+        default_factory=list,
+        description="Keep only hits of these mounts or kinds (fs, git, entity, file, game …).",
+    )
+    limit: int = Field(default=10, ge=1, le=50, description="Hits per page (1 to 50).")
+    cursor: str | None = Field(
+        default=None, description="The nextCursor of an earlier answer, for the next page."
+    )
+
+
+class SearchHit(BaseModel):
+    """One thing that matched: its address narrowed to the passage that matched."""
+
+    uri: str = Field(
+        description="The passage's address (?lines=FIRST-LAST on text): read it for the text "
+        "the snippet is cut from."
+    )
+    document: str = Field(description="The whole thing's address.")
+    title: str = Field(description="What the thing is called.")
+    heading: str | None = Field(default=None, description="The heading the passage is under.")
+    snippet: str = Field(description="Plain text of the passage, matched words «marked».")
+    score: float = Field(description="The engine's relevance score; higher is better.")
+    kind: str = Field(description="What the thing is (file, commit, a record's kind …).")
+    mimeType: str = Field(description="What reading the document gives.")
+    links: list[LinkOut] = Field(description="Typed links of the document.")
+
+
+class SearchResult(BaseModel):
+    """The hits of one search, best first, and the way to the next page."""
+
+    uri: str = Field(description="This search as an address (?as=search&q=…): read or listen.")
+    query: str = Field(description="The words searched, as read.")
+    scope: str = Field(description="The collection searched below.")
+    hits: list[SearchHit] = Field(description="The best passage of each matching thing.")
+    nextCursor: str | None = Field(default=None, description="Pass as cursor for more.")
+    next: str | None = Field(default=None, description="The next page as an address.")
+
+
 __all__ = [
     "Licensing",
     "LicensingInput",
@@ -113,6 +163,9 @@ __all__ = [
     "PieceStatus",
     "ResolveInput",
     "Resolved",
+    "SearchHit",
+    "SearchInput",
+    "SearchResult",
 ]
 
 

@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "tmsite.site.apps.SiteConfig",
     "tmsite.oplog.apps.OplogConfig",
     "tmsite.subscriptions.apps.SubscriptionsConfig",
+    "tmsite.search.apps.SearchConfig",
 ]
 
 MIDDLEWARE = [

@@ -27,7 +27,7 @@ pytestmark = [
     pytest.mark.spec("T1", "T7", "T10", "T11", "RJ1", "RJ2"),
 ]
 
-TOOLS = ["overview", "piece", "licensing", "resolve", "propose"]
+TOOLS = ["overview", "piece", "licensing", "resolve", "search", "propose"]
 FS = f"tm://{HOST}/fs"
 
 

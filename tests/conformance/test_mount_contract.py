@@ -339,3 +339,27 @@ def _req(uri: str):  # type: ignore[no-untyped-def]
 
     parsed = parse(uri)
     return Request(parsed, parse_facets(parsed))
+
+
+def test_documents_are_what_reads_serve_and_never_the_secret(world: World) -> None:
+    ns = space(world)
+    inside = str(world.mount.root)
+    documents = {document.uri: document for document in world.mount.documents()}
+    for uri, document in documents.items():
+        assert uri.startswith(inside), uri
+        assert document.title and document.kind and document.stamp, uri
+        read = ns.read(uri)
+        assert read.mime_type == document.mime_type, uri
+        text = document.text
+        if document.lines and text:
+            last = text.count("\n") or 1
+            assert to_text(ns.read(f"{uri}?lines=1-{last}").body) in text, uri
+        if world.secret:
+            assert world.secret not in text and world.secret not in document.title, uri
+    if world.indexed and world.leaf_text is not None:
+        assert documents[world.leaf].text == world.leaf_text
+        assert documents[world.leaf].lines
+    elif world.indexed:  # a JSON thing: its words, read whole
+        assert documents[world.leaf].text.strip() and not documents[world.leaf].lines
+    else:
+        assert not documents, "a mount offers documents: say so with indexed=True in its world"

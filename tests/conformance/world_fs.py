@@ -41,4 +41,5 @@ def world(tmp: Path) -> World:
             base + "notes.md%00.txt": "out-of-root",
         },
         secret=SECRET,
+        indexed=True,
     )

@@ -55,6 +55,7 @@ def world(tmp: Path) -> World:
         leaf_pointer=("/title", "First steps"),
         sub_collection=None,
         completion=("name", "se", ["second"]),
+        indexed=True,
     )
 
 

@@ -65,6 +65,9 @@ class World:
     sub_collection: str | None = "beta/"
     #: (argument, typed, expected) for the first template, instead of the ``path`` check.
     completion: tuple[str, str, list[str]] | None = None
+    #: Whether the mount offers its things to the search index (``documents``): then ``leaf``
+    #: is among them, with its text (``leaf_text``, by lines; else words of its own, whole).
+    indexed: bool = False
 
 
 def _discover() -> dict[str, Callable[[Path], World]]:

@@ -48,6 +48,7 @@ def test_tables_agree_as_shipped() -> None:
         "piece",
         "licensing",
         "resolve",
+        "search",
         "propose",
     ]
     # Only propose changes anything (it keeps a proposal), and an identical one is counted.
@@ -204,7 +205,9 @@ def test_unknown_tool_is_invalid_params(name: object) -> None:
     with pytest.raises(RpcError) as caught:
         dispatch("tools/call", {"name": name, "arguments": {}}, CTX)
     assert caught.value.code == INVALID_PARAMS
-    assert caught.value.data == {"valid": ["overview", "piece", "licensing", "resolve", "propose"]}
+    assert caught.value.data == {
+        "valid": ["overview", "piece", "licensing", "resolve", "search", "propose"]
+    }
 
 
 @pytest.mark.parametrize("arguments", [[], "uri", 5])

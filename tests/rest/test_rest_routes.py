@@ -50,6 +50,8 @@ COMPLETE = "/api/v1/complete"
 HEALTH = "/api/v1/health"
 LIVE, READY = "/api/v1/live", "/api/v1/ready"
 PROPOSALS = "/api/v1/proposals"
+#: Exercised against its tool twin in ``tests/search/test_doors.py``.
+SEARCH = "/api/v1/search"
 #: The prompt routes, exercised against their MCP twins in ``tests/prompts/test_prompts_rest.py``.
 PROMPTS = {"/api/v1/prompts", "/api/v1/prompts/{name}", "/api/v1/prompts/{name}/complete"}
 #: Every route exercised; the OpenAPI document must list exactly these.
@@ -66,6 +68,7 @@ EXERCISED = {
     LIVE,
     READY,
     PROPOSALS,
+    SEARCH,
     *PROMPTS,
 }
 #: The routes that spell a tool, and the tool.
@@ -643,6 +646,15 @@ TWINS = [
         ),
         id="resolve",
     ),
+    pytest.param(
+        Twin(
+            SEARCH,
+            {"q": "notes"},
+            "tools/call",
+            {"name": "search", "arguments": {"query": "notes"}},
+        ),
+        id="search",
+    ),
     pytest.param(Twin(RESOURCES, {}, "resources/list"), id="resources"),
     pytest.param(Twin(TEMPLATES, {}, "resources/templates/list"), id="templates"),
     pytest.param(
@@ -729,6 +741,7 @@ def test_over_the_limit_both_spellings_refuse_alike(small_limit: FakeClock, twin
         RESOURCES,
         TEMPLATES,
         COMPLETE,
+        SEARCH,
         *sorted(PROMPTS),
     ],
 )

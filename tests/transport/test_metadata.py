@@ -134,13 +134,14 @@ def test_tools_carry_the_icon_and_hints_that_are_true(
         assert parsed.annotations.idempotent_hint is True
         hints[tool["name"]] = parsed.annotations.open_world_hint
     # overview and piece probe the pieces' public URLs; resolve runs other servers' tools
-    # through the mcp mount; licensing reads the box's own record; propose keeps its proposal
-    # on the box.
+    # through the mcp mount; licensing reads the box's own record; search asks the box's own
+    # index; propose keeps its proposal on the box.
     assert hints == {
         "overview": True,
         "piece": True,
         "licensing": False,
         "resolve": True,
+        "search": False,
         "propose": False,
     }
 

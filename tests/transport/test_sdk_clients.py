@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ["overview", "piece", "licensing", "resolve", "propose"]
+TOOLS = ["overview", "piece", "licensing", "resolve", "search", "propose"]
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("T7", "T11", "T12")]
 

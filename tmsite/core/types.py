@@ -269,3 +269,33 @@ class Template:
         if self.mime_type is not None:
             out["mimeType"] = self.mime_type
         return out
+
+
+@dataclass(frozen=True)
+class Document:
+    """One thing a mount offers to a search index.
+
+    Attributes:
+        uri: The thing's address; a hit names it (narrowed with ``?lines=`` when ``lines``).
+        title: A few words that name it (a file's name, a record's title).
+        kind: What it is (``file``, ``commit``, the entity kind), kept so searches can keep it.
+        stamp: Changes whenever its text may have changed (a file's mtime and size): an index
+            that holds a document with this stamp need not read it again.
+        mime_type: What reading ``uri`` gives.
+        body: Its text, read only when an index needs it; ``""`` for a thing found by its
+            name only (binary, or past the read cap).
+        lines: Whether ``uri?lines=FIRST-LAST`` reads those lines of the text ``body`` gives.
+    """
+
+    uri: str
+    title: str
+    kind: str
+    stamp: str
+    mime_type: str
+    body: Callable[[], str]
+    lines: bool = False
+
+    @property
+    def text(self) -> str:
+        """The document's text (read now)."""
+        return self.body()

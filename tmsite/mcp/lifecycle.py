@@ -104,7 +104,10 @@ def instructions() -> str:
         '_meta["tinymachines.ai/links"] — follow them instead of guessing paths; the `resolve` '
         "tool reads the same URIs and puts the links in its body. A read that fails names the "
         "nearest URIs that do resolve. resources/templates/list and completion/complete give the "
-        "URI grammar and live values. The first document to read is "
+        "URI grammar and live values. When you know what you want but not where it is, call "
+        "the `search` tool (or read <collection>?as=search&q=<words>): each hit is an address "
+        "narrowed to the passage that matched; walk from the root to see what exists. The "
+        "first document to read is "
         f"tm://{host}/fs/docs/mcp.md."
     )
 

@@ -1,4 +1,4 @@
-"""The five tools: one table of what is advertised, one of what runs, cross-checked at import.
+"""The six tools: one table of what is advertised, one of what runs, cross-checked at import.
 
 ``TOOLS`` says name → title, description (written for the model), input and output schemas
 (generated from the models in ``tmsite.schemas``, the same the REST routes use). ``RUNNERS``
@@ -35,6 +35,8 @@ from tmsite.schemas import (
     ProposeInput,
     Resolved,
     ResolveInput,
+    SearchInput,
+    SearchResult,
 )
 
 
@@ -135,6 +137,21 @@ TOOLS: tuple[Tool, ...] = (
         open_world=True,
     ),
     Tool(
+        "search",
+        "Find things by what they say",
+        "Full-text search over the box's documents, English by stem and Japanese by character "
+        "pairs: the checkout's files, with more mounts as they offer theirs. Use it when you "
+        "know what you want but not where it is; walk from tm://tinymachines/ when you want "
+        "to see what exists. Each hit is an address narrowed to the passage that matched "
+        "(?lines=FIRST-LAST): read it with resolve for the full passage. Arguments: query "
+        "(plain words), scope (a collection address to search below), kinds (mounts or kinds "
+        "to keep), limit (1-50, default 10), cursor (nextCursor, for more). The same search "
+        "is an address: <collection>?as=search&q=<words>.",
+        SearchInput,
+        SearchResult,
+        open_world=False,
+    ),
+    Tool(
         "propose",
         "Propose what the namespace lacks, for a maintainer to decide",
         "Only when reading cannot help: first read the refusal's nearest, the links and the "
@@ -173,6 +190,11 @@ def _resolve(args: BaseModel) -> BaseModel:
     return operations.resolve(args.uri)
 
 
+def _search(args: BaseModel) -> BaseModel:
+    assert isinstance(args, SearchInput)
+    return operations.search(args)
+
+
 def _propose(args: BaseModel) -> BaseModel:
     assert isinstance(args, ProposeInput)
     return operations.propose(args)
@@ -183,6 +205,7 @@ RUNNERS: dict[str, Callable[[BaseModel], BaseModel]] = {
     "piece": _piece,
     "licensing": _licensing,
     "resolve": _resolve,
+    "search": _search,
     "propose": _propose,
 }
 

@@ -8,6 +8,8 @@ the shared mount suite. It says what it is with class attributes and implements:
 * ``read(req)`` — everything that is not a plain listing: leaves, and facets of collections;
 * ``complete(argument, value, context)`` — live values for its template arguments.
 
+Optional: ``documents()``, what it offers to the search index (by default nothing).
+
 Written once here: paging a listing with signed cursors, ``nearest`` from the deepest existing
 ancestor, ``links`` of a target (for ``?as=links``), ``exists``, and the ``up`` link.
 
@@ -27,7 +29,16 @@ from tmsite.core.errors import BadArgument, BadFacet, NotFound, Refusal
 from tmsite.core.facets import parse_facets
 from tmsite.core.links import Link
 from tmsite.core.nearest import MAX_CANDIDATES, MAX_NEAREST, rank_names
-from tmsite.core.types import Content, Entry, Listing, Reader, Request, Template, vnd
+from tmsite.core.types import (
+    Content,
+    Document,
+    Entry,
+    Listing,
+    Reader,
+    Request,
+    Template,
+    vnd,
+)
 from tmsite.core.uri import TmUri, parse
 
 #: Children per listing page.
@@ -114,6 +125,16 @@ class Mount(ABC):
             Refusal: the read's own refusal of that form.
         """
         return
+
+    def documents(self) -> Iterator[Document]:
+        """The things this mount offers to a search index, each with its text and stamp.
+
+        Only what a read would serve: nothing denied, redacted, gated or outside what the
+        mount serves; each ``uri`` reads (and, with ``lines``, reads the lines asked). A thing
+        too large or not text is offered with an empty body, to be found by its name. By
+        default a mount offers nothing.
+        """
+        return iter(())
 
     def attach(self, namespace: Served) -> None:
         """Called once by the namespace that serves this mount."""

@@ -57,8 +57,10 @@ class Namespace:
     """Every mount of one host, and the reads that cross them.
 
     ``assemblers`` are the facets answered for any address, whatever its mount (``as`` value →
-    assembler; the registry wires ``?as=blocks`` in). The reads an assembler makes to build its
-    answer are not counted as served; its answer is.
+    assembler; the registry wires ``?as=blocks`` and ``?as=search`` in); those in ``unlisted``
+    take parameters of their own (``search`` its ``q``) and are not named among the facets a
+    refusal offers. The reads an assembler makes to build its answer are not counted as
+    served; its answer is.
     """
 
     def __init__(
@@ -66,10 +68,12 @@ class Namespace:
         host: str,
         mounts: Mapping[str, Mount],
         assemblers: Mapping[str, FacetAssembler] | None = None,
+        unlisted: frozenset[str] = frozenset(),
     ) -> None:
         self.host = host
         self.mounts = dict(sorted(mounts.items()))
         self.assemblers = dict(assemblers or {})
+        self.unlisted = unlisted
         for mount in self.mounts.values():
             mount.attach(self)
 
@@ -130,10 +134,11 @@ class Namespace:
     def facets_everywhere(self) -> list[str]:
         """The ``as`` values answered here for any address under a mount, whatever it is.
 
-        ``links`` (the namespace pages every thing's links) and each assembler's (``blocks``);
-        a refused ``as`` names them after the mount's own, so ``valid`` lists all that work.
+        ``links`` (the namespace pages every thing's links) and each listed assembler's
+        (``blocks``); a refused ``as`` names them after the mount's own, so ``valid`` lists all
+        that work as they are.
         """
-        return ["links", *self.assemblers]
+        return ["links", *(facet for facet in self.assemblers if facet not in self.unlisted)]
 
     def links_into(self, uri: TmUri) -> list[Link]:
         """Links other mounts hold about ``uri`` (a page's markdown, a file's repository)."""

@@ -22,6 +22,7 @@ from tmsite.check_registry import check
 from tmsite.core.types import FacetAssembler
 from tmsite.mounts.base import Mount
 from tmsite.mounts.namespace import Namespace
+from tmsite.search import answer as searches
 
 #: name → "module:Class". Keep sorted; one line per mount.
 MOUNTS: dict[str, str] = {
@@ -83,7 +84,9 @@ def build_mount(name: str, host: str) -> Mount:
 
 
 #: The facets the namespace answers for any address, whatever its mount.
-ASSEMBLERS: dict[str, FacetAssembler] = {"blocks": assemble_blocks}
+ASSEMBLERS: dict[str, FacetAssembler] = {"blocks": assemble_blocks, "search": searches.facet}
+#: Those of them that need parameters of their own (``q``): not named in a refusal's ``valid``.
+UNLISTED = frozenset({"search"})
 
 
 def wire(mounts: Mapping[str, Mount]) -> None:
@@ -116,7 +119,7 @@ def wire(mounts: Mapping[str, Mount]) -> None:
 def compose(host: str, mounts: Mapping[str, Mount]) -> Namespace:
     """A namespace of ``mounts``, wired to each other (:func:`wire`)."""
     wire(mounts)
-    return Namespace(host, mounts, ASSEMBLERS)
+    return Namespace(host, mounts, ASSEMBLERS, UNLISTED)
 
 
 @check

@@ -17,6 +17,7 @@ tool       1-4   ``licensing`` 1, ``piece`` 2, ``overview`` 4 (probes every piec
 propose    30    ``propose``: a proposal for the maintainers, a quarter of the default burst;
                  refused for its input (``bad-argument``, ``exists``) it costs 1, as a
                  ``bad-uri`` read does (``as_answered``)
+search     3     ``search``, ``/api/v1/search``, ``?as=search``: a full-text query of the index
 prompt     8     ``prompts/get``: reads its address and what it links (pages among them)
 listen     4     ``subscriptions/listen``, or a 2025-11-25 session's GET stream
                  (``session-stream``): a stream held open (its slot, its watchers)
@@ -79,6 +80,7 @@ COSTS: dict[str, int] = {
     "tool:piece": 2,
     "tool:overview": 4,
     "tool:propose": 30,
+    "tool:search": 3,
     "prompt": 8,
     "listen": 4,
 }
@@ -99,7 +101,12 @@ _SLACK = 1e-9
 #: Paths under ``mcp/<server>/`` that describe the server rather than run one of its tools.
 MCP_DESCRIBING = frozenset({"tools", "resources", "prompts", "map"})
 #: Facets that make a read of any other mount cost more than a file, and the kind they are.
-FACET_KINDS: dict[str, str] = {"log": "history", "blame": "history", "blocks": "blocks"}
+FACET_KINDS: dict[str, str] = {
+    "log": "history",
+    "blame": "history",
+    "blocks": "blocks",
+    "search": "tool:search",
+}
 MAX_TARGET = 500
 #: The request log's ``method`` of a 2025-11-25 session's GET stream (it has no JSON-RPC one).
 SESSION_STREAM = "session-stream"
@@ -290,6 +297,7 @@ REST_KINDS: dict[str, str] = {
     "complete": "protocol",
     "prompts": "protocol",
     "proposals": "tool:propose",
+    "search": "tool:search",
 }
 
 

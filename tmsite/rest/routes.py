@@ -31,7 +31,15 @@ from tmsite.mcp.convert import prompt_result
 from tmsite.oplog import failures, hooks
 from tmsite.pieces import Licensing
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
-from tmsite.schemas import Overview, PieceStatus, ProposalReceipt, ProposeInput, Resolved
+from tmsite.schemas import (
+    Overview,
+    PieceStatus,
+    ProposalReceipt,
+    ProposeInput,
+    Resolved,
+    SearchInput,
+    SearchResult,
+)
 
 
 def _asked_uri(route: str, query: Mapping[str, str]) -> str | None:
@@ -207,6 +215,26 @@ def resolve(request: HttpRequest, uri: str) -> Any:
     """The ``resolve`` tool's answer for ``uri``: its content with the links in the body."""
     twin_arguments(request, "resolve")
     return operations.resolve(uri)
+
+
+@router.get(
+    "/search",
+    response={200: SearchResult, **_ERRORS},
+    summary="Search the box",
+    exclude_unset=True,
+)
+def search(request: HttpRequest, q: str) -> Any:
+    """The ``search`` tool's answer for ``q``.
+
+    ``scope``, ``kinds`` (comma-separated), ``limit`` and ``cursor`` as the tool takes them.
+    """
+    arguments: dict[str, Any] = {key: request.GET[key] for key in request.GET if key != "q"}
+    arguments["query"] = q
+    if "kinds" in arguments:
+        arguments["kinds"] = [kind for kind in arguments["kinds"].split(",") if kind]
+    args = tools.arguments_for("search", arguments)
+    assert isinstance(args, SearchInput)
+    return operations.search(args)
 
 
 @router.get(

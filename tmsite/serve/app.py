@@ -60,7 +60,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
-from tmsite import wsgi
+from tmsite import operations, wsgi
 from tmsite.core import tracing
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
@@ -462,9 +462,11 @@ class Application:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                lifeline.bind()  # a worker does not outlive its launcher
+                launched = lifeline.bind()  # a worker does not outlive its launcher
                 metrics.forget_dead()  # the open-stream counts of a worker this one replaces
                 lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
+                if launched:  # a served worker, not the application run in a test's process
+                    operations.keep_search_index()  # one keeper a machine (it takes a lock)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()

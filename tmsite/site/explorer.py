@@ -52,6 +52,9 @@ def explore(request: HttpRequest) -> HttpResponse:
     """The explorer page; ``uri`` is the address to draw first (default: the host's root)."""
     root = str(TmUri(_host(), collection=True))
     start = request.GET.get("uri") or root
+    words = request.GET.get("q", "")
+    if words:  # the search box: the same search as an address, drawn like any other
+        start = str(TmUri(_host(), collection=True).with_params({"as": "search", "q": words}))
     user = request.user
     staff = bool(user.is_active and user.is_staff)
     context = {
@@ -59,6 +62,7 @@ def explore(request: HttpRequest) -> HttpResponse:
         "site_name": site_name(),
         "nav": site_links("en", "explorer"),
         "start": start,
+        "words": words,
         "admin_row": admin_row(start) if staff else None,
         "root": root,
         "manifest": str(TmUri(_host(), "manifest")),

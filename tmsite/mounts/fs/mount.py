@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -47,6 +48,7 @@ from tmsite.core.parts import READ_CAP, check_range, too_large
 from tmsite.core.paths import CheckoutRoots, PathRefused, denied_name, display
 from tmsite.core.types import (
     Content,
+    Document,
     Entry,
     LazyEntries,
     Listing,
@@ -306,29 +308,62 @@ class FsMount(Mount):
     @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
-        count = 0
+        for count, (directory, rel, _) in enumerate(self._directories(), start=1):
+            try:
+                modified = _modified(os.stat(directory))
+            except OSError:
+                modified = None
+            name = "/".join(display(p) for p in rel) + "/"
+            uri = self.uri(*rel, collection=True)
+            yield Entry(str(uri), name, True, vnd("listing"), modified=modified)
+            if count >= limit:
+                return
+
+    @override
+    def documents(self) -> Iterator[Document]:
+        """Every regular file a read would serve: text up to the read cap, else its name."""
+        for _, rel, files in self._directories():
+            for name in sorted(files):
+                if denied_name(name):
+                    continue
+                uri = self.uri(*rel, name)
+                try:
+                    resolved = self.target(uri).path
+                    info = resolved.stat()
+                except (OutOfRoot, Denied, OSError):
+                    continue
+                if not stat_module.S_ISREG(info.st_mode):
+                    continue
+                mime_type = self._mime(resolved, name)
+                text = mime.is_text(mime_type) and info.st_size <= READ_CAP
+                yield Document(
+                    str(uri),
+                    display(name),
+                    "file",
+                    f"{info.st_mtime_ns}-{info.st_size}-{info.st_ino}",
+                    mime_type,
+                    partial(_text_of, resolved) if text else _no_text,
+                    lines=text,
+                )
+
+    def _directories(self) -> Iterator[tuple[str, tuple[str, ...], builtins.list[str]]]:
+        """Each served directory under the roots: its path, its segments, its file names.
+
+        Denied names and directories that resolve out of their root are left out.
+        """
         for root in self.roots:
             start = self.checkout / root
             if not start.is_dir():
                 continue
-            for directory, dirnames, _ in os.walk(start):
+            for directory, dirnames, filenames in os.walk(start):
                 dirnames[:] = sorted(d for d in dirnames if not denied_name(d))
                 rel = Path(directory).relative_to(self.checkout).parts
-                uri = self.uri(*rel, collection=True)
                 try:
-                    self.target(uri)
+                    self.target(self.uri(*rel, collection=True))
                 except (OutOfRoot, Denied):
                     dirnames[:] = []
                     continue
-                try:
-                    modified = _modified(os.stat(directory))
-                except OSError:
-                    modified = None
-                name = "/".join(display(p) for p in rel) + "/"
-                yield Entry(str(uri), name, True, vnd("listing"), modified=modified)
-                count += 1
-                if count >= limit:
-                    return
+                yield directory, rel, filenames
 
     # ---- reads --------------------------------------------------------------------------
 
@@ -472,6 +507,19 @@ _NO_FACETS = Facets()
 _SCANS: OrderedDict[tuple[str, int, int], _Scan] = OrderedDict()
 _SCAN_LOCK = threading.Lock()
 _SCAN_CACHE_SIZE = 64
+
+
+def _text_of(path: Path) -> str:
+    """A text file's content for the index, as a read decodes it ("" once it is gone)."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read(READ_CAP).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _no_text() -> str:
+    return ""
 
 
 def _modified(info: os.stat_result) -> datetime:

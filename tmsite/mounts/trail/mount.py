@@ -22,7 +22,9 @@ Spec: TRAILS, LK2.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -30,7 +32,17 @@ from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, NotFound
 from tmsite.core.links import Link
-from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
+from tmsite.core.types import (
+    Content,
+    Document,
+    Entry,
+    JsonValue,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.core.uri import TmUri
 from tmsite.mounts.base import Mount
 from tmsite.mounts.fs import uris as fs_uris
@@ -159,6 +171,21 @@ class TrailMount(Mount):
                 )
             )
         return links
+
+    @override
+    def documents(self) -> Iterator[Document]:
+        """Each trail that reads: its title, description and steps' notes, by its text's digest."""
+        for name, known in sorted(index.current(self.checkout).known.items()):
+            trail = known.trail
+            if trail is None or known.state == "broken":
+                continue
+            lines = [trail.title, trail.description]
+            lines += [f"{step.position}. {step.note} {step.uri}" for step in trail.steps]
+            text = "\n".join(lines) + "\n"
+            stamp = hashlib.blake2s(text.encode("utf-8"), digest_size=8).hexdigest()
+            yield Document(
+                str(self.uri(name)), trail.title, "trail", stamp, vnd("trail"), partial(str, text)
+            )
 
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:

@@ -1,0 +1,203 @@
+"""One search, two engines: the same behaviour on SQLite FTS5 and PostgreSQL.
+
+Spec: SRCH1, SRCH2, SRCH3.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.worlds import HOST
+from tmsite.core.errors import BadArgument
+from tmsite.core.parts import to_text
+from tmsite.mounts import registry
+from tmsite.mounts.fs.mount import FsMount
+from tmsite.search import index
+from tmsite.search.passages import MARK_CLOSE, MARK_OPEN, snippet
+from tmsite.search.query import MAX_QUERY_CHARS, MAX_TERMS, parse_query
+
+pytestmark = [pytest.mark.spec("SRCH1", "SRCH2", "SRCH3"), pytest.mark.django_db]
+
+
+def found(
+    using: str, text: str, scope: str = "tm://test/", kinds: tuple[str, ...] = ()
+) -> list[str]:
+    return [hit.uri for hit in index.search(parse_query(text), scope, kinds, 10, using)]
+
+
+def test_english_is_matched_by_stem(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    assert found(using, "connecting")[0] == "tm://test/fs/docs/connect.md"
+    assert found(using, "transports") == ["tm://test/fs/docs/connect.md"]
+
+
+def test_a_two_character_japanese_word_finds_its_page(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    assert found(using, "検索") == ["tm://test/fs/docs/ja/connect.md"]
+    assert found(using, "接続") == ["tm://test/fs/docs/ja/connect.md"]
+    assert found(using, "接続する方法") == ["tm://test/fs/docs/ja/connect.md"]
+    assert found(using, "索") == ["tm://test/fs/docs/ja/connect.md"]
+    assert found(using, "検査") == []
+
+
+def test_a_title_match_ranks_above_a_body_match(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    assert found(using, "bresenham")[:2] == [
+        "tm://test/fs/docs/bresenham.md",
+        "tm://test/fs/docs/other.md",
+    ]
+
+
+def test_every_word_first_then_any(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    hits = found(using, "how do I connect claude code?")
+    assert hits == ["tm://test/fs/docs/connect.md", "tm://test/fs/docs/ja/connect.md"]
+    either = found(using, "zebra bresenham")
+    assert set(either) >= {"tm://test/fs/docs/long.txt", "tm://test/fs/docs/bresenham.md"}
+
+
+def test_a_hit_reads_as_the_passage_its_snippet_came_from(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    ns = registry.compose(HOST, {"fs": fs})
+    query = parse_query("zebra")
+    (hit,) = index.search(query, "tm://test/", (), 10, using)
+    assert hit.address == "tm://test/fs/docs/long.txt?lines=81-120"
+    passage = to_text(ns.read(hit.address).body)
+    assert passage.rstrip("\n") == hit.body
+    marked = snippet(hit.body, query)
+    assert f"{MARK_OPEN}zebra{MARK_CLOSE}" in marked
+    assert marked.replace(MARK_OPEN, "").replace(MARK_CLOSE, "").strip("…") in " ".join(
+        passage.split()
+    )
+    (heading,) = index.search(parse_query("transport"), "tm://test/", (), 10, using)
+    assert heading.heading == "Transport"
+    assert "streamable" in to_text(ns.read(heading.address).body)
+
+
+def test_scope_and_kinds_narrow(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    assert found(using, "transport", scope="tm://test/fs/docs/ja/") == []
+    assert found(using, "接続", scope="tm://test/fs/docs/ja/") == [
+        "tm://test/fs/docs/ja/connect.md"
+    ]
+    assert found(using, "transport", kinds=("file",)) == ["tm://test/fs/docs/connect.md"]
+    assert found(using, "transport", kinds=("fs",)) == ["tm://test/fs/docs/connect.md"]
+    assert found(using, "connect", kinds=("git",)) == []
+
+
+def test_denied_files_are_never_found(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    assert found(using, "secretword") == []
+    assert found(using, "env") == []
+
+
+def test_a_change_is_found_and_the_old_text_is_gone(
+    checkout: Path, fs: FsMount, using: str
+) -> None:
+    first = index.sync({"fs": fs}, using)
+    assert first.written == 6 and first.dropped == 0
+    (checkout / "docs" / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
+    (checkout / "docs" / "other.md").unlink()
+    second = index.sync({"fs": fs}, using)
+    assert (second.written, second.dropped, second.unchanged) == (1, 1, 4)
+    assert found(using, "joystick") == ["tm://test/fs/docs/patterns.md"]
+    assert found(using, "poll") == []
+    assert found(using, "mentioned") == []
+    status = index.status(using)
+    assert status["documents"] == {"fs": 5} and status["applied"]
+
+
+def test_a_mount_no_longer_served_is_dropped(fs: FsMount, using: str) -> None:
+    index.sync({"fs": fs}, using)
+    assert index.sync({}, using).dropped == 6
+    assert found(using, "connect") == []
+
+
+HOSTILE = [
+    '"',
+    '""',
+    '"connect',
+    "connect*",
+    "*",
+    "NEAR(connect transport)",
+    "connect NEAR transport",
+    "connect OR transport",
+    "connect AND NOT transport",
+    "NOT",
+    "AND",
+    "title:connect",
+    "body : connect",
+    "-connect",
+    "connect -transport",
+    "(connect",
+    "connect)",
+    "((((((",
+    "^connect",
+    "connect^2",
+    "{title heading}: connect",
+    "connect + transport",
+    "'connect'",
+    "connect' OR '1'='1",
+    "connect; DROP TABLE search_passage; --",
+    "connect:*",
+    "connect & transport | !poll",
+    "<-> connect",
+    "connect <2> transport",
+    "\\connect",
+    "con\\nect",
+    "%connect%",
+    "_",
+    "connect\x00",
+    "\ud800connect",
+    "connect\udfff",
+    "x" * (MAX_QUERY_CHARS + 1),
+    " ".join(f"w{n}" for n in range(MAX_TERMS + 1)),
+    "",
+    "   ",
+    "!!!",
+    "😀",
+    "connect 😀",
+    "ｃｏｎｎｅｃｔ",
+    "Ｃｏｎｎｅｃｔ ＯＲ",
+    "接続 OR 検索",
+    "接続*",
+    '"接続" NEAR 検索',
+    "\u200bconnect",
+    "connect\u202e",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_queries_are_words_or_refused(fs: FsMount, using: str, text: str) -> None:
+    index.sync({"fs": fs}, using)
+    try:
+        query = parse_query(text)
+    except BadArgument as refusal:
+        assert refusal.data["reason"] == "bad-argument"
+        assert "query" in refusal.message
+        return
+    hits = index.search(query, "tm://test/", (), 10, using)
+    assert all(hit.uri.startswith("tm://test/fs/docs/") for hit in hits)
+    if "connect" in query.words:
+        assert "tm://test/fs/docs/connect.md" in [hit.uri for hit in hits]
+
+
+def test_a_trail_is_found_by_its_notes(checkout: Path, using: str) -> None:
+    from tmsite.mounts.trail.mount import TrailMount
+
+    trails = checkout / "notes" / "trails"
+    trails.mkdir(parents=True)
+    step = {"uri": "tm://test/fs/docs/patterns.md", "note": "where the joystick is read"}
+    body = {"title": "Pad walk", "description": "A walk past the pad.", "steps": [step]}
+    (trails / "pad-walk.json").write_text(json.dumps(body))
+    index.sync({"trail": TrailMount("test", checkout)}, using)
+    (hit,) = index.search(parse_query("joystick"), "tm://test/", ("trail",), 10, using)
+    assert (hit.uri, hit.address, hit.kind, hit.title) == (
+        "tm://test/trail/pad-walk",
+        "tm://test/trail/pad-walk",
+        "trail",
+        "Pad walk",
+    )

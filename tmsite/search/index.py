@@ -1,0 +1,253 @@
+"""The search index: kept in step with the mounts' documents, asked for hits.
+
+``sync`` walks each mount's ``documents()`` and rewrites only those whose stamp changed,
+dropping those gone; ``search`` asks the engine of the database in use. The index lives in the
+box's own database (SQLite by default, PostgreSQL when ``TM_DATABASE_URL`` names it), so every
+machine of a many-machine box reads the same index; on PostgreSQL an advisory lock lets one
+machine write at a time, and the others skip that round.
+
+Ranking: the engine's own (BM25 on SQLite, cover density on PostgreSQL) with titles and
+headings weighted above bodies; a hit is a document's best passage. A document's title (and
+name) is weighted as a title with its first passage only, so a title match names the passage
+that opens the document rather than whichever passage is shortest; the later passages hold it
+with their heading, so every word of a question may be found between a title and a section.
+Ties keep the order the passages were indexed in.
+
+Spec: SRCH1, SRCH2.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from django.db import connections, transaction
+
+from tmsite.core.types import Document
+from tmsite.core.uri import parse
+from tmsite.search.engines import ENGINES, Engine, Found, Row
+from tmsite.search.passages import Passage, cut, title_of, whole
+from tmsite.search.query import Query, indexable
+
+#: Passages an engine returns per query, before they are grouped by document.
+FETCH = 200
+#: Documents written per transaction (a long walk never holds the write lock long).
+BATCH = 200
+#: Changed documents a sync names (a rebuild names its first ones only).
+MAX_TOLD = 1000
+_writing = threading.Lock()
+
+
+class Offers(Protocol):
+    """A mount, as the index sees it."""
+
+    def documents(self) -> Iterator[Document]:
+        """What it offers to the index."""
+        ...
+
+
+@dataclass
+class Synced:
+    """What one sync did.
+
+    Documents written, dropped, left as they were; whether it was skipped because another
+    machine held the write lock.
+    """
+
+    written: int = 0
+    dropped: int = 0
+    unchanged: int = 0
+    skipped: bool = False
+    #: The documents written or dropped (their addresses), the first ``MAX_TOLD``.
+    changed: list[str] = field(default_factory=list)
+
+
+def engine(using: str = "default") -> Engine:
+    """The engine of database ``using``."""
+    return ENGINES[connections[using].vendor]
+
+
+def create(using: str = "default") -> None:
+    """Make the index's tables in database ``using`` (idempotent)."""
+    with connections[using].cursor() as cursor:
+        engine(using).create(cursor)
+
+
+def rows_of(mount: str, document: Document) -> list[Row]:
+    """The passages of ``document`` as stored."""
+    text = document.text
+    markdown = document.mime_type == "text/markdown"
+    title = title_of(text, document.title) if markdown else document.title
+    cuts = (cut(text, markdown) if document.lines else whole(text)) or [Passage(0, 0, "", "")]
+    uri = parse(document.uri)
+    name = uri.name or ""
+    index_title = indexable(f"{title} {name}" if name and name != title else title)
+    rows = []
+    for number, passage in enumerate(cuts):
+        address = document.uri
+        if passage.first:
+            address = str(uri.with_params(lines=f"{passage.first}-{passage.last}"))
+        rows.append(
+            Row(
+                document.uri,
+                address,
+                mount,
+                document.kind,
+                document.mime_type,
+                title,
+                passage.heading,
+                passage.text,
+                index_title if number == 0 else "",
+                indexable(f"{title} {passage.heading}" if number else passage.heading),
+                indexable(passage.text),
+            )
+        )
+    return rows
+
+
+def sync(mounts: Mapping[str, Offers], using: str = "default", *, full: bool = False) -> Synced:
+    """Bring the index in step with ``mounts`` (every mount not in it is dropped).
+
+    ``full`` rewrites every document, whatever its stamp.
+    """
+    done = Synced()
+    with _writing:
+        held = _held(using)
+        for name in sorted(set(held) - set(mounts)):
+            _write(using, done, name, [], list(held[name]))
+        for name, mount in mounts.items():
+            stamps = held.get(name, {})
+            seen: set[str] = set()
+            batch: list[tuple[Document, list[Row]]] = []
+            for document in mount.documents():
+                seen.add(document.uri)
+                if not full and stamps.get(document.uri) == document.stamp:
+                    done.unchanged += 1
+                    continue
+                batch.append((document, rows_of(name, document)))
+                if len(batch) >= BATCH:
+                    _write(using, done, name, batch, [])
+                    batch = []
+                if done.skipped:
+                    return done
+            _write(using, done, name, batch, sorted(set(stamps) - seen))
+        if not done.skipped and (done.written or done.dropped):
+            _applied(using)
+    return done
+
+
+def _held(using: str) -> dict[str, dict[str, str]]:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT mount, uri, stamp FROM search_document")
+        held: dict[str, dict[str, str]] = {}
+        for mount, uri, stamp in cursor.fetchall():
+            held.setdefault(mount, {})[uri] = stamp
+    return held
+
+
+def _write(
+    using: str,
+    done: Synced,
+    mount: str,
+    batch: list[tuple[Document, list[Row]]],
+    gone: list[str],
+) -> None:
+    if not batch and not gone:
+        return
+    the_engine = engine(using)
+    with transaction.atomic(using), connections[using].cursor() as cursor:
+        if not the_engine.lock(cursor):
+            done.skipped = True
+            return
+        uris = [document.uri for document, _ in batch] + gone
+        the_engine.remove(cursor, uris)
+        for chunk in range(0, len(uris), 500):
+            marks = ", ".join(["%s"] * len(uris[chunk : chunk + 500]))
+            cursor.execute(
+                f"DELETE FROM search_document WHERE uri IN ({marks})", uris[chunk : chunk + 500]
+            )
+        if batch:
+            the_engine.add(cursor, [row for _, rows in batch for row in rows])
+            cursor.executemany(
+                "INSERT INTO search_document (uri, mount, stamp) VALUES (%s, %s, %s)",
+                [[document.uri, mount, document.stamp] for document, _ in batch],
+            )
+    done.written += len(batch)
+    done.dropped += len(gone)
+    room = MAX_TOLD - len(done.changed)
+    if room > 0:
+        done.changed += uris[:room]
+
+
+def _applied(using: str) -> None:
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    with transaction.atomic(using), connections[using].cursor() as cursor:
+        cursor.execute("DELETE FROM search_state WHERE name = %s", ["applied"])
+        cursor.execute("INSERT INTO search_state (name, value) VALUES (%s, %s)", ["applied", now])
+
+
+def clear(using: str = "default") -> None:
+    """Forget everything indexed."""
+    with _writing, transaction.atomic(using), connections[using].cursor() as cursor:
+        if not engine(using).lock(cursor):
+            return
+        cursor.execute("SELECT uri FROM search_document")
+        engine(using).remove(cursor, [uri for (uri,) in cursor.fetchall()])
+        cursor.execute("DELETE FROM search_document")
+
+
+def status(using: str = "default") -> dict[str, Any]:
+    """Documents and passages per mount, and when the last change was applied."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT mount, count(*) FROM search_document GROUP BY mount ORDER BY mount")
+        documents = dict(cursor.fetchall())
+        cursor.execute("SELECT mount, count(*) FROM search_passage GROUP BY mount ORDER BY mount")
+        passages = dict(cursor.fetchall())
+        cursor.execute("SELECT value FROM search_state WHERE name = %s", ["applied"])
+        row = cursor.fetchone()
+    return {
+        "engine": connections[using].vendor,
+        "documents": documents,
+        "passages": passages,
+        "applied": row[0] if row else None,
+    }
+
+
+def search(
+    query: Query,
+    scope: str,
+    kinds: Iterable[str] = (),
+    want: int = 10,
+    using: str = "default",
+) -> list[Found]:
+    """The best passage of each matching document below ``scope``, best first, at most ``want``.
+
+    Documents with every needed word come first; when they are fewer than ``want``, those
+    with any of them follow.
+    """
+    wanted_kinds = sorted(set(kinds))
+    where = "substr(p.uri, 1, %s) = %s"
+    params: list[Any] = [len(scope), scope]
+    if wanted_kinds:
+        marks = ", ".join(["%s"] * len(wanted_kinds))
+        where += f" AND (p.mount IN ({marks}) OR p.kind IN ({marks}))"
+        params += wanted_kinds * 2
+    the_engine = engine(using)
+    hits: dict[str, Found] = {}
+    with connections[using].cursor() as cursor:
+        for any_word in (False, True):
+            if any_word and (len(hits) >= want or len(query.needed) < 2):
+                break
+            for found in the_engine.match(cursor, query, any_word, where, [*params, FETCH]):
+                hits.setdefault(found.uri, found)
+    return list(hits.values())[:want]
+
+
+def timed(call: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """``call(*args, **kwargs)`` and the seconds it took (for status and the bench)."""
+    start = time.perf_counter()
+    return call(*args, **kwargs), time.perf_counter() - start
