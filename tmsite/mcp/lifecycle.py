@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 
 import tmsite
-from tmsite import icon
+from tmsite import icon, operations
 from tmsite.mcp.protocol import (
     INITIALIZE_VERSIONS,
     LATEST_INITIALIZE_VERSION,
@@ -104,9 +104,14 @@ def instructions() -> str:
         '_meta["tinymachines.ai/links"] — follow them instead of guessing paths; the `resolve` '
         "tool reads the same URIs and puts the links in its body. A read that fails names the "
         "nearest URIs that do resolve. resources/templates/list and completion/complete give the "
-        "URI grammar and live values. The first document to read is "
-        f"tm://{host}/fs/docs/mcp.md."
+        "URI grammar and live values." + _first_document()
     )
+
+
+def _first_document() -> str:
+    """The sentence naming the document to read first, when the served checkout has one."""
+    found = operations.help_uri()
+    return f" The first document to read is {found}." if found else ""
 
 
 def negotiated_version(params: Any) -> str:

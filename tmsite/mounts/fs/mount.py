@@ -78,6 +78,14 @@ class Target:
     path: Path
 
 
+def _named(roots: Sequence[str], suffix: str = "") -> str:
+    """The roots in a sentence: ``docs/, data/ and notes/``."""
+    shown = [f"{root}{suffix}" for root in roots]
+    if len(shown) <= 1:
+        return "".join(shown) or "no root"
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
 class FsMount(Mount):
     """The checkout's allow-listed roots, listed and read by the rules above.
 
@@ -87,7 +95,7 @@ class FsMount(Mount):
 
     name = "fs"
     title = "The checkout's files"
-    what = "The files of the served checkout under its allow-listed roots (docs, data, notes)."
+    what = "The files of the served checkout under its allow-listed roots (TM_FS_ROOTS)."
     listing_facets = (None, "raw")
 
     def __init__(self, host: str, checkout: Path, roots: Sequence[str]) -> None:
@@ -95,6 +103,9 @@ class FsMount(Mount):
         self.files = CheckoutRoots(checkout, roots)
         self.checkout = self.files.checkout
         self.roots = self.files.names
+        self.what = (
+            f"The files of the served checkout under its allow-listed roots ({_named(self.roots)})."
+        )
         #: ``?at=`` reads; the registry hands it over when the git mount is served.
         self.history_at: HistoryAt | None = None
 
@@ -294,7 +305,7 @@ class FsMount(Mount):
                 "fs",
                 f"tm://{self.host}/fs/{{+path}}",
                 "A file or directory of the checkout",
-                "Files under the checkout's docs/, data/ and notes/. A path ending in / lists "
+                f"Files under the checkout's {_named(self.roots, '/')}. A path ending in / lists "
                 "its children (500 a page, with a cursor); a file reads as itself. ?as=stat "
                 "gives size, type and modified time; ?range=START-END reads bytes past the 256 "
                 "KiB cap; ?lines=FIRST-LAST and ?pointer=/a/0 read parts. Denied names are "
