@@ -190,7 +190,7 @@ def test_double_encoded_dots_are_a_plain_name_that_does_not_exist(ns: Namespace)
         REPO + ".GIT/config",
         REPO + "docs/.env?as=blame",
         REPO + "docs/.env?as=stat",
-        REPO + "docs/no-such-secret.txt",
+        REPO + "docs/no-such.key",
         REPO + "docs/id_rsa",
     ],
 )

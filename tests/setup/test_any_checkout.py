@@ -182,6 +182,9 @@ TOOL_CALLS: dict[str, dict[str, Any]] = {
 WALKED = (
     f"tm://{HOST}/fs/src/main.c",
     f"tm://{HOST}/fs/docs/notes/later.md",
+    f"tm://{HOST}/fs/src/credential.c",
+    f"tm://{HOST}/git/tmsite/.mailmap",
+    f"tm://{HOST}/git/tmsite/.github/workflows/ci.yml",
 )
 
 
@@ -274,6 +277,8 @@ def test_make_run_serves_another_repository(tmp_path: Path) -> None:
             for address in WALKED:
                 assert address in read, (address, read)
             assert f"tm://{HOST}/offbox/" not in read
+            env_file = rpc(http, url, "resources/read", uri=f"tm://{HOST}/git/tmsite/.env")
+            assert env_file["error"]["data"]["reason"] == "denied"
     finally:
         try:
             os.killpg(started.pid, signal.SIGINT)
