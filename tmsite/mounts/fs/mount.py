@@ -43,7 +43,7 @@ from tmsite.core.errors import (
 from tmsite.core.facets import Facets
 from tmsite.core.links import Link
 from tmsite.core.nearest import MAX_CANDIDATES
-from tmsite.core.parts import READ_CAP, check_range, too_large
+from tmsite.core.parts import READ_CAP, check_range, cut_range, too_large
 from tmsite.core.paths import CheckoutRoots, PathRefused, denied_name, display
 from tmsite.core.types import (
     Content,
@@ -385,24 +385,34 @@ class FsMount(Mount):
         links = self._file_links(uri)
         span = req.facets.byte_range
         if span is not None:
-            start, end = check_range(req.text, span, size)
+            clipped = check_range(req.text, span, size)
             with open_regular(target.path) as handle:
-                handle.seek(start)
-                data = handle.read(end - start)
-            shown = uri.with_params(range=f"{start}-{end}")
-            body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
-            return Content(str(shown), mime_type, body, links, "file", True, size)
+
+                def read(start: int, end: int) -> bytes:
+                    handle.seek(start)
+                    return handle.read(end - start)
+
+                raw = req.facets.facet == "raw"
+                cut = cut_range(read, clipped, size, text=mime.is_text(mime_type), raw=raw)
+            shown = uri.with_params(range=f"{cut.start}-{cut.end}")
+            return Content(str(shown), mime_type, cut.body, links, "file", True, size, cut.meta())
         limit = WHOLE_READ_LIMIT if req.facets.part is not None else READ_CAP
+        parts = readable_parts(mime.is_text(mime_type), size)
         if size > limit:
-            raise too_large(uri, size)
+            raise too_large(uri, size, parts)
         with open_regular(target.path) as handle:
             data = handle.read(limit + 1)
         if len(data) > limit:
-            raise too_large(uri, len(data))
+            raise too_large(uri, len(data), readable_parts(mime.is_text(mime_type), len(data)))
         text_body: str | bytes = (
             data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
         )
         return Content(str(uri), mime_type, text_body, links, "file", size=size)
+
+
+def readable_parts(text: bool, size: int) -> tuple[str, ...]:
+    """The parts a file too large for one read is read in: bytes, and lines of text it cuts."""
+    return ("range", "lines") if text and size <= WHOLE_READ_LIMIT else ("range",)
 
 
 class open_regular:
