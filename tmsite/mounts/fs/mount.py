@@ -53,6 +53,7 @@ from tmsite.core.types import (
     Request,
     Stat,
     Template,
+    capped,
     vnd,
 )
 from tmsite.core.uri import TmUri
@@ -287,16 +288,14 @@ class FsMount(Mount):
         names = names_of() if callable(names_of) else [entry.name for entry in children]
         # Matched by name first, so only matching files are touched; a redacted entry (a
         # symlink out, a FIFO) is never offered. At most MAX_CANDIDATES are looked at.
-        out = []
-        for index, name in enumerate(names):
-            if not name.startswith(leaf) or denied_name(name.rstrip("/")):
-                continue
-            entry = children[index]
-            if not entry.redacted:
-                out.append(f"{directory}/{entry.name}")
-                if len(out) >= MAX_CANDIDATES:
-                    break
-        return out
+        offered = (
+            f"{directory}/{children[index].name}"
+            for index, name in enumerate(names)
+            if name.startswith(leaf)
+            and not denied_name(name.rstrip("/"))
+            and not children[index].redacted
+        )
+        return capped(offered, MAX_CANDIDATES)
 
     @override
     def templates(self) -> builtins.list[Template]:

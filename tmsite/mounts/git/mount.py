@@ -73,6 +73,7 @@ from tmsite.core.types import (
     Request,
     Stat,
     Template,
+    capped,
     vnd,
 )
 from tmsite.core.uri import TmUri
@@ -475,7 +476,7 @@ class GitMount(Mount):
             "n": N_SUGGESTIONS,
         }
         if argument in fixed:
-            return [v for v in fixed[argument] if v.startswith(value)][:COMPLETION_LIMIT]
+            return capped((v for v in fixed[argument] if v.startswith(value)), COMPLETION_LIMIT)
         if argument not in ("at", "path"):
             raise BadArgument(
                 None,
@@ -496,7 +497,7 @@ class GitMount(Mount):
         except (gitstore.GitStoreError, ValueError):
             return []
         names = ["HEAD", *branches, *tags]
-        return [n for n in names if n.startswith(value)][:COMPLETION_LIMIT]
+        return capped((n for n in names if n.startswith(value)), COMPLETION_LIMIT)
 
     def _complete_path(self, served: Served, value: str, label: str | None) -> builtins.list[str]:
         """The paths at revision ``label`` completing ``value``, one directory level at a time.
@@ -514,14 +515,14 @@ class GitMount(Mount):
         except (gitstore.GitStoreError, ValueError):
             return []
         prefix = f"{directory}/" if directory else ""
-        out = []
-        for entry in entries:
-            if denied_name(entry.name) or not entry.name.startswith(leaf):
-                continue
-            out.append(prefix + display(entry.name) + ("/" if entry.kind == "tree" else ""))
-            if len(out) >= COMPLETION_LIMIT:
-                break
-        return out
+        return capped(
+            (
+                prefix + display(entry.name) + ("/" if entry.kind == "tree" else "")
+                for entry in entries
+                if entry.name.startswith(leaf) and not denied_name(entry.name)
+            ),
+            COMPLETION_LIMIT,
+        )
 
     @override
     def templates(self) -> builtins.list[Template]:
