@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -59,8 +60,8 @@ def host() -> str:
     return namespace().host
 
 
-def help_uri() -> str:
-    """The document a client should read first: the one the root links ``help``."""
+def help_uri() -> str | None:
+    """The document a client should read first: the one the root links ``help`` (None: none)."""
     return namespace().help_uri()
 
 
@@ -161,7 +162,22 @@ def propose(args: ProposeInput) -> ProposalReceipt:
 
 
 def _pieces() -> list[piece_records.Piece]:
-    return piece_records.load_pieces(settings.TM_PIECES_FILE)
+    """The pieces in reporting order; none when the served checkout has no pieces record."""
+    try:
+        return piece_records.load_pieces(settings.TM_PIECES_FILE)
+    except piece_records.PiecesAbsent:
+        return []
+
+
+def _no_pieces() -> str:
+    """Why there are no pieces: the record the served checkout does not have."""
+    record = Path(settings.TM_PIECES_FILE)
+    checkout = Path(settings.TM_CHECKOUT)
+    shown = record.relative_to(checkout) if record.is_relative_to(checkout) else record
+    return (
+        f"the served checkout has no pieces record ({shown}, TM_PIECES_FILE): there are no "
+        f"pieces to measure; its files and repository are the namespace under tm://{host()}/"
+    )
 
 
 def overview() -> Overview:
@@ -174,14 +190,15 @@ def overview() -> Overview:
     ]
     probed = [s.status for s in statuses if s.status.reachability != "not_probed"]
     return Overview(
-        what=WHAT,
+        what=WHAT if pieces else f"{host()} serves its checkout as the tm:// namespace.",
         checked_at=min((m.checked_at for m in probed), default=None),
         up=sum(1 for m in probed if m.reachability == "up"),
         probed=len(probed),
         total=len(statuses),
         pieces=statuses,
         chip_mcp_endpoint=CHIP_MCP_ENDPOINT,
-        start_here=namespace().help_uri(),
+        start_here=namespace().help_uri() or str(namespace().root),
+        note=None if pieces else _no_pieces(),
     )
 
 
@@ -193,11 +210,14 @@ def piece(key: str) -> PieceStatus:
             status = probes.probe_one(candidate)
             return PieceStatus.model_validate({**candidate.model_dump(), "status": status})
     valid = sorted(p.key for p in pieces)
-    raise NotFound(
-        None, f"no piece named {key!r}; valid keys: {', '.join(valid)}", nearest=[], valid=valid
-    )
+    why = f"valid keys: {', '.join(valid)}" if valid else _no_pieces()
+    raise NotFound(None, f"no piece named {key!r}; {why}", nearest=[], valid=valid)
 
 
 def licensing() -> dict[str, Any]:
     """What may be published under which terms, assembled from the pieces."""
-    return piece_records.licensing(_pieces())
+    pieces = _pieces()
+    answer = piece_records.licensing(pieces)
+    if not pieces:
+        answer["summary"] = f"Nothing to license: {_no_pieces()}."
+    return answer

@@ -27,6 +27,7 @@ __all__ = [
     "Decision",
     "Licensing",
     "Piece",
+    "PiecesAbsent",
     "PiecesError",
     "PiecesRecord",
     "clear_cache",
@@ -38,6 +39,10 @@ __all__ = [
 
 class PiecesError(ValueError):
     """The pieces record cannot be used; the message names the file and, if known, the field."""
+
+
+class PiecesAbsent(PiecesError):
+    """The checkout has no pieces record: another repository than this project's has none."""
 
 
 def _check_url(value: str | None) -> str | None:
@@ -245,7 +250,7 @@ def _parse(path: Path) -> PiecesRecord:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise PiecesError(f"{path}: the pieces record does not exist") from None
+        raise PiecesAbsent(f"{path}: the pieces record does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PiecesError(f"{path}: the pieces record cannot be read: {exc}") from None
     try:
@@ -285,8 +290,8 @@ def load_record(path: Path | str) -> PiecesRecord:
         The validated record.
 
     Raises:
-        PiecesError: The file is missing, unreadable, not JSON, or does not validate; the message
-            names the file and the field.
+        PiecesError: The file is unreadable, not JSON, or does not validate; the message
+            names the file and the field. :class:`PiecesAbsent` when there is no file.
     """
     resolved = Path(path).resolve()
     try:

@@ -289,9 +289,12 @@ def first_session(arguments: Mapping[str, str]) -> Answer:
     listing = operations.read(str(collection))
     request, answered = _completion_step(template, source)
     templates = operations.templates()
+    root = f"tm://{operations.host()}/"
+    first = operations.help_uri()
+    named = f"name the first document to read, {first}" if first else f"say to start at {root}"
     steps = [
         "1. `initialize` (on 2026-07-28, `server/discover`): the capabilities and the "
-        f"instructions. The instructions name the first document to read, {operations.help_uri()}.",
+        f"instructions. The instructions {named}.",
         f"2. `resources/templates/list`: {len(templates)} templates — the host list (tm://), the "
         f"root (tm://{operations.host()}/) and each mount's, each describing its grammar. The "
         f"one used below is {template.uri_template} ({template.title}).",

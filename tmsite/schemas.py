@@ -68,7 +68,14 @@ class Overview(BaseModel):
     chip_mcp_endpoint: str = Field(
         description="The 6502 API's own MCP endpoint: the chip runs there, not here."
     )
-    start_here: str = Field(description="The first tm:// document to read.")
+    start_here: str = Field(
+        description="The first tm:// document to read: the guide when the checkout has one, "
+        "else the root."
+    )
+    note: str | None = Field(
+        default=None,
+        description="Why there are no pieces, when the served checkout has no pieces record.",
+    )
 
 
 class LinkOut(BaseModel):

@@ -338,6 +338,9 @@ TM_HOST = os.environ.get("TM_HOST", "tinymachines")
 TM_CHECKOUT = Path(os.environ.get("TM_CHECKOUT", BASE_DIR)).resolve()
 #: The allow-listed top directories of the checkout that the fs mount offers.
 TM_FS_ROOTS = _env_list("TM_FS_ROOTS", "docs,data,notes")
+#: The deny-list (tmsite.core.paths): name patterns, ``default`` for the defaults, ``!`` to
+#: name one back; hidden names are listed redacted and refused ``denied`` in fs and git.
+TM_DENY = _env_list("TM_DENY", "default")
 #: Origins besides loopback that may call the endpoint from a browser.
 TM_ALLOWED_ORIGINS = _env_list("TM_ALLOWED_ORIGINS", "")
 #: The pieces record the tools answer from.

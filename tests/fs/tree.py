@@ -18,7 +18,7 @@ HOST = "testbox"
 SECRET = "FS-SECRET-d41d8cd9"
 NOTES = "one\ntwo\nthree\nfour\n"
 RECORD = {"a": [1, {"b": "two"}], "c~d": {"e/f": 3}}
-DENIED_FILES = ("id_rsa", "x.pem", "my-secret.txt", "a.local.md", "db.sqlite3", ".env")
+DENIED_FILES = ("id_rsa", "x.pem", ".git-credentials", "a.local.md", "db.sqlite3", ".env")
 #: File names that are hard to put in a URI, with the bytes each holds.
 AWKWARD = {
     "100% #1 ?.md": b"percent hash question\n",
@@ -89,7 +89,7 @@ def build(tmp: Path) -> Box:
     (docs / "sub" / "chain3.txt").symlink_to(os.path.relpath(secret, docs / "sub"))
     (docs / "inside.md").symlink_to("notes.md")
     (docs / "inside-dir").symlink_to("sub", target_is_directory=True)
-    (docs / "alias.txt").symlink_to("my-secret.txt")
+    (docs / "alias.txt").symlink_to(".git-credentials")
     (docs / "sibling").symlink_to("../docs-private", target_is_directory=True)
     (docs / "devnull").symlink_to("/dev/null")
     (docs / "zero").symlink_to("/dev/zero")

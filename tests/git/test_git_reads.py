@@ -291,7 +291,6 @@ def test_binary_and_large_blobs(ns: Namespace) -> None:
         "size": len(BIG),
         "cap": READ_CAP,
         "range": REPO + "docs/big.bin?at=v1&range={start}-{end}",
-        "lines": REPO + "docs/big.bin?at=v1&lines={first}-{last}",
         "stat": REPO + "docs/big.bin?at=v1&as=stat",
     }
     part = ns.read(REPO + "docs/big.bin?at=v1&range=1000-1010")

@@ -190,7 +190,7 @@ def test_double_encoded_dots_are_a_plain_name_that_does_not_exist(ns: Namespace)
         REPO + ".GIT/config",
         REPO + "docs/.env?as=blame",
         REPO + "docs/.env?as=stat",
-        REPO + "docs/no-such-secret.txt",
+        REPO + "docs/no-such.key",
         REPO + "docs/id_rsa",
     ],
 )
@@ -273,7 +273,7 @@ def test_every_gitstore_refusal_has_its_own_row_in_the_translation_table() -> No
         if issubclass(cls, gitstore_errors.GitStoreError)
         and cls not in (gitstore_errors.GitStoreError, gitstore_errors.GitError)
     ]
-    assert len(kinds) == 8
+    assert len(kinds) == 9
     default = refusal.dispatch(gitstore_errors.GitStoreError)
     assert refusal.dispatch(gitstore_errors.GitError) is default  # git-error: the default row
     missing = [cls.__name__ for cls in kinds if refusal.dispatch(cls) is default]

@@ -182,9 +182,19 @@ def commit_checkout(checkout: Path) -> None:
     builder.repo.close()
 
 
+#: The site's view modules, which this project's checkout holds and another repository does not.
+VIEW_MODULES = ("tmsite/site/views.py", "tmsite/site/explorer.py")
+PROJECT = Path(tmsite.__file__).resolve().parents[1]
+
+
 @pytest.fixture
 def git_ns(live_server: Any, settings: Any, checkout: Path) -> Iterator[Namespace]:
-    """fs, http and git: the checkout is a repository, served as ``git/tmsite``."""
+    """fs, http and git: the checkout is this project's repository, served as ``git/tmsite``.
+
+    It holds the site's view modules, as this project's checkout does.
+    """
+    for module in VIEW_MODULES:
+        write(checkout, module, (PROJECT / module).read_text())
     commit_checkout(checkout)
     configure(
         settings,
@@ -301,6 +311,17 @@ def test_page_to_view_says_when_the_view_renders_several_pages(git_ns: Namespace
         page = git_ns.read(uri(*path, collection=len(path) == 1, **{"as": "stat"}))
         assert (view, "exact") in links_of(page, "tm:source"), path
         assert titled(page, "tm:source", view) == [title], path
+
+
+def test_page_to_view_only_when_the_checkout_holds_the_module(
+    git_ns: Namespace, checkout: Path
+) -> None:
+    # Another repository served as the checkout has no view module of this site: no link that
+    # would be refused.
+    for module in VIEW_MODULES:
+        (checkout / module).unlink()
+    page = git_ns.read(uri(SITE, "pieces", **{"as": "stat"}))
+    assert links_of(page, "tm:source") == []
 
 
 # ---- (5) alternate between two sites serving the same page --------------------------------

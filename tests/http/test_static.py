@@ -50,6 +50,13 @@ def test_an_image_reads_raw_as_itself(ns: Namespace) -> None:
     assert refused.value.data["raw"] == image + "?as=raw"
     listed = ns.read(uri(DEMO, "img", collection=True)).body["children"][0]
     assert listed["mimeType"] == ns.read(image + "?as=stat").body["mimeType"] == "image/png"
+    # its alternate is an address that reads: raw, not ?as=rendered (refused for an image)
+    alternates = [link.href for link in content.links if link.rel == "alternate"]
+    assert alternates == [image]
+    alternates = [link.href for link in ns.read(image).links if link.rel == "alternate"]
+    assert alternates == [image + "?as=raw"]
+    for href in alternates:
+        ns.read(href)
 
 
 def test_a_path_not_in_the_sitemap_is_not_found_before_any_request(

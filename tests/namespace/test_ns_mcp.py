@@ -95,7 +95,7 @@ def test_read_refusals_through_dispatch(process_namespace: Namespace, ctx: CallC
     }
     escape = read_refused(DOCS + "escape.txt", ctx)
     assert escape.data == {"reason": "out-of-root", "uri": DOCS + "escape.txt", "roots": ROOTS}
-    for denied in (DOCS + ".env", DOCS + "my-secret.txt", DOCS + "no-such.pem"):
+    for denied in (DOCS + ".env", DOCS + ".netrc", DOCS + "no-such.pem"):
         assert read_refused(denied, ctx).data == {"reason": "denied", "uri": denied}
     big = read_refused(DOCS + "big.txt", ctx)
     assert big.code == resource
@@ -260,7 +260,7 @@ def test_completion_offers_live_values(
     got = complete(ctx, template, "path", "docs/no")
     assert got == {"values": ["docs/notes.md"], "total": 1, "hasMore": False}
     hidden = complete(ctx, template, "path", "docs/")["values"]
-    assert "docs/.env" not in hidden and "docs/my-secret.txt" not in hidden
+    assert "docs/.env" not in hidden and "docs/.netrc" not in hidden
     assert "docs/guide/" in hidden
     for i in range(250):
         (checkout / "notes" / f"n{i:03d}.md").write_text("n")

@@ -26,7 +26,7 @@ def build_checkout(root: Path) -> Path:
     (docs / "big.txt").write_bytes(b"x" * (300 * 1024))
     (docs / "guide" / "deep.md").write_text("# deep\n")
     (docs / ".env").write_text(SECRET)
-    (docs / "my-secret.txt").write_text(SECRET)
+    (docs / ".netrc").write_text(SECRET)
     (checkout / "data").mkdir()
     (checkout / "data" / "pieces.json").write_text("[]")
     (checkout / "notes").mkdir()

@@ -514,7 +514,7 @@ def test_an_unknown_piece_is_refused_as_the_piece_tool_refuses_it(
         (DOCS + "%2e%2e/%2e%2e/private/key.txt", "out-of-root"),
         (DOCS + "escape.txt", "out-of-root"),
         (DOCS + ".env", "denied"),
-        (DOCS + "my-secret.txt", "denied"),
+        (DOCS + ".netrc", "denied"),
         (DOCS + "big.txt", "too-large"),
         (DOCS + "notes.md?as=blame", "bad-facet"),
         (DOCS + "?cursor=forged", "bad-cursor"),

@@ -1,39 +1,80 @@
 """The rules for paths of the served checkout: the deny-list, shown names, root containment.
 
+The deny-list is the operator's: ``TM_DENY`` (patterns matched against each path segment,
+``default`` for :data:`DEFAULT_DENY`, ``!pattern`` to name one back). The defaults hide names
+shaped like secrets — keys, ``.env``, credential stores — and leave public source alone.
+
 The fs mount serves the checkout's allow-listed roots; the git mount reads the same files at a
 revision (``fs/…?at=``) and links a repository's files to their working copies. Both apply
 these rules, so a name refused in one is refused in the other. Nothing here raises a
 namespace refusal: :class:`PathRefused` says why, and the mount turns it into one.
 
-Spec: FS.
+Spec: FS, ANY3.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-DENY_PATTERNS: tuple[str, ...] = (
-    ".*",
+from django.conf import settings
+
+from tmsite.core.settled import settled
+
+#: What the deny-list holds unless ``TM_DENY`` says otherwise: names shaped like secrets, not
+#: every name containing a word. A pattern matches one path segment (a file or directory name),
+#: case-insensitively (``.GIT`` is ``.git`` to a case-insensitive filesystem); ``!pattern``
+#: names back what an earlier pattern denies.
+DEFAULT_DENY: tuple[str, ...] = (
+    # environment files and credential stores
+    ".env",
+    ".env.*",
+    "!.env.example",
+    "!.env.sample",
+    "!.env.template",
     "*.env",
+    ".git-credentials",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".htpasswd",
+    ".npmrc",
+    ".pypirc",
+    ".my.cnf",
+    # private keys and key stores
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
     "*.pem",
     "*.key",
     "*.p12",
     "*.pfx",
-    "id_*",
-    "*secret*",
-    "*credential*",
-    "*.local.md",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    # directories of keys, tokens and a repository's own insides
+    ".git",
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".docker",
+    ".kube",
+    # look-alikes of the parent segment ("...", "..∕x"): never a traversal, never served
+    "..*",
+    # databases, local notes and bytecode: never the checkout's public source
     "*.db",
     "*.sqlite",
     "*.sqlite3",
+    "*.local.md",
     "__pycache__",
 )
-#: Dotfiles named back in: they describe the repository and hold nothing private.
-ALLOWED_DOTFILES = frozenset({".gitignore", ".gitmodules", ".gitattributes", ".editorconfig"})
+#: The word in ``TM_DENY`` that stands for :data:`DEFAULT_DENY`.
+DEFAULTS = "default"
 #: Why a segment that could leave its root is refused.
 PLAIN_NAMES = "paths are plain names: no '.', '..', empty segments, '/', '\\' or NUL"
 #: Why a denied name is refused (the same words whether it exists or not).
@@ -42,12 +83,45 @@ NOT_OFFERED = "it exists or not; either way it is not offered"
 OUTSIDE = "the path leads outside its root"
 
 
-@lru_cache(maxsize=8192)
+class DenyList:
+    """Name patterns in order: a name is denied when the last pattern it matches denies it."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(_expand(patterns))
+        rules = [(p.startswith("!"), p.removeprefix("!")) for p in self.patterns]
+        self._rules = tuple(
+            (allow, re.compile(fnmatch.translate(pattern), re.IGNORECASE))
+            for allow, pattern in rules
+            if pattern
+        )
+        self.denies = lru_cache(maxsize=8192)(self._denies)
+
+    def _denies(self, name: str) -> bool:
+        denied = False
+        for allow, rule in self._rules:
+            if rule.match(name):
+                denied = not allow
+        return denied
+
+
+def _expand(patterns: Sequence[str]) -> list[str]:
+    """``default`` in a configured list stands for :data:`DEFAULT_DENY`."""
+    out: list[str] = []
+    for pattern in patterns:
+        out.extend(DEFAULT_DENY if pattern == DEFAULTS else [pattern])
+    return out
+
+
+@settled
+def deny_list() -> DenyList:
+    """The deny-list in force: ``TM_DENY`` (patterns; ``default`` for the defaults)."""
+    configured = getattr(settings, "TM_DENY", None)
+    return DenyList([DEFAULTS] if configured is None else configured)
+
+
 def denied_name(name: str) -> bool:
-    """Whether one path segment matches the deny-list."""
-    if name in ALLOWED_DOTFILES:
-        return False
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in DENY_PATTERNS)
+    """Whether one path segment matches the deny-list (:func:`deny_list`)."""
+    return deny_list().denies(name)
 
 
 def display(name: str) -> str:

@@ -5,9 +5,10 @@ Spec: NS5.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from tmsite.core.facets import Facets
@@ -299,3 +300,17 @@ class Document:
     def text(self) -> str:
         """The document's text (read now)."""
         return self.body()
+
+
+class Truncated(list[str]):
+    """Completion values cut at a mount's limit: there are more, and how many is not known.
+
+    A surface reports no ``total`` for them (or says it is a lower bound), never the limit as
+    though it were the count.
+    """
+
+
+def capped(values: Iterable[str], limit: int) -> list[str]:
+    """At most ``limit`` of ``values``, taken lazily; a :class:`Truncated` when there were more."""
+    taken = list(islice(values, limit + 1))
+    return Truncated(taken[:limit]) if len(taken) > limit else taken

@@ -84,6 +84,8 @@ class LoadReport:
     written: dict[str, int]
     corrections_applied: int
     removed: dict[str, int] = field(default_factory=dict)
+    #: The record files the checkout does not have (their kinds hold nothing).
+    absent: tuple[str, ...] = ()
 
     @property
     def patterns(self) -> int:
@@ -221,7 +223,10 @@ def fill(records: Records) -> LoadReport:
             run.links(kind, relation)
     removed = run.remove_stale()
     _refresh_statistics()
-    return LoadReport(written=run.written, corrections_applied=run.applied, removed=removed)
+    absent = tuple(records.file_name(source) for source in sorted(records.absent))
+    return LoadReport(
+        written=run.written, corrections_applied=run.applied, removed=removed, absent=absent
+    )
 
 
 def _refresh_statistics() -> None:
@@ -239,19 +244,30 @@ def _refresh_statistics() -> None:
         cursor.execute("ANALYZE " + ", ".join(connection.ops.quote_name(t) for t in tables))
 
 
-def _read_dated(path: Path) -> tuple[bytes, datetime]:
-    """A file's bytes and its modification time as they were read (``fstat`` of the open file)."""
-    with path.open("rb") as handle:
+def _read_dated(path: Path) -> tuple[bytes | None, datetime | None]:
+    """A file's bytes and its modification time as they were read (``fstat`` of the open file).
+
+    ``(None, None)`` when the checkout has no such file: the records are optional.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return None, None
+    with handle:
         content = handle.read()
         mtime = os.fstat(handle.fileno()).st_mtime
     return content, datetime.fromtimestamp(mtime, UTC)
 
 
 def read_checkout(checkout: Path) -> Records:
-    """Parse the two record files of a checkout directory, dated by their modification times."""
+    """Parse the record files of a checkout directory, dated by their modification times.
+
+    A file the checkout does not have holds nothing (:attr:`Records.absent` names it).
+    """
     autopsy, autopsy_modified = _read_dated(checkout / AUTOPSY_FILE)
     lessons, lessons_modified = _read_dated(checkout / LESSONS_FILE)
-    modified = {"autopsy": autopsy_modified, "lessons": lessons_modified}
+    dated = {"autopsy": autopsy_modified, "lessons": lessons_modified}
+    modified = {source: when for source, when in dated.items() if when is not None}
     return parse_records(autopsy, lessons, modified=modified)
 
 

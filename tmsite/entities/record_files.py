@@ -507,6 +507,9 @@ class Records:
     #: read, a revision's the time of the commit that last changed the file. Empty when the
     #: contents came from elsewhere.
     modified: Mapping[str, datetime.datetime] = field(default_factory=dict)
+    #: The sources (``autopsy``, ``lessons``) whose file the checkout does not have: records
+    #: are optional, and a checkout without them serves no entity of their kinds.
+    absent: frozenset[str] = frozenset()
 
     def file_name(self, source: str) -> str:
         """The name these records give the file ``source`` (e.g. ``data/autopsy.json@1a2b3c4``)."""
@@ -562,8 +565,8 @@ def _raw_keys(document: Any, name: str) -> Mapping[str, Any]:
 
 
 def parse_records(
-    autopsy: bytes | str,
-    lessons: bytes | str,
+    autopsy: bytes | str | None,
+    lessons: bytes | str | None,
     *,
     autopsy_file: str = AUTOPSY_FILE,
     lessons_file: str = LESSONS_FILE,
@@ -573,28 +576,36 @@ def parse_records(
 
     Pure: no database, no file system. The contents may come from the checkout or from a git
     revision; ``autopsy_file``/``lessons_file`` are the names errors use, ``modified`` when
-    each file last changed, by source, if the caller knows (:attr:`Records.modified`).
+    each file last changed, by source, if the caller knows (:attr:`Records.modified`). A
+    content of ``None`` is a file the checkout does not have: it holds nothing, and
+    :attr:`Records.absent` names it.
 
     Raises:
         RecordError: the first problem found, naming the file and the field path.
     """
-    top = decode(autopsy, autopsy_file)
-    known = _raw_keys(top, "patterns")
-    context = {"patterns": known, "autopsy_file": autopsy_file, "games": frozenset[str]()}
-    found = _validate(AutopsyFile, top, autopsy_file, context)
-    context["games"] = frozenset(g.key for g in found.games)
-    then = _validate(LessonsFile, decode(lessons, lessons_file), lessons_file, context)
+    context = {"patterns": frozenset[str](), "autopsy_file": autopsy_file, "games": frozenset()}
+    found = None
+    if autopsy is not None:
+        top = decode(autopsy, autopsy_file)
+        context["patterns"] = _raw_keys(top, "patterns")
+        found = _validate(AutopsyFile, top, autopsy_file, context)
+        context["games"] = frozenset(g.key for g in found.games)
+    then = None
+    if lessons is not None:
+        then = _validate(LessonsFile, decode(lessons, lessons_file), lessons_file, context)
+    absent = {"autopsy": found is None, "lessons": then is None}
     return Records(
-        autopsy_writer=found.note,
-        lessons_writer=then.note,
-        boarded_on=found.boarded_on,
-        totals=found.totals,
-        patterns=found.patterns,
-        games=found.games,
-        lessons=then.lessons,
+        autopsy_writer=found.note if found else "",
+        lessons_writer=then.note if then else "",
+        boarded_on=found.boarded_on if found else "",
+        totals=found.totals if found else {},
+        patterns=found.patterns if found else (),
+        games=found.games if found else (),
+        lessons=then.lessons if then else (),
         autopsy_file=autopsy_file,
         lessons_file=lessons_file,
         modified=dict(modified or {}),
+        absent=frozenset(source for source, missing in absent.items() if missing),
     )
 
 

@@ -59,6 +59,19 @@ class AmbiguousRef(NoSuchRef):
         self.candidates = candidates
 
 
+class NotACommit(NoSuchRef):
+    """A tag that points at another kind of object than a commit (a blob, a tree).
+
+    Attributes:
+        kind: What the tag points at, its tags followed (``blob``, ``tree``).
+    """
+
+    def __init__(self, ref: str, nearest: list[str], kind: str) -> None:
+        super().__init__(ref, nearest)
+        self.args = (f"the tag {ref!r} points at a {kind}, not a commit",)
+        self.kind = kind
+
+
 class OutOfRoot(GitStoreError):
     """A path that would leave the tree it is resolved in (dot segments, absolute forms…).
 

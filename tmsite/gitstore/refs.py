@@ -19,8 +19,8 @@ from rapidfuzz.distance import Levenshtein
 
 from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS
-from tmsite.gitstore.errors import AmbiguousRef, BadRef, NoSuchRef
-from tmsite.gitstore.repo import COMMIT, TAG, GitRepo
+from tmsite.gitstore.errors import AmbiguousRef, BadRef, NoSuchRef, NotACommit
+from tmsite.gitstore.repo import COMMIT, TAG, TYPE_NAMES, GitRepo
 from tmsite.gitstore.types import Resolved
 
 MAX_REF_LENGTH = 255
@@ -235,6 +235,16 @@ def _peel(repo: GitRepo, sha: str) -> str | None:
     return None
 
 
+def _peeled_type(repo: GitRepo, sha: str) -> str:
+    """What an id stands for, its tags followed: ``blob``, ``tree``, ``commit``."""
+    for _ in range(16):
+        type_num, raw = repo.raw(sha)
+        if type_num != TAG or not raw.startswith(b"object "):
+            break
+        sha = raw.split(b"\n", 1)[0][len(b"object ") :].decode("ascii").strip()
+    return TYPE_NAMES.get(type_num, "tag")
+
+
 def _head(repo: GitRepo, refs: dict[str, str], default_ref: str | None) -> str:
     """The default commit: the pinned ``default_ref`` if any, else HEAD."""
     if default_ref is None or default_ref == "HEAD":
@@ -251,12 +261,16 @@ def _resolve_name(repo: GitRepo, refs: dict[str, str], name: str) -> str:
         return _head(repo, refs, None)
     candidates = [name] if name.startswith(("refs/heads/", "refs/tags/")) else []
     candidates += [f"refs/tags/{name}", f"refs/heads/{name}"]
+    elsewhere = None
     for full in candidates:
         target = refs.get(full)
         if target is not None and repo.contains(target):
             commit = _peel(repo, target)
             if commit is not None:
                 return commit
+            elsewhere = elsewhere or target
+    if elsewhere is not None:
+        raise NotACommit(name, nearest_refs(repo, name), _peeled_type(repo, elsewhere))
     if _HEX.fullmatch(name):
         return _resolve_hex(repo, name.lower())
     raise NoSuchRef(name, nearest_refs(repo, name))

@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 
 import tmsite
-from tmsite import icon
+from tmsite import icon, operations
 from tmsite.mcp.protocol import (
     INITIALIZE_VERSIONS,
     LATEST_INITIALIZE_VERSION,
@@ -106,10 +106,15 @@ def instructions() -> str:
         "nearest URIs that do resolve. resources/templates/list and completion/complete give the "
         "URI grammar and live values. When you know what you want but not where it is, call "
         "the `search` tool (or read <collection>?as=search&q=<words>): each hit is an address "
-        "narrowed to the passage that matched; walk from the root to see what exists. The "
-        "first document to read is "
-        f"tm://{host}/fs/docs/mcp.md."
+        "narrowed to the passage that matched; walk from the root to see what exists."
+        + _first_document()
     )
+
+
+def _first_document() -> str:
+    """The sentence naming the document to read first, when the served checkout has one."""
+    found = operations.help_uri()
+    return f" The first document to read is {found}." if found else ""
 
 
 def negotiated_version(params: Any) -> str:

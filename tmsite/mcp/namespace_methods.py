@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tmsite import operations, prompts
 from tmsite.core.errors import BadArgument, Refusal
+from tmsite.core.types import Truncated
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.convert import read_result, resource, template
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
@@ -135,10 +136,8 @@ def complete(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
             )
     except Refusal as refusal:
         raise rpc_error(refusal, ctx.era) from refusal
-    return {
-        "completion": {
-            "values": values[:COMPLETION_CAP],
-            "total": len(values),
-            "hasMore": len(values) > COMPLETION_CAP,
-        }
-    }
+    completion: dict[str, Any] = {"values": values[:COMPLETION_CAP]}
+    if not isinstance(values, Truncated):  # cut at a mount's limit: the total is not known
+        completion["total"] = len(values)
+    completion["hasMore"] = len(values) > COMPLETION_CAP or isinstance(values, Truncated)
+    return {"completion": completion}

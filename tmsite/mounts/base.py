@@ -67,7 +67,8 @@ class Mount(ABC):
 
     name: ClassVar[str]
     title: ClassVar[str]
-    what: ClassVar[str]
+    #: An instance may say it from its settings (fs names its roots).
+    what: str
     listing_params: ClassVar[tuple[str, ...]] = ()
     listing_facets: ClassVar[tuple[str | None, ...]] = (None,)
     #: Parameters that stay on URIs a read emits (``at`` keeps a read at its revision).
@@ -135,6 +136,15 @@ class Mount(ABC):
         default a mount offers nothing.
         """
         return iter(())
+
+    def absent(self) -> str | None:
+        """Why this mount has nothing in the served checkout, or None when it serves.
+
+        The records a mount reads are this project's own and optional: the root and the
+        ``resources/list`` map leave out a mount that has nothing, and its own root reads as an
+        empty listing whose ``absent`` says why. By default a mount always serves.
+        """
+        return None
 
     def attach(self, namespace: Served) -> None:
         """Called once by the namespace that serves this mount."""

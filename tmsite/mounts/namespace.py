@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tmsite.core import cursor as cursors
 from tmsite.core import tracing
@@ -84,10 +85,18 @@ class Namespace:
         """The host's root, ``tm://<host>/``: it lists the mounts."""
         return TmUri(self.host, collection=True)
 
-    def help_uri(self) -> str:
-        """The document a client should read first (``HELP_PATH``): the root links it ``help``."""
-        mount, *path = HELP_PATH
-        return str(TmUri(self.host, mount, tuple(path)))
+    def help_uri(self) -> str | None:
+        """The document a client should read first (``HELP_PATH``): the root links it ``help``.
+
+        None when the checkout served has no such document (another repository than this
+        project's): nothing then names an address that would be refused.
+        """
+        entry = self._help_entry()
+        return entry.uri if entry is not None else None
+
+    def present(self) -> Iterator[Mount]:
+        """The mounts that have something in the served checkout (:meth:`Mount.absent`)."""
+        return (mount for mount in self.mounts.values() if mount.absent() is None)
 
     # ---- reading ------------------------------------------------------------------------
 
@@ -179,8 +188,11 @@ class Namespace:
     def _root(self, req: Request) -> Content:
         req.facets.require(req.text, (), "the root")
         children = []
-        links = [Link("up", "tm://"), Link("help", self.help_uri())]
-        for mount in self.mounts.values():
+        help_uri = self.help_uri()
+        links = [Link("up", "tm://")]
+        if help_uri is not None:
+            links.append(Link("help", help_uri))
+        for mount in self.present():
             entry = mount.collections().__next__()
             children.append(
                 Entry(
@@ -193,12 +205,10 @@ class Namespace:
                 ).to_json()
             )
             links.append(Link("item", entry.uri, title=mount.title))
-        body = {
-            "uri": str(self.root),
-            "host": self.host,
-            "help": self.help_uri(),
-            "children": children,
-        }
+        body: dict[str, Any] = {"uri": str(self.root), "host": self.host}
+        if help_uri is not None:
+            body["help"] = help_uri
+        body["children"] = children
         return Content(str(self.root), vnd("mounts"), body, links, kind="mounts")
 
     def _links(self, mount: Mount, req: Request) -> Content:
@@ -267,7 +277,7 @@ class Namespace:
         help_entry = self._help_entry()
         if help_entry is not None:
             yield help_entry
-        for mount in self.mounts.values():
+        for mount in self.present():
             yield from mount.collections()
 
     def _help_entry(self) -> Entry | None:
@@ -288,7 +298,7 @@ class Namespace:
             return None
         modified = stat.get("modified")
         return Entry(
-            self.help_uri(),
+            str(TmUri(self.host, name, tuple(path))),
             "/".join(HELP_PATH),
             False,
             stat["mimeType"],

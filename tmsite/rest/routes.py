@@ -26,6 +26,7 @@ from pydantic import Field
 
 from tmsite import operations, prompts
 from tmsite.core.errors import BadArgument, Refusal
+from tmsite.core.types import Truncated
 from tmsite.mcp import tools
 from tmsite.mcp.convert import prompt_result
 from tmsite.oplog import failures, hooks
@@ -119,10 +120,14 @@ class ResourceMapOut(Schema):
 
 
 class CompletionOut(Schema):
-    """Completed values (at most 100), how many there are, and whether more were cut."""
+    """Completed values (at most 100), how many there are, and whether more were cut.
+
+    ``total`` is left out when the values were cut at a mount's limit (how many there are is
+    not known; ``hasMore`` is true), as MCP's completion leaves it out.
+    """
 
     values: list[str]
-    total: int
+    total: int | None = None
     hasMore: bool
 
 
@@ -262,11 +267,16 @@ def templates(request: HttpRequest) -> list[dict[str, Any]]:
     return [item.to_json() for item in operations.templates()]
 
 
-@router.get("/complete", response={200: CompletionOut, **_ERRORS}, summary="Complete an argument")
+@router.get(
+    "/complete",
+    response={200: CompletionOut, **_ERRORS},
+    summary="Complete an argument",
+    exclude_none=True,
+)
 def complete(request: HttpRequest, query: Query[CompleteQuery]) -> dict[str, Any]:
     """``completion/complete`` for one template argument, without filled context."""
     values = operations.complete(query.template, query.argument, query.value, {})
-    return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+    return _completion(values)
 
 
 class PromptCompleteQuery(Schema):
@@ -294,13 +304,24 @@ def prompt_get(request: HttpRequest, name: str) -> dict[str, Any]:
     "/prompts/{name}/complete",
     response={200: CompletionOut, **_ERRORS},
     summary="Complete a prompt argument",
+    exclude_none=True,
 )
 def prompt_complete(
     request: HttpRequest, name: str, query: Query[PromptCompleteQuery]
 ) -> dict[str, Any]:
     """``completion/complete`` on ``ref/prompt`` for one argument, without filled context."""
     values = prompts.complete(name, query.argument, query.value, {})
-    return {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+    return _completion(values)
+
+
+def _completion(values: list[str]) -> dict[str, Any]:
+    """The first 100 values, the total unless it is not known (:class:`Truncated`), more."""
+    cut = isinstance(values, Truncated)
+    return {
+        "values": values[:100],
+        "total": None if cut else len(values),
+        "hasMore": len(values) > 100 or cut,
+    }
 
 
 @router.post(

@@ -528,6 +528,13 @@ class EntityMount(Mount):
             return None
         return None
 
+    def _unloaded(self) -> str | None:
+        """Why no entity is served, when none of any kind is loaded (the records are optional)."""
+        if any(R.keys(kind).exists() for kind in K.top_kinds()):
+            return None
+        files = " or ".join(_record_files())
+        return f"no records are loaded: the served checkout has no {files} (tm_load_records)"
+
     # ---- the contract -------------------------------------------------------------------
 
     @override
@@ -553,7 +560,8 @@ class EntityMount(Mount):
                 )
                 for k in K.top_kinds()
             ]
-            return Listing(children)
+            why = None if at is not None else self._unloaded()
+            return Listing(children, extra={"absent": why} if why else {})
         if target.listing.startswith("kinds:"):
             return self._keys_listing(target.listing.removeprefix("kinds:"), None, revision)
         ref = target.ref

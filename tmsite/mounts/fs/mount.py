@@ -44,7 +44,7 @@ from tmsite.core.errors import (
 from tmsite.core.facets import Facets
 from tmsite.core.links import Link
 from tmsite.core.nearest import MAX_CANDIDATES
-from tmsite.core.parts import READ_CAP, check_range, too_large
+from tmsite.core.parts import READ_CAP, check_range, cut_range, too_large
 from tmsite.core.paths import CheckoutRoots, PathRefused, denied_name, display
 from tmsite.core.types import (
     Content,
@@ -55,6 +55,7 @@ from tmsite.core.types import (
     Request,
     Stat,
     Template,
+    capped,
     vnd,
 )
 from tmsite.core.uri import TmUri
@@ -80,6 +81,14 @@ class Target:
     path: Path
 
 
+def _named(roots: Sequence[str], suffix: str = "") -> str:
+    """The roots in a sentence: ``docs/, data/ and notes/``."""
+    shown = [f"{root}{suffix}" for root in roots]
+    if len(shown) <= 1:
+        return "".join(shown) or "no root"
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
 class FsMount(Mount):
     """The checkout's allow-listed roots, listed and read by the rules above.
 
@@ -89,7 +98,7 @@ class FsMount(Mount):
 
     name = "fs"
     title = "The checkout's files"
-    what = "The files of the served checkout under its allow-listed roots (docs, data, notes)."
+    what = "The files of the served checkout under its allow-listed roots (TM_FS_ROOTS)."
     listing_facets = (None, "raw")
 
     def __init__(self, host: str, checkout: Path, roots: Sequence[str]) -> None:
@@ -97,6 +106,9 @@ class FsMount(Mount):
         self.files = CheckoutRoots(checkout, roots)
         self.checkout = self.files.checkout
         self.roots = self.files.names
+        self.what = (
+            f"The files of the served checkout under its allow-listed roots ({_named(self.roots)})."
+        )
         #: ``?at=`` reads; the registry hands it over when the git mount is served.
         self.history_at: HistoryAt | None = None
 
@@ -278,16 +290,14 @@ class FsMount(Mount):
         names = names_of() if callable(names_of) else [entry.name for entry in children]
         # Matched by name first, so only matching files are touched; a redacted entry (a
         # symlink out, a FIFO) is never offered. At most MAX_CANDIDATES are looked at.
-        out = []
-        for index, name in enumerate(names):
-            if not name.startswith(leaf) or denied_name(name.rstrip("/")):
-                continue
-            entry = children[index]
-            if not entry.redacted:
-                out.append(f"{directory}/{entry.name}")
-                if len(out) >= MAX_CANDIDATES:
-                    break
-        return out
+        offered = (
+            f"{directory}/{children[index].name}"
+            for index, name in enumerate(names)
+            if name.startswith(leaf)
+            and not denied_name(name.rstrip("/"))
+            and not children[index].redacted
+        )
+        return capped(offered, MAX_CANDIDATES)
 
     @override
     def templates(self) -> builtins.list[Template]:
@@ -296,7 +306,7 @@ class FsMount(Mount):
                 "fs",
                 f"tm://{self.host}/fs/{{+path}}",
                 "A file or directory of the checkout",
-                "Files under the checkout's docs/, data/ and notes/. A path ending in / lists "
+                f"Files under the checkout's {_named(self.roots, '/')}. A path ending in / lists "
                 "its children (500 a page, with a cursor); a file reads as itself. ?as=stat "
                 "gives size, type and modified time; ?range=START-END reads bytes past the 256 "
                 "KiB cap; ?lines=FIRST-LAST and ?pointer=/a/0 read parts. Denied names are "
@@ -409,24 +419,34 @@ class FsMount(Mount):
         links = self._file_links(uri)
         span = req.facets.byte_range
         if span is not None:
-            start, end = check_range(req.text, span, size)
+            clipped = check_range(req.text, span, size)
             with open_regular(target.path) as handle:
-                handle.seek(start)
-                data = handle.read(end - start)
-            shown = uri.with_params(range=f"{start}-{end}")
-            body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
-            return Content(str(shown), mime_type, body, links, "file", True, size)
+
+                def read(start: int, end: int) -> bytes:
+                    handle.seek(start)
+                    return handle.read(end - start)
+
+                raw = req.facets.facet == "raw"
+                cut = cut_range(read, clipped, size, text=mime.is_text(mime_type), raw=raw)
+            shown = uri.with_params(range=f"{cut.start}-{cut.end}")
+            return Content(str(shown), mime_type, cut.body, links, "file", True, size, cut.meta())
         limit = WHOLE_READ_LIMIT if req.facets.part is not None else READ_CAP
+        parts = readable_parts(mime.is_text(mime_type), size)
         if size > limit:
-            raise too_large(uri, size)
+            raise too_large(uri, size, parts)
         with open_regular(target.path) as handle:
             data = handle.read(limit + 1)
         if len(data) > limit:
-            raise too_large(uri, len(data))
+            raise too_large(uri, len(data), readable_parts(mime.is_text(mime_type), len(data)))
         text_body: str | bytes = (
             data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
         )
         return Content(str(uri), mime_type, text_body, links, "file", size=size)
+
+
+def readable_parts(text: bool, size: int) -> tuple[str, ...]:
+    """The parts a file too large for one read is read in: bytes, and lines of text it cuts."""
+    return ("range", "lines") if text and size <= WHOLE_READ_LIMIT else ("range",)
 
 
 class open_regular:

@@ -137,6 +137,17 @@ def _ambiguous_ref(exc: gitstore.AmbiguousRef, read: RepoRead) -> Refusal:
 
 
 @refusal.register
+def _not_a_commit(exc: gitstore.NotACommit, read: RepoRead) -> Refusal:
+    return NoSuchRef(
+        str(read.uri),
+        f"the tag {exc.ref!r} points at a {exc.kind}, not a commit: ?at= takes a branch, a "
+        "tag of a commit, a commit or a date",
+        nearest=[read.at_ref(ref) for ref in exc.nearest if ref != exc.ref],
+        tagged=exc.kind,
+    )
+
+
+@refusal.register
 def _no_such_ref(exc: gitstore.NoSuchRef, read: RepoRead) -> Refusal:
     if exc.starts is not None:  # a date before the history: say where it starts
         return NoSuchRef(

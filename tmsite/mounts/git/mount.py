@@ -57,7 +57,7 @@ from tmsite.core.errors import (
 from tmsite.core.facets import UnknownFacet
 from tmsite.core.links import Link
 from tmsite.core.nearest import rank
-from tmsite.core.parts import READ_CAP, check_range, too_large
+from tmsite.core.parts import READ_CAP, check_range, cut_range, too_large
 from tmsite.core.paths import (
     NOT_OFFERED,
     CheckoutRoots,
@@ -73,6 +73,7 @@ from tmsite.core.types import (
     Request,
     Stat,
     Template,
+    capped,
     vnd,
 )
 from tmsite.core.uri import TmUri
@@ -475,7 +476,7 @@ class GitMount(Mount):
             "n": N_SUGGESTIONS,
         }
         if argument in fixed:
-            return [v for v in fixed[argument] if v.startswith(value)][:COMPLETION_LIMIT]
+            return capped((v for v in fixed[argument] if v.startswith(value)), COMPLETION_LIMIT)
         if argument not in ("at", "path"):
             raise BadArgument(
                 None,
@@ -496,7 +497,7 @@ class GitMount(Mount):
         except (gitstore.GitStoreError, ValueError):
             return []
         names = ["HEAD", *branches, *tags]
-        return [n for n in names if n.startswith(value)][:COMPLETION_LIMIT]
+        return capped((n for n in names if n.startswith(value)), COMPLETION_LIMIT)
 
     def _complete_path(self, served: Served, value: str, label: str | None) -> builtins.list[str]:
         """The paths at revision ``label`` completing ``value``, one directory level at a time.
@@ -514,14 +515,14 @@ class GitMount(Mount):
         except (gitstore.GitStoreError, ValueError):
             return []
         prefix = f"{directory}/" if directory else ""
-        out = []
-        for entry in entries:
-            if denied_name(entry.name) or not entry.name.startswith(leaf):
-                continue
-            out.append(prefix + display(entry.name) + ("/" if entry.kind == "tree" else ""))
-            if len(out) >= COMPLETION_LIMIT:
-                break
-        return out
+        return capped(
+            (
+                prefix + display(entry.name) + ("/" if entry.kind == "tree" else "")
+                for entry in entries
+                if entry.name.startswith(leaf) and not denied_name(entry.name)
+            ),
+            COMPLETION_LIMIT,
+        )
 
     @override
     def templates(self) -> builtins.list[Template]:
@@ -726,13 +727,23 @@ class GitMount(Mount):
         links = self.file_links(t, "raw")
         span = req.facets.byte_range
         if span is not None:
-            start, end = check_range(req.text, span, size)
-            data = gitstore.read_blob(t.repo, t.node.sha, start, end)
-            body: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
-            return Content(req.text, mime_type, body, links, "file", True, size)
+            clipped = check_range(req.text, span, size)
+            raw = req.facets.facet == "raw"
+            cut = cut_range(
+                lambda start, end: gitstore.read_blob(t.repo, t.node.sha, start, end),
+                clipped,
+                size,
+                text=mime.is_text(mime_type),
+                raw=raw,
+            )
+            shown = (
+                req.text if not cut.moved else str(uri.with_params(range=f"{cut.start}-{cut.end}"))
+            )
+            return Content(shown, mime_type, cut.body, links, "file", True, size, cut.meta())
         limit = WHOLE_READ_LIMIT if req.facets.part is not None else READ_CAP
         if size > limit:
-            raise too_large(uri, size)
+            lines = mime.is_text(mime_type) and size <= WHOLE_READ_LIMIT
+            raise too_large(uri, size, ("range", "lines") if lines else ("range",))
         data = gitstore.read_blob(t.repo, t.node.sha)
         text: str | bytes = data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
         return Content(req.text, mime_type, text, links, "file", size=size)
@@ -847,8 +858,8 @@ class GitMount(Mount):
                 mimeType=mime_type,
                 stat=str(req.uri.keeping("at", **{"as": "stat"})),
             )
-        if (t.node.size or 0) > WHOLE_READ_LIMIT:
-            raise too_large(req.uri, t.node.size or 0)
+        if (t.node.size or 0) > WHOLE_READ_LIMIT:  # no part of a blame reads: stat only
+            raise too_large(req.uri, t.node.size or 0, (), cap=WHOLE_READ_LIMIT)
         key = t.cache_key(self.host, "mount-blame")
         body = read_get(key)
         if body is None:

@@ -642,7 +642,7 @@ class HttpMount(Mount):
         media = fetched.media_type
         is_html = media in _HTML_TYPES
         is_text = is_html or mime.is_text(media) or media.endswith(("+json", "+xml"))
-        links = self._page_links(site, path, uri.identity, facet)
+        links = self._page_links(site, path, uri.identity, facet, textual=is_text)
         if facet == "rendered":
             if not is_text:
                 raise self._binary(uri, media)
@@ -720,17 +720,19 @@ class HttpMount(Mount):
     # ---- links --------------------------------------------------------------------------------
 
     def _page_links(
-        self, site: Site, path: str, identity: TmUri, facet: str | None
+        self, site: Site, path: str, identity: TmUri, facet: str | None, *, textual: bool = True
     ) -> builtins.list[Link]:
+        """The links of a page; ``textual`` False (an image): no ``?as=rendered``, refused."""
         links = [*self.up_links(identity)]
         parent = identity.parent()
         if not identity.collection and parent is not None:
             links.append(Link("collection", str(parent)))
         links.append(Link("describedby", str(identity.with_params({"as": "stat"}))))
-        if facet in {"stat", "rendered"}:
+        if facet in {"stat", "rendered"} or (facet == "raw" and not textual):
             links.append(Link("alternate", str(identity)))
         else:
-            links.append(Link("alternate", str(identity.with_params({"as": "rendered"}))))
+            other = "rendered" if textual else "raw"
+            links.append(Link("alternate", str(identity.with_params({"as": other}))))
         if site.kind == "self":
             links.extend(self._version_alternates(site, path))
             links.extend(self.page_source_links(site, path))
@@ -767,6 +769,13 @@ class HttpMount(Mount):
     def _fs_root(self, root: str) -> bool:
         return root in self.fs_roots
 
+    def _in_checkout(self, relpath: str) -> bool:
+        """Whether the served checkout's repository holds this project's module ``relpath``.
+
+        Another repository served as the checkout has no view module of this site.
+        """
+        return self.git_served and (pages.checkout() / relpath).is_file()
+
     def _record_exists(self, record: str) -> bool:
         return (pages.checkout() / "data" / record).is_file()
 
@@ -785,7 +794,7 @@ class HttpMount(Mount):
                 )
             )
         view = graph.view_for(path)
-        if view is not None and view.source is not None and self.git_served:
+        if view is not None and view.source is not None and self._in_checkout(view.source):
             title = "the view that renders this page"
             if view.several:
                 title += " (one of several it renders)"

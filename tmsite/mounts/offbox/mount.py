@@ -82,7 +82,15 @@ class OffboxMount(Mount):
             self._cached = (stamp, found)
         return found
 
+    @override
+    def absent(self) -> str | None:
+        if (self.checkout / LINEAGE_FILE).exists():
+            return None
+        return f"the served checkout has no {LINEAGE_FILE}: nothing is named as kept off the box"
+
     def _by_name(self, req: Request) -> dict[str, OffboxRecord]:
+        if self.absent() is not None:
+            return {}
         nodes = self.nodes()
         if isinstance(nodes, RecordError):
             raise NotFound(req.text, f"the lineage record does not parse: {nodes}", nearest=[])
@@ -105,11 +113,13 @@ class OffboxMount(Mount):
                 )
             raise NotFound(req.text, "offbox/ holds nodes only, no collections")
         nodes = self._by_name(req)
+        why = self.absent()
         return Listing(
             [
                 Entry(str(self.uri(name)), name, False, vnd("offbox"), title=node.what)
                 for name, node in nodes.items()
-            ]
+            ],
+            extra={"absent": why} if why else {},
         )
 
     @override
@@ -118,7 +128,8 @@ class OffboxMount(Mount):
         name = self.flat_leaf(req, "an offbox node")
         node = self._by_name(req).get(name)
         if node is None:
-            raise NotFound(req.text, f"no offbox node named {name!r}")
+            why = self.absent()
+            raise NotFound(req.text, f"no offbox node named {name!r}" + (f": {why}" if why else ""))
         me = self.uri(node.name)
         links = [
             *self.up_links(uri),

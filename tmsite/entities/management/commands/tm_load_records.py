@@ -42,6 +42,11 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read the records: {exc}") from exc
         removed = ", ".join(f"{n} {k}" for k, n in report.removed.items() if n) or "nothing"
+        if report.absent:
+            self.stdout.write(
+                f"{checkout} has no {' or '.join(report.absent)}: "
+                "those records are optional, and no entity of theirs is served"
+            )
         self.stdout.write(
             f"loaded {report.patterns} patterns, {report.games} games, "
             f"{report.routines} routines, {report.instances} instances, "
