@@ -278,10 +278,10 @@ def test_a_history_walk_is_charged_the_commits_it_visited(
     # one commit changed notes.md: the walk visits all 300 to find it; 1 + 300 / 20
     assert worth(reply, commits=COMMITS) == 16
     assert reply.headers["RateLimit"] == f'"tm";r={BURST - 16};t=8'
-    # the same log again is answered from what the first walk kept: its price, 2
+    # the same log again is answered from what the first walk kept: its price, 1
     again = mcp(base, "resources/read", 2, uri=log)
-    assert again.headers["RateLimit"] == f'"tm";r={BURST - 18};t=9'
-    assert [(line["kind"], line["cost"]) for line in lines] == [("history", 16), ("history", 2)]
+    assert again.headers["RateLimit"] == f'"tm";r={BURST - 17};t=9'
+    assert [(line["kind"], line["cost"]) for line in lines] == [("history", 16), ("history", 1)]
 
 
 # --- the meter and the debt, without a server -----------------------------------------------
