@@ -23,6 +23,7 @@ Spec: GIT.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -67,8 +68,12 @@ BASE_CACHE_BYTES = 16 * 1024 * 1024
 
 #: Blobs up to this size are kept in the object cache.
 CACHED_BLOB_BYTES = 512 * 1024
-#: Commits whose walk facts a handle keeps before it starts over.
-WALKED_LIMIT = 100_000
+#: Commits whose walk facts a handle keeps before it starts over (about 500 bytes each).
+WALKED_LIMIT = 50_000
+#: Objects read between two releases of the mapped pack and index pages (:meth:`GitRepo.trim`).
+TRIM_EVERY_READS = 2_048
+#: What dulwich's own reader may keep of resolved delta bases, per pack (its default: 96 MiB).
+DULWICH_BASE_CACHE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,6 +443,10 @@ class GitRepo:
         self._indexes: list[PackIndexReader | None] | None = None
         self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
         self._base_bytes = 0
+        self._reads = 0
+        for pack in self._packs:
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                pack.data._init_offset_cache(DULWICH_BASE_CACHE_BYTES)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -555,8 +564,29 @@ class GitRepo:
         self._bases[(id(pack), offset)] = (type_num, data)
         self._base_bytes += len(data)
 
+    def trim(self) -> None:
+        """Release the pages of the mapped packs and indexes this process holds (lock held).
+
+        The files are mapped whole: every page a read touches stays resident in this process
+        (its ``RssFile``) until released, up to the size of the packs (hundreds of MiB for a
+        large repository). Released pages stay in the kernel's page cache; the next read of
+        one maps it again without reading the disk.
+        """
+        self._reads = 0
+        for pack in self._packs:
+            for mapped in (
+                getattr(pack.data, "_contents", None),
+                getattr(pack.index, "_contents", None),
+            ):
+                if isinstance(mapped, mmap.mmap) and not mapped.closed:
+                    with contextlib.suppress(OSError, ValueError):
+                        mapped.madvise(mmap.MADV_DONTNEED)
+
     def _read_binary(self, binary: bytes, depth: int = 0) -> tuple[int, bytes]:
         """Type number and content of the object with the binary id (lock held)."""
+        self._reads += 1
+        if self._reads >= TRIM_EVERY_READS:
+            self.trim()
         found = self._locate(binary)
         if found is not None:
             pack, offset = found
@@ -720,7 +750,9 @@ class GitRepo:
             return info  # type: ignore[no-any-return]
         data = self._raw_as(sha, COMMIT)
         parsed = parse_commit(data)
-        return OBJECTS.put(key, parsed, 200 + len(parsed.subject) + 48 * len(parsed.parents))
+        # what Python holds: the record, its id strings, its parents' tuple, name and subject
+        size = 420 + 2 * (len(parsed.subject) + len(parsed.author_name)) + 100 * len(parsed.parents)
+        return OBJECTS.put(key, parsed, size)
 
     def walk_info(self, sha: str) -> tuple[str, tuple[str, ...], int]:
         """A commit's root tree, parents and committer time — what history walks need.
@@ -803,7 +835,8 @@ class GitRepo:
             if is_hostile_name(name) or name in parsed:
                 continue  # a repeated name (only a crafted tree has one): the first counts
             parsed[name] = (mode, entry_sha.decode("ascii"))
-        return OBJECTS.put(key, parsed, 3 * len(raw) + 100)
+        # each entry: its name, a (mode, id) tuple, the id's string and the dict's slot
+        return OBJECTS.put(key, parsed, len(raw) + 300 * len(parsed) + 100)
 
     def blob(self, sha: str) -> bytes:
         """The content of blob ``sha`` (small blobs cached).
