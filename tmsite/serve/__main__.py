@@ -32,7 +32,6 @@ from collections.abc import Sequence
 
 from tmsite.serve.lifeline import LAUNCHER_ENV
 
-
 #: glibc malloc arenas a worker may use (the module's text says why).
 MALLOC_ARENAS = "2"
 
