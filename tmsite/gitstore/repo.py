@@ -70,8 +70,11 @@ BASE_CACHE_BYTES = 16 * 1024 * 1024
 CACHED_BLOB_BYTES = 512 * 1024
 #: Commits whose walk facts a handle keeps before it starts over (about 500 bytes each).
 WALKED_LIMIT = 50_000
-#: Objects read between two releases of the mapped pack and index pages (:meth:`GitRepo.trim`).
-TRIM_EVERY_READS = 2_048
+#: Objects read between two looks at this process's resident file pages (:meth:`GitRepo.trim`).
+CHECK_EVERY_READS = 256
+#: Resident file pages (the mapped packs and indexes, the program's own files) past which a
+#: handle releases its mapped pages.
+RESIDENT_FILE_BYTES = 64 * 1024 * 1024
 #: What dulwich's own reader may keep of resolved delta bases, per pack (its default: 96 MiB).
 DULWICH_BASE_CACHE_BYTES = 4 * 1024 * 1024
 
@@ -444,6 +447,7 @@ class GitRepo:
         self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
         self._base_bytes = 0
         self._reads = 0
+        self._refs: tuple[tuple[object, ...], dict[str, str]] | None = None
         for pack in self._packs:
             with contextlib.suppress(AttributeError, OSError, ValueError):
                 pack.data._init_offset_cache(DULWICH_BASE_CACHE_BYTES)
@@ -572,7 +576,6 @@ class GitRepo:
         large repository). Released pages stay in the kernel's page cache; the next read of
         one maps it again without reading the disk.
         """
-        self._reads = 0
         for pack in self._packs:
             for mapped in (
                 getattr(pack.data, "_contents", None),
@@ -582,11 +585,22 @@ class GitRepo:
                     with contextlib.suppress(OSError, ValueError):
                         mapped.madvise(mmap.MADV_DONTNEED)
 
+    def _touched(self, objects: int = 1) -> None:
+        """``objects`` were read from the mapped files (lock held): trim when too many pages are.
+
+        Every :data:`CHECK_EVERY_READS` objects, the process's resident file pages are read
+        from ``/proc/self/statm``; past :data:`RESIDENT_FILE_BYTES` this handle's are released.
+        """
+        self._reads += objects
+        if self._reads < CHECK_EVERY_READS:
+            return
+        self._reads = 0
+        if resident_file_bytes() > RESIDENT_FILE_BYTES:
+            self.trim()
+
     def _read_binary(self, binary: bytes, depth: int = 0) -> tuple[int, bytes]:
         """Type number and content of the object with the binary id (lock held)."""
-        self._reads += 1
-        if self._reads >= TRIM_EVERY_READS:
-            self.trim()
+        self._touched()
         found = self._locate(binary)
         if found is not None:
             pack, offset = found
@@ -626,6 +640,7 @@ class GitRepo:
             raise GitError(f"not an object id: {sha!r}") from exc
         try:
             with self._lock:
+                self._touched()
                 return read(binary)
         except KeyError as exc:
             raise GitError(f"object {sha} is missing from the repository") from exc
@@ -697,11 +712,48 @@ class GitRepo:
                     break
         return found
 
+    def refs_stamp(self) -> tuple[object, ...] | None:
+        """What the ref store looks like on disk: equal stamps, equal refs (None: unknown).
+
+        The ``HEAD`` files, ``packed-refs`` and every loose ref file under ``refs/``, each by
+        inode, size and modification time: git and dulwich write a ref by renaming a new file
+        over it, so a moved ref has a new inode even within one tick of the clock.
+        """
+        common = self._repo.commondir()
+        paths = [os.path.join(self._repo.controldir(), "HEAD"), os.path.join(common, "HEAD")]
+        paths.append(os.path.join(common, "packed-refs"))
+        stamp: list[object] = []
+        try:
+            for root, _dirs, files in os.walk(os.path.join(common, "refs")):
+                paths.extend(os.path.join(root, name) for name in files)
+            for path in paths:
+                try:
+                    found = os.stat(path)
+                except FileNotFoundError:
+                    stamp.append((path, None))
+                    continue
+                stamp.append((path, found.st_ino, found.st_size, found.st_mtime_ns))
+        except OSError:
+            return None
+        return tuple(stamp)
+
     def refs(self) -> dict[str, str]:
         """Every ref's full name → the id it points at (symbolic refs followed).
 
         Ref names are only ever read from the ref store here, never built from client text.
+        The answer is kept while the ref store's files are as they were (:meth:`refs_stamp`):
+        a repository with thousands of refs (a host's pull-request refs) is read once, not
+        on every resolve.
         """
+        stamp = self.refs_stamp()
+        kept = self._refs
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return dict(kept[1])
+        out = self._read_refs()
+        self._refs = (stamp, out) if stamp is not None else None
+        return dict(out)
+
+    def _read_refs(self) -> dict[str, str]:
         out: dict[str, str] = {}
         with self._lock:
             container = self._repo.refs
@@ -866,6 +918,7 @@ class GitRepo:
         out = [-1] * len(shas)
         try:
             with self._lock:
+                self._touched(len(shas))
                 direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
@@ -916,6 +969,18 @@ def _packed_size(direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary
         type_num, size, _ = entry_header(buf, offset)
         return -1 if type_num > TAG else size
     return -1
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_file_bytes() -> int:
+    """This process's resident file-backed (and shared) pages, in bytes; 0 when unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[2]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:
