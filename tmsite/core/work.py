@@ -78,7 +78,7 @@ class Allowance:
     def add(self, unit: Unit, amount: int) -> None:
         """Count ``amount`` of ``unit`` inside a heavy block; past the allowance, stop."""
         self.spent += amount * self.prices.get(unit, 0.0)
-        if self.spent > self.tokens:
+        if self.spent > self.tokens + 1e-9:  # float sums: exactly the allowance is allowed
             raise OverBudget(self.spent, self.tokens)
 
 
