@@ -96,7 +96,7 @@ class ByteLRU:
 
 #: Parsed objects: trees, commit headers, small blobs, object sizes. Sizes are estimates of what
 #: Python holds for them (a parsed tree entry is about 300 bytes, not the 30 of its raw form).
-OBJECTS = ByteLRU(max_bytes=48 * 1024 * 1024, max_item_bytes=2 * 1024 * 1024)
+OBJECTS = ByteLRU(max_bytes=40 * 1024 * 1024, max_item_bytes=2 * 1024 * 1024)
 #: Finished answers at a commit: listings, logs, blames, lookups. Heavy ones are also kept in
 #: the box's shared store (:mod:`tmsite.gitstore.kept`), so a small share here is enough.
 READS = ByteLRU(max_bytes=32 * 1024 * 1024, max_item_bytes=8 * 1024 * 1024)

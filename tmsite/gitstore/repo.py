@@ -71,10 +71,10 @@ CACHED_BLOB_BYTES = 512 * 1024
 #: Commits whose walk facts a handle keeps before it starts over (about 500 bytes each).
 WALKED_LIMIT = 50_000
 #: Objects read between two looks at this process's resident file pages (:meth:`GitRepo.trim`).
-CHECK_EVERY_READS = 256
+CHECK_EVERY_READS = 128
 #: Resident file pages (the mapped packs and indexes, the program's own files) past which a
 #: handle releases its mapped pages.
-RESIDENT_FILE_BYTES = 64 * 1024 * 1024
+RESIDENT_FILE_BYTES = 48 * 1024 * 1024
 #: What dulwich's own reader may keep of resolved delta bases, per pack (its default: 96 MiB).
 DULWICH_BASE_CACHE_BYTES = 4 * 1024 * 1024
 
