@@ -182,6 +182,32 @@ def test_a_computation_past_the_allowance_is_remembered_and_refused_at_once() ->
         assert kept.once(KEY, lambda: pytest.fail("computed again"), len) == ["walked"]
 
 
+def burn() -> list[str]:
+    """A walk whose every step (one commit) takes 2 ms of CPU: a blame's diffs."""
+    while True:
+        end = time.thread_time() + 0.002
+        while time.thread_time() < end:
+            pass
+        work.spend("commits")
+
+
+def test_heavy_work_costs_its_cpu_when_that_is_more_than_its_units() -> None:
+    prices: dict[work.Unit, float] = {"commits": 1 / 20, "cpu": 1 / 2}
+    with (
+        work.metered() as meter,
+        work.allowing(5, prices),
+        pytest.raises(work.OverBudget) as over,
+    ):
+        kept.once(KEY, burn, len)
+    # stopped at the first commit past 10 ms of CPU (5 tokens), not after 100 commits
+    assert 5 < over.value.tokens < 8
+    units = meter.units()
+    assert units["commits"] <= 8
+    # what was charged: its commits, and the CPU beyond them
+    charged = units["commits"] * prices["commits"] + units["cpu"] * prices["cpu"]
+    assert charged == pytest.approx(over.value.tokens, abs=0.5)
+
+
 def test_work_outside_a_heavy_block_has_no_allowance() -> None:
     with work.allowing(1, {"commits": 1.0}):
         walk(50)  # a plain read's units are charged after, never stopped

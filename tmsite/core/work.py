@@ -14,6 +14,8 @@ commits    commits visited by a git history walk (``?as=log``, ``?as=blame``)
 fetched    pages fetched through the front door (the http mount)
 peer       requests sent to another MCP server (the mcp mount)
 bytes      bytes of the answer sent back
+cpu        milliseconds of CPU a heavy computation took beyond what its units are charged
+           (a blame's diffs): measured on its thread, for a rate-limited caller only
 =========  ==========================================================================
 
 ``tmsite.oplog.costs`` turns them into tokens (one table); ``tmsite.oplog.hooks`` opens the
@@ -37,13 +39,15 @@ Spec: OP1, ANY2.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Literal, get_args
 
-Unit = Literal["ranked", "scanned", "listed", "commits", "fetched", "peer", "bytes"]
+Unit = Literal["ranked", "scanned", "listed", "commits", "fetched", "peer", "bytes", "cpu"]
 #: Every unit, in the order the table above gives them.
 UNITS: tuple[Unit, ...] = get_args(Unit)
 
@@ -67,19 +71,36 @@ class OverBudget(BaseException):
 
 
 class Allowance:
-    """What the request in flight may spend on heavy work, its units priced by ``prices``."""
+    """What the request in flight may spend on heavy work, its units priced by ``prices``.
+
+    Heavy work costs the more of its units and its thread's CPU time (``cpu``, milliseconds):
+    a step that counts one unit may do much more (a blame diffs the file at each commit).
+    """
 
     def __init__(self, tokens: float, prices: dict[Unit, float]) -> None:
         self.tokens = tokens
         self.prices = prices
-        self.spent = 0.0
+        self.spent = 0.0  # the units' tokens
+        self.cpu_ms = 0.0  # CPU of the heavy blocks that ended
+        self.started: float | None = None  # the thread's CPU clock when the outermost began
+        self.cpu_charged = 0.0  # tokens of CPU put on the meter
         self.depth = 0  # heavy blocks open
+
+    def cpu_now(self) -> float:
+        """Milliseconds of CPU the heavy blocks took so far, the open one included."""
+        running = 0.0 if self.started is None else time.thread_time() - self.started
+        return self.cpu_ms + running * 1000
+
+    def cost(self) -> float:
+        """Tokens the heavy work cost so far: the more of its units and its CPU."""
+        return max(self.spent, self.cpu_now() * self.prices.get("cpu", 0.0))
 
     def add(self, unit: Unit, amount: int) -> None:
         """Count ``amount`` of ``unit`` inside a heavy block; past the allowance, stop."""
         self.spent += amount * self.prices.get(unit, 0.0)
-        if self.spent > self.tokens + 1e-9:  # float sums: exactly the allowance is allowed
-            raise OverBudget(self.spent, self.tokens)
+        cost = self.cost()
+        if cost > self.tokens + 1e-9:  # float sums: exactly the allowance is allowed
+            raise OverBudget(cost, self.tokens)
 
 
 class Meter:
@@ -181,8 +202,27 @@ def heavy() -> Iterator[None]:
     if allowed is None:
         yield
         return
+    outermost = allowed.depth == 0
+    if outermost:
+        allowed.started = time.thread_time()
     allowed.depth += 1
     try:
         yield
     finally:
         allowed.depth -= 1
+        if outermost:
+            _charge_cpu(allowed)
+
+
+def _charge_cpu(allowed: Allowance) -> None:
+    """The outermost heavy block ended: charge the CPU it took beyond what its units were."""
+    allowed.cpu_ms = allowed.cpu_now()
+    allowed.started = None
+    meter = _meter.get()
+    price = allowed.prices.get("cpu", 0.0)
+    due = allowed.cost() - allowed.spent - allowed.cpu_charged
+    if meter is None or price <= 0 or due <= 0:
+        return
+    milliseconds = math.ceil(due / price)
+    meter.add("cpu", milliseconds)
+    allowed.cpu_charged += milliseconds * price

@@ -44,6 +44,10 @@ commits    1 / 20       0.1 ms a commit: a history walk over 2,000 commits costs
 fetched    3            a page fetched through the front door: a page read costs its 4
 peer       1            a request to another MCP server: a description read costs its 2
 bytes      1 / 262,144  each 256 KiB of answer
+cpu        1 / 2        a millisecond of CPU a heavy computation took beyond its units (a
+                        blame's diffs: a token is about 2 ms of one core), for a caller with
+                        a limit; a blame of git/git's diff.c spent 2,400 commits' worth, 121
+                        tokens by its commits, in about 10 s of CPU before this was counted
 =========  ===========  =====================================================================
 
 So a small file, ``ping`` or ``tools/list`` costs the 1 it is priced at, a page the 4, a
@@ -101,6 +105,7 @@ UNIT_COSTS: dict[Unit, float] = {
     "fetched": 3,
     "peer": 1,
     "bytes": 1 / 262_144,
+    "cpu": 1 / 2,
 }
 #: Tokens a request costs itself, whatever it reads: what the price of the cheapest covers.
 REQUEST_TOKENS = 1.0
