@@ -112,6 +112,7 @@ def priced(base: str, path: str, log: Path) -> None:
     print(f"            another limited caller: {again * 1000:.1f} ms, {outcome(answer)}")
     post(base, uri(path))  # the box's own loopback computes it
     kept, answer = post(base, uri(path), caller="203.0.113.11")
+    time.sleep(1.0)  # the log lines are written by their own thread
     costs = [(r["outcome"], r["cost"]) for r in rows_for(log, uri(path))]
     print(f"            once kept: {kept * 1000:.1f} ms, {outcome(answer)}; costs {costs}")
 
