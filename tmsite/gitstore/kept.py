@@ -257,16 +257,19 @@ _flights_lock = threading.Lock()
 
 
 def _usable(value: Any) -> Any:
-    """``value`` if it is an answer; None if there is none (or a caller with no limit asks).
+    """``value`` if it is an answer, else None (then the answer is computed).
+
+    None too for :class:`Costly` when the request in flight may spend more than it cost (no
+    limit, or a larger budget than the one it went past).
 
     Raises:
-        OverBudget: it is :class:`Costly` and the request in flight has an allowance.
+        OverBudget: it is :class:`Costly` and the request in flight may not spend that much.
     """
     if isinstance(value, Costly):
         allowed = work.allowance()
-        if allowed is not None:
+        if allowed is not None and value.tokens > allowed:
             raise work.OverBudget(value.tokens, allowed)
-        return None
+        return None  # no limit, or a larger budget than the one it went past: computed
     return value
 
 
