@@ -118,7 +118,7 @@ def test_a_box_serving_from_var_is_named_not_blamed(tmp_path: Path) -> None:
     guarded = tmp_path / "var"
     guarded.mkdir()
     with box_writing(guarded) as box:
-        done = run(guarded, "-n", "2", "--dist", "load", "-k", "nothing")
+        done = run(guarded, "-n", "2", "--dist", "load", "-k", "until_the_box_writes")
         assert done.returncode == pytest.ExitCode.OK, done.stdout + done.stderr
         said = f"{guarded} changed during the run: log (changed); written by the box serving"
         assert said in done.stdout

@@ -31,6 +31,18 @@ def database_url() -> list[Any]:
     ]
 
 
+@check
+def metrics_allowed() -> list[Any]:
+    """``tm.E040``: every entry of ``TM_METRICS_ALLOWED`` is an IP address or network."""
+    from tmsite.oplog.exposition import allowed_problem
+
+    problem = allowed_problem(list(settings.TM_METRICS_ALLOWED))
+    if not problem:
+        return []
+    hint = "List addresses or CIDR networks, comma-separated: 10.0.0.5,192.0.2.0/24."
+    return [Error(f"TM_METRICS_ALLOWED: {problem}", hint=hint, id="tm.E040")]
+
+
 @register()
 def tmsite_checks(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """Run every check a part of tmsite registered in ``tmsite.check_registry``.

@@ -373,6 +373,8 @@ TM_RATE_FILE = Path(os.environ.get("TM_RATE_FILE", VAR_DIR / "ratelimit.buckets"
 TM_RATE_TRUSTED_PROXIES = _env_list("TM_RATE_TRUSTED_PROXIES", "127.0.0.1,::1")
 #: Callers never limited: the box's own loopback calls that no proxy forwarded.
 TM_RATE_EXEMPT = _env_list("TM_RATE_EXEMPT", "127.0.0.1,::1")
+#: Addresses or networks (CIDR) besides loopback that may read /metrics; others get 404.
+TM_METRICS_ALLOWED = _env_list("TM_METRICS_ALLOWED", "")
 
 #: The request log: one row per request, kept this many days.
 TM_LOG_REQUESTS = os.environ.get("TM_LOG_REQUESTS", "1") != "0"

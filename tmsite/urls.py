@@ -7,6 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponseBase
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from tmsite.api import api
+from tmsite.oplog import exposition
 
 
 def package_file(request: HttpRequest, path: str) -> HttpResponseBase:
@@ -26,6 +27,7 @@ def patterns() -> list[URLPattern | URLResolver]:
     """The box's routes; the admin at ``TM_ADMIN_PATH`` (``admin/`` unless set)."""
     return [
         path("api/", api.urls),
+        path("metrics", exposition.metrics_view),  # loopback and TM_METRICS_ALLOWED only
         path(str(settings.TM_ADMIN_PATH), admin.site.urls),
         path("", include("tmsite.site.urls")),
         # The admin's and the API docs' files, from the installed packages, whatever DEBUG

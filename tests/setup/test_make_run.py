@@ -184,7 +184,7 @@ def test_a_first_make_run_warns_of_nothing_prints_one_banner_and_stops_quietly(
             probe.bind(("127.0.0.1", number))  # nothing is left listening
 
 
-PROBE_ARGS = ("-p", "no:randomly", "-p", "no:xdist", "-k", "nothing")
+PROBE_ARGS = ("-p", "no:randomly", "-p", "no:xdist", "-k", "until_the_box_writes")
 
 
 def guard_run_beside(

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import parse_header_parameters
 
+from tmsite.core import tracing
 from tmsite.core.settled import settled
 from tmsite.mcp import endpoint, observed, prepared
 from tmsite.mcp.envelope import (
@@ -84,6 +85,7 @@ def answer(environ: dict[str, Any], body: bytes) -> Parts | None:
             who=caller.limited_in(environ),
             address=caller.address_in(environ),
             status=200,
+            trace=tracing.http_carrier(environ),
         )
     fields: list[tuple[str, str]] = []
     if origin is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
@@ -149,4 +150,12 @@ def call(message: Message, ctx: CallContext) -> hooks.Call[Answer]:
         fail=lambda: internal_error(message.id),
         outcome=answer_outcome,
         size=lambda answer: len(answer.encoded()),
+        trace=lambda: trace_meta(message),
     )
+
+
+def trace_meta(message: Message) -> dict[str, Any] | None:
+    """The request's ``params._meta``, where SEP-414 carries its trace context."""
+    params = message.params if isinstance(message.params, dict) else {}
+    meta = params.get("_meta")
+    return meta if isinstance(meta, dict) else None

@@ -23,6 +23,7 @@ from tmsite import icon, operations
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp.lifecycle import public_url
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
+from tmsite.oplog import metrics
 from tmsite.pieces import Licensing
 from tmsite.schemas import (
     LicensingInput,
@@ -200,6 +201,7 @@ def check_tables(tools: tuple[Tool, ...], runners: Mapping[str, object]) -> None
 
 check_tables(TOOLS, RUNNERS)
 _BY_NAME = {tool.name: tool for tool in TOOLS}
+metrics.name_tools(_BY_NAME)  # a tools/call's label: one of these, else "other"
 
 
 @cache

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
-from tmsite.core import work
+from tmsite.core import tracing, work
 from tmsite.core.addresses import DialPolicy
 from tmsite.mcpclient import jsonrpc
 from tmsite.mcpclient.errors import (
@@ -534,12 +534,12 @@ class Client:
             PeerError, Unreachable, Timeout (``call``), ProtocolError, TooLarge, Gated.
         """
         hs = self.handshake()
-        with self._lock:
+        with self._lock, tracing.span(method, {"mcp.method.name": method}, client=True):
             if self._closed:
                 raise Unreachable("closed", "the client was closed")
             work.spend("peer")
             version = hs.protocol_version
-            body = self._params(params, version)
+            body = _carrying(self._params(params, version))
             result = self._transport.request(
                 method,
                 body,
@@ -912,3 +912,15 @@ def _next_cursor(method: str, result: JSONObject, seen: set[str], pages: int) ->
         )
     seen.add(nxt)
     return nxt
+
+
+def _carrying(params: JSONObject | None) -> JSONObject | None:
+    """``params`` with the current trace context in its ``_meta`` (SEP-414), when tracing."""
+    if not tracing.enabled():
+        return params
+    out = dict(params or {})
+    meta = out.get("_meta")
+    carried = tracing.carried(meta if isinstance(meta, dict) else None)
+    if carried:
+        out["_meta"] = carried
+    return out if out or params is not None else None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tmsite.core import cursor as cursors
+from tmsite.core import tracing
 from tmsite.core.errors import BadArgument, NotFound, Refusal
 from tmsite.core.facets import Facets, UnknownFacet, parse_facets
 from tmsite.core.links import Link, cap, filtered, order
@@ -113,11 +114,12 @@ class Namespace:
             return self._finish(self._root(req), req)
         mount = self.mount_for(uri)
         try:
-            if facets.facet == "links":
-                content = self._links(mount, req)
-            else:
-                content = mount.resolve(req)
-                content.links.extend(self.links_into(req.uri))
+            with tracing.span(f"read {uri.mount}", {}):
+                if facets.facet == "links":
+                    content = self._links(mount, req)
+                else:
+                    content = mount.resolve(req)
+                    content.links.extend(self.links_into(req.uri))
         except NotFound as refusal:
             mount.fill_nearest(refusal, uri)
             raise

@@ -151,16 +151,26 @@ def address_in(meta: Mapping[str, Any]) -> str:
     known = meta.get(ADDRESS_KEY)
     if isinstance(known, str):
         return known
+    return group(client_in(meta))
+
+
+def client_in(meta: Mapping[str, Any]) -> str:
+    """The caller's own address from a request's ``META``, not its :func:`group`.
+
+    The socket's peer, or the last forwarded hop that is not a trusted proxy; a trusted proxy's
+    forwarded caller that is not an address is :data:`UNREADABLE`. For a decision about one
+    address (``/metrics``' allowed addresses), never for keeping.
+    """
     trusted = _trusted()
     peer = _normal(str(meta.get("REMOTE_ADDR") or ""))
     if peer not in trusted:
-        return group(peer)
+        return peer
     forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
     hops = [_normal(hop) for hop in forwarded.split(",") if hop.strip()]
     for hop in reversed(hops):
         if hop not in trusted:
-            return group(hop) if is_address(hop) else UNREADABLE
-    return group(peer if not hops else hops[0])
+            return hop if is_address(hop) else UNREADABLE
+    return peer if not hops else hops[0]
 
 
 def unreadable(caller: str | None) -> BadArgument | None:

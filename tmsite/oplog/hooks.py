@@ -34,13 +34,17 @@ than its price (``costs.charged``), the difference is charged after the answer
 (``buckets.charge``, into debt if need be), so the headers and the log line's ``cost`` give
 the real charge and the caller's next requests are refused the sooner.
 
+With traces on (``tmsite.core.tracing``), ``observe_call`` and ``observe_routes`` run each
+request in its server span (continuing the trace of the request's ``_meta``, else of its HTTP
+headers), with its database queries as child spans and its outcome on the span.
+
 Headers follow draft-ietf-httpapi-ratelimit-headers (-08 onwards): ``RateLimit-Policy:
 "tm";q=<burst>;w=<seconds to refill from empty>`` and ``RateLimit: "tm";r=<whole tokens
 left>;t=<seconds>``, where ``t`` is the seconds until the bucket is full, or, on a refusal,
 until the refused request would pass (the ``Retry-After`` value). A plain read costs one token,
 so ``q`` and ``r`` count reads of files; ``tmsite.oplog.costs`` prices the rest.
 
-Spec: OP1, OP2, ANY2.
+Spec: OP1, OP2, OBS2, ANY2.
 """
 
 from __future__ import annotations
@@ -58,13 +62,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from django.db import connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
-from tmsite.core import process, work
+from tmsite.core import process, tracing, work
 from tmsite.core.errors import RateLimited, Refusal
 from tmsite.core.work import Unit
-from tmsite.oplog import buckets, caller, costs, failures, recorder
+from tmsite.oplog import buckets, caller, costs, failures, metrics, recorder
 from tmsite.oplog.buckets import Decision
 from tmsite.oplog.costs import Priced
 from tmsite.oplog.recorder import Row
@@ -97,6 +102,8 @@ class Exchange:
     asked: Callable[[], tuple[str, Priced]] | None = None
     #: Set by :func:`hold`: the rows go to it, not to the log, when the exchange ends.
     held: Callable[[list[tuple[Row, Priced]]], None] | None = None
+    #: The HTTP request's trace context headers (None: traces off).
+    trace: Mapping[str, Any] | None = None
 
 
 _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
@@ -367,6 +374,8 @@ class Call(Generic[A]):
         fail: The surface's answer to an internal failure (the bucket or the run raised).
         outcome: How an answer reads in the log: ``ok``, a reason, ``rpc<code>``.
         size: The bytes of an answer.
+        trace: The request's own trace context (MCP's ``params._meta``), asked for only when
+            traces are on.
     """
 
     surface: str
@@ -379,6 +388,7 @@ class Call(Generic[A]):
     fail: Callable[[], A]
     outcome: Callable[[A], str]
     size: Callable[[A], int]
+    trace: Callable[[], Mapping[str, Any] | None] = lambda: None
 
 
 def observe_exchange(
@@ -395,6 +405,7 @@ def observe_exchange(
         timezone.now(),
         time.perf_counter(),
         protocol=protocol.strip()[:16],
+        trace=tracing.http_carrier(request.META),
     )
     token = _current.set(exchange)
     held = _address.set(caller.address(request))
@@ -409,16 +420,26 @@ def observe_exchange(
 
 
 def observe_bare(
-    call: Call[A], *, surface: str, protocol: str, who: str | None, address: str, status: int
+    call: Call[A],
+    *,
+    surface: str,
+    protocol: str,
+    who: str | None,
+    address: str,
+    status: int,
+    trace: Mapping[str, Any] | None = None,
 ) -> tuple[A, Decision | None]:
     """:func:`observe_exchange` of one ``call`` answered without a Django request.
 
     For ``tmsite.mcp.express``: ``who`` is the rate limit's caller (None: not limited),
     ``address`` the one :func:`caller_key` keeps in memory, ``status`` the answer's. The row is
     the one the exchange would write (the exchange's duration, ``status``); the caller's
-    decision is returned for the answer's ``RateLimit`` fields.
+    decision is returned for the answer's ``RateLimit`` fields; ``trace`` is the request's trace
+    context headers (``tracing.http_carrier``).
     """
-    exchange = Exchange(surface, who, timezone.now(), time.perf_counter(), protocol=protocol)
+    exchange = Exchange(
+        surface, who, timezone.now(), time.perf_counter(), protocol=protocol, trace=trace
+    )
     token = _current.set(exchange)
     held = _address.set(address)
     try:
@@ -518,7 +539,54 @@ def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Un
 
 
 def observe_call(call: Call[A]) -> A:
-    """Answer ``call`` behind the caller's bucket, with a log row for it."""
+    """Answer ``call`` behind the caller's bucket, with a log row for it (and a span)."""
+    if not tracing.enabled():
+        return _observe_call(call)
+    exchange = _current.get()
+    carriers = (call.trace(), exchange.trace if exchange is not None else None)
+    with (
+        tracing.server(_span_name(call), carriers, _span_attributes(call)),
+        connections["default"].execute_wrapper(_database_span),
+    ):
+        return _observe_call(call)
+
+
+def _span_name(call: Call[A]) -> str:
+    """``{mcp.method.name} {target}``: the tool's name for a tool the box offers."""
+    method = call.method if call.method in metrics.MCP_METHODS else metrics.OTHER
+    tool = metrics.tool_name(method, call.priced.target)
+    return f"{method} {tool}" if tool and tool != metrics.OTHER else method
+
+
+def _span_attributes(call: Call[A]) -> dict[str, Any]:
+    method = call.method if call.method in metrics.MCP_METHODS else metrics.OTHER
+    found: dict[str, Any] = {"mcp.method.name": method, "tm.surface": call.surface}
+    if call.protocol:
+        found["mcp.protocol.version"] = call.protocol[:16]
+    tool = metrics.tool_name(method, call.priced.target)
+    if tool:
+        found["gen_ai.tool.name"] = tool
+        found["gen_ai.operation.name"] = "execute_tool"
+    elif call.priced.target and method in ("resources/read", "resources/subscribe"):
+        found["mcp.resource.uri"] = call.priced.target  # as the log keeps it: no secret
+    return found
+
+
+def _database_span(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+) -> Any:
+    """A query as a child span: its statement without its values, the database's kind."""
+    operation = sql.lstrip().split(None, 1)[0].upper()[:16] if sql.strip() else "QUERY"
+    vendor = context["connection"].vendor
+    with tracing.span(
+        f"{operation} {vendor}",
+        {"db.system.name": vendor, "db.operation.name": operation, "db.query.text": sql[:2048]},
+        client=True,
+    ):
+        return execute(sql, params, many, context)
+
+
+def _observe_call(call: Call[A]) -> A:
     exchange = _current.get()
     priced = call.priced
     started = time.perf_counter()
@@ -557,6 +625,7 @@ def observe_call(call: Call[A]) -> A:
     finally:
         if alone_token is not None:
             _alone.reset(alone_token)
+    tracing.outcome(outcome)
     row = Row(
         at=at,
         surface=call.surface,
@@ -621,6 +690,19 @@ class Routes:
         return row, priced
 
 
+def _run_route(
+    run: Callable[[], HttpResponseBase],
+    decision: Decision | None,
+    fail: Callable[[], HttpResponseBase],
+) -> tuple[HttpResponseBase, dict[Unit, int], str | None]:
+    """Run a route: its response, units, and ``abandoned`` if its client left (else None)."""
+    try:
+        response, _sent, units = _run_metered(run, _body_size, decision)
+    except _Gone as gone:
+        return fail(), gone.units, ABANDONED
+    return response, units, None
+
+
 def observe_routes(
     routes: Routes,
 ) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
@@ -629,6 +711,20 @@ def observe_routes(
     def observe(run: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @functools.wraps(run)
         def observed(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if not tracing.enabled():
+                return answer(request, *args, **kwargs)
+            name = f"{request.method} {routes.prefix}{routes.route(request).split('/')[0]}"
+            carriers = (tracing.http_carrier(request.META),)
+            attributes = {"http.request.method": str(request.method), "tm.surface": routes.surface}
+            with (
+                tracing.server(name, carriers, attributes),
+                connections["default"].execute_wrapper(_database_span),
+            ):
+                response = answer(request, *args, **kwargs)
+                tracing.note(**{"http.response.status_code": response.status_code})
+                return response
+
+        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             at, started = timezone.now(), time.perf_counter()
             row, priced = routes.row(request, at)
             decision: Decision | None = None
@@ -649,11 +745,9 @@ def observe_routes(
                     where = f"{routes.surface} request"
                     held = _address.set(caller.address(request))
                     try:
-                        response, _sent, units = _run_metered(
-                            lambda: run(request, *args, **kwargs), _body_size, decision
+                        response, units, outcome = _run_route(
+                            lambda: run(request, *args, **kwargs), decision, routes.fail
                         )
-                    except _Gone as gone:
-                        response, units, outcome = routes.fail(), gone.units, ABANDONED
                     finally:
                         _address.reset(held)
                     priced = costs.as_answered(priced, outcome or _status_outcome(response))
@@ -667,6 +761,7 @@ def observe_routes(
             row.status = response.status_code
             row.bytes = _body_size(response)
             row.duration_us = micros(started)
+            tracing.outcome(row.outcome)
             _emit(row, priced)
             request.META[LOGGED] = True
             return response

@@ -31,7 +31,9 @@ transaction had not committed.
 Retention: after a flush, at most once an hour per process, rows older than
 ``TM_LOG_RETENTION_DAYS`` are deleted; ``manage.py tm_purge_log`` does the same on demand.
 
-Spec: OP2.
+Every row recorded is counted first (``tmsite.oplog.metrics.observe``), kept or not.
+
+Spec: OP2, OBS1.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from django.utils import timezone
 
 from tmsite.core import process
 from tmsite.core.settled import settled
-from tmsite.oplog import failures
+from tmsite.oplog import failures, metrics
 
 if TYPE_CHECKING:
     from django.db.models import Field
@@ -125,7 +127,8 @@ def _database_name() -> str:
 
 
 def record(row: Row) -> None:
-    """Queue one row; flush when the batch is full or old enough."""
+    """Count one row (``metrics``), queue it; flush when the batch is full or old enough."""
+    metrics.observe(row)
     if not _thresholds()[0]:
         return
     now = time.monotonic()
@@ -146,6 +149,7 @@ def _bound() -> None:
     if over > 0:
         del _buffer[:over]
         _state["dropped"] += over
+        metrics.dropped(over)
         failures.report("request log", BufferFull(int(_state["dropped"])))
 
 

@@ -65,11 +65,11 @@ from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
 from tmsite import wsgi
-from tmsite.core import work
+from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
-from tmsite.oplog import buckets, caller, logs, recorder
+from tmsite.oplog import buckets, caller, logs, metrics, recorder
 from tmsite.serve import guard, lifeline
 from tmsite.subscriptions import delivery, sessions, sessionstream, stream
 
@@ -473,6 +473,7 @@ class Application:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 lifeline.bind()  # a worker does not outlive its launcher
+                metrics.forget_dead()  # the open-stream counts of a worker this one replaces
                 lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
@@ -508,6 +509,8 @@ class Application:
         with contextlib.suppress(Exception):
             await loop.run_in_executor(self.pool, recorder.flush_quietly)
         logs.drain_all()  # the JSON lines too: a granian worker runs no exit hooks
+        metrics.leaving()
+        await loop.run_in_executor(self.pool, tracing.shutdown)  # the spans still held
         self.pool.shutdown(wait=False)
         self._pool = None
 

@@ -501,6 +501,8 @@ def _json_headers() -> list[tuple[bytes, bytes]]:
 class SessionStreamHeld(Held):
     """One session's GET stream."""
 
+    KIND = "session"
+
     def __init__(
         self,
         session: sessions.Session,

@@ -35,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from tmsite.oplog import hooks
+from tmsite.oplog import hooks, metrics
 from tmsite.subscriptions import changes, listen, sources
 from tmsite.subscriptions.changes import Change
 
@@ -130,6 +130,9 @@ class Held:
     loop), with a keep-alive comment when nothing was sent for a while and the idle end.
     """
 
+    #: What ``tmsite_<kind>_streams`` counts it (``tmsite.oplog.metrics``).
+    KIND = "listen"
+
     def __init__(
         self,
         receive: Receive,
@@ -155,10 +158,12 @@ class Held:
         self.loop = asyncio.get_running_loop()
         self.ended = self.loop.create_future()
         _open[id(self)] = (self.loop, self._end)
+        metrics.stream_opened(self.KIND)
 
     def closed(self) -> None:
         """The stream is over: no longer counted."""
-        _open.pop(id(self), None)
+        if _open.pop(id(self), None) is not None:
+            metrics.stream_closed(self.KIND)
 
     def _soon(self, call: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is over

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from tmsite.core import tracing
 from tmsite.core.addresses import is_loopback_host
 
 #: What a fetch failed with: the mount maps each to a refusal reason.
@@ -338,7 +339,14 @@ class Fetcher:
                 "flight; one more could leave it no thread to answer them — try again shortly",
             )
         try:
-            return self._fetch(path, cap, truncate, method)
+            with tracing.span(
+                method,
+                {"http.request.method": method, "server.address": self.site, "url.path": path},
+                client=True,
+            ):
+                fetched = self._fetch(path, cap, truncate, method)
+                tracing.note(**{"http.response.status_code": fetched.status})
+                return fetched
         finally:
             if self.budget is not None:
                 self.budget.release()
