@@ -414,6 +414,9 @@ def _env_pairs(name: str) -> dict[str, str]:
 TM_GIT_REPOS = {name: Path(path) for name, path in _env_pairs("TM_GIT_REPOS").items()}
 #: A pinned default ref per repository (the commit the site serves): ``name=ref,…``.
 TM_GIT_DEFAULT_REFS = _env_pairs("TM_GIT_DEFAULT_REFS")
+#: Bytes the heavy git answers (blames, history walks, deep trees) may take in
+#: ``var/git-kept/`` when there is no Redis (``tmsite.gitstore.kept``).
+TM_GIT_KEPT_BYTES = int(os.environ.get("TM_GIT_KEPT_BYTES", str(512 * 1024 * 1024)))
 #: The import manifest: which neighbouring file each imported doc came from.
 TM_IMPORTS_FILE = Path(os.environ.get("TM_IMPORTS_FILE", TM_CHECKOUT / "data" / "imports.json"))
 

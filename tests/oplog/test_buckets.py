@@ -189,8 +189,8 @@ def test_take_caps_the_cost_at_the_burst(settings: Any, clock: FakeClock) -> Non
     [
         ("tm://tinymachines/fs/docs/index.md", "fs", 1),
         ("tm://tinymachines/fs/docs/", "fs", 1),
-        ("tm://tinymachines/git/tmsite/README.md?as=log", "history", 2),
-        ("tm://tinymachines/git/tmsite/README.md?as=blame", "history", 2),
+        ("tm://tinymachines/git/tmsite/README.md?as=log", "history", 1),
+        ("tm://tinymachines/git/tmsite/README.md?as=blame", "history", 1),
         ("tm://tinymachines/fs/docs/index.md?as=blocks", "blocks", 2),
         ("tm://tinymachines/http/tinymachines/docs/mcp", "http", 4),
         ("tm://tinymachines/http/tinymachines/docs/mcp?as=stat", "http", 4),

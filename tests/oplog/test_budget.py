@@ -262,6 +262,8 @@ def history(settings: Any, tmp_path: Path) -> Iterator[None]:
     builder.set_ref("refs/heads/main", head)
     builder.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
     settings.TM_GIT_REPOS = {"walk": tmp_path / "walk"}
+    # the walk's CPU is priced too when it is more than its commits; here the commits alone
+    settings.TM_RATE_UNIT_COSTS = {"cpu": 0}
     registry.reset()
     yield
     registry.reset()
@@ -278,10 +280,10 @@ def test_a_history_walk_is_charged_the_commits_it_visited(
     # one commit changed notes.md: the walk visits all 300 to find it; 1 + 300 / 20
     assert worth(reply, commits=COMMITS) == 16
     assert reply.headers["RateLimit"] == f'"tm";r={BURST - 16};t=8'
-    # the same log again is answered from what the first walk kept: its price, 2
+    # the same log again is answered from what the first walk kept: its price, 1
     again = mcp(base, "resources/read", 2, uri=log)
-    assert again.headers["RateLimit"] == f'"tm";r={BURST - 18};t=9'
-    assert [(line["kind"], line["cost"]) for line in lines] == [("history", 16), ("history", 2)]
+    assert again.headers["RateLimit"] == f'"tm";r={BURST - 17};t=9'
+    assert [(line["kind"], line["cost"]) for line in lines] == [("history", 16), ("history", 1)]
 
 
 # --- the meter and the debt, without a server -----------------------------------------------

@@ -34,6 +34,7 @@ REASONS: tuple[str, ...] = (
     "timeout",
     "exists",
     "queue-full",
+    "too-costly",
 )
 
 
@@ -185,6 +186,16 @@ class QueueFull(Refusal):
     reason = "queue-full"
 
 
+class TooCostly(Refusal):
+    """Computing it would cost more than a caller's whole budget: refused before spending it.
+
+    ``cost`` (tokens, at least), ``budget`` (the whole budget), ``narrower``: reads of the same
+    thing that cost less (a smaller ``n``, a history instead of a blame).
+    """
+
+    reason = "too-costly"
+
+
 REFUSALS: dict[str, type[Refusal]] = {
     cls.reason: cls
     for cls in (
@@ -206,6 +217,7 @@ REFUSALS: dict[str, type[Refusal]] = {
         Timeout,
         Exists,
         QueueFull,
+        TooCostly,
     )
 }
 assert tuple(REFUSALS) == REASONS, "every reason has exactly one class"

@@ -94,10 +94,12 @@ class ByteLRU:
         return len(self._data)
 
 
-#: Parsed objects: trees, commit headers, small blobs, object sizes.
-OBJECTS = ByteLRU(max_bytes=128 * 1024 * 1024, max_item_bytes=2 * 1024 * 1024)
-#: Finished answers at a commit: listings, logs, blames, lookups.
-READS = ByteLRU(max_bytes=64 * 1024 * 1024, max_item_bytes=8 * 1024 * 1024)
+#: Parsed objects: trees, commit headers, small blobs, object sizes. Sizes are estimates of what
+#: Python holds for them (a parsed tree entry is about 300 bytes, not the 30 of its raw form).
+OBJECTS = ByteLRU(max_bytes=40 * 1024 * 1024, max_item_bytes=2 * 1024 * 1024)
+#: Finished answers at a commit: listings, logs, blames, lookups. Heavy ones are also kept in
+#: the box's shared store (:mod:`tmsite.gitstore.kept`), so a small share here is enough.
+READS = ByteLRU(max_bytes=32 * 1024 * 1024, max_item_bytes=8 * 1024 * 1024)
 
 
 def clear_all() -> None:

@@ -23,6 +23,7 @@ Spec: GIT.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import mmap
 import os
@@ -71,8 +72,15 @@ BASE_CACHE_BYTES = 16 * 1024 * 1024
 
 #: Blobs up to this size are kept in the object cache.
 CACHED_BLOB_BYTES = 512 * 1024
-#: Commits whose walk facts a handle keeps before it starts over.
-WALKED_LIMIT = 100_000
+#: Commits whose walk facts a handle keeps before it starts over (about 500 bytes each).
+WALKED_LIMIT = 50_000
+#: Objects read between two looks at this process's resident file pages (:meth:`GitRepo.trim`).
+CHECK_EVERY_READS = 128
+#: Resident file pages (the mapped packs and indexes, the program's own files) past which a
+#: handle releases its mapped pages.
+RESIDENT_FILE_BYTES = 48 * 1024 * 1024
+#: What dulwich's own reader may keep of resolved delta bases, per pack (its default: 96 MiB).
+DULWICH_BASE_CACHE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,7 +595,11 @@ class GitRepo:
         self._indexes: list[PackIndexReader | None] | None = None
         self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
         self._base_bytes = 0
-        self._refs_seen: tuple[tuple[object, ...] | None, dict[str, str]] = (None, {})
+        self._reads = 0
+        self._refs: tuple[tuple[object, ...], dict[str, str]] | None = None
+        for pack in self._packs:
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                pack.data._init_offset_cache(DULWICH_BASE_CACHE_BYTES)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -705,8 +717,39 @@ class GitRepo:
         self._bases[(id(pack), offset)] = (type_num, data)
         self._base_bytes += len(data)
 
+    def trim(self) -> None:
+        """Release the pages of the mapped packs and indexes this process holds (lock held).
+
+        The files are mapped whole: every page a read touches stays resident in this process
+        (its ``RssFile``) until released, up to the size of the packs (hundreds of MiB for a
+        large repository). Released pages stay in the kernel's page cache; the next read of
+        one maps it again without reading the disk.
+        """
+        for pack in self._packs:
+            for mapped in (
+                getattr(pack.data, "_contents", None),
+                getattr(pack.index, "_contents", None),
+            ):
+                if isinstance(mapped, mmap.mmap) and not mapped.closed:
+                    with contextlib.suppress(OSError, ValueError):
+                        mapped.madvise(mmap.MADV_DONTNEED)
+
+    def _touched(self, objects: int = 1) -> None:
+        """``objects`` were read from the mapped files (lock held): trim when too many pages are.
+
+        Every :data:`CHECK_EVERY_READS` objects, the process's resident file pages are read
+        from ``/proc/self/statm``; past :data:`RESIDENT_FILE_BYTES` this handle's are released.
+        """
+        self._reads += objects
+        if self._reads < CHECK_EVERY_READS:
+            return
+        self._reads = 0
+        if resident_file_bytes() > RESIDENT_FILE_BYTES:
+            self.trim()
+
     def _read_binary(self, binary: bytes, depth: int = 0) -> tuple[int, bytes]:
         """Type number and content of the object with the binary id (lock held)."""
+        self._touched()
         found = self._locate(binary)
         if found is not None:
             pack, offset = found
@@ -746,6 +789,7 @@ class GitRepo:
             raise GitError(f"not an object id: {sha!r}") from exc
         try:
             with self._lock:
+                self._touched()
                 return read(binary)
         except KeyError as exc:
             raise GitError(f"object {sha} is missing from the repository") from exc
@@ -827,46 +871,46 @@ class GitRepo:
                     break
         return found
 
+    def refs_stamp(self) -> tuple[object, ...] | None:
+        """What the ref store looks like on disk: equal stamps, equal refs (None: unknown).
+
+        The ``HEAD`` files, ``packed-refs`` and every loose ref file under ``refs/``, each by
+        inode, size and modification time: git and dulwich write a ref by renaming a new file
+        over it, so a moved ref has a new inode even within one tick of the clock.
+        """
+        common = self._repo.commondir()
+        paths = [os.path.join(self._repo.controldir(), "HEAD"), os.path.join(common, "HEAD")]
+        paths.append(os.path.join(common, "packed-refs"))
+        stamp: list[object] = []
+        try:
+            for root, _dirs, files in os.walk(os.path.join(common, "refs")):
+                paths.extend(os.path.join(root, name) for name in files)
+            for path in paths:
+                try:
+                    found = os.stat(path)
+                except FileNotFoundError:
+                    stamp.append((path, None))
+                    continue
+                stamp.append((path, found.st_ino, found.st_size, found.st_mtime_ns))
+        except OSError:
+            return None
+        return tuple(stamp)
+
     def refs(self) -> dict[str, str]:
         """Every ref's full name → the id it points at (symbolic refs followed).
 
         Ref names are only ever read from the ref store here, never built from client text.
+        The answer is kept while the ref store's files are as they were (:meth:`refs_stamp`):
+        a repository with thousands of refs (a host's pull-request refs) is read once, not
+        on every resolve.
         """
-        signature = self._refs_signature()
-        with self._lock:
-            if signature is not None and signature == self._refs_seen[0]:
-                return dict(self._refs_seen[1])
+        stamp = self.refs_stamp()
+        kept = self._refs
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return dict(kept[1])
         out = self._read_refs()
-        with self._lock:
-            self._refs_seen = (signature, out)
+        self._refs = (stamp, out) if stamp is not None else None
         return dict(out)
-
-    def _refs_signature(self) -> tuple[object, ...] | None:
-        """What the ref store looks like on disk: changes whenever a ref does.
-
-        git and dulwich write a ref by renaming a lock file over it, so the ref file's inode,
-        time or size changes; ``packed-refs`` and ``HEAD`` are stat'ed the same way. None when
-        the store cannot be looked at (then the refs are read every time).
-        """
-        common = self.path
-        control = self._repo.controldir()
-        parts: list[object] = []
-        try:
-            for path in (os.path.join(common, "packed-refs"), os.path.join(control, "HEAD")):
-                try:
-                    st = os.stat(path)
-                except FileNotFoundError:
-                    parts.append(None)
-                    continue
-                parts.append((st.st_ino, st.st_mtime_ns, st.st_size))
-            for root, dirs, files in os.walk(os.path.join(common, "refs")):
-                dirs.sort()
-                for name in sorted(files):
-                    st = os.stat(os.path.join(root, name))
-                    parts.append((root, name, st.st_ino, st.st_mtime_ns, st.st_size))
-        except OSError:
-            return None
-        return tuple(parts)
 
     def _read_refs(self) -> dict[str, str]:
         """The refs from the store: loose ones (and HEAD) followed, packed ones as listed.
@@ -927,7 +971,9 @@ class GitRepo:
             return info  # type: ignore[no-any-return]
         data = self._raw_as(sha, COMMIT)
         parsed = parse_commit(data)
-        return OBJECTS.put(key, parsed, 200 + len(parsed.subject) + 48 * len(parsed.parents))
+        # what Python holds: the record, its id strings, its parents' tuple, name and subject
+        size = 420 + 2 * (len(parsed.subject) + len(parsed.author_name)) + 100 * len(parsed.parents)
+        return OBJECTS.put(key, parsed, size)
 
     def walk_info(self, sha: str) -> tuple[str, tuple[str, ...], int]:
         """A commit's root tree, parents and committer time — what history walks need.
@@ -1052,7 +1098,8 @@ class GitRepo:
             if is_hostile_name(name) or name in parsed:
                 continue  # a repeated name (only a crafted tree has one): the first counts
             parsed[name] = (mode, entry_sha.decode("ascii"))
-        return OBJECTS.put(key, parsed, 3 * len(raw) + 100)
+        # each entry: its name, a (mode, id) tuple, the id's string and the dict's slot
+        return OBJECTS.put(key, parsed, len(raw) + 300 * len(parsed) + 100)
 
     def blob(self, sha: str) -> bytes:
         """The content of blob ``sha`` (small blobs cached).
@@ -1082,6 +1129,7 @@ class GitRepo:
         out = [-1] * len(shas)
         try:
             with self._lock:
+                self._touched(len(shas))
                 direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
@@ -1142,6 +1190,18 @@ def _packed_size(
         type_num, size, _ = entry_header(buf, offset)
         return (-1, (at, offset)) if type_num > TAG else (size, None)
     return -1, None
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_file_bytes() -> int:
+    """This process's resident file-backed (and shared) pages, in bytes; 0 when unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[2]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def open_repo(path: str | os.PathLike[str]) -> GitRepo:

@@ -37,6 +37,7 @@ CODES: dict[str, dict[str, int]] = {
     "rate-limited": {"2025": RATE_LIMITED, "2026": RATE_LIMITED},
     "exists": _RESOURCE,
     "queue-full": {"2025": RATE_LIMITED, "2026": RATE_LIMITED},
+    "too-costly": _RESOURCE,
 }
 assert set(CODES) == set(REASONS), "every reason has a code in each era"
 

@@ -7,7 +7,8 @@ kind       cost  what
 =========  ====  ==========================================================================
 protocol   1     initialize, ping, discover, the lists, templates, completion
 (mount)    1     a file, a record, a listing: fs, git, entity, offbox, trail, kinds, …
-history    2     a git history walk (``?as=log``, ``?as=blame``)
+history    1     a git history (``?as=log``, ``?as=blame``): kept once computed, it costs
+                 what a file does; its walk, when it runs, is charged after (below)
 blocks     2     ``?as=blocks``: one address assembled from many
 mcp        2     another MCP server's record, its tool and resource descriptions, its map
 http       4     a page: fetched from the front door as a visitor gets it
@@ -44,13 +45,26 @@ commits    1 / 20       0.1 ms a commit: a history walk over 2,000 commits costs
 fetched    3            a page fetched through the front door: a page read costs its 4
 peer       1            a request to another MCP server: a description read costs its 2
 bytes      1 / 262,144  each 256 KiB of answer
+cpu        1 / 2        a millisecond of CPU a heavy computation took beyond its units (a
+                        blame's diffs: a token is about 2 ms of one core), for a caller with
+                        a limit; a blame of git/git's diff.c spent 2,400 commits' worth, 121
+                        tokens by its commits, in about 10 s of CPU before this was counted
 =========  ===========  =====================================================================
 
-So a small file, ``ping`` or ``tools/list`` costs the 1 it is priced at, a page the 4 and a
-history walk of 20 commits the 2; a prompt that fetches three pages costs 10, not 8.
+So a small file, ``ping`` or ``tools/list`` costs the 1 it is priced at, a page the 4, a
+history walk of 20 commits 2 and a history kept by an earlier walk (``tmsite.gitstore.kept``:
+for every worker and machine) 1; a prompt that fetches three pages costs 10, not 8.
+
+A heavy read (a blame, a history walk, a deep tree) is never charged more than a caller's whole
+budget (``TM_RATE_BURST``): its walk runs against that allowance (``tmsite.core.work.heavy``),
+and the commit that would take it past is where it stops and is refused ``too-costly``, with
+the tokens spent so far charged, ``cost`` and ``budget`` said, and narrower reads offered. What
+stopped is remembered with the answers: the next rate-limited caller who asks it is refused at
+once, without the walk, until a caller with no limit (the operator, the box's own loopback)
+computes it; from then it is kept, and costs 1 like any other.
 ``TM_RATE_UNIT_COSTS`` (a dict in settings) may reprice any unit.
 
-Spec: OP1, OP2.
+Spec: OP1, OP2, ANY3.
 """
 
 from __future__ import annotations
@@ -71,7 +85,7 @@ from tmsite.core.work import Unit
 COSTS: dict[str, int] = {
     "protocol": 1,
     "file": 1,
-    "history": 2,
+    "history": 1,
     "blocks": 2,
     "mcp": 2,
     "http": 4,
@@ -93,6 +107,7 @@ UNIT_COSTS: dict[Unit, float] = {
     "fetched": 3,
     "peer": 1,
     "bytes": 1 / 262_144,
+    "cpu": 1 / 2,
 }
 #: Tokens a request costs itself, whatever it reads: what the price of the cheapest covers.
 REQUEST_TOKENS = 1.0
@@ -140,6 +155,11 @@ def _unit_costs() -> dict[str, float]:
         unit: float(cost)
         for unit, cost in {**UNIT_COSTS, **getattr(settings, "TM_RATE_UNIT_COSTS", {})}.items()
     }
+
+
+def unit_prices() -> dict[Unit, float]:
+    """Tokens one of each unit costs: ``TM_RATE_UNIT_COSTS`` over ``UNIT_COSTS``."""
+    return _unit_costs()  # type: ignore[return-value]
 
 
 def price(kind: str) -> int:

@@ -24,6 +24,11 @@ real method, kind and target, ``outcome`` ``internal`` and the status sent; the 
 request). ``record_failure`` writes the row of a request that failed outside every route (a
 middleware), unless one was written for it already.
 
+**Abandoned requests.** A request whose client went away stops at its next unit of work
+(``tmsite.core.work.Abandoned``); its row says ``abandoned`` (never ``ok``), with what it spent
+until then charged, and the surface's internal-failure answer stands in for an answer nobody
+reads.
+
 Both run the request under a work meter (``tmsite.core.work``): when what it did costs more
 than its price (``costs.charged``), the difference is charged after the answer
 (``buckets.charge``, into debt if need be), so the headers and the log line's ``cost`` give
@@ -39,7 +44,7 @@ left>;t=<seconds>``, where ``t`` is the seconds until the bucket is full, or, on
 until the refused request would pass (the ``Retry-After`` value). A plain read costs one token,
 so ``q`` and ``r`` count reads of files; ``tmsite.oplog.costs`` prices the rest.
 
-Spec: OP1, OP2, OBS2.
+Spec: OP1, OP2, OBS2, ANY2.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ requests_log = logging.getLogger("tmsite.requests")
 POLICY_NAME = "tm"
 #: The outcome of a request that failed inside the server.
 INTERNAL = failures.INTERNAL
+#: The outcome of a request whose client went away before it was answered.
+ABANDONED = "abandoned"
 #: Set on a request (``request.META``) once its row is written.
 LOGGED = "tm.logged"
 #: What one request of a message surface answers (an MCP ``Answer``).
@@ -209,13 +216,34 @@ def _body_size(response: HttpResponseBase) -> int:
     return len(response.content) if isinstance(response, HttpResponse) else 0
 
 
-def _run_metered(run: Callable[[], A], size: Callable[[A], int]) -> tuple[A, int, dict[Unit, int]]:
-    """``run()`` under a fresh work meter: the answer, its bytes, and the units it spent."""
-    with work.metered() as meter:
-        answer = run()
+def _run_metered(
+    run: Callable[[], A], size: Callable[[A], int], decision: Decision | None = None
+) -> tuple[A, int, dict[Unit, int]]:
+    """``run()`` under a fresh work meter: the answer, its bytes, and the units it spent.
+
+    A caller with a bucket (``decision``) may spend its whole budget on heavy work
+    (``work.heavy``), no more: past it the read refuses itself ``too-costly``.
+
+    Raises:
+        _Gone: the client went away; it carries the units spent until then.
+    """
+    allowance = decision.policy.burst if decision is not None else None
+    with work.metered() as meter, work.allowing(allowance, costs.unit_prices()):
+        try:
+            answer = run()
+        except work.Abandoned:
+            raise _Gone(meter.units()) from None
     sent = size(answer)
     meter.add("bytes", sent)
     return answer, sent, meter.units()
+
+
+class _Gone(Exception):
+    """A request abandoned by its client, with the units it spent until then."""
+
+    def __init__(self, units: dict[Unit, int]) -> None:
+        super().__init__("the client went away")
+        self.units = units
 
 
 def _settle(
@@ -501,6 +529,15 @@ def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
         exchange.held(exchange.rows)
 
 
+def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Unit, int], str]:
+    """Run ``call``: its answer, bytes, units and outcome (``abandoned`` if its client left)."""
+    try:
+        answer, sent, units = _run_metered(call.run, call.size, decision)
+    except _Gone as gone:
+        return call.fail(), 0, gone.units, ABANDONED
+    return answer, sent, units, call.outcome(answer)
+
+
 def observe_call(call: Call[A]) -> A:
     """Answer ``call`` behind the caller's bucket, with a log row for it (and a span)."""
     if not tracing.enabled():
@@ -576,8 +613,7 @@ def _observe_call(call: Call[A]) -> A:
             outcome = call.outcome(answer)
         else:
             where = f"{call.surface} request"
-            answer, sent, units = _run_metered(call.run, call.size)
-            outcome = call.outcome(answer)
+            answer, sent, units, outcome = _run_call(call, decision)
             priced = costs.as_answered(priced, outcome)
             priced, decision = _settled(call.surface, who, decision, priced, units)
         if exchange is not None and decision is not None:
@@ -654,6 +690,19 @@ class Routes:
         return row, priced
 
 
+def _run_route(
+    run: Callable[[], HttpResponseBase],
+    decision: Decision | None,
+    fail: Callable[[], HttpResponseBase],
+) -> tuple[HttpResponseBase, dict[Unit, int], str | None]:
+    """Run a route: its response, units, and ``abandoned`` if its client left (else None)."""
+    try:
+        response, _sent, units = _run_metered(run, _body_size, decision)
+    except _Gone as gone:
+        return fail(), gone.units, ABANDONED
+    return response, units, None
+
+
 def observe_routes(
     routes: Routes,
 ) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
@@ -679,6 +728,7 @@ def observe_routes(
             at, started = timezone.now(), time.perf_counter()
             row, priced = routes.row(request, at)
             decision: Decision | None = None
+            outcome: str | None = None
             where = f"{routes.surface} rate limit"
             try:
                 who = caller.limited(request)
@@ -695,19 +745,19 @@ def observe_routes(
                     where = f"{routes.surface} request"
                     held = _address.set(caller.address(request))
                     try:
-                        response, _sent, units = _run_metered(
-                            lambda: run(request, *args, **kwargs), _body_size
+                        response, units, outcome = _run_route(
+                            lambda: run(request, *args, **kwargs), decision, routes.fail
                         )
                     finally:
                         _address.reset(held)
-                    priced = costs.as_answered(priced, _status_outcome(response))
+                    priced = costs.as_answered(priced, outcome or _status_outcome(response))
                     priced, decision = _settled(routes.surface, who, decision, priced, units)
             except Exception as exc:
                 failures.report(where, exc)
                 response = routes.fail()
             if decision is not None:
                 rate_headers(response, decision)
-            row.outcome = _status_outcome(response)
+            row.outcome = outcome or _status_outcome(response)
             row.status = response.status_code
             row.bytes = _body_size(response)
             row.duration_us = micros(started)

@@ -34,6 +34,7 @@ HTTP_STATUS: dict[str, int] = {
     "timeout": 504,
     "exists": 409,
     "queue-full": 503,
+    "too-costly": 422,
 }
 assert set(HTTP_STATUS) == set(REASONS), "every reason has a REST status"
 

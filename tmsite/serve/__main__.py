@@ -17,6 +17,12 @@ running are removed), which any worker's ``/metrics`` sums (``tmsite.oplog.metri
 
 Every option also reads an environment variable (``TM_SERVE_*``), the command line winning.
 
+Memory: granian runs with ``MALLOC_ARENA_MAX=2`` unless the environment sets it. glibc gives
+each thread that allocates its own arena, up to eight per core; a worker's request threads
+reading many distinct large objects (blobs, trees) leave each arena holding freed memory the
+others cannot use, and the worker's resident size climbs with the number of threads. Two
+arenas keep it near what the caches hold (``bench/git_memory.py``).
+
 Spec: OP5.
 """
 
@@ -31,6 +37,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tmsite.serve.lifeline import LAUNCHER_ENV
+
+#: glibc malloc arenas a worker may use (the module's text says why).
+MALLOC_ARENAS = "2"
 
 
 def _env(name: str, default: str) -> str:
@@ -155,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
     os.environ["TM_WORKER_THREADS"] = str(max(1, options.threads))
     os.environ[LAUNCHER_ENV] = str(os.getpid())  # granian keeps this pid: the workers' parent
+    os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_directory(os.getpid()))
     command = granian_argv(options)
     sys.stdout.flush()

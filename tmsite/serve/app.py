@@ -31,11 +31,14 @@ Then, for ``POST /api/mcp``:
 
 Every other URL (the site, REST, the admin) is the ordinary synchronous Django application
 (``tmsite.wsgi.application``) run on a thread of the same pool, its answer sent back to the
-loop; a long answer is streamed as it is produced. A stop signal (``lifeline.on_stop``) ends
+loop; a long answer is streamed as it is produced. While a request runs on a thread the loop
+listens for its client going away (``http.disconnect``): the request is then marked gone
+(``tmsite.core.work``), its work stops at the next unit it counts, its row says ``abandoned``,
+and nothing is sent. A stop signal (``lifeline.on_stop``) ends
 the worker's event streams gracefully at once; ``lifespan.shutdown`` (the worker exits) writes
 the request log's buffered rows.
 
-Spec: T1, OP2, OP5.
+Spec: T1, OP2, OP5, ANY2.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -61,7 +65,7 @@ from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
 from tmsite import operations, wsgi
-from tmsite.core import tracing
+from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
@@ -133,9 +137,14 @@ def _endpoint_chain() -> Callable[[WSGIRequest], HttpResponseBase]:
 _chain = _endpoint_chain()
 
 
+#: The environ key of the event set when the request's client went away.
+GONE_KEY = "tm.gone"
+
+
 def _run_endpoint(environ: dict[str, Any]) -> HttpResponseBase:
     set_script_prefix(environ.get("SCRIPT_NAME") or "/")
-    with delivery.serving(sessions=True):  # this server holds streams, and sessions' ones
+    # this server holds streams, and sessions' ones
+    with delivery.serving(sessions=True), work.abandoned_when(environ.get(GONE_KEY)):
         return _chain(WSGIRequest(environ))
 
 
@@ -255,7 +264,8 @@ def _wsgi_on_thread(
         except Exception as exc:
             raise _Gone from exc
 
-    result: Iterable[bytes] = wsgi.application(environ, start_response)
+    with work.abandoned_when(environ.get(GONE_KEY)):
+        result: Iterable[bytes] = wsgi.application(environ, start_response)
     try:
         gathered = _gather(
             result, lambda: _start(started["status"], started["headers"]), blocking_send
@@ -525,8 +535,10 @@ class Application:
         loop = asyncio.get_running_loop()
         try:
             if not is_mcp:
-                gathered = await loop.run_in_executor(
-                    self.pool, _wsgi_on_thread, environ, loop, send
+                gathered = await _unless_gone(
+                    receive,
+                    environ,
+                    lambda: loop.run_in_executor(self.pool, _wsgi_on_thread, environ, loop, send),
                 )
                 if gathered is None:
                     return  # streamed
@@ -559,7 +571,11 @@ class Application:
                 with recorder.deferred(), prepared.answering(*chosen):
                     parts = _parts(_run_endpoint(environ))
             else:
-                parts = await loop.run_in_executor(self.pool, _endpoint_on_thread, environ)
+                parts = await _unless_gone(
+                    receive,
+                    environ,
+                    lambda: loop.run_in_executor(self.pool, _endpoint_on_thread, environ),
+                )
         except _Gone:
             return
         status, headers, content = parts
@@ -597,6 +613,36 @@ class Application:
             await _too_large(send)
             body = None
         return body
+
+
+async def _unless_gone(
+    receive: Receive, environ: dict[str, Any], run: Callable[[], Awaitable[Any]]
+) -> Any:
+    """``run()``'s result, while the client is heard: gone, ``environ[GONE_KEY]`` is set.
+
+    The body was read whole before, so the next message the server sends is the client's
+    ``http.disconnect``; the thread sees the event at its next unit of work.
+
+    Raises:
+        _Gone: the client went away: there is nobody to answer.
+    """
+    gone = environ.setdefault(GONE_KEY, threading.Event())
+
+    async def listen() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    listening = asyncio.ensure_future(listen())
+    try:
+        result = await run()
+        if gone.is_set():
+            raise _Gone
+        return result
+    finally:
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await listening
 
 
 async def _too_large(send: Send) -> None:

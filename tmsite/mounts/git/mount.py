@@ -31,9 +31,11 @@ Spec: GIT, FS, LK2.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import math
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +46,7 @@ from typing_extensions import override
 
 from tmsite import gitstore, mime
 from tmsite.check_registry import check
+from tmsite.core import work
 from tmsite.core.errors import (
     BadArgument,
     BadFacet,
@@ -52,6 +55,7 @@ from tmsite.core.errors import (
     GitError,
     NotFound,
     Refusal,
+    TooCostly,
     path_refusal,
 )
 from tmsite.core.facets import UnknownFacet
@@ -77,6 +81,7 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.core.uri import TmUri
+from tmsite.gitstore import kept
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.mounts.base import Mount
 from tmsite.mounts.fs import uris as fs_uris
@@ -405,8 +410,16 @@ class GitMount(Mount):
             leaf = str(uri.as_leaf().keeping(*self.sticky_params))
             raise NotFound(req.text, "that is not a directory: its URI has no trailing /", [leaf])
         depth = req.facets.depth or 1
-        with refusals(self.asked(uri, t.served, t.repo)):
-            entries = gitstore.list_tree(t.repo, t.at.commit, t.parts, depth)
+        with refusals(self.asked(uri, t.served, t.repo)), self.costly(req, t, None):
+            entries = (
+                kept.once(
+                    ("tree", t.repo.path, t.at.commit, t.path, depth),
+                    lambda: gitstore.list_tree(t.repo, t.at.commit, t.parts, depth),
+                    lambda found: 100 + 160 * len(found),
+                )
+                if depth > 1
+                else gitstore.list_tree(t.repo, t.at.commit, t.parts, depth)
+            )
         visible = _visible(entries, len(t.parts))
         extra: dict[str, Any] = {
             "repository": t.served.name,
@@ -581,11 +594,13 @@ class GitMount(Mount):
 
     def here(self, t: Target, facet: str | None, *, rel: str, title: str | None = None) -> Link:
         """A link to the same path at the same revision under another facet."""
+        return Link(rel, str(self.here_uri(t, facet)), title=title)
+
+    def here_uri(self, t: Target, facet: str | None) -> TmUri:
+        """The same path at the same revision under another facet."""
         collection = t.node.kind == "tree"
         uri = self.path_uri(t.served.name, t.parts, collection=collection, at=t.at.label)
-        if facet is not None:
-            uri = uri.with_params({"as": facet})
-        return Link(rel, str(uri), title=title)
+        return uri.with_params({"as": facet}) if facet is not None else uri
 
     def latest(self, t: Target, *, collection: bool) -> builtins.list[Link]:
         """``latest-version`` to the default revision, when reading another one.
@@ -708,6 +723,27 @@ class GitMount(Mount):
             Link("version-history", str(target.with_params({"as": "log"}))),
         ]
 
+    @contextlib.contextmanager
+    def costly(self, req: Request, t: Target, n: int | None) -> Iterator[None]:
+        """Refuse a heavy read that went (or is known to go) past the caller's whole budget.
+
+        ``too-costly`` names what it cost when it was stopped (``cost``, at least), the whole
+        ``budget``, and ``narrower`` reads of the same path (:data:`NARROWER`).
+        """
+        try:
+            yield
+        except work.OverBudget as over:
+            facet = req.facets.facet or ("tree" if t.node.kind == "tree" else "raw")
+            narrower = [str(u) for u in NARROWER.get(facet, _none)(self, t, n or DEFAULT_LOG)]
+            raise TooCostly(
+                req.text,
+                f"computing this {facet} would cost more than a caller's whole budget "
+                f"({math.ceil(over.allowance)} tokens); it is not kept yet",
+                cost=math.ceil(over.tokens),
+                budget=math.ceil(over.allowance),
+                narrower=narrower,
+            ) from None
+
     # ---- reads ---------------------------------------------------------------------------------
 
     def blob_mime(self, t: Target) -> str:
@@ -793,8 +829,12 @@ class GitMount(Mount):
         key = t.cache_key(self.host, "mount-log", n, t.node.kind)
         body = read_get(key)
         if body is None:
-            with refusals(self.asked(req.uri, t.served, t.repo)):
-                entries = gitstore.log(t.repo, t.at.commit, t.parts, n)
+            with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, n):
+                entries = kept.once(
+                    ("log", t.repo.path, t.at.commit, t.path, n),
+                    lambda: gitstore.log(t.repo, t.at.commit, t.parts, n),
+                    lambda found: 100 + 200 * len(found),
+                )
             collection = t.node.kind == "tree"
             commits = []
             for entry in entries:
@@ -863,8 +903,12 @@ class GitMount(Mount):
         key = t.cache_key(self.host, "mount-blame")
         body = read_get(key)
         if body is None:
-            with refusals(self.asked(req.uri, t.served, t.repo)):
-                lines = gitstore.blame(t.repo, t.at.commit, t.parts)
+            with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, None):
+                lines = kept.once(
+                    ("blame", t.repo.path, t.at.commit, t.path),
+                    lambda: gitstore.blame(t.repo, t.at.commit, t.parts),
+                    lambda found: 200 + sum(len(x.text) + 150 for x in found),
+                )
             body = {
                 "uri": str(req.uri.keeping("at", **{"as": "blame"})),
                 "repository": t.served.name,
@@ -1041,6 +1085,36 @@ class GitMount(Mount):
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+
+
+def _smaller_n(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+    """The same history with a quarter of the commits asked (none when one was asked)."""
+    if n <= 1:
+        return []
+    uri = mount.path_uri(t.served.name, t.parts, collection=t.node.kind == "tree", at=t.at.label)
+    return [uri.with_params({"as": "log", "n": str(max(1, n // 4))})]
+
+
+def _history_instead(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+    """The file's history, newest first: a walk without the blame's line-by-line diffs."""
+    return [mount.here_uri(t, "log")]
+
+
+def _shallower(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+    """The directory one level deep."""
+    return [mount.here_uri(t, "tree")]
+
+
+def _none(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+    return []
+
+
+#: For each heavy facet, the narrower reads a ``too-costly`` refusal offers.
+NARROWER: dict[str, Callable[[GitMount, Target, int], list[TmUri]]] = {
+    "log": _smaller_n,
+    "blame": _history_instead,
+    "tree": _shallower,
+}
 
 #: The parameters an fs file read at a revision takes.
 _CHECKOUT_AT_PARAMS = frozenset({"at", "as", "lines", "range", "pointer"})
