@@ -8,7 +8,7 @@ cached by the file's modification time, so an edited record is read again on the
 :func:`licensing` never holds text of its own about terms: every licence, term and decision in
 its answer is read from the pieces, so it cannot disagree with them.
 
-Spec: TL4, TL6.
+Spec: TL4, TL6, ANY1.
 """
 
 from __future__ import annotations

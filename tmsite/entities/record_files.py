@@ -10,7 +10,7 @@ first problem pydantic reports becomes the :class:`RecordError` (each entry's fi
 order, then the checks across fields: a key that is not its digest's prefix, duplicates,
 totals). :func:`parse_lineage` validates ``data/lineage.json`` for the offbox mount.
 
-Spec: ENT, OFFBOX.
+Spec: ENT, OFFBOX, ANY1.
 """
 
 from __future__ import annotations
