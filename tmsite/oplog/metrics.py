@@ -21,6 +21,8 @@ metric                                            type       labels
 ``tmsite_git_cache_hits``, ``…_misses``           gauge      ``cache`` (``objects``, ``reads``)
 ``tmsite_proposals_waiting``                      gauge      (read at scrape: open proposals)
 ``tmsite_peers``                                  gauge      ``state`` (read at scrape)
+``tmsite_search_index_documents``                 gauge      ``mount`` (read at scrape)
+``tmsite_search_index_lag_seconds``               gauge      (read at scrape)
 ================================================  =========  =====================================
 
 The names follow the OpenTelemetry semantic conventions for MCP (``mcp.server.operation.
