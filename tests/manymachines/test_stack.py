@@ -135,7 +135,8 @@ def test_prometheus_scrapes_both_machines_and_sums_their_workers(
 ) -> None:
     """A real Prometheus scrapes the two machines behind nginx (each on its own port, as the
     operating guide says); what it reads back through its query API is exactly the requests
-    this test sent through nginx, summed over both machines and their two workers each."""
+    this test sent (through nginx, and to each machine's port), summed over both machines and
+    their two workers each."""
     from tests.manymachines.prometheus import binary, prometheus
 
     binary()  # skipped by name before anything starts when Prometheus is not installed
@@ -153,7 +154,7 @@ def test_prometheus_scrapes_both_machines_and_sums_their_workers(
          "TM_SERVE_WORKERS": "2"}
         for _ in logs
     ]  # fmt: skip
-    reads, pings = 30, 11
+    reads, pings, direct = 30, 11, 12  # direct: pings to each machine's own port
     with ExitStack() as stack:
         machines = [
             stack.enter_context(units.machine(machine_env, log)).url
@@ -169,10 +170,14 @@ def test_prometheus_scrapes_both_machines_and_sums_their_workers(
                 reply = read(front, "tm://tinymachines/fs/docs/index.md", i)
                 assert "result" in reply.json(), reply.text
             else:
+                # nginx keeps its upstream connections, which may all be one worker's; a ping
+                # on a connection of its own to a machine may go to either of its workers
+                at = i - reads - pings
+                base = front if at < 0 else machines[at % 2]
                 ping = {"jsonrpc": "2.0", "id": i, "method": "ping"}
                 with httpx.Client(timeout=30) as client:
                     reply = client.post(
-                        f"{front}/api/mcp",
+                        f"{base}/api/mcp",
                         json=ping,
                         headers={
                             "Accept": "application/json, text/event-stream",
@@ -182,7 +187,8 @@ def test_prometheus_scrapes_both_machines_and_sums_their_workers(
                 assert reply.json()["result"] == {}, reply.text
 
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(one, range(reads + pings)))
+            list(pool.map(one, range(reads + pings + 2 * direct)))
+        pings += 2 * direct
 
         assert scraper.settle('count(up{job="tmsite"} == 1)', 2) == 2, "both machines are up"
         read_count = (
@@ -198,6 +204,10 @@ def test_prometheus_scrapes_both_machines_and_sums_their_workers(
         counted = {row["metric"]["instance"]: float(row["value"][1]) for row in by_machine}
         assert set(counted) == {url.removeprefix("http://") for url in machines}
         assert all(value > 0 for value in counted.values()), counted
+        # the search index both machines read in PostgreSQL, as each reports it at the scrape
+        indexed = 'count(tmsite_search_index_documents{mount="fs"} > 0)'
+        assert scraper.settle(indexed, 2, deadline=60) == 2
+        assert scraper.value("max(tmsite_search_index_lag_seconds)") is not None
     lines = [line for log in logs for line in json_lines(log) if line["method"]]
     assert len(lines) == reads + pings
     assert len({line["pid"] for line in lines}) >= 3, "requests spread over the workers"
