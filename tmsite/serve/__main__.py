@@ -29,7 +29,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from tmsite.oplog import metrics_dir
+from tmsite.oplog.metrics_dir import metrics_directory
 from tmsite.serve.lifeline import LAUNCHER_ENV
 
 
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
     os.environ["TM_WORKER_THREADS"] = str(max(1, options.threads))
     os.environ[LAUNCHER_ENV] = str(os.getpid())  # granian keeps this pid: the workers' parent
-    metrics_dir.count_workers_here(os.getpid())
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_directory(os.getpid()))
     command = granian_argv(options)
     sys.stdout.flush()
     sys.stderr.flush()
