@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# PostgreSQL and Redis for the tests of the many-machine setup (tests/manymachines/) and nginx
-# in front of gunicorn. Sourced by .ci/run: installs them with apt-get when run as root, starts
+# PostgreSQL and Redis for the tests of the many-machine setup (tests/manymachines/), nginx
+# in front of gunicorn, and Prometheus scraping the stack test's machines. Sourced by .ci/run: installs them with apt-get when run as root, starts
 # them on loopback, creates a role that may create databases, and exports TM_TEST_DATABASE_URL
 # and TM_TEST_REDIS_URL. Those tests skip only when the variables are absent, so CI always
 # runs them.
@@ -12,9 +12,11 @@ tm_services() {
   local version
   if [ "$(id -u)" = 0 ]; then
     if ! command -v redis-server >/dev/null || ! command -v nginx >/dev/null \
+        || ! command -v prometheus >/dev/null \
         || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
       apt-get update -q
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql redis-server nginx
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql redis-server nginx \
+        prometheus
     fi
   fi
 

@@ -10,6 +10,10 @@ Stopping (SIGTERM, or a rolling restart: see deploy/README.md): each worker stop
 once, finishes the requests it has (``graceful_timeout``), answers a request that arrives on a
 kept-alive connection meanwhile with ``Connection: close``, and closes its idle connections
 within two seconds; nginx sends what reaches a stopping machine too late to another one.
+
+Metrics: as under ``python -m tmsite.serve``, the workers count into ``var/metrics/<master
+pid>/`` (``PROMETHEUS_MULTIPROC_DIR``, made empty at each start), and any worker's ``/metrics``
+sums them all; the master marks a worker that exits dead (``child_exit``).
 """
 
 from __future__ import annotations
@@ -101,11 +105,27 @@ def on_starting(server: Any) -> None:
     )
     if done.returncode != 0:
         raise RuntimeError("the start-up checks failed:\n" + (done.stderr or done.stdout).strip())
+    # Every worker counts into files of this start's directory, and whichever answers /metrics
+    # sums them all; set before the first fork, so each worker's metrics module finds it.
+    from tmsite.oplog import metrics_dir
+
+    metrics_dir.count_workers_here(os.getpid())
 
 
 def post_fork(server: Any, worker: Any) -> None:
     """Tell the worker how many threads it has (the http mount keeps one free of self-fetches)."""
     os.environ["TM_WORKER_THREADS"] = str(worker.cfg.threads)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """In the master, once a worker has gone (however it went): its live gauges no longer count.
+
+    Its counters and histograms stay, as Prometheus expects of a counter.
+    """
+    from prometheus_client.multiprocess import mark_process_dead
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        mark_process_dead(worker.pid)
 
 
 def worker_exit(server: Any, worker: Any) -> None:

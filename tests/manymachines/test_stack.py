@@ -5,7 +5,9 @@ without any caller in it; health says which database and cache it reached.
 
 The machines are started and stopped by ``deploy/systemd/tmsite.service`` itself (its
 ``ExecStart``, ``ExecStartPost`` waiting on ``/api/v1/live``, its stop signal to the group), as
-``deploy/README.md`` installs it; the liveness check and the purge are their units' commands."""
+``deploy/README.md`` installs it; the liveness check and the purge are their units' commands.
+A real Prometheus (``tests/manymachines/prometheus.py``) scrapes both machines and reads back
+the requests sent through nginx, summed over the machines and their workers."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from tests.oplog.servers import (
     server_env,
 )
 
-pytestmark = pytest.mark.spec("OP5", "OP1", "OP2", "OBS3", "OBS5")
+pytestmark = pytest.mark.spec("OP5", "OP1", "OP2", "OBS1", "OBS3", "OBS5")
 
 
 @pytest.mark.slow
@@ -125,3 +127,87 @@ def test_nginx_two_machines_postgresql_redis(
     for row in rows:
         text = " ".join(str(value) for value in row)
         assert "127.0.0.1" not in text and "ManyMachines" not in text
+
+
+@pytest.mark.slow
+def test_prometheus_scrapes_both_machines_and_sums_their_workers(
+    database_url: str, redis_url: str, cache_prefix: str, tmp_path: Path
+) -> None:
+    """A real Prometheus scrapes the two machines behind nginx (each on its own port, as the
+    operating guide says); what it reads back through its query API is exactly the requests
+    this test sent (through nginx, and to each machine's port), summed over both machines and
+    their two workers each."""
+    from tests.manymachines.prometheus import binary, prometheus
+
+    binary()  # skipped by name before anything starts when Prometheus is not installed
+    env = server_env(
+        tmp_path / "var",
+        TM_DATABASE_URL=database_url,
+        TM_REDIS_URL=redis_url,
+        TM_CACHE_PREFIX=cache_prefix,
+        TM_RATE_BURST="1000",
+    )
+    migrate(env)
+    logs = [tmp_path / "machine-a.log", tmp_path / "machine-b.log"]
+    envs = [
+        {**env, "TM_SERVE_HOST": "127.0.0.1", "TM_SERVE_PORT": str(free_port()),
+         "TM_SERVE_WORKERS": "2"}
+        for _ in logs
+    ]  # fmt: skip
+    reads, pings, direct = 30, 11, 12  # direct: pings to each machine's own port
+    with ExitStack() as stack:
+        machines = [
+            stack.enter_context(units.machine(machine_env, log)).url
+            for machine_env, log in zip(envs, logs, strict=True)
+        ]
+        front = stack.enter_context(nginx(machines, tmp_path / "nginx"))
+        scraper = stack.enter_context(prometheus(machines, tmp_path / "prometheus"))
+
+        import httpx
+
+        def one(i: int) -> None:
+            if i < reads:
+                reply = read(front, "tm://tinymachines/fs/docs/index.md", i)
+                assert "result" in reply.json(), reply.text
+            else:
+                # nginx keeps its upstream connections, which may all be one worker's; a ping
+                # on a connection of its own to a machine may go to either of its workers
+                at = i - reads - pings
+                base = front if at < 0 else machines[at % 2]
+                ping = {"jsonrpc": "2.0", "id": i, "method": "ping"}
+                with httpx.Client(timeout=30) as client:
+                    reply = client.post(
+                        f"{base}/api/mcp",
+                        json=ping,
+                        headers={
+                            "Accept": "application/json, text/event-stream",
+                            "MCP-Protocol-Version": "2025-11-25",
+                        },
+                    )
+                assert reply.json()["result"] == {}, reply.text
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, range(reads + pings + 2 * direct)))
+        pings += 2 * direct
+
+        assert scraper.settle('count(up{job="tmsite"} == 1)', 2) == 2, "both machines are up"
+        read_count = (
+            'sum(mcp_server_operation_duration_seconds_count{mcp_method_name="resources/read",'
+            'outcome="ok"})'
+        )
+        assert scraper.settle(read_count, reads) == reads
+        ping_count = 'sum(mcp_server_operation_duration_seconds_count{mcp_method_name="ping"})'
+        assert scraper.settle(ping_count, pings) == pings
+        http_count = 'sum(tmsite_http_requests_total{surface="mcp-http",status="200"})'
+        assert scraper.settle(http_count, reads + pings) == reads + pings
+        by_machine = scraper.query(f"sum by (instance) ({read_count.removeprefix('sum')})")
+        counted = {row["metric"]["instance"]: float(row["value"][1]) for row in by_machine}
+        assert set(counted) == {url.removeprefix("http://") for url in machines}
+        assert all(value > 0 for value in counted.values()), counted
+        # the search index both machines read in PostgreSQL, as each reports it at the scrape
+        indexed = 'count(tmsite_search_index_documents{mount="fs"} > 0)'
+        assert scraper.settle(indexed, 2, deadline=60) == 2
+        assert scraper.value("max(tmsite_search_index_lag_seconds)") is not None
+    lines = [line for log in logs for line in json_lines(log) if line["method"]]
+    assert len(lines) == reads + pings
+    assert len({line["pid"] for line in lines}) >= 3, "requests spread over the workers"

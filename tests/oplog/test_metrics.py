@@ -3,28 +3,34 @@
 Only loopback and ``TM_METRICS_ALLOWED`` read it, the caller found as the rate limit finds it
 (a trusted proxy's ``X-Forwarded-For``); anyone else gets the 404 of a URL not served. A
 method or tool the protocol does not name is ``other``; a request that is not MCP adds no
-operation. Proposals waiting and peers by state are read from the database at the scrape. A
-``TM_METRICS_ALLOWED`` entry that is no address is the start-up check ``tm.E040``.
+operation. Proposals waiting, peers by state and the search index's documents and lag are read
+from the database at the scrape. A ``TM_METRICS_ALLOWED`` entry that is no address is the
+start-up check ``tm.E040``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from tmsite import checks
+from tmsite.core.types import Document
 from tmsite.oplog import metrics
 from tmsite.oplog.recorder import Row
 from tmsite.proposals import receipts
 from tmsite.proposals.models import Proposal
+from tmsite.search import index
 from tmsite.servers.models import McpServer
 
-pytestmark = [pytest.mark.spec("OBS1"), pytest.mark.django_db]
+pytestmark = [pytest.mark.spec("OBS1", "SRCH1"), pytest.mark.django_db]
 
 
 def samples(client: Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -128,6 +134,47 @@ def test_proposals_waiting_and_peers_are_read_at_the_scrape(client: Client) -> N
     assert found[("tmsite_proposals_waiting", ())] == 2
     peers = {k[1][0][1]: v for k, v in found.items() if k[0] == "tmsite_peers"}
     assert peers == {"answered": 2, "gated": 0, "unreachable": 1, "unasked": 1}
+
+
+@dataclass
+class _Offered:
+    """A mount as the index sees it: ``count`` notes of one stamp."""
+
+    name: str
+    count: int
+
+    def documents(self) -> Iterator[Document]:
+        for n in range(self.count):
+            uri = f"tm://test/{self.name}/note-{n}.md"
+            yield Document(uri, f"note {n}", "file", "1", "text/markdown", lambda: "a note")
+
+
+def _search_figures(client: Client) -> tuple[dict[str, float], float | None]:
+    found = samples(client)
+    documents = {k[1][0][1]: v for k, v in found.items() if k[0] == "tmsite_search_index_documents"}
+    return documents, found.get(("tmsite_search_index_lag_seconds", ()))
+
+
+def test_search_documents_and_lag_are_read_at_the_scrape(client: Client) -> None:
+    index.clear()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM search_state")
+    assert _search_figures(client) == ({}, None), "no lag before a first sync"
+    index.sync({"fs": _Offered("fs", 3), "git": _Offered("git", 2)})
+    documents, lag = _search_figures(client)
+    assert documents == {"fs": 3, "git": 2}
+    assert lag is not None and 0 <= lag < 5
+    earlier = (timezone.now() - timedelta(seconds=90)).isoformat(timespec="milliseconds")
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE search_state SET value = %s WHERE name = 'applied'", [earlier])
+    index.sync({"fs": _Offered("fs", 3), "git": _Offered("git", 2)})  # nothing changed
+    documents, lag = _search_figures(client)
+    assert documents == {"fs": 3, "git": 2}
+    assert lag is not None and 90 <= lag < 95, "a quiet round changes nothing, so lag grows"
+    index.sync({"fs": _Offered("fs", 4)})  # git is no longer served: its documents go
+    documents, lag = _search_figures(client)
+    assert documents == {"fs": 4}
+    assert lag is not None and 0 <= lag < 5
 
 
 def test_an_allowed_entry_that_is_no_address_stops_the_start(settings: Any) -> None:

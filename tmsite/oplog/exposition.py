@@ -6,7 +6,8 @@ peer, or the address a trusted proxy forwarded): loopback, or an address or netw
 the refusal counts nothing. Under ``python -m tmsite.serve`` the answer sums every worker's
 files (``prometheus_client``'s multiprocess collector); alone, it is this process's metrics.
 What is read from the database — open proposals waiting for a decision, MCP peers by the state
-they were last found in — is read at the scrape (two small aggregate queries); a database that
+they were last found in — and the search index's documents per mount and its lag (seconds
+since a sync last changed it) are read at the scrape (small aggregate queries); a database that
 does not answer leaves them out of that scrape.
 
 Spec: OBS1.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +29,7 @@ from prometheus_client.registry import Collector
 
 from tmsite.core.settled import settled
 from tmsite.oplog import caller, failures, metrics
+from tmsite.search import index
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: A peer's last outcome (``McpServer.last_outcome``) → its state as the metric labels it.
@@ -80,10 +83,13 @@ class _Scraped(Collector):
         """The families, without reading the database (registration asks for them)."""
         yield GaugeMetricFamily("tmsite_proposals_waiting", "")
         yield GaugeMetricFamily("tmsite_peers", "", labels=["state"])
+        yield GaugeMetricFamily("tmsite_search_index_documents", "", labels=["mount"])
+        yield GaugeMetricFamily("tmsite_search_index_lag_seconds", "")
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         try:
             waiting, peers = _database_counts()
+            documents, applied = index.documents(), index.applied()
         except Exception as exc:
             failures.report("metrics", exc)
             return
@@ -98,6 +104,20 @@ class _Scraped(Collector):
         for state, count in peers.items():
             family.add_metric([state], count)
         yield family
+        indexed = GaugeMetricFamily(
+            "tmsite_search_index_documents",
+            "Documents the search index holds, by the mount that offers them.",
+            labels=["mount"],
+        )
+        for mount, count in documents.items():
+            indexed.add_metric([mount], count)
+        yield indexed
+        if applied is not None:
+            yield GaugeMetricFamily(
+                "tmsite_search_index_lag_seconds",
+                "Seconds since a sync of the search index last applied a change.",
+                value=max(0.0, (datetime.now(UTC) - applied).total_seconds()),
+            )
 
 
 def _database_counts() -> tuple[int, dict[str, int]]:

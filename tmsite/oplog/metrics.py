@@ -21,6 +21,8 @@ metric                                            type       labels
 ``tmsite_git_cache_hits``, ``…_misses``           gauge      ``cache`` (``objects``, ``reads``)
 ``tmsite_proposals_waiting``                      gauge      (read at scrape: open proposals)
 ``tmsite_peers``                                  gauge      ``state`` (read at scrape)
+``tmsite_search_index_documents``                 gauge      ``mount`` (read at scrape)
+``tmsite_search_index_lag_seconds``               gauge      (read at scrape)
 ================================================  =========  =====================================
 
 The names follow the OpenTelemetry semantic conventions for MCP (``mcp.server.operation.
@@ -53,13 +55,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, valu
 from prometheus_client.multiprocess import mark_process_dead
 
 from tmsite.core import process
+from tmsite.oplog import metrics_dir
 
 if TYPE_CHECKING:
     from tmsite.oplog.recorder import Row
 
 #: Where the process's own metrics live when it serves alone (no multiprocess directory).
 REGISTRY = CollectorRegistry(auto_describe=True)
-MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+MULTIPROCESS_ENV = metrics_dir.MULTIPROCESS_ENV
 #: Seconds between two samples of a process's own state.
 SAMPLE_SECONDS = 1.0
 #: The semantic conventions' buckets, with the sub-millisecond ones this server's answers need.
@@ -192,7 +195,7 @@ def forget_dead() -> None:
         return
     for path in Path(directory).glob("gauge_live*_*.db"):
         pid = path.stem.rpartition("_")[2]
-        if pid.isdigit() and not _running(int(pid)):
+        if pid.isdigit() and not metrics_dir.running(int(pid)):
             mark_process_dead(int(pid), directory)  # type: ignore[no-untyped-call]
 
 
@@ -201,16 +204,6 @@ def leaving() -> None:
     directory = os.environ.get(MULTIPROCESS_ENV)
     if directory:
         mark_process_dead(process.pid(), directory)  # type: ignore[no-untyped-call]
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def name_tools(names: Iterable[str]) -> None:

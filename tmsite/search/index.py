@@ -203,18 +203,34 @@ def clear(using: str = "default") -> None:
 def status(using: str = "default") -> dict[str, Any]:
     """Documents and passages per mount, and when the last change was applied."""
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT mount, count(*) FROM search_document GROUP BY mount ORDER BY mount")
-        documents = dict(cursor.fetchall())
         cursor.execute("SELECT mount, count(*) FROM search_passage GROUP BY mount ORDER BY mount")
         passages = dict(cursor.fetchall())
-        cursor.execute("SELECT value FROM search_state WHERE name = %s", ["applied"])
-        row = cursor.fetchone()
     return {
         "engine": connections[using].vendor,
-        "documents": documents,
+        "documents": documents(using),
         "passages": passages,
-        "applied": row[0] if row else None,
+        "applied": _applied_text(using),
     }
+
+
+def documents(using: str = "default") -> dict[str, int]:
+    """Documents indexed, per mount (one aggregate over the documents' table)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT mount, count(*) FROM search_document GROUP BY mount ORDER BY mount")
+        return {str(mount): int(count) for mount, count in cursor.fetchall()}
+
+
+def applied(using: str = "default") -> datetime | None:
+    """When a sync last changed the index (``None`` before the first)."""
+    text = _applied_text(using)
+    return datetime.fromisoformat(text) if text else None
+
+
+def _applied_text(using: str) -> str | None:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT value FROM search_state WHERE name = %s", ["applied"])
+        row = cursor.fetchone()
+    return str(row[0]) if row else None
 
 
 def search(

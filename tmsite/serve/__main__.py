@@ -13,7 +13,8 @@ request's JSON line (``tmsite.requests``, on stderr) says what was asked and how
 
 Metrics: the workers count into memory-mapped files under ``var/metrics/<launcher pid>/``
 (``PROMETHEUS_MULTIPROC_DIR``, made empty at each start; the directories of launchers no longer
-running are removed), which any worker's ``/metrics`` sums (``tmsite.oplog.metrics``).
+running are removed; ``tmsite.oplog.metrics_dir``), which any worker's ``/metrics`` sums
+(``tmsite.oplog.metrics``).
 
 Every option also reads an environment variable (``TM_SERVE_*``), the command line winning.
 
@@ -30,12 +31,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
+from tmsite.oplog.metrics_dir import metrics_directory
 from tmsite.serve.lifeline import LAUNCHER_ENV
 
 #: glibc malloc arenas a worker may use (the module's text says why).
@@ -126,34 +126,6 @@ def check() -> None:
         sys.stderr.write("the start-up checks failed:\n" + (done.stderr or done.stdout).strip())
         sys.stderr.write("\n")
         raise SystemExit(1)
-
-
-def metrics_directory(pid: int) -> Path:
-    """The empty directory launcher ``pid``'s workers count their metrics in.
-
-    Under ``TM_VAR_DIR`` (``var/`` unless set, as ``tmsite.settings`` has it); the directories
-    of launchers that are no longer running go.
-    """
-    var = Path(os.environ.get("TM_VAR_DIR") or Path(__file__).resolve().parents[2] / "var")
-    parent = var / "metrics"
-    parent.mkdir(parents=True, exist_ok=True)
-    for old in parent.iterdir():
-        if old.name.isdigit() and int(old.name) != pid and not _running(int(old.name)):
-            shutil.rmtree(old, ignore_errors=True)
-    mine = parent / str(pid)
-    shutil.rmtree(mine, ignore_errors=True)
-    mine.mkdir()
-    return mine
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: Sequence[str] | None = None) -> None:
