@@ -58,11 +58,14 @@ Spec: ENT, LK2, NS3.
 from __future__ import annotations
 
 import builtins
+import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, overload
 
@@ -79,6 +82,7 @@ from tmsite.core.links import Link
 from tmsite.core.nearest import MAX_CANDIDATES
 from tmsite.core.types import (
     Content,
+    Document,
     Entry,
     JsonValue,
     LazyEntries,
@@ -97,6 +101,8 @@ from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.http import uris as http_uris
 
+#: Rows read per query while the index walks a kind.
+DOCUMENT_CHUNK = 500
 #: Members per ``?as=set`` page.
 SET_PAGE_SIZE = 500
 
@@ -861,6 +867,34 @@ class EntityMount(Mount):
     # ---- completion, templates, the map ---------------------------------------------------
 
     @override
+    def documents(self) -> Iterator[Document]:
+        """Each thing as it reads now: its fields' words (corrections applied), by their digest.
+
+        Rows are read a chunk at a time with the rows their fields list, so a walk costs a few
+        queries per ``DOCUMENT_CHUNK`` things, whatever their number. A thing is found whole
+        (its address reads the record's fields in full).
+        """
+        for kind in K.KINDS.values():
+            rows = kind.model._default_manager.order_by(*kind.order, "pk")
+            rows = rows.select_related(*kind.select, *((kind.parent,) if kind.parent else ()))
+            for start in range(0, rows.count(), DOCUMENT_CHUNK):
+                chunk = list(rows[start : start + DOCUMENT_CHUNK])
+                attached = R._attached(kind, [row.pk for row in chunk])
+                for row in chunk:
+                    key, game = kind.row_key(row)
+                    fields = kind.fields(row, attached.get(row.pk, []))
+                    text = "\n".join(_words(fields)) + "\n"
+                    title = next((str(fields[f]) for f in ("name", "title") if fields.get(f)), key)
+                    yield Document(
+                        str(self.entity_uri(kind.name, key, game)),
+                        title[:200],
+                        kind.name,
+                        hashlib.blake2s(text.encode("utf-8"), digest_size=8).hexdigest(),
+                        vnd(kind.name),
+                        partial(str, text),
+                    )
+
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         completer = _COMPLETERS.get(argument)
         if completer is None:
@@ -944,6 +978,21 @@ class EntityMount(Mount):
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def _words(value: Any) -> Iterator[str]:
+    """The text of a record's fields, nested lists and objects flattened, one value a line."""
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _words(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _words(item)
+    elif isinstance(value, str):
+        if value.strip():
+            yield value
+    elif value is not None and not isinstance(value, bool):
+        yield json.dumps(value)
 
 
 def _then(at: str | None) -> str:
