@@ -356,7 +356,9 @@ def test_documents_are_what_reads_serve_and_never_the_secret(world: World) -> No
             assert to_text(ns.read(f"{uri}?lines=1-{last}").body) in text, uri
         if world.secret:
             assert world.secret not in text and world.secret not in document.title, uri
-    if world.indexed and world.leaf_text is not None:
+    if world.indexed and world.indexed_as is not None:
+        assert documents[world.indexed_as].text.strip() and not documents[world.indexed_as].lines
+    elif world.indexed and world.leaf_text is not None:
         assert documents[world.leaf].text == world.leaf_text
         assert documents[world.leaf].lines
     elif world.indexed:  # a JSON thing: its words, read whole

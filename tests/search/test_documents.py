@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.worlds import HOST
+from tests.gitstore.builder import Builder
 from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
 from tmsite.mounts.entity.mount import EntityMount
+from tmsite.mounts.git import mount as git_mount
+from tmsite.mounts.git.mount import GitMount
 from tmsite.search import index
 from tmsite.search.engines import Found
 from tmsite.search.query import parse_query
@@ -42,3 +45,42 @@ def test_an_entity_record_is_found_by_its_words_and_its_hit_reads() -> None:
     games = hits({"entity": entity}, "Lantern Drift", ("game",))
     assert games[0].uri == f"tm://{HOST}/entity/game/72f469219b30"
     assert games[0].title == "Lantern Drift"
+
+
+def commits(path: Path, subjects: list[str]) -> list[str]:
+    """A repository at ``path`` with one commit per subject, ``main`` at the last."""
+    b = Builder.init(str(path))
+    made: list[bytes] = []
+    for number, subject in enumerate(subjects):
+        made.append(
+            b.commit(subject, {"f.txt": f"{number}\n".encode()}, made[-1:], when=60 * number)
+        )
+    b.set_ref("refs/heads/main", made[-1])
+    b.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+    b.repo.close()
+    return [sha.decode() for sha in made]
+
+
+def test_a_commit_is_found_by_its_message_and_its_hit_reads_it(tmp_path: Path) -> None:
+    made = commits(tmp_path / "repo", ["Add the sprite packer", "Fix the palette fade"])
+    git = GitMount(HOST, {"repo": tmp_path / "repo"})
+    (hit,) = hits({"git": git}, "palette fade", ("commit",))
+    assert hit.uri == f"tm://{HOST}/git/repo/?at={made[1]}&as=log&n=1"
+    assert (hit.address, hit.kind, hit.title) == (hit.uri, "commit", "Fix the palette fade")
+    (entry,) = registry.compose(HOST, {"git": git}).read(hit.address).body["commits"]
+    assert (entry["commit"], entry["subject"]) == (made[1], "Fix the palette fade")
+    assert entry["subject"] in hit.body and entry["author"] in hit.body
+
+
+def test_only_the_newest_commits_are_offered_and_an_unmoved_head_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_mount, "INDEXED_COMMITS", 2)
+    made = commits(tmp_path / "repo", ["oldest walrus", "middle heron", "newest otter"])
+    git = GitMount(HOST, {"repo": tmp_path / "repo"})
+    assert hits({"git": git}, "walrus") == []
+    assert [hit.uri for hit in hits({"git": git}, "otter")] == [
+        f"tm://{HOST}/git/repo/?at={made[2]}&as=log&n=1"
+    ]
+    again = index.sync({"git": git})
+    assert (again.written, again.dropped, again.unchanged) == (0, 0, 2)
