@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from tests.conformance.worlds import HOST
 from tests.gitstore.builder import Builder
@@ -17,6 +18,9 @@ from tmsite.mounts.base import Mount
 from tmsite.mounts.entity.mount import EntityMount
 from tmsite.mounts.git import mount as git_mount
 from tmsite.mounts.git.mount import GitMount
+from tmsite.mounts.proposals.mount import ProposalsMount
+from tmsite.proposals import receipts
+from tmsite.proposals.models import Proposal
 from tmsite.search import index
 from tmsite.search.engines import Found
 from tmsite.search.query import parse_query
@@ -84,3 +88,41 @@ def test_only_the_newest_commits_are_offered_and_an_unmoved_head_writes_nothing(
     ]
     again = index.sync({"git": git})
     assert (again.written, again.dropped, again.unchanged) == (0, 0, 2)
+
+
+def proposal(n: int, status: str, expected: str, reason: str = "") -> Proposal:
+    proposed = {"uri": f"tm://{HOST}/nothing-{n}", "expected": expected}
+    return Proposal.objects.create(
+        receipt=receipts.new_id(),
+        fingerprint=f"{n:064d}",
+        kind="address",
+        status=status,
+        proposed=proposed,
+        change={"note": {**proposed, "mount": "", "nearest": []}},
+        decided_at=timezone.now() if status != "open" else None,
+        reason=reason,
+    )
+
+
+def test_a_decided_proposal_is_found_and_a_pending_one_never() -> None:
+    approved = proposal(1, "approved", "the sprite packer notes", "useful: added")
+    rejected = proposal(2, "rejected", "a kestrel page", "no such page planned")
+    pending = proposal(3, "open", "the kestrel packer secret")
+    mount = ProposalsMount(HOST)
+    (hit,) = hits({"proposals": mount}, "sprite packer")
+    assert (hit.uri, hit.address, hit.kind) == (
+        f"tm://{HOST}/proposals/{approved.pk}",
+        f"tm://{HOST}/proposals/{approved.pk}",
+        "proposal",
+    )
+    read = registry.compose(HOST, {"proposals": mount}).read(hit.address).body
+    assert read["proposed"]["expected"] in hit.body and read["decision"]["reason"] in hit.body
+    assert [h.uri for h in hits({"proposals": mount}, "kestrel")] == [
+        f"tm://{HOST}/proposals/{rejected.pk}"
+    ]
+    assert hits({"proposals": mount}, "secret") == []
+    pending.status, pending.decided_at, pending.reason = "approved", timezone.now(), "fine"
+    pending.save()
+    assert [h.uri for h in hits({"proposals": mount}, "secret")] == [
+        f"tm://{HOST}/proposals/{pending.pk}"
+    ]

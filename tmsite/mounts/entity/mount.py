@@ -58,8 +58,6 @@ Spec: ENT, LK2, NS3.
 from __future__ import annotations
 
 import builtins
-import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -100,6 +98,7 @@ from tmsite.mounts.base import Mount
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.http import uris as http_uris
+from tmsite.search.passages import digest, words
 
 #: Rows read per query while the index walks a kind.
 DOCUMENT_CHUNK = 500
@@ -883,13 +882,13 @@ class EntityMount(Mount):
                 for row in chunk:
                     key, game = kind.row_key(row)
                     fields = kind.fields(row, attached.get(row.pk, []))
-                    text = "\n".join(_words(fields)) + "\n"
+                    text = "\n".join(words(fields)) + "\n"
                     title = next((str(fields[f]) for f in ("name", "title") if fields.get(f)), key)
                     yield Document(
                         str(self.entity_uri(kind.name, key, game)),
                         title[:200],
                         kind.name,
-                        hashlib.blake2s(text.encode("utf-8"), digest_size=8).hexdigest(),
+                        digest(text),
                         vnd(kind.name),
                         partial(str, text),
                     )
@@ -978,21 +977,6 @@ class EntityMount(Mount):
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _words(value: Any) -> Iterator[str]:
-    """The text of a record's fields, nested lists and objects flattened, one value a line."""
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _words(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _words(item)
-    elif isinstance(value, str):
-        if value.strip():
-            yield value
-    elif value is not None and not isinstance(value, bool):
-        yield json.dumps(value)
 
 
 def _then(at: str | None) -> str:
