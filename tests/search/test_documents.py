@@ -126,3 +126,19 @@ def test_a_decided_proposal_is_found_and_a_pending_one_never() -> None:
     assert [h.uri for h in hits({"proposals": mount}, "secret")] == [
         f"tm://{HOST}/proposals/{pending.pk}"
     ]
+
+
+def test_offbox_nodes_are_never_found(tmp_path: Path) -> None:
+    from tests.conformance.world_offbox import world
+
+    offbox = world(tmp_path).mount
+    assert ns_read_works(offbox)
+    assert list(offbox.documents()) == []
+    assert hits({"offbox": offbox}, "cartridge images") == []
+    assert index.status()["documents"].get("offbox") is None
+
+
+def ns_read_works(offbox: Mount) -> bool:
+    """The node the words come from does read (so the search's silence is the index's)."""
+    read = registry.compose(HOST, {"offbox": offbox}).read(f"tm://{HOST}/offbox/cartridges")
+    return "Cartridge images." in str(read.body)
