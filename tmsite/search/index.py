@@ -31,7 +31,7 @@ from tmsite.core.types import Document
 from tmsite.core.uri import parse
 from tmsite.search.engines import ENGINES, Engine, Found, Row
 from tmsite.search.passages import Passage, cut, title_of, whole
-from tmsite.search.query import Query, indexable
+from tmsite.search.query import Query, indexable, parse_query
 
 #: Passages an engine returns per query, before they are grouped by document.
 FETCH = 200
@@ -215,6 +215,19 @@ def status(using: str = "default") -> dict[str, Any]:
         "passages": passages,
         "applied": row[0] if row else None,
     }
+
+
+def probe(using: str = "default") -> dict[str, Any]:
+    """Whether the index can serve (for readiness): one search and a look at what is indexed.
+
+    Raises:
+        DatabaseError: what the database raises (the index's tables missing, no engine).
+    """
+    search(parse_query("ready"), "tm://", (), 1, using)
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT uri FROM search_document LIMIT 1")
+        cursor.fetchall()
+    return {"engine": connections[using].vendor}
 
 
 def search(
