@@ -870,8 +870,8 @@ class EntityMount(Mount):
         """Each thing as it reads now: its fields' words (corrections applied), by their digest.
 
         Rows are read a chunk at a time with the rows their fields list, so a walk costs a few
-        queries per ``DOCUMENT_CHUNK`` things, whatever their number. A thing is found whole
-        (its address reads the record's fields in full).
+        queries per ``DOCUMENT_CHUNK`` things, whatever their number. Each field is a passage:
+        a hit names the field it matched, ``?pointer=/fields/<name>``, which reads that field.
         """
         for kind in K.KINDS.values():
             rows = kind.model._default_manager.order_by(*kind.order, "pk")
@@ -884,6 +884,10 @@ class EntityMount(Mount):
                     fields = kind.fields(row, attached.get(row.pk, []))
                     text = "\n".join(words(fields)) + "\n"
                     title = next((str(fields[f]) for f in ("name", "title") if fields.get(f)), key)
+                    parts = [
+                        (f"/fields/{_escape(name)}", "\n".join(words(value)))
+                        for name, value in fields.items()
+                    ]
                     yield Document(
                         str(self.entity_uri(kind.name, key, game)),
                         title[:200],
@@ -891,6 +895,7 @@ class EntityMount(Mount):
                         digest(text),
                         vnd(kind.name),
                         partial(str, text),
+                        parts=partial(list, parts),
                     )
 
     @override
@@ -977,6 +982,11 @@ class EntityMount(Mount):
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def _escape(token: str) -> str:
+    """A JSON pointer token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _then(at: str | None) -> str:
