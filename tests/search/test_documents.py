@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from django.utils import timezone
+from dulwich.objects import Commit
+from dulwich.repo import Repo
 
 from tests.conformance.worlds import HOST
 from tests.gitstore.builder import Builder
@@ -88,6 +90,20 @@ def test_only_the_newest_commits_are_offered_and_an_unmoved_head_writes_nothing(
     ]
     again = index.sync({"git": git})
     assert (again.written, again.dropped, again.unchanged) == (0, 0, 2)
+    with Repo(str(tmp_path / "repo")) as repo:
+        newer = Commit()
+        newer.tree, newer.parents = repo[made[2].encode()].tree, [made[2].encode()]
+        newer.author = newer.committer = b"Ada <ada@example.org>"
+        newer.author_time = newer.commit_time = 1_700_000_000
+        newer.author_timezone = newer.commit_timezone = 0
+        newer.message = b"Tune the puffin sound\n"
+        repo.object_store.add_object(newer)
+        repo.refs[b"refs/heads/main"] = newer.id
+    git_mount.refs_moved()
+    moved = index.sync({"git": git})
+    assert (moved.written, moved.dropped, moved.unchanged) == (1, 1, 1)
+    assert [hit.title for hit in hits({"git": git}, "puffin")] == ["Tune the puffin sound"]
+    assert hits({"git": git}, "heron") == []
 
 
 def proposal(n: int, status: str, expected: str, reason: str = "") -> Proposal:
