@@ -15,6 +15,7 @@ from tmsite.core.uri import parse
 from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
 from tmsite.mounts.namespace import Namespace
+from tmsite.search import passages
 
 pytestmark = pytest.mark.spec(
     "NS2",
@@ -354,9 +355,13 @@ def test_documents_are_what_reads_serve_and_never_the_secret(world: World) -> No
         if document.lines and text:
             last = text.count("\n") or 1
             assert to_text(ns.read(f"{uri}?lines=1-{last}").body) in text, uri
+        for pointer, words in document.parts() if document.parts else []:
+            assert words == "\n".join(passages.words(ns.read(f"{uri}?pointer={pointer}").body))
         if world.secret:
             assert world.secret not in text and world.secret not in document.title, uri
-    if world.indexed and world.leaf_text is not None:
+    if world.indexed and world.indexed_as is not None:
+        assert documents[world.indexed_as].text.strip() and not documents[world.indexed_as].lines
+    elif world.indexed and world.leaf_text is not None:
         assert documents[world.leaf].text == world.leaf_text
         assert documents[world.leaf].lines
     elif world.indexed:  # a JSON thing: its words, read whole

@@ -52,6 +52,7 @@ def world(tmp: Path) -> World:
         sub_parent=base,
         sub_collection="routine/",
         completion=("key", "pad-", ["pad-poll"]),
+        indexed=True,
     )
 
 

@@ -67,4 +67,6 @@ def world(tmp: Path) -> World:
         unoffered_facet="diff",
         complete_context={"repo": "scen"},
         complete_skip=1,
+        indexed=True,
+        indexed_as=f"tm://{HOST}/git/scen/?at={first.decode()}&as=log&n=1",
     )

@@ -38,6 +38,7 @@ def world(tmp: Path) -> World:
         program="elements",
         sources=["the demo dataset"],
         licence_basis="public domain",
+        last_outcome="answered",
     )
     McpServer.objects.create(name="koyu", description="never asked", program="elements")
     ServerDeclaration.objects.create(
@@ -77,6 +78,7 @@ def world(tmp: Path) -> World:
         sub_parent=base,
         sub_collection="tools/",
         completion=("server", "el", ["elements"]),
+        indexed=True,
     )
 
 

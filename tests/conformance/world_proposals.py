@@ -58,6 +58,7 @@ def world(tmp: Path) -> World:
         leaf_pointer=("/status", "approved"),
         sub_collection=None,
         completion=("name", str(second.pk), [str(second.pk)]),
+        indexed=True,
     )
 
 

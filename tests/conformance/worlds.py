@@ -68,6 +68,9 @@ class World:
     #: Whether the mount offers its things to the search index (``documents``): then ``leaf``
     #: is among them, with its text (``leaf_text``, by lines; else words of its own, whole).
     indexed: bool = False
+    #: A document the mount offers, read whole, to check instead of ``leaf`` when the leaf is
+    #: not one (the git mount offers commits, not files).
+    indexed_as: str | None = None
 
 
 def _discover() -> dict[str, Callable[[Path], World]]:

@@ -71,7 +71,7 @@ def test_nginx_two_machines_postgresql_redis(
         assert health["cache"]["backend"] == "RedisCache"
         ready = httpx.get(f"{front}/api/v1/ready", timeout=30)
         assert ready.status_code == 200
-        assert set(ready.json()["checks"]) == {"database", "cache"}
+        assert set(ready.json()["checks"]) == {"database", "cache", "search"}
         assert httpx.get(f"{front}/api/v1/live", timeout=30).json() == {"status": "live"}
         for machine_env in envs:  # the liveness timer's check passes on a live machine
             assert units.run("tmsite-live.service", "ExecStart", machine_env).returncode == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from tests.oplog.test_health import UnreachableCache
@@ -32,7 +33,7 @@ def test_ready_asks_the_database_and_not_process_memory() -> None:
     assert reply.headers["Cache-Control"] == "no-store"
     body = reply.json()
     assert body["status"] == "ready"
-    assert set(body["checks"]) == {"database"}, "no shared cache configured: none is asked"
+    assert set(body["checks"]) == {"database", "search"}, "no shared cache configured: not asked"
     assert body["checks"]["database"]["ok"] is True
 
 
@@ -82,3 +83,25 @@ def test_live_and_ready_are_not_limited_nor_logged(settings: Any) -> None:
         assert client.get("/api/v1/live").status_code == 200
         assert client.get("/api/v1/ready").status_code == 200
     assert recorder.pending() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.spec("OBS3", "SRCH3")
+def test_ready_is_503_while_the_search_index_cannot_serve() -> None:
+    ready = Client().get("/api/v1/ready").json()
+    assert ready["status"] == "ready" and ready["checks"]["search"]["ok"] is True
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE search_document RENAME TO search_document_away")
+    try:
+        reply = Client().get("/api/v1/ready")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE search_document_away RENAME TO search_document")
+    assert reply.status_code == 503
+    body = reply.json()
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["search"]["ok"] is False
+    (reason,) = body["reasons"]
+    assert reason.startswith("the search index cannot serve: ")
+    assert "search_document" in reason
+    assert Client().get("/api/v1/ready").status_code == 200

@@ -286,6 +286,9 @@ class Document:
         body: Its text, read only when an index needs it; ``""`` for a thing found by its
             name only (binary, or past the read cap).
         lines: Whether ``uri?lines=FIRST-LAST`` reads those lines of the text ``body`` gives.
+        parts: For a thing read as JSON, its passages: (JSON pointer, that part's words) pairs,
+            read only when an index needs them; a hit then names ``uri?pointer=`` the part it
+            matched. None: the thing is one passage (``body``, or its lines).
     """
 
     uri: str
@@ -295,6 +298,7 @@ class Document:
     mime_type: str
     body: Callable[[], str]
     lines: bool = False
+    parts: Callable[[], list[tuple[str, str]]] | None = None
 
     @property
     def text(self) -> str:

@@ -5,7 +5,8 @@ cache, no mount), so a database blip never makes an orchestrator restart every m
 **Ready** is whether this machine should be sent requests: it answers 503 while one of the
 dependencies in :data:`READINESS` cannot serve, each named in ``reasons``. A dependency is one
 row of that table — its name, its check (``health``'s own, so the two never disagree on what
-"up" means) and when it applies; a search index is one more row.
+"up" means) and when it applies: the database, the shared cache when one is configured, and
+the search index (a search through its engine).
 
 ``/api/v1/health`` stays the operator's detailed view (mounts, bus, request-log buffer). None of
 the three is rate-limited or written to the request log.
@@ -24,12 +25,18 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
 from tmsite.oplog import health
+from tmsite.search import index
 
 router = Router(tags=["operations"])
 
 
 def _always() -> bool:
     return True
+
+
+def _search_index() -> dict[str, Any]:
+    """The search index answers a search (its tables are there and its engine works)."""
+    return health._timed(index.probe)
 
 
 def _shared_cache_configured() -> bool:
@@ -57,6 +64,7 @@ READINESS: tuple[Dependency, ...] = (
         _shared_cache_configured,
         unready="the shared cache does not answer",
     ),
+    Dependency("search", _search_index, unready="the search index cannot serve"),
 )
 
 

@@ -28,10 +28,10 @@ from typing import Any, Protocol
 from django.db import connections, transaction
 
 from tmsite.core.types import Document
-from tmsite.core.uri import parse
+from tmsite.core.uri import TmUri, parse
 from tmsite.search.engines import ENGINES, Engine, Found, Row
 from tmsite.search.passages import Passage, cut, title_of, whole
-from tmsite.search.query import Query, indexable
+from tmsite.search.query import Query, indexable, parse_query
 
 #: Passages an engine returns per query, before they are grouped by document.
 FETCH = 200
@@ -82,15 +82,12 @@ def rows_of(mount: str, document: Document) -> list[Row]:
     text = document.text
     markdown = document.mime_type == "text/markdown"
     title = title_of(text, document.title) if markdown else document.title
-    cuts = (cut(text, markdown) if document.lines else whole(text)) or [Passage(0, 0, "", "")]
     uri = parse(document.uri)
+    cuts = _cuts(document, text, markdown, uri)
     name = uri.name or ""
     index_title = indexable(f"{title} {name}" if name and name != title else title)
     rows = []
-    for number, passage in enumerate(cuts):
-        address = document.uri
-        if passage.first:
-            address = str(uri.with_params(lines=f"{passage.first}-{passage.last}"))
+    for number, (address, passage) in enumerate(cuts):
         rows.append(
             Row(
                 document.uri,
@@ -107,6 +104,30 @@ def rows_of(mount: str, document: Document) -> list[Row]:
             )
         )
     return rows
+
+
+def _cuts(document: Document, text: str, markdown: bool, uri: TmUri) -> list[tuple[str, Passage]]:
+    """Each passage with the address that reads it: by lines, by pointer, or the whole."""
+    if document.parts is not None:
+        parts = [(pointer, words) for pointer, words in document.parts() if words.strip()]
+        if parts:
+            return [
+                (str(uri.with_params(pointer=pointer)), Passage(0, 0, _last_token(pointer), words))
+                for pointer, words in parts
+            ]
+    cuts = (cut(text, markdown) if document.lines else whole(text)) or [Passage(0, 0, "", "")]
+    return [
+        (
+            str(uri.with_params(lines=f"{p.first}-{p.last}")) if p.first else document.uri,
+            p,
+        )
+        for p in cuts
+    ]
+
+
+def _last_token(pointer: str) -> str:
+    """A part's heading: its pointer's last token, unescaped (``/fields/name`` → ``name``)."""
+    return pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
 
 
 def sync(mounts: Mapping[str, Offers], using: str = "default", *, full: bool = False) -> Synced:
@@ -231,6 +252,19 @@ def _applied_text(using: str) -> str | None:
         cursor.execute("SELECT value FROM search_state WHERE name = %s", ["applied"])
         row = cursor.fetchone()
     return str(row[0]) if row else None
+
+
+def probe(using: str = "default") -> dict[str, Any]:
+    """Whether the index can serve (for readiness): one search and a look at what is indexed.
+
+    Raises:
+        DatabaseError: what the database raises (the index's tables missing, no engine).
+    """
+    search(parse_query("ready"), "tm://", (), 1, using)
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT uri FROM search_document LIMIT 1")
+        cursor.fetchall()
+    return {"engine": connections[using].vendor}
 
 
 def search(

@@ -9,9 +9,13 @@ Spec: SRCH2.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import unicodedata
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tmsite.search.query import Query, is_cjk
 
@@ -32,6 +36,29 @@ class Passage:
     last: int
     heading: str
     text: str
+
+
+def words(value: Any) -> Iterator[str]:
+    """The text of a JSON value, nested lists and objects flattened, one value a line.
+
+    How a mount offers a thing that reads as JSON: the values a reader would see, not its keys.
+    """
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from words(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from words(item)
+    elif isinstance(value, str):
+        if value.strip():
+            yield value
+    elif value is not None and not isinstance(value, bool):
+        yield json.dumps(value)
+
+
+def digest(text: str) -> str:
+    """A stamp for a document whose text is cheap to make: the text's digest."""
+    return hashlib.blake2s(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def title_of(text: str, fallback: str) -> str:

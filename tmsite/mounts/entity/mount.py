@@ -63,6 +63,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, overload
 
@@ -79,6 +80,7 @@ from tmsite.core.links import Link
 from tmsite.core.nearest import MAX_CANDIDATES
 from tmsite.core.types import (
     Content,
+    Document,
     Entry,
     JsonValue,
     LazyEntries,
@@ -96,7 +98,10 @@ from tmsite.mounts.base import Mount
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.http import uris as http_uris
+from tmsite.search.passages import digest, words
 
+#: Rows read per query while the index walks a kind.
+DOCUMENT_CHUNK = 500
 #: Members per ``?as=set`` page.
 SET_PAGE_SIZE = 500
 
@@ -869,6 +874,39 @@ class EntityMount(Mount):
     # ---- completion, templates, the map ---------------------------------------------------
 
     @override
+    def documents(self) -> Iterator[Document]:
+        """Each thing as it reads now: its fields' words (corrections applied), by their digest.
+
+        Rows are read a chunk at a time with the rows their fields list, so a walk costs a few
+        queries per ``DOCUMENT_CHUNK`` things, whatever their number. Each field is a passage:
+        a hit names the field it matched, ``?pointer=/fields/<name>``, which reads that field.
+        """
+        for kind in K.KINDS.values():
+            rows = kind.model._default_manager.order_by(*kind.order, "pk")
+            rows = rows.select_related(*kind.select, *((kind.parent,) if kind.parent else ()))
+            for start in range(0, rows.count(), DOCUMENT_CHUNK):
+                chunk = list(rows[start : start + DOCUMENT_CHUNK])
+                attached = R._attached(kind, [row.pk for row in chunk])
+                for row in chunk:
+                    key, game = kind.row_key(row)
+                    fields = kind.fields(row, attached.get(row.pk, []))
+                    text = "\n".join(words(fields)) + "\n"
+                    title = next((str(fields[f]) for f in ("name", "title") if fields.get(f)), key)
+                    parts = [
+                        (f"/fields/{_escape(name)}", "\n".join(words(value)))
+                        for name, value in fields.items()
+                    ]
+                    yield Document(
+                        str(self.entity_uri(kind.name, key, game)),
+                        title[:200],
+                        kind.name,
+                        digest(text),
+                        vnd(kind.name),
+                        partial(str, text),
+                        parts=partial(list, parts),
+                    )
+
+    @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         completer = _COMPLETERS.get(argument)
         if completer is None:
@@ -952,6 +990,11 @@ class EntityMount(Mount):
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def _escape(token: str) -> str:
+    """A JSON pointer token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _then(at: str | None) -> str:

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ from tmsite.core.paths import (
 )
 from tmsite.core.types import (
     Content,
+    Document,
     Entry,
     LazyEntries,
     Listing,
@@ -104,6 +106,8 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "record": ("pointer",),
 }
 DEFAULT_LOG = 20
+#: Commits of each repository offered to the search index: the newest at its default revision.
+INDEXED_COMMITS = 100
 #: A file read whole (for ``lines``, ``pointer`` or ``blame``) may be at most this large.
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
 #: How long a resolved ref is trusted before the ref store is read again (seconds).
@@ -570,6 +574,35 @@ class GitMount(Mount):
                 title=served.title,
                 modified=self.last_commit_time(served),
             )
+
+    @override
+    def documents(self) -> Iterator[Document]:
+        """The newest ``INDEXED_COMMITS`` commits of each repository at its default revision.
+
+        Each is offered as the address that reads it, ``git/<repo>/?at=<commit>&as=log&n=1``
+        (the commit's log entry: its subject, author and date), stamped with its id, which
+        never changes. The walk is gitstore's log from the resolved head, cached by that head:
+        a repository that has not moved costs a ref lookup. Older commits leave the index as
+        newer ones push them out; a repository that does not open offers nothing.
+        """
+        for name, served in self.repos.items():
+            try:
+                repo = served.handle()
+                head = self.resolved(served, repo, None).commit
+                entries = gitstore.log(repo, head, "", INDEXED_COMMITS)
+            except gitstore.GitStoreError:
+                continue
+            for entry in entries:
+                text = f"{entry.subject}\n{entry.author_name}\n{entry.date}\n{entry.commit}\n"
+                uri = self.repo_root(name, entry.commit).with_params({"as": "log", "n": "1"})
+                yield Document(
+                    str(uri),
+                    (entry.subject or entry.short)[:200],
+                    "commit",
+                    entry.commit,
+                    vnd("log"),
+                    partial(str, text),
+                )
 
     def last_commit_time(self, served: Served) -> datetime | None:
         """When the repository last changed at its default revision: that commit's time.

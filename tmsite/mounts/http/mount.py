@@ -36,6 +36,8 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin
 
@@ -58,9 +60,10 @@ from tmsite.core.errors import (
     Timeout,
     Unreachable,
 )
+from tmsite.core.facets import parse_facets
 from tmsite.core.links import Confidence, Link
 from tmsite.core.parts import too_large
-from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
+from tmsite.core.types import Content, Document, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
 from tmsite.mounts.base import Mount
 from tmsite.mounts.fs import uris as fs_uris
@@ -89,6 +92,7 @@ from tmsite.mounts.http.site import (
     parse_sitemap,
     site_path,
 )
+from tmsite.search.passages import digest
 from tmsite.site import pages
 
 #: The type of a page read as text.
@@ -989,6 +993,48 @@ class HttpMount(Mount):
         ]
 
     @override
+    def documents(self) -> Iterator[Document]:
+        """The pages of this project's own sites, each as ``?as=text`` gives it (by lines).
+
+        Only the sites the box builds (``self``): a static site's pages are another's. A page
+        made from a document is stamped by that file (its modified time and size); the others
+        (front pages, families) by the checkout's records under ``data/``, which they are made
+        from. The text is fetched from the front door, as a visitor gets it, only when the
+        stamp moved; a page that cannot be fetched then is offered by its address alone.
+        """
+        records = self._records_stamp()
+        for site in self.self_sites:
+            for page in pages.site_pages():
+                if _self_type(page.path) != PAGE_TYPE:
+                    continue
+                uri = self.page_uri(site.name, page.path)
+                stamp = _file_stamp(pages.source_path(page.source)) if page.source else records
+                yield Document(
+                    str(uri),
+                    page.path,
+                    "page",
+                    stamp,
+                    PAGE_TYPE,
+                    partial(self._visitor_text, uri),
+                    lines=True,
+                )
+
+    def _records_stamp(self) -> str:
+        data = pages.checkout() / "data"
+        try:
+            files = sorted(data.iterdir())
+        except OSError:
+            return "no-records"
+        return "records-" + digest(" ".join(_file_stamp(path) for path in files if path.is_file()))
+
+    def _visitor_text(self, uri: TmUri) -> str:
+        try:
+            read = self.read(Request(uri, parse_facets(uri)))
+        except Refusal:
+            return ""
+        return read.body if isinstance(read.body, str) else ""
+
+    @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
         count = 0
@@ -1010,6 +1056,14 @@ class HttpMount(Mount):
                     if count >= limit:
                         return
                     stack.append((child_uri, node.dirs[child], child_name))
+
+
+def _file_stamp(path: Path) -> str:
+    try:
+        info = path.stat()
+    except OSError:
+        return "absent"
+    return f"{info.st_mtime_ns}-{info.st_size}"
 
 
 def _self_type(name: str) -> str:

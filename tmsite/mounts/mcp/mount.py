@@ -40,6 +40,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,12 +51,23 @@ from typing_extensions import override
 from tmsite.core.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
 from tmsite.core.links import Confidence, Link
 from tmsite.core.parts import dumps
-from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
+from tmsite.core.types import (
+    Content,
+    Document,
+    Entry,
+    JsonValue,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.mcpclient import Client, PeerError, ResourceContent
 from tmsite.mounts.base import Mount
 from tmsite.mounts.mcp import errors as mcp_errors
 from tmsite.mounts.mcp import map as mcp_map
 from tmsite.mounts.mcp import resources as mcp_resources
+from tmsite.search.passages import digest, words
 from tmsite.servers import grammar, pool, programs
 from tmsite.servers.connect import token_for
 from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
@@ -291,6 +303,37 @@ class McpMount(Mount):
         if len(path) == 2 and path[1] == "map":
             return self._read_map(req, record)
         return self._read_thing(req, record)
+
+    @override
+    def documents(self) -> Iterator[Document]:
+        """The tools, resources, templates and prompts of each server that answers, as declared.
+
+        Only a server whose last probe answered and that the operator's configuration lets the
+        box ask now: a gated or unreachable server offers nothing, whatever it declared before.
+        An item is offered by the address that reads its declaration (a resource's
+        ``?as=declaration``: reading its content would ask the server), with the words of that
+        declaration, stamped by their digest. The peer is never started.
+        """
+        answered = McpServer.objects.filter(last_outcome="answered").order_by("name")
+        for record in answered:
+            declared = _kept(record).declared
+            if declared is None or _gate(record) is not None:
+                continue
+            for section in SECTIONS:
+                for segment, item in self._items(declared, section):
+                    kind = self._item_kind(section, item)
+                    me = self.uri(record.name, section, segment)
+                    if kind == "resource":
+                        me = me.with_params({"as": "declaration"})
+                    text = "\n".join(words(item)) + "\n"
+                    yield Document(
+                        str(me),
+                        f"{record.name}: {_title(item) or segment}"[:200],
+                        kind,
+                        digest(text),
+                        vnd(kind),
+                        partial(str, text),
+                    )
 
     @override
     def links(self, req: Request) -> builtins.list[Link]:

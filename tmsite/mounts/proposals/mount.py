@@ -21,19 +21,31 @@ Spec: PROP1, PROP2, LK2.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, NotFound
 from tmsite.core.links import INVERSE, Link
-from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
+from tmsite.core.types import (
+    Content,
+    Document,
+    Entry,
+    JsonValue,
+    Listing,
+    Request,
+    Stat,
+    Template,
+    vnd,
+)
 from tmsite.core.uri import TmUri
 from tmsite.mounts.base import Mount
 from tmsite.proposals import curated, diff, receipts
 from tmsite.proposals.models import DECIDED, Proposal
+from tmsite.search.passages import digest, words
 
 CURATED = "curated"
 MAX_KEY = 1000
@@ -112,6 +124,25 @@ class ProposalsMount(Mount):
         if proposal.decided:
             body["decided"] = str(public)
         return Content(req.text, vnd("proposal"), body, links, kind="proposal")
+
+    @override
+    def documents(self) -> Iterator[Document]:
+        """Each decided proposal: what was proposed, the change and the decision's reason.
+
+        An open proposal is never offered: its text is unreviewed, read by its receipt alone.
+        """
+        decided = Proposal.objects.filter(status__in=DECIDED).order_by("id")
+        for proposal in decided.iterator(chunk_size=500):
+            shown = [proposal.kind, proposal.status, proposal.proposed, proposal.change]
+            text = "\n".join(words([*shown, proposal.reason])) + "\n"
+            yield Document(
+                str(self.uri(str(proposal.pk))),
+                f"{proposal.kind} proposal {proposal.pk}, {proposal.status}",
+                "proposal",
+                digest(text),
+                vnd("proposal"),
+                partial(str, text),
+            )
 
     @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
