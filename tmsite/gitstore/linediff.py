@@ -16,6 +16,10 @@ Spec: ANY2.
 
 from __future__ import annotations
 
+import itertools
+import operator
+from itertools import compress
+
 #: Past this many edits the script is not searched; the caller uses another matcher.
 MAX_EDITS = 2000
 
@@ -25,37 +29,76 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
 
     None when the versions differ by more than :data:`MAX_EDITS` edits.
     """
-    ids = {line: at for at, line in enumerate({*old, *new})}
-    a = list(map(ids.__getitem__, old))
-    b = list(map(ids.__getitem__, new))
-    head = 0
+    intern = Interner()
+    return changed_lines(intern(old), intern(new), old, new)
+
+
+class Interner:
+    """Lines as integers, equal lines equal, however many versions are numbered."""
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+        self.numbers = itertools.count()
+
+    def __call__(self, lines: list[bytes]) -> list[int]:
+        """The lines' numbers: every line draws one, a line seen before keeps its first."""
+        return list(map(self.ids.setdefault, lines, self.numbers))
+
+
+def changed_lines(
+    a: list[int], b: list[int], old: list[bytes], new: list[bytes]
+) -> tuple[list[bool], list[bool]] | None:
+    """:func:`edit_flags` of two versions already interned: ``a`` is ``old``, ``b`` is ``new``."""
     limit = min(len(a), len(b))
-    while head < limit and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head = common_head(a, b, limit)
+    tail = common_head(a[::-1], b[::-1], limit - head)
     # As xdiff's xdl_cleanup_records: a line the other side lacks is changed for certain and
     # left out of the search, which then only places the lines both sides hold.
-    in_b = set(b[head : len(b) - tail])
-    in_a = set(a[head : len(a) - tail])
-    keep_a = [i for i in range(head, len(a) - tail) if a[i] in in_b]
-    keep_b = [j for j in range(head, len(b) - tail) if b[j] in in_a]
-    path = _myers([a[i] for i in keep_a], [b[j] for j in keep_b])
-    if path is None:
+    mid_a = a[head : len(a) - tail]
+    mid_b = b[head : len(b) - tail]
+    held_a = list(map(set(mid_b).__contains__, mid_a))
+    held_b = list(map(set(mid_a).__contains__, mid_b))
+    edits = _myers(list(compress(mid_a, held_a)), list(compress(mid_b, held_b)))
+    if edits is None:
         return None
-    gone = [False] * head + [True] * (len(a) - head - tail) + [False] * tail
-    added = [False] * head + [True] * (len(b) - head - tail) + [False] * tail
-    for i, j in path:
-        gone[keep_a[i]] = False
-        added[keep_b[j]] = False
+    gone = [False] * head + list(map(operator.not_, held_a)) + [False] * tail
+    added = [False] * head + list(map(operator.not_, held_b)) + [False] * tail
+    deleted, inserted = edits
+    if deleted:
+        keep_a = list(compress(range(head, len(a) - tail), held_a))
+        for i in deleted:
+            gone[keep_a[i]] = True
+    if inserted:
+        keep_b = list(compress(range(head, len(b) - tail), held_b))
+        for j in inserted:
+            added[keep_b[j]] = True
     _compact(a, gone, added, _Indents(old))
     _compact(b, added, gone, _Indents(new))
     return gone, added
 
 
-def _myers(a: list[int], b: list[int]) -> list[tuple[int, int]] | None:
-    """The matched pairs ``(i, j)`` of a shortest edit script (Myers' greedy, with a trace)."""
+def common_head(a: list[int], b: list[int], limit: int) -> int:
+    """How many leading items ``a`` and ``b`` share, at most ``limit``.
+
+    Slices are compared (in C), growing while they match, then halving around the first
+    difference, so a long common head costs a few comparisons rather than a step a line.
+    """
+    at, step, grow = 0, 16, True
+    while step:
+        size = min(step, limit - at)
+        if not size:
+            break
+        if a[at : at + size] == b[at : at + size]:
+            at += size
+            step = step * 2 if grow else step // 2
+        else:
+            grow = False
+            step //= 2
+    return at
+
+
+def _myers(a: list[int], b: list[int]) -> tuple[list[int], list[int]] | None:
+    """A shortest edit script (Myers' greedy, with a trace): the deleted ``i``, inserted ``j``."""
     n, m = len(a), len(b)
     offset = n + m + 1
     v = [0] * (2 * offset + 1)
@@ -67,11 +110,13 @@ def _myers(a: list[int], b: list[int]) -> list[tuple[int, int]] | None:
                 x = v[offset + k + 1]
             else:
                 x = v[offset + k - 1] + 1
-            x = _snake(a, b, x, x - k)
             y = x - k
+            if x < n and y < m and a[x] == b[y]:  # most diagonals stop at once: no call
+                x = _snake(a, b, x, y)
+                y = x - k
             v[offset + k] = x
             if x >= n and y >= m:
-                return _back(trace, v, offset, d, k, a, b)
+                return _back(trace, d, len(a), len(b))
     return None
 
 
@@ -99,39 +144,22 @@ def _snake(a: list[int], b: list[int], x: int, y: int) -> int:
     return x
 
 
-def _back(
-    trace: list[list[int]], v: list[int], offset: int, d: int, k: int, a: list[int], b: list[int]
-) -> list[tuple[int, int]]:
-    """Walk the trace back from the end, collecting the diagonal (matched) steps."""
-    pairs: list[tuple[int, int]] = []
-    x, y = len(a), len(b)
+def _back(trace: list[list[int]], d: int, x: int, y: int) -> tuple[list[int], list[int]]:
+    """Walk the trace back from the end ``(x, y)``: one edit a round, diagonals skipped."""
+    deleted: list[int] = []
+    inserted: list[int] = []
     for depth in range(d, 0, -1):
         before = trace[depth]  # v as it was when round ``depth`` began, indexed -depth..depth
         k = x - y
-
-        def at(diagonal: int, before: list[int] = before, depth: int = depth) -> int:
-            return before[diagonal + depth]
-
-        if k == -depth or (k != depth and at(k - 1) < at(k + 1)):
-            prev_k = k + 1
-            prev_x = at(prev_k)
-            prev_y = prev_x - prev_k
-            start_x, start_y = prev_x, prev_y + 1
+        if k == -depth or (k != depth and before[k - 1 + depth] < before[k + 1 + depth]):
+            x = before[k + 1 + depth]
+            y = x - k - 1
+            inserted.append(y)
         else:
-            prev_k = k - 1
-            prev_x = at(prev_k)
-            prev_y = prev_x - prev_k
-            start_x, start_y = prev_x + 1, prev_y
-        while x > start_x and y > start_y:
-            x -= 1
-            y -= 1
-            pairs.append((x, y))
-        x, y = prev_x, prev_y
-    while x > 0 and y > 0:
-        x -= 1
-        y -= 1
-        pairs.append((x, y))
-    return pairs
+            x = before[k - 1 + depth]
+            y = x - k + 1
+            deleted.append(x)
+    return deleted, inserted
 
 
 class _Group:
@@ -182,15 +210,26 @@ class _Other:
     """
 
     def __init__(self, flags: list[bool]) -> None:
-        self.unchanged = [at for at, flag in enumerate(flags) if not flag]
-        self.size = len(flags)
+        # The indexes of the groups holding changes: a run of changes starting at ``start``
+        # is the group after ``start - changed_before`` unchanged lines.
+        self.filled: set[int] = set()
+        changed_before, end = 0, 0
+        while True:
+            try:
+                start = flags.index(True, end)
+            except ValueError:
+                break
+            try:
+                end = flags.index(False, start)
+            except ValueError:
+                end = len(flags)
+            self.filled.add(start - changed_before)
+            changed_before += end - start
         self.index = 0
 
     def empty(self) -> bool:
         """Whether the group holds no changed line."""
-        start = self.unchanged[self.index - 1] + 1 if self.index else 0
-        end = self.unchanged[self.index] if self.index < len(self.unchanged) else self.size
-        return end <= start
+        return self.index not in self.filled
 
 
 def _compact(recs: list[int], changed: list[bool], other: list[bool], indents: _Indents) -> None:
