@@ -3,6 +3,8 @@
 Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
 interned as integers first, so a comparison is an integer's; the common head and tail, and, as
 xdiff discards them, the lines the other side does not hold at all are left out of the search).
+Past :data:`MAX_EDITS` edits, where Myers' search in Python grows quadratic, rapidfuzz's
+bit-parallel longest common subsequence (C++) gives a script of the same length instead.
 The changed lines of each side are then *compacted* as xdiff's ``xdl_change_compact`` does: each
 group of changes is slid up and then down as far as equal lines allow, merging with groups it
 meets, and left where it lines up with a group of changes in the other version, or else where
@@ -20,14 +22,20 @@ import itertools
 import operator
 from itertools import compress
 
-#: Past this many edits the script is not searched; the caller uses another matcher.
-MAX_EDITS = 2000
+from rapidfuzz.distance import Indel
+
+#: Past this many edits Myers' search (quadratic in them, in Python) gives way to a longest
+#: common subsequence found in C (:func:`_lcs_edits`).
+MAX_EDITS = 500
+#: Past this many cells (lines of one side times the other's) no alignment is sought at all;
+#: the caller uses another matcher.
+MAX_CELLS = 1 << 26
 
 
 def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[bool]] | None:
     """For each line of ``old`` and of ``new``, whether it is changed (deleted or inserted).
 
-    None when the versions differ by more than :data:`MAX_EDITS` edits.
+    None when the versions are too large to align (:data:`MAX_CELLS`).
     """
     intern = Interner()
     return changed_lines(intern(old), intern(new), old, new)
@@ -58,9 +66,12 @@ def changed_lines(
     mid_b = b[head : len(b) - tail]
     held_a = list(map(set(mid_b).__contains__, mid_a))
     held_b = list(map(set(mid_a).__contains__, mid_b))
-    edits = _myers(list(compress(mid_a, held_a)), list(compress(mid_b, held_b)))
+    kept_a, kept_b = list(compress(mid_a, held_a)), list(compress(mid_b, held_b))
+    edits = _myers(kept_a, kept_b)
     if edits is None:
-        return None
+        if len(kept_a) * len(kept_b) > MAX_CELLS:
+            return None
+        edits = _lcs_edits(kept_a, kept_b)
     gone = [False] * head + list(map(operator.not_, held_a)) + [False] * tail
     added = [False] * head + list(map(operator.not_, held_b)) + [False] * tail
     deleted, inserted = edits
@@ -118,6 +129,22 @@ def _myers(a: list[int], b: list[int]) -> tuple[list[int], list[int]] | None:
             if x >= n and y >= m:
                 return _back(trace, d, len(a), len(b))
     return None
+
+
+def _lcs_edits(a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+    """A shortest script of deletions and insertions by rapidfuzz's bit-parallel LCS.
+
+    As long as Myers' (both are shortest), though where several exist it may keep other
+    matches; compaction then slides the groups where git puts them.
+    """
+    deleted: list[int] = []
+    inserted: list[int] = []
+    for op in Indel.editops(a, b):
+        if op.tag == "delete":
+            deleted.append(op.src_pos)
+        else:
+            inserted.append(op.dest_pos)
+    return deleted, inserted
 
 
 def _snake(a: list[int], b: list[int], x: int, y: int) -> int:
