@@ -43,7 +43,7 @@ from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
-from tmsite.gitstore.linediff import Interner, changed_lines
+from tmsite.gitstore.linediff import edit_flags
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
@@ -160,13 +160,7 @@ def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
     past its size bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
     :func:`unique_blocks`) matches what is left.
     """
-    intern = Interner()
-    return interned_map(intern(old), intern(new), old, new)
-
-
-def interned_map(a: list[int], b: list[int], old: list[bytes], new: list[bytes]) -> list[int]:
-    """:func:`line_map` of two versions already interned (``a`` for ``old``, ``b`` for ``new``)."""
-    flags = changed_lines(a, b, old, new)
+    flags = edit_flags(old, new)
     if flags is None:
         return _matcher_map(old, new)
     gone, added = flags
@@ -279,8 +273,6 @@ class _Walk:
         self.pending: dict[str, dict[str, list[Suspect]]] = {
             commit: {path: [(i, i) for i in range(count)]}
         }
-        self.intern = Interner()
-        self.interned: dict[str, list[int]] = {}
         self.counter = 0
         self.queue = [(-repo.walk_info(commit)[2], self.counter, commit)]
         self.left = count
@@ -298,13 +290,6 @@ class _Walk:
         ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
         blob = self.blobs[(sha, path)] = found[1] if found is not None and ok else None
         return blob
-
-    def interned_lines(self, blob: str) -> list[int]:
-        """The blob's lines as integers, numbered once per walk (equal lines equal)."""
-        found = self.interned.get(blob)
-        if found is None:
-            found = self.interned[blob] = self.intern(_lines(self.repo, blob))
-        return found
 
     def give(self, parent: str, path: str, suspects: list[Suspect]) -> None:
         """Pass ``suspects`` to ``parent``'s ``path``, queueing the commit if it is new."""
@@ -344,12 +329,7 @@ class _Walk:
             if found is None or not remaining:
                 continue
             older, theirs = found
-            mapping = interned_map(
-                self.interned_lines(theirs),
-                self.interned_lines(mine),
-                _lines(self.repo, theirs),
-                _lines(self.repo, mine),
-            )
+            mapping = line_map(_lines(self.repo, theirs), _lines(self.repo, mine))
             self.give(
                 parent,
                 older,

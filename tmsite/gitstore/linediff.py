@@ -1,8 +1,9 @@
 """A line diff shaped as git's xdiff shapes it, for blame.
 
 Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
-interned as integers first, so a comparison is an integer's; the common head and tail, and, as
-xdiff discards them, the lines the other side does not hold at all are left out of the search).
+compared as they are: each blob's lines are split once and kept, so a line's hash is computed
+once; the common head and tail, and, as xdiff discards them, the lines the other side does not
+hold at all are left out of the search).
 Past :data:`MAX_EDITS` edits, where Myers' search in Python grows quadratic, rapidfuzz's
 bit-parallel longest common subsequence (C++) gives a script of the same length instead.
 The changed lines of each side are then *compacted* as xdiff's ``xdl_change_compact`` does: each
@@ -37,26 +38,7 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
 
     None when the versions are too large to align (:data:`MAX_CELLS`).
     """
-    intern = Interner()
-    return changed_lines(intern(old), intern(new), old, new)
-
-
-class Interner:
-    """Lines as integers, equal lines equal, however many versions are numbered."""
-
-    def __init__(self) -> None:
-        self.ids: dict[bytes, int] = {}
-        self.numbers = itertools.count()
-
-    def __call__(self, lines: list[bytes]) -> list[int]:
-        """The lines' numbers: every line draws one, a line seen before keeps its first."""
-        return list(map(self.ids.setdefault, lines, self.numbers))
-
-
-def changed_lines(
-    a: list[int], b: list[int], old: list[bytes], new: list[bytes]
-) -> tuple[list[bool], list[bool]] | None:
-    """:func:`edit_flags` of two versions already interned: ``a`` is ``old``, ``b`` is ``new``."""
+    a, b = old, new  # xdiff's names for the two sides
     limit = min(len(a), len(b))
     head = common_head(a, b, limit)
     tail = common_head(a[::-1], b[::-1], limit - head)
@@ -71,7 +53,11 @@ def changed_lines(
     if edits is None:
         if len(kept_a) * len(kept_b) > MAX_CELLS:
             return None
-        edits = _lcs_edits(kept_a, kept_b)
+        ids: dict[bytes, int] = {}  # rapidfuzz would compare hashes: number the lines
+        number = itertools.count()
+        edits = _lcs_edits(
+            list(map(ids.setdefault, kept_a, number)), list(map(ids.setdefault, kept_b, number))
+        )
     gone = [False] * head + list(map(operator.not_, held_a)) + [False] * tail
     added = [False] * head + list(map(operator.not_, held_b)) + [False] * tail
     deleted, inserted = edits
@@ -88,7 +74,7 @@ def changed_lines(
     return gone, added
 
 
-def common_head(a: list[int], b: list[int], limit: int) -> int:
+def common_head(a: list[bytes], b: list[bytes], limit: int) -> int:
     """How many leading items ``a`` and ``b`` share, at most ``limit``.
 
     Slices are compared (in C), growing while they match, then halving around the first
@@ -108,7 +94,7 @@ def common_head(a: list[int], b: list[int], limit: int) -> int:
     return at
 
 
-def _myers(a: list[int], b: list[int]) -> tuple[list[int], list[int]] | None:
+def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None:
     """A shortest edit script (Myers' greedy, with a trace): the deleted ``i``, inserted ``j``."""
     n, m = len(a), len(b)
     offset = n + m + 1
@@ -147,7 +133,7 @@ def _lcs_edits(a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
     return deleted, inserted
 
 
-def _snake(a: list[int], b: list[int], x: int, y: int) -> int:
+def _snake(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
     """How far the diagonal from ``(x, y)`` runs on equal lines: the ``x`` where it stops.
 
     Whole slices are compared first (in C), doubling while they match, so a long run of
@@ -192,7 +178,7 @@ def _back(trace: list[list[int]], d: int, x: int, y: int) -> tuple[list[int], li
 class _Group:
     """xdiff's ``struct xdlgroup`` on the side being compacted: changed lines ``start:end``."""
 
-    def __init__(self, flags: list[bool], recs: list[int], start: int) -> None:
+    def __init__(self, flags: list[bool], recs: list[bytes], start: int) -> None:
         self.flags = flags
         self.recs = recs
         self.start = start
@@ -259,7 +245,7 @@ class _Other:
         return self.index not in self.filled
 
 
-def _compact(recs: list[int], changed: list[bool], other: list[bool], indents: _Indents) -> None:
+def _compact(recs: list[bytes], changed: list[bool], other: list[bool], indents: _Indents) -> None:
     """``xdl_change_compact`` on one side: slide each group of changes as git does.
 
     Groups are paired with the other side's by their index (the count of unchanged lines
