@@ -14,6 +14,7 @@ import pytest
 from tests.git_oracle import needs_git, run_git
 from tests.gitstore.builder import Builder
 from tmsite import gitstore
+from tmsite.gitstore import linediff
 from tmsite.gitstore.blame import line_map
 from tmsite.gitstore.linediff import edit_flags
 
@@ -106,3 +107,42 @@ def test_line_map_reads_the_compacted_script() -> None:
     # at its lowest place, so "b" keeps its "}" and blank line.
     assert added == [False, False, False, True, True, True, False, False, False]
     assert line_map(old, new) == [0, 1, 2, -1, -1, -1, 3, 4, 5]
+
+
+def _script_size(flags: tuple[list[bool], list[bool]] | None) -> int:
+    assert flags is not None
+    return sum(flags[0]) + sum(flags[1])
+
+
+def _unchanged_pairs_equal(old: list[bytes], new: list[bytes]) -> bool:
+    mapping = line_map(old, new)
+    kept = [i for i in mapping if i >= 0]
+    return kept == sorted(kept) and all(old[i] == new[j] for j, i in enumerate(mapping) if i >= 0)
+
+
+def test_past_the_edit_bound_the_script_stays_shortest(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(11)
+    words = [b"", b"}", b"{", *(f"line {n}".encode() for n in range(40))]
+    for _ in range(40):
+        old = [rng.choice(words) for _ in range(rng.randint(50, 200))]
+        new = list(old)
+        for _ in range(rng.randint(10, 60)):
+            at = rng.randrange(len(new) + 1)
+            if rng.random() < 0.5 and new:
+                del new[at : at + rng.randint(1, 3)]
+            else:
+                new[at:at] = [rng.choice(words)]
+        searched = _script_size(edit_flags(old, new))
+        monkeypatch.setattr(linediff, "MAX_EDITS", 4)
+        assert _script_size(edit_flags(old, new)) == searched
+        assert _unchanged_pairs_equal(old, new)
+        monkeypatch.undo()
+
+
+def test_past_the_cell_bound_no_script_is_sought(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = [f"{n}".encode() for n in range(300)]
+    new = old[::-1]
+    monkeypatch.setattr(linediff, "MAX_EDITS", 4)
+    monkeypatch.setattr(linediff, "MAX_CELLS", 100)
+    assert edit_flags(old, new) is None
+    assert _unchanged_pairs_equal(old, new)  # the longest-match matcher answers instead

@@ -23,10 +23,12 @@ path out hands everything to its first parent without a tree being read (as git 
 
 The diff is Myers' shortest edit script compacted as git's xdiff compacts it, indent heuristic
 included (:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a
-repeated brace) let be placed in several ways is placed where git places it. Past 2,000 edits
-between two versions the common head and tail are trimmed and :class:`difflib.SequenceMatcher`
-(no junk heuristic; when the newer side repeats no line, its blocks taken from the diagonal runs
-directly, :func:`unique_blocks`) matches the rest.
+repeated brace) let be placed in several ways is placed where git places it. Past 500 edits
+between two versions a longest common subsequence found in C takes Myers' place, compacted
+the same way. Only where the versions are too large for that (``MAX_CELLS``) are the common
+head and tail trimmed and :class:`difflib.SequenceMatcher` (no junk heuristic; when the newer
+side repeats no line, its blocks taken from the diagonal runs directly,
+:func:`unique_blocks`) matches the rest.
 
 Spec: GIT, ANY2.
 """
@@ -155,23 +157,33 @@ def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
     """For each line of ``new``, its index in ``old`` when unchanged, else -1.
 
     The diff is :func:`~tmsite.gitstore.linediff.edit_flags` (Myers, compacted as xdiff does);
-    past its edit bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
+    past its size bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
     :func:`unique_blocks`) matches what is left.
     """
     flags = edit_flags(old, new)
-    if flags is not None:
-        gone, added = flags
-        mapping = [-1] * len(new)
-        i = 0
-        for j, is_new in enumerate(added):
-            if is_new:
-                continue
-            while gone[i]:
-                i += 1
-            mapping[j] = i
-            i += 1
-        return mapping
-    return _matcher_map(old, new)
+    if flags is None:
+        return _matcher_map(old, new)
+    gone, added = flags
+    # Unchanged lines pair up in order: walk the runs of both sides, a slice at a time.
+    mapping = [-1] * len(new)
+    i = j = 0
+    while True:
+        try:
+            j = added.index(False, j)
+            i = gone.index(False, i)
+        except ValueError:
+            return mapping
+        size = min(_run_end(added, j) - j, _run_end(gone, i) - i)
+        mapping[j : j + size] = range(i, i + size)
+        i += size
+        j += size
+
+
+def _run_end(flags: list[bool], at: int) -> int:
+    try:
+        return flags.index(True, at)
+    except ValueError:
+        return len(flags)
 
 
 def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:

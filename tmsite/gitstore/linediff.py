@@ -1,8 +1,11 @@
 """A line diff shaped as git's xdiff shapes it, for blame.
 
 Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
-interned as integers first, so a comparison is an integer's; the common head and tail, and, as
-xdiff discards them, the lines the other side does not hold at all are left out of the search).
+compared as they are: each blob's lines are split once and kept, so a line's hash is computed
+once; the common head and tail, and, as xdiff discards them, the lines the other side does not
+hold at all are left out of the search).
+Past :data:`MAX_EDITS` edits, where Myers' search in Python grows quadratic, rapidfuzz's
+bit-parallel longest common subsequence (C++) gives a script of the same length instead.
 The changed lines of each side are then *compacted* as xdiff's ``xdl_change_compact`` does: each
 group of changes is slid up and then down as far as equal lines allow, merging with groups it
 meets, and left where it lines up with a group of changes in the other version, or else where
@@ -16,46 +19,83 @@ Spec: ANY2.
 
 from __future__ import annotations
 
-#: Past this many edits the script is not searched; the caller uses another matcher.
-MAX_EDITS = 2000
+import itertools
+import operator
+from itertools import compress
+
+from rapidfuzz.distance import Indel
+
+#: Past this many edits Myers' search (quadratic in them, in Python) gives way to a longest
+#: common subsequence found in C (:func:`_lcs_edits`).
+MAX_EDITS = 500
+#: Past this many cells (lines of one side times the other's) no alignment is sought at all;
+#: the caller uses another matcher.
+MAX_CELLS = 1 << 26
 
 
 def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[bool]] | None:
     """For each line of ``old`` and of ``new``, whether it is changed (deleted or inserted).
 
-    None when the versions differ by more than :data:`MAX_EDITS` edits.
+    None when the versions are too large to align (:data:`MAX_CELLS`).
     """
-    ids = {line: at for at, line in enumerate({*old, *new})}
-    a = list(map(ids.__getitem__, old))
-    b = list(map(ids.__getitem__, new))
-    head = 0
+    a, b = old, new  # xdiff's names for the two sides
     limit = min(len(a), len(b))
-    while head < limit and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head = common_head(a, b, limit)
+    tail = common_head(a[::-1], b[::-1], limit - head)
     # As xdiff's xdl_cleanup_records: a line the other side lacks is changed for certain and
     # left out of the search, which then only places the lines both sides hold.
-    in_b = set(b[head : len(b) - tail])
-    in_a = set(a[head : len(a) - tail])
-    keep_a = [i for i in range(head, len(a) - tail) if a[i] in in_b]
-    keep_b = [j for j in range(head, len(b) - tail) if b[j] in in_a]
-    path = _myers([a[i] for i in keep_a], [b[j] for j in keep_b])
-    if path is None:
-        return None
-    gone = [False] * head + [True] * (len(a) - head - tail) + [False] * tail
-    added = [False] * head + [True] * (len(b) - head - tail) + [False] * tail
-    for i, j in path:
-        gone[keep_a[i]] = False
-        added[keep_b[j]] = False
+    mid_a = a[head : len(a) - tail]
+    mid_b = b[head : len(b) - tail]
+    held_a = list(map(set(mid_b).__contains__, mid_a))
+    held_b = list(map(set(mid_a).__contains__, mid_b))
+    kept_a, kept_b = list(compress(mid_a, held_a)), list(compress(mid_b, held_b))
+    edits = _myers(kept_a, kept_b)
+    if edits is None:
+        if len(kept_a) * len(kept_b) > MAX_CELLS:
+            return None
+        ids: dict[bytes, int] = {}  # rapidfuzz would compare hashes: number the lines
+        number = itertools.count()
+        edits = _lcs_edits(
+            list(map(ids.setdefault, kept_a, number)), list(map(ids.setdefault, kept_b, number))
+        )
+    gone = [False] * head + list(map(operator.not_, held_a)) + [False] * tail
+    added = [False] * head + list(map(operator.not_, held_b)) + [False] * tail
+    deleted, inserted = edits
+    if deleted:
+        keep_a = list(compress(range(head, len(a) - tail), held_a))
+        for i in deleted:
+            gone[keep_a[i]] = True
+    if inserted:
+        keep_b = list(compress(range(head, len(b) - tail), held_b))
+        for j in inserted:
+            added[keep_b[j]] = True
     _compact(a, gone, added, _Indents(old))
     _compact(b, added, gone, _Indents(new))
     return gone, added
 
 
-def _myers(a: list[int], b: list[int]) -> list[tuple[int, int]] | None:
-    """The matched pairs ``(i, j)`` of a shortest edit script (Myers' greedy, with a trace)."""
+def common_head(a: list[bytes], b: list[bytes], limit: int) -> int:
+    """How many leading items ``a`` and ``b`` share, at most ``limit``.
+
+    Slices are compared (in C), growing while they match, then halving around the first
+    difference, so a long common head costs a few comparisons rather than a step a line.
+    """
+    at, step, grow = 0, 16, True
+    while step:
+        size = min(step, limit - at)
+        if not size:
+            break
+        if a[at : at + size] == b[at : at + size]:
+            at += size
+            step = step * 2 if grow else step // 2
+        else:
+            grow = False
+            step //= 2
+    return at
+
+
+def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None:
+    """A shortest edit script (Myers' greedy, with a trace): the deleted ``i``, inserted ``j``."""
     n, m = len(a), len(b)
     offset = n + m + 1
     v = [0] * (2 * offset + 1)
@@ -67,15 +107,33 @@ def _myers(a: list[int], b: list[int]) -> list[tuple[int, int]] | None:
                 x = v[offset + k + 1]
             else:
                 x = v[offset + k - 1] + 1
-            x = _snake(a, b, x, x - k)
             y = x - k
+            if x < n and y < m and a[x] == b[y]:  # most diagonals stop at once: no call
+                x = _snake(a, b, x, y)
+                y = x - k
             v[offset + k] = x
             if x >= n and y >= m:
-                return _back(trace, v, offset, d, k, a, b)
+                return _back(trace, d, len(a), len(b))
     return None
 
 
-def _snake(a: list[int], b: list[int], x: int, y: int) -> int:
+def _lcs_edits(a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+    """A shortest script of deletions and insertions by rapidfuzz's bit-parallel LCS.
+
+    As long as Myers' (both are shortest), though where several exist it may keep other
+    matches; compaction then slides the groups where git puts them.
+    """
+    deleted: list[int] = []
+    inserted: list[int] = []
+    for op in Indel.editops(a, b):
+        if op.tag == "delete":
+            deleted.append(op.src_pos)
+        else:
+            inserted.append(op.dest_pos)
+    return deleted, inserted
+
+
+def _snake(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
     """How far the diagonal from ``(x, y)`` runs on equal lines: the ``x`` where it stops.
 
     Whole slices are compared first (in C), doubling while they match, so a long run of
@@ -99,45 +157,28 @@ def _snake(a: list[int], b: list[int], x: int, y: int) -> int:
     return x
 
 
-def _back(
-    trace: list[list[int]], v: list[int], offset: int, d: int, k: int, a: list[int], b: list[int]
-) -> list[tuple[int, int]]:
-    """Walk the trace back from the end, collecting the diagonal (matched) steps."""
-    pairs: list[tuple[int, int]] = []
-    x, y = len(a), len(b)
+def _back(trace: list[list[int]], d: int, x: int, y: int) -> tuple[list[int], list[int]]:
+    """Walk the trace back from the end ``(x, y)``: one edit a round, diagonals skipped."""
+    deleted: list[int] = []
+    inserted: list[int] = []
     for depth in range(d, 0, -1):
         before = trace[depth]  # v as it was when round ``depth`` began, indexed -depth..depth
         k = x - y
-
-        def at(diagonal: int, before: list[int] = before, depth: int = depth) -> int:
-            return before[diagonal + depth]
-
-        if k == -depth or (k != depth and at(k - 1) < at(k + 1)):
-            prev_k = k + 1
-            prev_x = at(prev_k)
-            prev_y = prev_x - prev_k
-            start_x, start_y = prev_x, prev_y + 1
+        if k == -depth or (k != depth and before[k - 1 + depth] < before[k + 1 + depth]):
+            x = before[k + 1 + depth]
+            y = x - k - 1
+            inserted.append(y)
         else:
-            prev_k = k - 1
-            prev_x = at(prev_k)
-            prev_y = prev_x - prev_k
-            start_x, start_y = prev_x + 1, prev_y
-        while x > start_x and y > start_y:
-            x -= 1
-            y -= 1
-            pairs.append((x, y))
-        x, y = prev_x, prev_y
-    while x > 0 and y > 0:
-        x -= 1
-        y -= 1
-        pairs.append((x, y))
-    return pairs
+            x = before[k - 1 + depth]
+            y = x - k + 1
+            deleted.append(x)
+    return deleted, inserted
 
 
 class _Group:
     """xdiff's ``struct xdlgroup`` on the side being compacted: changed lines ``start:end``."""
 
-    def __init__(self, flags: list[bool], recs: list[int], start: int) -> None:
+    def __init__(self, flags: list[bool], recs: list[bytes], start: int) -> None:
         self.flags = flags
         self.recs = recs
         self.start = start
@@ -182,18 +223,29 @@ class _Other:
     """
 
     def __init__(self, flags: list[bool]) -> None:
-        self.unchanged = [at for at, flag in enumerate(flags) if not flag]
-        self.size = len(flags)
+        # The indexes of the groups holding changes: a run of changes starting at ``start``
+        # is the group after ``start - changed_before`` unchanged lines.
+        self.filled: set[int] = set()
+        changed_before, end = 0, 0
+        while True:
+            try:
+                start = flags.index(True, end)
+            except ValueError:
+                break
+            try:
+                end = flags.index(False, start)
+            except ValueError:
+                end = len(flags)
+            self.filled.add(start - changed_before)
+            changed_before += end - start
         self.index = 0
 
     def empty(self) -> bool:
         """Whether the group holds no changed line."""
-        start = self.unchanged[self.index - 1] + 1 if self.index else 0
-        end = self.unchanged[self.index] if self.index < len(self.unchanged) else self.size
-        return end <= start
+        return self.index not in self.filled
 
 
-def _compact(recs: list[int], changed: list[bool], other: list[bool], indents: _Indents) -> None:
+def _compact(recs: list[bytes], changed: list[bool], other: list[bool], indents: _Indents) -> None:
     """``xdl_change_compact`` on one side: slide each group of changes as git does.
 
     Groups are paired with the other side's by their index (the count of unchanged lines
