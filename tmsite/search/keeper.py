@@ -120,6 +120,13 @@ def start(mounts: Mounts, host: str, var_dir: Path, every: float) -> Keeper | No
     return _keeper
 
 
+def stop() -> None:
+    """End this process's keeper, if it runs, without waiting for its round (a worker stopping)."""
+    if _keeper is not None:
+        _keeper.stopped.set()
+        _keeper.woken.set()
+
+
 def running() -> Keeper | None:
     """This process's keeper, if it holds the machine's lock."""
     return _keeper

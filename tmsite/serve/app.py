@@ -70,6 +70,7 @@ from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, caller, logs, metrics, recorder
+from tmsite.search import keeper
 from tmsite.serve import guard, lifeline
 from tmsite.subscriptions import delivery, sessions, sessionstream, stream
 
@@ -507,6 +508,7 @@ class Application:
                 await self._stopping
             self._stopping = None
         stream.close_all()  # each open listen stream ends gracefully
+        keeper.stop()  # no new search round: its front-door reads would meet a closed door
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             await loop.run_in_executor(self.pool, recorder.flush_quietly)
