@@ -25,9 +25,7 @@ ID_LINE = re.compile(r"^([A-Z][A-Z0-9]*)\. (.*)$")
 SPEC_LINE = re.compile(r"^\s*Spec: ([A-Z0-9, ]+)\.?\s*$", re.MULTILINE)
 TABLE_ROW = re.compile(r"^\| `([A-Z][A-Z0-9]*)` \| (.*?) \|")
 #: Ids of §8 that are specified but not built yet: listed, and not required to have code.
-NOT_BUILT = (
-    *("PR1", "SUB1", "SUB2", "SUB3", "PROP1", "PROP2", "PROP3"),
-)
+NOT_BUILT = (*("PR1", "SUB1", "SUB2", "SUB3", "PROP1", "PROP2", "PROP3"),)
 SUMMARY_WORDS = 12
 
 
