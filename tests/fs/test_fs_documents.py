@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tmsite.core.parts import READ_CAP
-from tmsite.core.paths import ALLOWED_DOTFILES, DENY_PATTERNS
+from tmsite.core.paths import DEFAULT_DENY, denied_name
 from tmsite.mounts.fs.mount import FsMount
 
 pytestmark = pytest.mark.spec("SRCH1", "FS")
@@ -19,8 +19,13 @@ SECRET = "WORD-NEVER-INDEXED"
 
 
 def denied_names() -> list[str]:
-    """One name for every deny-list pattern (``*`` as a letter)."""
-    return [pattern.replace("*", "a") for pattern in DENY_PATTERNS]
+    """One name for every default deny pattern (``*`` as a letter)."""
+    return [p.replace("*", "a") for p in DEFAULT_DENY if not p.startswith("!")]
+
+
+def named_back() -> list[str]:
+    """The names the defaults deny and then name back (``.env.example``)."""
+    return [p.removeprefix("!") for p in DEFAULT_DENY if p.startswith("!")]
 
 
 def test_every_denied_name_redacted_or_outside_never_enters(tmp_path: Path) -> None:
@@ -29,6 +34,8 @@ def test_every_denied_name_redacted_or_outside_never_enters(tmp_path: Path) -> N
     docs.mkdir(parents=True)
     (docs / "plain.md").write_text("# Plain\nsome words\n")
     (docs / ".gitignore").write_text("var/\n")
+    for name in named_back():
+        (docs / name).write_text("KEY=\n")
     (checkout / "private").mkdir()
     (checkout / "private" / "outside.md").write_text(SECRET)
     for index, name in enumerate(denied_names()):
@@ -43,9 +50,10 @@ def test_every_denied_name_redacted_or_outside_never_enters(tmp_path: Path) -> N
     documents = {d.uri: d for d in mount.documents()}
 
     names = sorted(uri.rsplit("/fs/docs/", 1)[1] for uri in documents)
-    assert names == [".gitignore", "plain.md"]
+    assert names == sorted([".gitignore", "plain.md", *named_back()])
     assert all(SECRET not in d.text and SECRET not in d.title for d in documents.values())
-    assert ".gitignore" in ALLOWED_DOTFILES
+    assert all(denied_name(name) for name in denied_names())
+    assert named_back() and not any(denied_name(name) for name in [".gitignore", *named_back()])
 
 
 def test_binary_and_over_cap_files_are_offered_by_name_only(tmp_path: Path) -> None:

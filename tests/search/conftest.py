@@ -57,7 +57,10 @@ def write_docs(checkout: Path) -> None:
     (docs / "ja" / "connect.md").write_text(JAPANESE)
     (docs / "long.txt").write_text("".join(f"line {n}\n" for n in range(1, 120)) + "zebra\n")
     (docs / ".env").write_text("SECRETWORD\n")
-    (docs / "secret-notes.md").write_text("SECRETWORD\n")
+    (docs / "id_rsa").write_text("SECRETWORD\n")
+    (docs / "server.pem").write_text("SECRETWORD\n")
+    (docs / ".ssh").mkdir()
+    (docs / ".ssh" / "notes.md").write_text("# SECRETWORD\n")
 
 
 @pytest.fixture

@@ -91,7 +91,8 @@ def test_scope_and_kinds_narrow(fs: FsMount, using: str) -> None:
 def test_denied_files_are_never_found(fs: FsMount, using: str) -> None:
     index.sync({"fs": fs}, using)
     assert found(using, "secretword") == []
-    assert found(using, "env") == []
+    for name in ("env", "id_rsa", "server", "pem", "ssh", "notes"):
+        assert found(using, name) == [], name
 
 
 def test_a_change_is_found_and_the_old_text_is_gone(

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import deque
 from io import StringIO
 from pathlib import Path
@@ -170,12 +171,35 @@ TOOL_CALLS: dict[str, dict[str, Any]] = {
     "piece": {"key": "chip-api"},
     "licensing": {},
     "resolve": {"uri": f"tm://{HOST}/fs/docs/guide.md"},
+    "search": {"query": "guide"},
     "propose": {
         "kind": "address",
         "uri": f"tm://{HOST}/fs/docs/install.md",
         "expected": "how to install it",
     },
 }
+#: What ``search`` finds in this checkout once its keeper has indexed it: files, a commit.
+SEARCHED = {
+    "guide": f"tm://{HOST}/fs/docs/guide.md",
+    "credential": f"tm://{HOST}/fs/src/credential.c",
+    "second": f"tm://{HOST}/git/tmsite/?at=",
+}
+
+
+def searched(
+    http: httpx.Client, url: str, query: str, wanted: str, seconds: float = 60
+) -> list[str]:
+    """The documents ``search`` answers for ``query``, once one starts with ``wanted`` (the
+    keeper indexes in rounds) or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        got = rpc(http, url, "tools/call", name="search", arguments={"query": query})
+        answer = json.loads(got["result"]["content"][0]["text"])
+        assert not got["result"].get("isError", False), answer
+        documents = [hit["document"] for hit in answer["hits"]]
+        if any(d.startswith(wanted) for d in documents) or time.monotonic() > deadline:
+            return documents
+        time.sleep(0.5)
 
 
 #: Addresses the walk must reach: this checkout's files, its history, its pages.
@@ -267,6 +291,11 @@ def test_make_run_serves_another_repository(tmp_path: Path) -> None:
                 answer = json.loads(got["result"]["content"][0]["text"])
                 assert got["result"].get("isError", False) == (name == "piece"), (name, answer)
             assert answer["new"] is True  # the proposal was kept
+            for query, document in SEARCHED.items():
+                found = searched(http, url, query, document)
+                assert any(d.startswith(document) for d in found), (query, found)
+            secret = searched(http, url, "TOKEN", f"tm://{HOST}/", seconds=0)
+            assert not any(".env" in d for d in secret), secret
             overview = http.get(f"{site}/api/v1/overview")
             assert overview.status_code == 200, overview.text
             assert overview.json()["total"] == 0 and "no pieces record" in overview.json()["note"]
