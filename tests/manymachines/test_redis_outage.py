@@ -45,6 +45,7 @@ QUICK = 1.5
 READ = 2.0
 OPENED = "the shared cache does not answer"
 BACK = "the shared cache answers again"
+BUS_DOWN = "the change bus does not reach Redis ("
 
 
 @dataclass
@@ -144,11 +145,17 @@ def assert_degraded(answers: list[dict[str, Any]]) -> None:
         assert cache["ok"] is False and cache["backend"] == "RedisCache"
         assert cache["circuit"] in {"open", "half-open"}
         assert cache["outages"] >= 1
-        (reason,) = body["reasons"]
+        reason, *others = body["reasons"]
         assert reason.startswith("the shared cache does not answer (")
         assert reason.endswith(
             "reads still answer, the rate limit counts on this machine's buckets"
         )
+        # a worker whose search keeper listens for changes holds a subscription to Redis: its
+        # bus says so once the subscription lost Redis (a frozen one may not have noticed yet)
+        bus = body["bus"]
+        unreached = [other for other in others if other.startswith(BUS_DOWN)]
+        assert len(unreached) == (bus["state"] == "down"), body["reasons"]
+        assert all(other.startswith("the change bus ") for other in others), body["reasons"]
 
 
 def wait_until_shared(machine: Machine) -> dict[str, Any]:

@@ -219,31 +219,29 @@ class _DateWalk:
         queue, seen, graph = self.queue, self.seen, self.graph
         pop, push, unpack = heapq.heappop, heapq.heappush, struct.unpack_from
         data = graph.commit_data if graph is not None else b""
-        visited = 0
-        try:
-            while queue:
-                _neg_time, _n, node = pop(queue)
-                visited += 1
-                children: list[int] | list[int | str]
-                if isinstance(node, int):
-                    assert graph is not None
-                    one, two = unpack(">LL", data, node * 36 + 20)
-                    if two == PARENT_MISSING:  # the common case, decoded in place
-                        children = [one] if one != PARENT_MISSING else []
-                    else:
-                        children = graph.parents_at(node)
-                    self.parents = children
+        while queue:
+            _neg_time, _n, node = pop(queue)
+            # one at a time: a walk past the caller's allowance stops at the commit that takes
+            # it past, and an abandoned one at the next commit (``tmsite.core.work``)
+            work.spend("commits")
+            children: list[int] | list[int | str]
+            if isinstance(node, int):
+                assert graph is not None
+                one, two = unpack(">LL", data, node * 36 + 20)
+                if two == PARENT_MISSING:  # the common case, decoded in place
+                    children = [one] if one != PARENT_MISSING else []
                 else:
-                    self.parents = self.repo.walk_info(node)[1]
-                    children = [self._node(parent) for parent in self.parents]
-                for child in children:
-                    if child not in seen:
-                        seen.add(child)
-                        self.counter += 1
-                        push(queue, (-self._when(child), self.counter, child))
-                yield node
-        finally:
-            work.spend("commits", visited)
+                    children = graph.parents_at(node)
+                self.parents = children
+            else:
+                self.parents = self.repo.walk_info(node)[1]
+                children = [self._node(parent) for parent in self.parents]
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    self.counter += 1
+                    push(queue, (-self._when(child), self.counter, child))
+            yield node
 
 
 def _changed(
