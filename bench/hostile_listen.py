@@ -6,9 +6,10 @@ naming ``--uris`` distinct valid URIs (``--shape distinct``, a 3 MB body at 100,
 text repeated (``--shape junk``: ``["x"] * 830000``, 4 MB of refusals to echo). The client is
 plain loopback, which the rate limit exempts, as in the probe that found the defect. While they
 run, a prober asks ``ping`` and ``GET /api/v1/overview`` every 0.2 s. Printed: each hostile
-request's time and answer size, the prober's latencies before and during, and the server's
-resident memory (its process group, from ``/proc``) before, at its peak and after. Linux only;
-every request is bounded in time; the server is stopped at the end.
+request's time to its answer (a refusal) or to its acknowledgement (a stream's first event, after
+which the stream is closed) and that size, the prober's latencies before and during, and the
+server's resident memory (its process group, from ``/proc``) before, at its peak and after.
+Linux only; every request is bounded in time; the server is stopped at the end.
 
     .venv/bin/python bench/hostile_listen.py --concurrent 16 --uris 100000
 """
@@ -111,12 +112,33 @@ class Prober(threading.Thread):
         kept.append((time.perf_counter() - started) * 1000)
 
 
+def first_event(answer: httpx.Response) -> int:
+    """The bytes of a stream's first event (the acknowledgement); the stream is left open."""
+    seen = bytearray()
+    for chunk in answer.iter_raw():
+        start = max(0, len(seen) - 3)
+        seen += chunk
+        end = seen.find(b"\n\n", start)
+        if end >= 0:
+            return end + 2
+    return len(seen)
+
+
 def hostile(base: str, payload: bytes, out: list[tuple[float, int, int]]) -> None:
+    """One hostile listen: the time to its answer, or to a stream's acknowledgement, and its
+    size. An acknowledged listen holds its stream open; it is closed once the first event is in,
+    as a client that only wanted the acknowledgement would."""
     started = time.perf_counter()
     try:
-        with httpx.Client(timeout=REQUEST_TIMEOUT) as client:
-            answer = client.post(f"{base}/api/mcp", content=payload, headers=HEADERS)
-            out.append((time.perf_counter() - started, answer.status_code, len(answer.content)))
+        with (
+            httpx.Client(timeout=REQUEST_TIMEOUT) as client,
+            client.stream("POST", f"{base}/api/mcp", content=payload, headers=HEADERS) as answer,
+        ):
+            if answer.headers.get("content-type", "").startswith("text/event-stream"):
+                size = first_event(answer)
+            else:
+                size = len(answer.read())
+            out.append((time.perf_counter() - started, answer.status_code, size))
     except httpx.HTTPError:
         out.append((time.perf_counter() - started, 0, 0))
 
@@ -179,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  each: median {statistics.median(times):.2f} s, max {times[-1]:.2f} s; statuses "
-        f"{sorted({s for _, s, _ in results})}; answer {max(n for _, _, n in results):,} bytes"
+        f"{sorted({s for _, s, _ in results})}; "
+        f"answer or ack {max(n for _, _, n in results):,} bytes"
     )
     print(f"  ping      quiet: {summary(quiet_ping)}; during: {summary(during_ping)}")
     print(f"  overview  quiet: {summary(quiet_overview)}; during: {summary(during_overview)}")

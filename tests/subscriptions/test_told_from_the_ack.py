@@ -4,8 +4,9 @@ The change sources start watching on threads of their own; a stream used to ackn
 the fs watch was set up, and a file written right after the acknowledgement was told 3 or 4
 times in 20 (the SDK's ``Client.listen`` 7 in 10, a 2025-11-25 session 19 in 20). Here 50
 listens in a row from the official Python SDK 2.x client, and 50 subscribes of a 2025-11-25
-session, each write their file the moment the answer arrives, through the kernel's
-notifications and through polling. Real checkout, real watch, real loopback HTTP.
+session (over plain HTTP, and from that SDK's own 2025-11-25 session), each write their file the
+moment the answer arrives, through the kernel's notifications and through polling. Real
+checkout, real watch, real loopback HTTP.
 
 Spec: SUB1, SUB2, SUB3.
 """
@@ -116,3 +117,45 @@ def test_fifty_session_subscribes_are_each_told_of_a_file_written_as_the_answer_
                 sessionstream.wake()
                 wait_until(lambda: not changes.interests(f"{FS}/"))  # the watch ends
     assert told == [updated(f"{FS}/docs/f{n}.md") for n in range(ROUNDS)]
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed as of 2026-07-28")
+def test_fifty_sdk_session_subscribes_are_each_told_of_a_file_written_as_the_answer_arrives(
+    listen_url: str, checkout: Path
+) -> None:
+    """The official SDK's 2025-11-25 session (``mode="legacy"``): its GET stream, opened by the
+    SDK after initialize, carries what each ``subscribe_resource`` asked for."""
+    told: list[str] = []
+    arrived = anyio.Event()
+
+    async def handler(message: Any) -> None:
+        nonlocal arrived
+        if getattr(message, "method", None) == "notifications/resources/updated":
+            told.append(str(message.params.uri))
+            arrived.set()
+
+    async def scenario() -> list[str | None]:
+        nonlocal arrived
+        seen: list[str | None] = []
+        async with Client(listen_url, mode="legacy", message_handler=handler) as client:
+            assert client.protocol_version == "2025-11-25"
+            await anyio.to_thread.run_sync(wait_until, lambda: bool(sessionstream.watched()))
+            for n in range(ROUNDS):
+                uri = f"{FS}/docs/f{n}.md"
+                arrived = anyio.Event()
+                await client.subscribe_resource(uri)
+                (checkout / "docs" / f"f{n}.md").write_text(f"changed {n}\n")  # answer is in
+                with anyio.move_on_after(5):
+                    await arrived.wait()
+                seen.append(told[-1] if arrived.is_set() else None)
+                await client.unsubscribe_resource(uri)
+                sessionstream.wake()
+                await anyio.to_thread.run_sync(
+                    wait_until, lambda: not changes.interests(f"{FS}/")
+                )  # the watch ends: the next subscribe sets it up anew
+        return seen
+
+    seen = anyio.run(scenario)
+    expected: list[str | None] = [f"{FS}/docs/f{n}.md" for n in range(ROUNDS)]
+    missed = [n for n, (got, want) in enumerate(zip(seen, expected, strict=True)) if got != want]
+    assert not missed, f"{len(missed)} of {ROUNDS} not told: {[(n, seen[n]) for n in missed]}"
