@@ -32,11 +32,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
 		-e '.[dev]'
 	touch $@
 
+# Each step says what it did itself; its command line is not echoed (a first make run prints
+# what happened, not the recipe).
 setup: $(VENV)/.installed
-	$(BIN)/python manage.py migrate --noinput -v 0
-	$(BIN)/python manage.py tm_load_records
-	$(BIN)/python manage.py tm_servers ensure-demo
-	$(BIN)/python manage.py tm_search sync
+	@$(BIN)/python manage.py migrate --noinput -v 0
+	@$(BIN)/python manage.py tm_load_records
+	@$(BIN)/python manage.py tm_servers ensure-demo
+	@$(BIN)/python manage.py tm_search sync
 
 # Serves the whole box on the embedded default: SQLite, this checkout, its repository, with the
 # demo static site beside it on DEMO_PORT for the http mount to read (tmsite/demo/run.py). Both

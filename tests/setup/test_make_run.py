@@ -151,6 +151,7 @@ def test_a_first_make_run_warns_of_nothing_prints_one_banner_and_stops_quietly(
         for noise in ("WARNING", "tm.W0", "Traceback", "kept as corrected\n", "$(BIN)"):
             assert noise not in first_start.replace("0 kept as corrected", ""), first_start
         assert "--workers" not in first_start, "the serve recipe is not echoed"
+        assert "manage.py migrate" not in first_start, "nor the setup's commands"
 
         with httpx.Client(timeout=30) as http:
             ping = http.post(
