@@ -775,13 +775,7 @@ def observe_routes(
 
 
 def record_failure(
-    request: HttpRequest,
-    response: HttpResponseBase,
-    *,
-    surface: str,
-    row: Row | None = None,
-    priced: Priced | None = None,
-    at: datetime | None = None,
+    request: HttpRequest, response: HttpResponseBase, row: Row, priced: Priced | None
 ) -> None:
     """The row of a request that failed outside the observed view (``handler500``).
 
@@ -791,7 +785,6 @@ def record_failure(
     """
     if request.META.get(LOGGED):
         return
-    row = row or Row(at=at or timezone.now(), surface=surface)
     row.outcome = _status_outcome(response)
     row.status = response.status_code
     row.bytes = _body_size(response)
