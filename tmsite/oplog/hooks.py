@@ -119,13 +119,13 @@ _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=
 
 
 @dataclass
-class _Alone:
-    """A call observed outside an exchange (stdio): where :func:`hold` sends its row."""
+class _NoExchange:
+    """A call observed outside an HTTP exchange (stdio): where :func:`hold` sends its row."""
 
     held: Callable[[list[tuple[Row, Priced]]], None] | None = None
 
 
-_alone: ContextVar[_Alone | None] = ContextVar("tm_oplog_alone", default=None)
+_no_exchange: ContextVar[_NoExchange | None] = ContextVar("tm_oplog_no_exchange", default=None)
 #: The address of the HTTP request in flight, held in memory for :func:`caller_key`.
 _address: ContextVar[str | None] = ContextVar("tm_oplog_address", default=None)
 
@@ -234,20 +234,20 @@ def _run_metered(
     (``work.heavy``), no more: past it the read refuses itself ``too-costly``.
 
     Raises:
-        _Gone: the client went away; it carries the units spent until then.
+        _Abandoned: the client went away; it carries the units spent until then.
     """
     allowance = decision.policy.burst if decision is not None else None
     with work.metered() as meter, work.allowing(allowance, costs.unit_prices()):
         try:
             answer = run()
         except work.Abandoned:
-            raise _Gone(meter.units()) from None
+            raise _Abandoned(meter.units()) from None
     sent = size(answer)
     meter.add("bytes", sent)
     return answer, sent, meter.units()
 
 
-class _Gone(Exception):
+class _Abandoned(Exception):
     """A request abandoned by its client, with the units it spent until then."""
 
     def __init__(self, units: dict[Unit, int]) -> None:
@@ -255,13 +255,18 @@ class _Gone(Exception):
         self.units = units
 
 
-def _settle(
-    who: str | None, decision: Decision | None, priced: Priced, units: Mapping[Unit, int]
+def _charge_rest(
+    surface: str,
+    who: str | None,
+    decision: Decision | None,
+    priced: Priced,
+    units: Mapping[Unit, int],
 ) -> tuple[Priced, Decision | None]:
     """The request as charged, and the caller's decision once the rest of its cost is charged.
 
     A request that turns out to cost less than was spent up front (a proposal refused for its
-    input, ``costs.as_answered``) is given the difference back.
+    input, ``costs.as_answered``) is given the difference back. A bucket that cannot be charged
+    keeps the answer already made.
     """
     charged = costs.charged(priced, units)
     if who is None or decision is None or not decision.allowed:
@@ -269,22 +274,11 @@ def _settle(
     extra = charged.cost - decision.cost
     if abs(extra) <= buckets.EPSILON:
         return charged, decision
-    return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
-
-
-def _settled(
-    surface: str,
-    who: str | None,
-    decision: Decision | None,
-    priced: Priced,
-    units: Mapping[Unit, int],
-) -> tuple[Priced, Decision | None]:
-    """``_settle``, where a bucket that cannot be charged keeps the answer already made."""
     try:
-        return _settle(who, decision, priced, units)
+        return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
     except Exception as exc:
         failures.report(f"{surface} rate limit", exc)
-        return costs.charged(priced, units), decision
+        return charged, decision
 
 
 def _emit(row: Row, priced: Priced) -> None:
@@ -494,17 +488,17 @@ def hold() -> Callable[[int, int, str], None] | None:
     row of the call being run (:func:`observe_call`).
     """
     exchange = _current.get()
-    alone = _alone.get() if exchange is None else None
-    if exchange is None and alone is None:
+    outside = _no_exchange.get() if exchange is None else None
+    if exchange is None and outside is None:
         return None
-    kept: list[tuple[Row, Priced]] = []
+    waiting: list[tuple[Row, Priced]] = []
     if exchange is not None:
-        exchange.held = kept.extend
-    elif alone is not None:
-        alone.held = kept.extend
+        exchange.held = waiting.extend
+    elif outside is not None:
+        outside.held = waiting.extend
 
     def write(duration_us: int, sent: int, outcome: str) -> None:
-        rows, kept[:] = list(kept), []
+        rows, waiting[:] = list(waiting), []
         for row, priced in rows:
             row.duration_us, row.bytes, row.outcome = duration_us, sent, outcome
             _emit(row, priced)
@@ -552,8 +546,8 @@ def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Un
     """Run ``call``: its answer, bytes, units and outcome (``abandoned`` if its client left)."""
     try:
         answer, sent, units = _run_metered(call.run, call.size, decision)
-    except _Gone as gone:
-        return call.fail(), 0, gone.units, ABANDONED
+    except _Abandoned as abandoned:
+        return call.fail(), 0, abandoned.units, ABANDONED
     return answer, sent, units, call.outcome(answer)
 
 
@@ -617,8 +611,8 @@ def _observe_call(call: Call[A]) -> A:
     who = exchange.caller if exchange is not None else None
     where = f"{call.surface} rate limit"
     answer: A
-    alone = _Alone() if exchange is None else None
-    alone_token = _alone.set(alone) if alone is not None else None
+    outside = _NoExchange() if exchange is None else None
+    outside_token = _no_exchange.set(outside) if outside is not None else None
     try:
         unreadable = caller.unreadable(_address.get())
         decision = None
@@ -638,7 +632,7 @@ def _observe_call(call: Call[A]) -> A:
             where = f"{call.surface} request"
             answer, sent, units, outcome = _run_call(call, decision)
             priced = costs.as_answered(priced, outcome)
-            priced, decision = _settled(call.surface, who, decision, priced, units)
+            priced, decision = _charge_rest(call.surface, who, decision, priced, units)
         if exchange is not None and decision is not None:
             exchange.decision = decision
     except Exception as exc:
@@ -646,8 +640,8 @@ def _observe_call(call: Call[A]) -> A:
         answer, outcome = call.fail(), INTERNAL
         sent = call.size(answer)
     finally:
-        if alone_token is not None:
-            _alone.reset(alone_token)
+        if outside_token is not None:
+            _no_exchange.reset(outside_token)
     tracing.outcome(outcome)
     row = Row(
         at=at,
@@ -663,8 +657,8 @@ def _observe_call(call: Call[A]) -> A:
     )
     if exchange is not None:
         exchange.rows.append((row, priced))
-    elif alone is not None and alone.held is not None:
-        alone.held([(row, priced)])  # written by what held it, when its answer ends
+    elif outside is not None and outside.held is not None:
+        outside.held([(row, priced)])  # written by what held it, when its answer ends
     else:
         _emit(row, priced)
     return answer
