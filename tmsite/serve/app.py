@@ -317,10 +317,6 @@ def _start(status: int, headers: list[tuple[bytes, bytes]]) -> Message:
 # --- the request -----------------------------------------------------------------------------
 
 
-class _TooLarge(Exception):
-    """The body is longer than this URL takes."""
-
-
 def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
     """The WSGI environ of an ASGI HTTP ``scope`` whose body is ``body``."""
     server = scope.get("server") or ("127.0.0.1", 80)

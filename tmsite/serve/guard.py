@@ -142,11 +142,6 @@ def caller_key(scope: Scope) -> bytes | None:
     return buckets.digest(_secrets.day_secret(time.time()), who)
 
 
-def in_flight() -> int:
-    """Requests of non-exempt callers in flight in this worker."""
-    return sum(_in_flight.values())
-
-
 def enter(scope: Scope) -> tuple[bool, bytes | None]:
     """Count this request against its caller's cap: whether it may go on, and its caller's key.
 

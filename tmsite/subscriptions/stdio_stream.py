@@ -273,11 +273,6 @@ class StdioSubscriptions:
             if self._listens.get(key) is held:
                 del self._listens[key]
 
-    def open_listens(self) -> list[Any]:
-        """The ids of the listens open now."""
-        with self._lock:
-            return [held.plan.rid for held in self._listens.values()]
-
     def close(self) -> None:
         """End every listen without a word, and the session with them (stdin ended)."""
         with self._lock:
