@@ -174,7 +174,7 @@ class _Listen:
         if change.kind == "lost":
             self.outbox.end("lost")
             return
-        message = self.plan.told(change)
+        message = self.plan.notification_of(change)
         if message is not None:
             self.outbox.put(dumps(message))
 
