@@ -21,7 +21,7 @@ from ninja.responses import NinjaJSONEncoder
 
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import endpoint
-from tmsite.oplog import failures, health, readiness
+from tmsite.oplog import failures, health, hooks, readiness
 from tmsite.rest import routes as rest
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 
@@ -87,19 +87,31 @@ def invalid_arguments(request: HttpRequest, exc: ValidationError) -> HttpRespons
     )
 
 
+#: Each surface's answer to a failure outside its views, under its path: where the failure is
+#: reported, and the answer with the request's log row (no row: not logged).
+_SURFACES = (
+    (endpoint.MCP_PATH, "mcp-http outside the endpoint", endpoint.failure_outside),
+    (REST_PREFIX, "rest outside the routes", rest.failure_outside),
+)
+
+
 def server_error(request: HttpRequest) -> HttpResponseBase:
     """``handler500``: a failure outside every view's own handling, answered in its surface's shape.
 
     ``/api/mcp`` answers JSON-RPC -32603 (with the request's id when its body can be read),
     ``/api/v1/`` the REST ``internal`` refusal, every other path Django's page. The failure is
-    logged once per class a minute (``tmsite.oplog.failures``), not a traceback per request.
+    logged once per class a minute (``tmsite.oplog.failures``), not a traceback per request, and
+    the request log gets the request's row unless one was written for it already.
     """
-    if request.path.startswith(endpoint.MCP_PATH):
-        return endpoint.server_error(request)
-    if request.path.startswith(REST_PREFIX):
-        return rest.server_error(request)
-    exc = sys.exc_info()[1]
-    failures.report("site", exc or RuntimeError("handler500"))
-    response = defaults.server_error(request)
-    response._has_been_logged = True  # type: ignore[attr-defined]  # told once, above
-    return response
+    exc = sys.exc_info()[1] or RuntimeError("handler500")
+    for prefix, where, answer in _SURFACES:
+        if request.path.startswith(prefix):
+            failures.report(where, exc)
+            response, row, priced = answer(request)
+            if row is not None:
+                hooks.record_failure(request, response, row, priced)
+            return response
+    failures.report("site", exc)
+    page = defaults.server_error(request)
+    page._has_been_logged = True  # type: ignore[attr-defined]  # reported once, above
+    return page

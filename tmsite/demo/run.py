@@ -267,10 +267,6 @@ class Box:
                 child.kill()
                 child.wait()
 
-    def ended_all(self) -> bool:
-        """Whether every child has stopped."""
-        return all(child.poll() is not None for child in self.children.values())
-
 
 def run(options: argparse.Namespace) -> int:
     """Serve until stopped; the exit status is 0 for a stop asked for, else the child's."""

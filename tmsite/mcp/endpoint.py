@@ -33,8 +33,8 @@ order they are applied (the JSON-RPC rules are in ``envelope.py``, with their so
 A failure inside the server is -32603 carrying the request's id whenever the body was read far
 enough to know it (in 200, as every error inside a well-formed request; for a batch, one error
 per request in it); only when no id could be read is it an id-less -32603 in 500. That holds
-outside the endpoint too (``server_error``, Django's ``handler500`` on this path: a middleware
-that failed), and the request log row names the method and says ``internal``.
+outside the endpoint too (``failure_outside``, for Django's ``handler500`` on this path: a
+middleware that failed), and the request log row names the method and says ``internal``.
 
 Responses are ``application/json`` with ``Cache-Control: no-store``; the only session id is the
 one ``initialize`` issues where streams are delivered (rule 3a), the only event streams those
@@ -46,7 +46,6 @@ Spec: T1, T2, T3, T4, T5, T6, T8, T12, SUB2.
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -539,14 +538,15 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     return defaults.bad_request(request, exception)
 
 
-def server_error(request: HttpRequest) -> HttpResponse:
-    """``handler500`` on the MCP path: a failure outside the endpoint (a middleware).
+def failure_outside(
+    request: HttpRequest,
+) -> tuple[HttpResponse, recorder.Row | None, costs.Priced | None]:
+    """The answer to a failure outside the endpoint (a middleware), and its log row.
 
-    The body is read for the request's id when nothing has read it yet; the answer is
-    ``internal_error``'s and the request log gets its row (method and kind when the body said).
+    For ``tmsite.api.server_error``. The body is read for the request's id when nothing has read
+    it yet; the answer is ``internal_error``'s, the row names the method and kind when the body
+    said.
     """
-    exc = sys.exc_info()[1]
-    failures.report("mcp-http outside the endpoint", exc or RuntimeError("handler500"))
     value: Any = None
     try:
         if request.method == "POST" and not getattr(request, "_read_started", False):
@@ -568,5 +568,4 @@ def server_error(request: HttpRequest) -> HttpResponse:
             row.kind, row.target, row.facet = priced.kind, priced.target, priced.facet
         except Exception:  # the row keeps the method alone
             priced = None
-    hooks.record_failure(request, response, surface="mcp-http", row=row, priced=priced)
-    return response
+    return response, row, priced

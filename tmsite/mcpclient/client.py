@@ -392,11 +392,11 @@ class Client:
     def on_notification(self, callback: Callable[[str, JSONObject], None]) -> None:
         """Call ``callback(method, params)`` for each notification the server sends.
 
-        Over stdio a notification is told as it arrives, from the transport's reader thread,
-        whether a request is waiting or not (so ``callback`` must be quick and not block);
-        ``params`` that are not an object are told as ``{}``. Over HTTP the notifications of
-        an ordinary answer are not told; a 2026-07-28 server's are heard with :meth:`listen`, a
-        2025-era session's with :meth:`session_stream`.
+        Over stdio a notification is delivered as it arrives, from the transport's reader
+        thread, whether a request is waiting or not (so ``callback`` must be quick and not
+        block); ``params`` that are not an object are delivered as ``{}``. Over HTTP the
+        notifications of an ordinary answer are not delivered; a 2026-07-28 server's are heard
+        with :meth:`listen`, a 2025-era session's with :meth:`session_stream`.
         """
         self._listeners.append(callback)
 
@@ -675,7 +675,7 @@ class Client:
     def listen(
         self,
         notifications: JSONObject,
-        told: Callable[[str, JSONObject], None],
+        on_notification: Callable[[str, JSONObject], None],
         hangup: Hangup,
         *,
         read_seconds: float = 45.0,
@@ -683,10 +683,10 @@ class Client:
         """Hold a 2026-07-28 ``subscriptions/listen`` stream open, telling each notification.
 
         ``notifications`` is the listen's filter (``resourceSubscriptions``,
-        ``toolsListChanged``…); ``told(method, params)`` is called for each notification, the
-        acknowledgement included, from the calling thread. Returns how the stream ended
-        (``"complete"``, ``"closed"``, ``"hung up"``); not under the client's lock, so other
-        requests go on meanwhile.
+        ``toolsListChanged``…); ``on_notification(method, params)`` is called for each
+        notification, the acknowledgement included, from the calling thread. Returns how the
+        stream ended (``"complete"``, ``"closed"``, ``"hung up"``); not under the client's lock,
+        so other requests go on meanwhile.
 
         Raises:
             ProtocolError: the server does not speak 2026-07-28 over HTTP. And what
@@ -704,20 +704,20 @@ class Client:
 
         def each(message: JSONObject) -> None:
             params = message.get("params")
-            told(str(message["method"]), params if isinstance(params, dict) else {})
+            on_notification(str(message["method"]), params if isinstance(params, dict) else {})
 
         return transport.listen(
             body,
             self._routing("subscriptions/listen", params, MODERN_VERSION),
             connect_seconds=self.start_timeout,
             read_seconds=read_seconds,
-            told=each,
+            on_notification=each,
             hangup=hangup,
         )
 
     def session_stream(
         self,
-        told: Callable[[str, JSONObject], None],
+        on_notification: Callable[[str, JSONObject], None],
         hangup: Hangup,
         *,
         opened: Callable[[], None],
@@ -730,9 +730,9 @@ class Client:
         The stream of the session the handshake opened (``Mcp-Session-Id``), asked with the
         version it chose (``MCP-Protocol-Version``) and, when given, ``Last-Event-ID``;
         ``opened()`` is called once it is open, ``event_id(id)`` with each event id the server
-        sends, ``told(method, params)`` for each notification, from the calling thread. Returns
-        how it ended (``"closed"``, ``"hung up"``); not under the client's lock, so requests
-        (``resources/subscribe``…) go on meanwhile.
+        sends, ``on_notification(method, params)`` for each notification, from the calling
+        thread. Returns how it ended (``"closed"``, ``"hung up"``); not under the client's lock,
+        so requests (``resources/subscribe``…) go on meanwhile.
 
         Raises:
             ProtocolError: the server speaks 2026-07-28, is not over HTTP, or issued no
@@ -749,7 +749,7 @@ class Client:
 
         def each(message: JSONObject) -> None:
             params = message.get("params")
-            told(str(message["method"]), params if isinstance(params, dict) else {})
+            on_notification(str(message["method"]), params if isinstance(params, dict) else {})
 
         return transport.session_stream(
             {"MCP-Protocol-Version": hs.protocol_version},
@@ -757,7 +757,7 @@ class Client:
             connect_seconds=self.start_timeout,
             read_seconds=read_seconds,
             opened=opened,
-            told=each,
+            on_notification=each,
             event_id=event_id,
             hangup=hangup,
         )

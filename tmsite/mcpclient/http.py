@@ -459,7 +459,7 @@ class HttpTransport:
         *,
         connect_seconds: float,
         read_seconds: float,
-        told: Callable[[jsonrpc.JSONObject], None],
+        on_notification: Callable[[jsonrpc.JSONObject], None],
         hangup: Hangup,
     ) -> str:
         """POST ``subscriptions/listen`` and tell each message of its stream until it ends.
@@ -482,7 +482,7 @@ class HttpTransport:
             connect_seconds=connect_seconds,
             read_seconds=read_seconds,
             hangup=hangup,
-            read=lambda response: self._stream(response, sent_id, told, hangup),
+            read=lambda response: self._stream(response, sent_id, on_notification, hangup),
         )
 
     def session_stream(
@@ -493,7 +493,7 @@ class HttpTransport:
         connect_seconds: float,
         read_seconds: float,
         opened: Callable[[], None],
-        told: Callable[[jsonrpc.JSONObject], None],
+        on_notification: Callable[[jsonrpc.JSONObject], None],
         event_id: Callable[[str], None],
         hangup: Hangup,
     ) -> str:
@@ -527,7 +527,7 @@ class HttpTransport:
             read_seconds=read_seconds,
             hangup=hangup,
             read=lambda response: self._session_events(
-                response, headers, opened, told, event_id, hangup
+                response, headers, opened, on_notification, event_id, hangup
             ),
         )
 
@@ -574,7 +574,7 @@ class HttpTransport:
         self,
         response: httpx.Response,
         sent_id: int,
-        told: Callable[[jsonrpc.JSONObject], None],
+        on_notification: Callable[[jsonrpc.JSONObject], None],
         hangup: Hangup,
     ) -> str:
         method = "subscriptions/listen"
@@ -590,7 +590,7 @@ class HttpTransport:
             message = jsonrpc.decode(data, cap, max_depth=self.limits.max_depth)
             kind = jsonrpc.classify(message)
             if kind == "notification":
-                told(message)
+                on_notification(message)
             elif kind == "response" and message.get("id") == sent_id:
                 jsonrpc.result_of(message, sent_id, method, status=status)
                 return "complete"
@@ -601,7 +601,7 @@ class HttpTransport:
         response: httpx.Response,
         headers: Mapping[str, str],
         opened: Callable[[], None],
-        told: Callable[[jsonrpc.JSONObject], None],
+        on_notification: Callable[[jsonrpc.JSONObject], None],
         event_id: Callable[[str], None],
         hangup: Hangup,
     ) -> str:
@@ -619,7 +619,7 @@ class HttpTransport:
                 event_id(ids[-1])
             kind = jsonrpc.classify(message)
             if kind == "notification":
-                told(message)
+                on_notification(message)
             elif kind == "request":
                 self._on_server_request(message["method"])
                 self._answer(jsonrpc.answer_to(message), headers, Deadline("call", 5.0))

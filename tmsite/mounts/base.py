@@ -45,7 +45,7 @@ from tmsite.core.uri import TmUri, parse
 PAGE_SIZE = 500
 
 
-class Served(Reader, Protocol):
+class NamespaceView(Reader, Protocol):
     """What a mount sees of the namespace that serves it: the read path and its mounts."""
 
     @property
@@ -146,7 +146,7 @@ class Mount(ABC):
         """
         return None
 
-    def attach(self, namespace: Served) -> None:
+    def attach(self, namespace: NamespaceView) -> None:
         """Called once by the namespace that serves this mount."""
         self.namespace = namespace
 

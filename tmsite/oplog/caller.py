@@ -31,7 +31,6 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest
 
 from tmsite.core.errors import BadArgument
 from tmsite.core.settled import settled
@@ -120,9 +119,9 @@ def _limit_on() -> bool:
     return bool(settings.TM_RATE_LIMIT)
 
 
-def trusted_peer(request: HttpRequest) -> bool:
+def trusted(peer: str) -> bool:
     """Whether the socket's peer is a trusted proxy, whose forwarding headers are believed."""
-    return _normal(str(request.META.get("REMOTE_ADDR") or "")) in _trusted()
+    return _normal(peer) in _trusted()
 
 
 def loopback(caller: str) -> bool:
@@ -136,41 +135,40 @@ def loopback(caller: str) -> bool:
     return ip.is_loopback
 
 
-def address(request: HttpRequest) -> str:
-    """The caller as the rate limit keys it (:func:`group` of its address)."""
-    return address_in(request.META)
+def client(peer: str, forwarded: str | None) -> str:
+    """The caller's own address (not its :func:`group`) from the peer and ``X-Forwarded-For``.
 
-
-def address_in(meta: Mapping[str, Any]) -> str:
-    """:func:`address` from a request's ``META`` (or a WSGI environ).
-
-    An environ the ASGI server made carries the caller its front worked out already
-    (``ADDRESS_KEY``, ``tmsite.serve``): it is not worked out twice. A trusted proxy's
-    forwarded caller that is not an address is :data:`UNREADABLE`.
-    """
-    known = meta.get(ADDRESS_KEY)
-    if isinstance(known, str):
-        return known
-    return group(client_in(meta))
-
-
-def client_in(meta: Mapping[str, Any]) -> str:
-    """The caller's own address from a request's ``META``, not its :func:`group`.
-
-    The socket's peer, or the last forwarded hop that is not a trusted proxy; a trusted proxy's
-    forwarded caller that is not an address is :data:`UNREADABLE`. For a decision about one
-    address (``/metrics``' allowed addresses), never for keeping.
+    ``peer`` is the socket's, ``forwarded`` the header (None: absent). The peer, or the last
+    forwarded hop that is not a trusted proxy; a trusted proxy's forwarded caller that is not an
+    address is :data:`UNREADABLE`. For a decision about one address (``/metrics``' allowed
+    addresses), never for keeping.
     """
     trusted = _trusted()
-    peer = _normal(str(meta.get("REMOTE_ADDR") or ""))
+    peer = _normal(peer)
     if peer not in trusted:
         return peer
-    forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
-    hops = [_normal(hop) for hop in forwarded.split(",") if hop.strip()]
+    hops = [_normal(hop) for hop in (forwarded or "").split(",") if hop.strip()]
     for hop in reversed(hops):
         if hop not in trusted:
             return hop if is_address(hop) else UNREADABLE
     return peer if not hops else hops[0]
+
+
+def address(peer: str, forwarded: str | None) -> str:
+    """The caller as the rate limit keys it: :func:`group` of its :func:`client` address."""
+    return group(client(peer, forwarded))
+
+
+def exempt(who: str, forwarded: str | None) -> bool:
+    """The box's own calls: an exempt caller ``who`` that no proxy forwarded."""
+    return forwarded is None and who in _exempt()
+
+
+def limited(who: str, forwarded: str | None) -> str | None:
+    """The bucket key of caller ``who``, or None (the limit off, or ``who`` exempt)."""
+    if not _limit_on() or exempt(who, forwarded):
+        return None
+    return who
 
 
 def unreadable(caller: str | None) -> BadArgument | None:
@@ -185,33 +183,30 @@ def unreadable(caller: str | None) -> BadArgument | None:
     )
 
 
-def exempt(request: HttpRequest, caller: str) -> bool:
-    """The box's own calls: an exempt peer that no proxy forwarded."""
-    return exempt_in(request.META, caller)
+# --- a request's META (or a WSGI environ) -----------------------------------------------------
 
 
-def exempt_in(meta: Mapping[str, Any], caller: str) -> bool:
-    """:func:`exempt` from a request's ``META`` (or a WSGI environ)."""
-    if "HTTP_X_FORWARDED_FOR" in meta:
-        return False
-    return caller in _exempt()
+def seen(meta: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The socket's peer and the ``X-Forwarded-For`` header (None: absent) of a request's META."""
+    forwarded = meta.get("HTTP_X_FORWARDED_FOR")
+    return str(meta.get("REMOTE_ADDR") or ""), None if forwarded is None else str(forwarded)
 
 
-def limited(request: HttpRequest) -> str | None:
-    """The bucket key of a caller the rate limit applies to, or None (limit off, or exempt).
+def address_in(meta: Mapping[str, Any]) -> str:
+    """:func:`address` of a request's ``META`` (or a WSGI environ).
 
-    Worked out once per request: the settings' address lists are normalized once per value,
-    and only the peer and the forwarded hops are parsed.
+    An environ the ASGI server made carries the caller its front worked out already
+    (``ADDRESS_KEY``, ``tmsite.serve``): it is not worked out twice.
     """
-    return limited_in(request.META)
+    known = meta.get(ADDRESS_KEY)
+    return known if isinstance(known, str) else address(*seen(meta))
 
 
 def limited_in(meta: Mapping[str, Any]) -> str | None:
-    """:func:`limited` from a request's ``META`` (or a WSGI environ)."""
+    """:func:`limited` of a request's ``META`` (or a WSGI environ), worked out once a request."""
     if not _limit_on():
         return None
-    who = address_in(meta)
-    return None if exempt_in(meta, who) else who
+    return limited(address_in(meta), seen(meta)[1])
 
 
 #: This process's own secrets, for when the rate limit's store does not answer.
@@ -219,8 +214,8 @@ _own = buckets.MemoryStore()
 _log = logging.getLogger(__name__)
 
 
-def keyed(request: HttpRequest, now: float) -> str:
-    """The caller as a row may keep it: 32 hex digits that stand for it on the UTC day of ``now``.
+def keyed(who: str, now: float) -> str:
+    """Caller ``who`` as a row may keep it: 32 hex digits standing for it on ``now``'s UTC day.
 
     The digest is the rate limit's (``buckets.digest``) under the secret of the store
     ``TM_RATE_STORE`` names, so every worker (and, with Redis, every machine) gives one caller the
@@ -228,11 +223,6 @@ def keyed(request: HttpRequest, now: float) -> str:
     does not answer (Redis down) leaves this process's own secret for the day: the key is then
     the same only within the process.
     """
-    return keyed_address(address(request), now)
-
-
-def keyed_address(who: str, now: float) -> str:
-    """:func:`keyed` for an address already worked out (the request's, held in memory)."""
     try:
         secret = buckets.store().day_secret(now)
     except Exception as exc:

@@ -1,6 +1,6 @@
 """``GET /metrics``: the Prometheus text of every worker's metrics, to allowed addresses only.
 
-Who may read it is the caller as the rate limit finds it (``caller.client_in``: the socket's
+Who may read it is the caller as the rate limit finds it (``caller.client``: the socket's
 peer, or the address a trusted proxy forwarded): loopback, or an address or network
 ``TM_METRICS_ALLOWED`` names. Anyone else is answered 404, as for a URL that is not served, and
 the refusal counts nothing. Under ``python -m tmsite.serve`` the answer sums every worker's
@@ -64,7 +64,7 @@ def _allowed() -> tuple[Network, ...]:
 
 def allowed(meta: dict[str, Any]) -> bool:
     """Whether the caller of a request (its ``META``) may read the metrics."""
-    who = caller.client_in(meta)
+    who = caller.client(*caller.seen(meta))
     if caller.loopback(who):
         return True
     try:

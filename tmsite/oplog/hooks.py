@@ -13,7 +13,13 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
   the surface's refusal when the bucket is short; outside an observed exchange (stdio, the
   operator's own process) nothing is limited and the row is written at once.
 * ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
-  (REST): the same bucket, the surface's refusal with ``Retry-After`` when it is short.
+  (REST): each request is an exchange of one ``Call`` (the surface's refusal, with
+  ``Retry-After`` when the bucket is short, its span named by the route).
+* ``observe_bare(call, …)`` is ``observe_exchange`` of one ``call`` over plain values, for an
+  answer made without a Django request.
+
+One exchange (``_exchange``) and one ``observe_call`` under all four: what varies by surface is
+data (the ``Call``), not another copy of the order above.
 
 **Internal failures.** A request that fails inside the server — in the limit code, in the
 answer, wherever the surface cannot refuse it properly — is answered with the surface's own
@@ -56,7 +62,8 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -84,6 +91,8 @@ ABANDONED = "abandoned"
 LOGGED = "tm.logged"
 #: What one request of a message surface answers (an MCP ``Answer``).
 A = TypeVar("A")
+#: What an HTTP endpoint answers.
+R = TypeVar("R", bound=HttpResponseBase)
 
 
 @dataclass
@@ -110,13 +119,13 @@ _current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=
 
 
 @dataclass
-class _Alone:
-    """A call observed outside an exchange (stdio): where :func:`hold` sends its row."""
+class _NoExchange:
+    """A call observed outside an HTTP exchange (stdio): where :func:`hold` sends its row."""
 
     held: Callable[[list[tuple[Row, Priced]]], None] | None = None
 
 
-_alone: ContextVar[_Alone | None] = ContextVar("tm_oplog_alone", default=None)
+_no_exchange: ContextVar[_NoExchange | None] = ContextVar("tm_oplog_no_exchange", default=None)
 #: The address of the HTTP request in flight, held in memory for :func:`caller_key`.
 _address: ContextVar[str | None] = ContextVar("tm_oplog_address", default=None)
 
@@ -128,7 +137,7 @@ def caller_key(now: float) -> str | None:
     never handed out.
     """
     who = _address.get()
-    return None if who is None else caller.keyed_address(who, now)
+    return None if who is None else caller.keyed(who, now)
 
 
 def micros(started: float) -> int:
@@ -225,20 +234,20 @@ def _run_metered(
     (``work.heavy``), no more: past it the read refuses itself ``too-costly``.
 
     Raises:
-        _Gone: the client went away; it carries the units spent until then.
+        _Abandoned: the client went away; it carries the units spent until then.
     """
     allowance = decision.policy.burst if decision is not None else None
     with work.metered() as meter, work.allowing(allowance, costs.unit_prices()):
         try:
             answer = run()
         except work.Abandoned:
-            raise _Gone(meter.units()) from None
+            raise _Abandoned(meter.units()) from None
     sent = size(answer)
     meter.add("bytes", sent)
     return answer, sent, meter.units()
 
 
-class _Gone(Exception):
+class _Abandoned(Exception):
     """A request abandoned by its client, with the units it spent until then."""
 
     def __init__(self, units: dict[Unit, int]) -> None:
@@ -246,13 +255,18 @@ class _Gone(Exception):
         self.units = units
 
 
-def _settle(
-    who: str | None, decision: Decision | None, priced: Priced, units: Mapping[Unit, int]
+def _charge_rest(
+    surface: str,
+    who: str | None,
+    decision: Decision | None,
+    priced: Priced,
+    units: Mapping[Unit, int],
 ) -> tuple[Priced, Decision | None]:
     """The request as charged, and the caller's decision once the rest of its cost is charged.
 
     A request that turns out to cost less than was spent up front (a proposal refused for its
-    input, ``costs.as_answered``) is given the difference back.
+    input, ``costs.as_answered``) is given the difference back. A bucket that cannot be charged
+    keeps the answer already made.
     """
     charged = costs.charged(priced, units)
     if who is None or decision is None or not decision.allowed:
@@ -260,22 +274,11 @@ def _settle(
     extra = charged.cost - decision.cost
     if abs(extra) <= buckets.EPSILON:
         return charged, decision
-    return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
-
-
-def _settled(
-    surface: str,
-    who: str | None,
-    decision: Decision | None,
-    priced: Priced,
-    units: Mapping[Unit, int],
-) -> tuple[Priced, Decision | None]:
-    """``_settle``, where a bucket that cannot be charged keeps the answer already made."""
     try:
-        return _settle(who, decision, priced, units)
+        return charged, replace(buckets.charge(who, extra), cost=float(charged.cost))
     except Exception as exc:
         failures.report(f"{surface} rate limit", exc)
-        return costs.charged(priced, units), decision
+        return charged, decision
 
 
 def _emit(row: Row, priced: Priced) -> None:
@@ -376,6 +379,8 @@ class Call(Generic[A]):
         size: The bytes of an answer.
         trace: The request's own trace context (MCP's ``params._meta``), asked for only when
             traces are on.
+        span: The server span's name and attributes (None: the MCP method's, ``_span_name``).
+        status: An answer's HTTP status, noted on the span (None: not noted).
     """
 
     surface: str
@@ -389,33 +394,45 @@ class Call(Generic[A]):
     outcome: Callable[[A], str]
     size: Callable[[A], int]
     trace: Callable[[], Mapping[str, Any] | None] = lambda: None
+    span: Callable[[], tuple[str, Mapping[str, Any]]] | None = None
+    status: Callable[[A], int] | None = None
+
+
+@contextmanager
+def _exchange(exchange: Exchange, address: str) -> Iterator[Exchange]:
+    """``exchange`` as the one in flight, with its caller's ``address`` held in memory."""
+    token = _current.set(exchange)
+    held = _address.set(address)
+    try:
+        yield exchange
+    finally:
+        _address.reset(held)
+        _current.reset(token)
 
 
 def observe_exchange(
     request: HttpRequest,
-    answer: Callable[[HttpRequest], HttpResponse],
+    answer: Callable[[HttpRequest], R],
     *,
     surface: str,
     protocol: str,
-) -> HttpResponse:
+) -> R:
     """Run an endpoint's ``answer`` for ``request`` inside an observed exchange."""
+    meta = request.META
     exchange = Exchange(
         surface,
-        caller.limited(request),
+        caller.limited_in(meta),
         timezone.now(),
         time.perf_counter(),
         protocol=protocol.strip()[:16],
-        trace=tracing.http_carrier(request.META),
+        trace=tracing.http_carrier(meta),
     )
-    token = _current.set(exchange)
-    held = _address.set(caller.address(request))
-    try:
+    with _exchange(exchange, caller.address_in(meta)):
         response = answer(request)
-    finally:
-        _address.reset(held)
-        _current.reset(token)
-    _finish(exchange, response)
-    request.META[LOGGED] = True
+    if exchange.decision is not None:
+        rate_headers(response, exchange.decision)
+    _finish(exchange, response.status_code, _body_size(response), lambda: _status_outcome(response))
+    meta[LOGGED] = True
     return response
 
 
@@ -440,17 +457,9 @@ def observe_bare(
     exchange = Exchange(
         surface, who, timezone.now(), time.perf_counter(), protocol=protocol, trace=trace
     )
-    token = _current.set(exchange)
-    held = _address.set(address)
-    try:
+    with _exchange(exchange, address):
         answer = observe_call(call)
-    finally:
-        _address.reset(held)
-        _current.reset(token)
-    total = micros(exchange.started)
-    for row, priced in exchange.rows:
-        row.status, row.duration_us = status, total
-        _emit(row, priced)
+    _finish(exchange, status, None, lambda: "ok")
     return answer, exchange.decision
 
 
@@ -479,17 +488,17 @@ def hold() -> Callable[[int, int, str], None] | None:
     row of the call being run (:func:`observe_call`).
     """
     exchange = _current.get()
-    alone = _alone.get() if exchange is None else None
-    if exchange is None and alone is None:
+    outside = _no_exchange.get() if exchange is None else None
+    if exchange is None and outside is None:
         return None
-    kept: list[tuple[Row, Priced]] = []
+    waiting: list[tuple[Row, Priced]] = []
     if exchange is not None:
-        exchange.held = kept.extend
-    elif alone is not None:
-        alone.held = kept.extend
+        exchange.held = waiting.extend
+    elif outside is not None:
+        outside.held = waiting.extend
 
     def write(duration_us: int, sent: int, outcome: str) -> None:
-        rows, kept[:] = list(kept), []
+        rows, waiting[:] = list(waiting), []
         for row, priced in rows:
             row.duration_us, row.bytes, row.outcome = duration_us, sent, outcome
             _emit(row, priced)
@@ -497,14 +506,17 @@ def hold() -> Callable[[int, int, str], None] | None:
     return write
 
 
-def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
-    if exchange.decision is not None:
-        rate_headers(response, exchange.decision)
+def _finish(exchange: Exchange, status: int, size: int | None, outcome: Callable[[], str]) -> None:
+    """Write the exchange's rows with its ``status`` (one for the exchange when it has none).
+
+    A single row gets the exchange's duration and, unless None, its ``size`` in bytes;
+    ``outcome`` is how the exchange's own row reads, asked only when it has no other.
+    """
     total = micros(exchange.started)
     if not exchange.rows:
-        outcome = _status_outcome(response)
+        found = outcome()
         method, priced = "", Priced("protocol", 0)
-        if exchange.asked is not None and outcome == INTERNAL:
+        if exchange.asked is not None and found == INTERNAL:
             method, priced = exchange.asked()
         row = Row(
             at=exchange.at,
@@ -514,14 +526,15 @@ def _finish(exchange: Exchange, response: HttpResponseBase) -> None:
             target=priced.target if method else "",
             facet=priced.facet if method else "",
             protocol=exchange.protocol,
-            outcome=outcome,
+            outcome=found,
         )
         exchange.rows.append((row, priced))
     single = len(exchange.rows) == 1
     for row, priced in exchange.rows:
-        row.status = response.status_code
+        row.status = status
         if single:
-            row.bytes = _body_size(response)
+            if size is not None:
+                row.bytes = size
             row.duration_us = total
         if exchange.held is None:
             _emit(row, priced)
@@ -533,8 +546,8 @@ def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Un
     """Run ``call``: its answer, bytes, units and outcome (``abandoned`` if its client left)."""
     try:
         answer, sent, units = _run_metered(call.run, call.size, decision)
-    except _Gone as gone:
-        return call.fail(), 0, gone.units, ABANDONED
+    except _Abandoned as abandoned:
+        return call.fail(), 0, abandoned.units, ABANDONED
     return answer, sent, units, call.outcome(answer)
 
 
@@ -544,11 +557,15 @@ def observe_call(call: Call[A]) -> A:
         return _observe_call(call)
     exchange = _current.get()
     carriers = (call.trace(), exchange.trace if exchange is not None else None)
+    name, attributes = call.span() if call.span else (_span_name(call), _span_attributes(call))
     with (
-        tracing.server(_span_name(call), carriers, _span_attributes(call)),
+        tracing.server(name, carriers, attributes),
         connections["default"].execute_wrapper(_database_span),
     ):
-        return _observe_call(call)
+        answer = _observe_call(call)
+        if call.status is not None:
+            tracing.note(**{"http.response.status_code": call.status(answer)})
+        return answer
 
 
 def _span_name(call: Call[A]) -> str:
@@ -594,8 +611,8 @@ def _observe_call(call: Call[A]) -> A:
     who = exchange.caller if exchange is not None else None
     where = f"{call.surface} rate limit"
     answer: A
-    alone = _Alone() if exchange is None else None
-    alone_token = _alone.set(alone) if alone is not None else None
+    outside = _NoExchange() if exchange is None else None
+    outside_token = _no_exchange.set(outside) if outside is not None else None
     try:
         unreadable = caller.unreadable(_address.get())
         decision = None
@@ -615,7 +632,7 @@ def _observe_call(call: Call[A]) -> A:
             where = f"{call.surface} request"
             answer, sent, units, outcome = _run_call(call, decision)
             priced = costs.as_answered(priced, outcome)
-            priced, decision = _settled(call.surface, who, decision, priced, units)
+            priced, decision = _charge_rest(call.surface, who, decision, priced, units)
         if exchange is not None and decision is not None:
             exchange.decision = decision
     except Exception as exc:
@@ -623,8 +640,8 @@ def _observe_call(call: Call[A]) -> A:
         answer, outcome = call.fail(), INTERNAL
         sent = call.size(answer)
     finally:
-        if alone_token is not None:
-            _alone.reset(alone_token)
+        if outside_token is not None:
+            _no_exchange.reset(outside_token)
     tracing.outcome(outcome)
     row = Row(
         at=at,
@@ -640,8 +657,8 @@ def _observe_call(call: Call[A]) -> A:
     )
     if exchange is not None:
         exchange.rows.append((row, priced))
-    elif alone is not None and alone.held is not None:
-        alone.held([(row, priced)])  # written by what held it, when its answer ends
+    elif outside is not None and outside.held is not None:
+        outside.held([(row, priced)])  # written by what held it, when its answer ends
     else:
         _emit(row, priced)
     return answer
@@ -690,81 +707,44 @@ class Routes:
         return row, priced
 
 
-def _run_route(
-    run: Callable[[], HttpResponseBase],
-    decision: Decision | None,
-    fail: Callable[[], HttpResponseBase],
-) -> tuple[HttpResponseBase, dict[Unit, int], str | None]:
-    """Run a route: its response, units, and ``abandoned`` if its client left (else None)."""
-    try:
-        response, _sent, units = _run_metered(run, _body_size, decision)
-    except _Gone as gone:
-        return fail(), gone.units, ABANDONED
-    return response, units, None
-
-
 def observe_routes(
     routes: Routes,
 ) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
-    """The decorator for every route of ``routes``: the caller's bucket, then a log row."""
+    """The decorator for every route of ``routes``: each request an exchange of one ``Call``."""
 
     def observe(run: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @functools.wraps(run)
         def observed(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            if not tracing.enabled():
-                return answer(request, *args, **kwargs)
-            name = f"{request.method} {routes.prefix}{routes.route(request).split('/')[0]}"
-            carriers = (tracing.http_carrier(request.META),)
-            attributes = {"http.request.method": str(request.method), "tm.surface": routes.surface}
-            with (
-                tracing.server(name, carriers, attributes),
-                connections["default"].execute_wrapper(_database_span),
-            ):
-                response = answer(request, *args, **kwargs)
-                tracing.note(**{"http.response.status_code": response.status_code})
+            row, priced = routes.row(request, timezone.now())
+            route = routes.route(request)
+
+            def refuse(refused: Refusal) -> HttpResponseBase:
+                response = routes.refuse(refused)
+                if isinstance(refused, RateLimited):
+                    response["Retry-After"] = str(refused.helpers["retryAfter"])
                 return response
 
-        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            at, started = timezone.now(), time.perf_counter()
-            row, priced = routes.row(request, at)
-            decision: Decision | None = None
-            outcome: str | None = None
-            where = f"{routes.surface} rate limit"
-            try:
-                who = caller.limited(request)
-                unreadable = caller.unreadable(caller.address(request))
-                if unreadable is None and who is not None:
-                    decision = buckets.take(who, priced.cost)
-                if unreadable is not None:
-                    response = routes.refuse(unreadable)
-                elif decision is not None and not decision.allowed:
-                    asked_uri = routes.asked_uri(routes.route(request), request.GET)
-                    response = routes.refuse(refusal(decision, asked_uri))
-                    response["Retry-After"] = str(decision.retry_after)
-                else:
-                    where = f"{routes.surface} request"
-                    held = _address.set(caller.address(request))
-                    try:
-                        response, units, outcome = _run_route(
-                            lambda: run(request, *args, **kwargs), decision, routes.fail
-                        )
-                    finally:
-                        _address.reset(held)
-                    priced = costs.as_answered(priced, outcome or _status_outcome(response))
-                    priced, decision = _settled(routes.surface, who, decision, priced, units)
-            except Exception as exc:
-                failures.report(where, exc)
-                response = routes.fail()
-            if decision is not None:
-                rate_headers(response, decision)
-            row.outcome = outcome or _status_outcome(response)
-            row.status = response.status_code
-            row.bytes = _body_size(response)
-            row.duration_us = micros(started)
-            tracing.outcome(row.outcome)
-            _emit(row, priced)
-            request.META[LOGGED] = True
-            return response
+            def span() -> tuple[str, Mapping[str, Any]]:
+                name = f"{request.method} {routes.prefix}{route.split('/')[0]}"
+                return name, {"http.request.method": str(request.method), "tm.surface": row.surface}
+
+            call: Call[HttpResponseBase] = Call(
+                surface=row.surface,
+                method=row.method,
+                protocol="",
+                priced=priced,
+                uri=lambda: routes.asked_uri(route, request.GET),
+                run=lambda: run(request, *args, **kwargs),
+                refuse=refuse,
+                fail=routes.fail,
+                outcome=_status_outcome,
+                size=_body_size,
+                span=span,
+                status=lambda response: response.status_code,
+            )
+            return observe_exchange(
+                request, lambda _request: observe_call(call), surface=row.surface, protocol=""
+            )
 
         return observed
 
@@ -775,13 +755,7 @@ def observe_routes(
 
 
 def record_failure(
-    request: HttpRequest,
-    response: HttpResponseBase,
-    *,
-    surface: str,
-    row: Row | None = None,
-    priced: Priced | None = None,
-    at: datetime | None = None,
+    request: HttpRequest, response: HttpResponseBase, row: Row, priced: Priced | None
 ) -> None:
     """The row of a request that failed outside the observed view (``handler500``).
 
@@ -791,7 +765,6 @@ def record_failure(
     """
     if request.META.get(LOGGED):
         return
-    row = row or Row(at=at or timezone.now(), surface=surface)
     row.outcome = _status_outcome(response)
     row.status = response.status_code
     row.bytes = _body_size(response)

@@ -94,7 +94,7 @@ class Attempt:
     def of(cls, request: HttpRequest | None, username: str) -> Attempt:
         """The attempt ``request`` makes on ``username`` now (by :data:`clock`)."""
         now = clock()
-        who = caller.keyed(request, now) if request is not None else ""
+        who = caller.keyed(caller.address_in(request.META), now) if request is not None else ""
         return cls(account_key(username), who, now)
 
     @property

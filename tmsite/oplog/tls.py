@@ -41,8 +41,8 @@ class ForwardedProtoMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         """Settle ``X-Forwarded-Proto`` for Django's ``SecurityMiddleware``, then answer."""
         meta = request.META
-        if not caller.trusted_peer(request):
+        if not caller.trusted(str(meta.get("REMOTE_ADDR") or "")):
             meta.pop(_PROTO, None)
-        if not request.is_secure() and caller.loopback(caller.address(request)):
+        if not request.is_secure() and caller.loopback(caller.address_in(meta)):
             meta[_PROTO] = "https"
         return self.get_response(request)

@@ -6,7 +6,8 @@ which gets this surface's prefix, refusal and internal-failure answer from here 
 
 A failure inside the server is answered in the same JSON shape, ``{"error": …, "reason":
 "internal"}`` with status 500 — in a route, in its rate limit, or outside every route
-(``server_error``, Django's ``handler500`` under ``/api/v1/``: a middleware that failed) —
+(``failure_outside``, for Django's ``handler500`` under ``/api/v1/``: a middleware that
+failed) —
 never with Django's HTML page; the request log row says ``internal`` and 500.
 
 Spec: TL6, PR1.
@@ -15,7 +16,6 @@ Spec: TL6, PR1.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +30,8 @@ from tmsite.core.types import Truncated
 from tmsite.mcp import tools
 from tmsite.mcp.convert import prompt_result
 from tmsite.oplog import failures, hooks
+from tmsite.oplog.costs import Priced
+from tmsite.oplog.recorder import Row
 from tmsite.pieces import Licensing
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 from tmsite.schemas import (
@@ -67,18 +69,21 @@ def failed() -> HttpResponseBase:
 ROUTES = hooks.Routes("rest", REST_PREFIX, _asked_uri, refused, failed)
 
 
-def server_error(request: HttpRequest) -> HttpResponseBase:
-    """``handler500`` under ``/api/v1/``: a failure outside every route (a middleware)."""
-    exc = sys.exc_info()[1]
-    failures.report("rest outside the routes", exc or RuntimeError("handler500"))
+def failure_outside(
+    request: HttpRequest,
+) -> tuple[HttpResponseBase, Row | None, Priced | None]:
+    """The answer to a failure outside every route (a middleware), and its log row.
+
+    For ``tmsite.api.server_error``; no row for the routes that are not logged (``UNLOGGED``).
+    """
     response = failed()
-    if ROUTES.route(request).strip("/") not in UNLOGGED:
-        try:
-            row, priced = ROUTES.row(request, timezone.now())
-        except Exception:
-            row, priced = None, None
-        hooks.record_failure(request, response, surface=ROUTES.surface, row=row, priced=priced)
-    return response
+    if ROUTES.route(request).strip("/") in UNLOGGED:
+        return response, None, None
+    try:
+        row, priced = ROUTES.row(request, timezone.now())
+    except Exception:  # the row keeps the surface alone
+        return response, Row(at=timezone.now(), surface=ROUTES.surface), None
+    return response, row, priced
 
 
 router = Router(tags=["tmsite"])

@@ -239,7 +239,7 @@ def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepar
 # --- the rest of the site, through its WSGI application --------------------------------------
 
 
-class _Gone(Exception):
+class _Disconnected(Exception):
     """The client went away while the answer was being sent."""
 
 
@@ -263,7 +263,7 @@ def _wsgi_on_thread(
         try:
             asyncio.run_coroutine_threadsafe(sending(message), loop).result()
         except Exception as exc:
-            raise _Gone from exc
+            raise _Disconnected from exc
 
     with work.abandoned_when(environ.get(GONE_KEY)):
         result: Iterable[bytes] = wsgi.application(environ, start_response)
@@ -315,10 +315,6 @@ def _start(status: int, headers: list[tuple[bytes, bytes]]) -> Message:
 
 
 # --- the request -----------------------------------------------------------------------------
-
-
-class _TooLarge(Exception):
-    """The body is longer than this URL takes."""
 
 
 def environ_of(scope: Scope, body: bytes) -> dict[str, Any]:
@@ -578,7 +574,7 @@ class Application:
                     environ,
                     lambda: loop.run_in_executor(self.pool, _endpoint_on_thread, environ),
                 )
-        except _Gone:
+        except _Disconnected:
             return
         status, headers, content = parts
         if is_mcp:
@@ -626,7 +622,7 @@ async def _unless_gone(
     ``http.disconnect``; the thread sees the event at its next unit of work.
 
     Raises:
-        _Gone: the client went away: there is nobody to answer.
+        _Disconnected: the client went away: there is nobody to answer.
     """
     gone = environ.setdefault(GONE_KEY, threading.Event())
 
@@ -639,7 +635,7 @@ async def _unless_gone(
     try:
         result = await run()
         if gone.is_set():
-            raise _Gone
+            raise _Disconnected
         return result
     finally:
         listening.cancel()

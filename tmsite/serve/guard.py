@@ -118,18 +118,14 @@ _secrets = buckets.MemoryStore()
 _in_flight: dict[bytes, int] = {}
 
 
-def _meta_of(scope: Scope) -> dict[str, str]:
-    """What the rate limit reads of a caller (peer, forwarding), as a request's ``META`` has it."""
-    client = scope.get("client") or ("", 0)
-    meta = {"REMOTE_ADDR": str(client[0])}
-    forwarded = [
+def _forwarded(scope: Scope) -> str | None:
+    """The request's ``X-Forwarded-For`` header (its fields joined), None when it has none."""
+    found = [
         value.decode("latin-1")
         for name, value in scope["headers"]
         if name.lower() == b"x-forwarded-for"
     ]
-    if forwarded:
-        meta["HTTP_X_FORWARDED_FOR"] = ",".join(forwarded)
-    return meta
+    return ",".join(found) if found else None
 
 
 def caller_key(scope: Scope) -> bytes | None:
@@ -138,17 +134,12 @@ def caller_key(scope: Scope) -> bytes | None:
     The address is kept on the scope (``caller.ADDRESS_KEY``) for the request's environ, so the
     rate limit does not work it out again.
     """
-    meta = _meta_of(scope)
-    who = caller.address_in(meta)
+    peer, forwarded = str((scope.get("client") or ("", 0))[0]), _forwarded(scope)
+    who = caller.address(peer, forwarded)
     scope[caller.ADDRESS_KEY] = who
-    if caller.exempt_in(meta, who):
+    if caller.exempt(who, forwarded):
         return None
     return buckets.digest(_secrets.day_secret(time.time()), who)
-
-
-def in_flight() -> int:
-    """Requests of non-exempt callers in flight in this worker."""
-    return sum(_in_flight.values())
 
 
 def enter(scope: Scope) -> tuple[bool, bytes | None]:

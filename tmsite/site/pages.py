@@ -26,7 +26,7 @@ out). The index is cached and rebuilt when the modification time of a directory 
 ``docs/`` changes, so adding, removing or renaming a file is seen on the next request. A lookup
 of one page checks only the directories its candidate files lie in (and re-resolves a candidate
 that is a symlink), a few ``stat`` calls whatever the tree; the answers about every page
-(:func:`all_pages`, :func:`source_files`) check every directory.
+(:func:`all_pages`) check every directory.
 
 Spec: OP3, HTTP.
 """
@@ -344,11 +344,6 @@ def _current(rels: Iterable[str] | None = None) -> _Index:
             return index
         index = _index = _walk(root)
         return index
-
-
-def source_files() -> frozenset[str]:
-    """Every checkout-relative file under ``docs/`` that makes a page."""
-    return _current().files
 
 
 def is_source(relpath: str) -> bool:

@@ -314,11 +314,6 @@ class Bus:
 
         return remove
 
-    def listener_count(self) -> int:
-        """How many listeners are added now."""
-        with self._lock:
-            return len(self._listeners)
-
     def dispatch(self, change: Change, origin: str | None = None) -> None:
         """Call every listener with ``change``, unless it was coalesced (see the module).
 

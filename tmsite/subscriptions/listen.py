@@ -289,8 +289,8 @@ class Plan:
         body["_meta"] = {SUBSCRIPTION_ID_META: self.rid}
         return {"jsonrpc": "2.0", "method": f"notifications/{method}", "params": body}
 
-    def told(self, change: Change) -> dict[str, Any] | None:
-        """What this stream is told of ``change`` (a bus change), or None: not asked for.
+    def notification_of(self, change: Change) -> dict[str, Any] | None:
+        """This stream's notification of ``change`` (a bus change), or None: not asked for.
 
         A ``lost`` change is not a message: it ends the stream (each transport says how).
         """
@@ -298,9 +298,9 @@ class Plan:
             return self.notification(LIST_METHODS[change.list_kind])
         if change.kind == "updated" and change.uri is not None:
             for subscribed in self.uris:
-                told = changes.affects(subscribed, change.uri, exact=change.exact)
-                if told is not None:
-                    return self.notification("resources/updated", {"uri": told})
+                updated = changes.affects(subscribed, change.uri, exact=change.exact)
+                if updated is not None:
+                    return self.notification("resources/updated", {"uri": updated})
         return None
 
 

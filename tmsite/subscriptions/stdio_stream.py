@@ -174,7 +174,7 @@ class _Listen:
         if change.kind == "lost":
             self.outbox.end("lost")
             return
-        message = self.plan.told(change)
+        message = self.plan.notification_of(change)
         if message is not None:
             self.outbox.put(dumps(message))
 
@@ -272,11 +272,6 @@ class StdioSubscriptions:
             key = _key(held.plan.rid)
             if self._listens.get(key) is held:
                 del self._listens[key]
-
-    def open_listens(self) -> list[Any]:
-        """The ids of the listens open now."""
-        with self._lock:
-            return [held.plan.rid for held in self._listens.values()]
 
     def close(self) -> None:
         """End every listen without a word, and the session with them (stdin ended)."""

@@ -252,7 +252,7 @@ class _Stream(Held):
         if change.kind == "lost":
             self._soon(lambda: self._end("lost"))
             return
-        message = self.plan.told(change)
+        message = self.plan.notification_of(change)
         if message is not None:
             data = event(message)
             self._soon(lambda: self._put(data))

@@ -19,7 +19,7 @@ channel, until it unsubscribes or the session ends. Two transports hold sessions
   ``{"reason", "cap", "limit"}``: ``too-many-subscriptions`` for ``uris-per-session`` and
   ``uri-bytes-per-session``, ``too-many-sessions`` for ``sessions-per-caller``. The caller is
   kept on the rows only as the rate limit's key for the UTC day
-  (:func:`tmsite.oplog.caller.keyed_address`); the box's own loopback calls are not capped so.
+  (:func:`tmsite.oplog.caller.keyed`); the box's own loopback calls are not capped so.
 
 Over HTTP, in this order: under a WSGI server (gunicorn, Django's live server) there is no stream
 to tell of changes: ``-32601`` saying where streams are served; without a session, ``-32600``
@@ -255,7 +255,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     uri = _uri(params, SUBSCRIBE, ctx)
     caps = SessionCaps.current()
     who = hooks.current_caller()
-    holder = caller.keyed_address(who, time.time()) if who else ""
+    holder = caller.keyed(who, time.time()) if who else ""
 
     def write() -> None:
         with transaction.atomic():

@@ -19,7 +19,7 @@ each step's target) so that the read of any step can name every trail it is on, 
 trail known for the admin (:class:`~tmsite.trails.models.Trail`). The index remembers each
 file's size and modification time (:class:`~tmsite.entities.models.TrailFile`) and the
 corrections' version it was built at (:class:`~tmsite.trails.models.TrailsVersion`, written
-afresh by every correction); :func:`ensure_index` compares them with the directory and the
+afresh by every correction); :func:`current` compares them with the directory and the
 database and rebuilds when anything changed, so adding, editing or removing a trail file, or
 correcting a trail on any machine, is seen on the next read. ``manage.py tm_index_trails``
 rebuilds it by hand; ``manage.py tm_trails export DIR`` writes the corrected trails as files.
@@ -432,15 +432,6 @@ def rebuild(checkout: Path | None = None) -> int:
     stamp = version() or ("", "")
     files = scan(checkout)
     return _write_index(files, stamp[0], overlay(files, latest_corrections(), checkout))
-
-
-def ensure_index(checkout: Path | None = None) -> None:
-    """Rebuild the index when the files or the corrections changed since it was built."""
-    files = scan(checkout)
-    stamp = version() or ("", "")
-    if not _fresh(files, stamp):
-        with contextlib.suppress(IntegrityError):  # another worker rebuilt it just now
-            rebuild(checkout)
 
 
 def _fresh(files: dict[str, tuple[int, int]], stamp: tuple[str, str]) -> bool:

@@ -129,7 +129,7 @@ N_SUGGESTIONS = ("1", "5", "10", "20", "50", "100")
 # ---- configuration ---------------------------------------------------------------------------
 
 
-class Served:
+class Repository:
     """One served repository: its name, where it is, its pinned default, a shared handle."""
 
     def __init__(self, name: str, path: Path, default_ref: str | None, title: str) -> None:
@@ -167,7 +167,7 @@ class At:
 class Target:
     """A checked request: repository, revision, path segments and what the path is."""
 
-    served: Served
+    served: Repository
     repo: gitstore.GitRepo
     at: At
     parts: tuple[str, ...]
@@ -229,10 +229,10 @@ class GitMount(Mount):
         super().__init__(host)
         refs = dict(default_refs or {})
         self.checkout_repo = checkout_repo
-        self.repos: dict[str, Served] = {}
+        self.repos: dict[str, Repository] = {}
         for name in sorted(repos):
             title = "the served checkout" if name == checkout_repo else "a neighbouring repository"
-            self.repos[name] = Served(name, Path(repos[name]), refs.get(name), title)
+            self.repos[name] = Repository(name, Path(repos[name]), refs.get(name), title)
         self.imports = ManifestCache(imports_file)
         self._resolved: dict[tuple[str, str | None], tuple[float, int, gitstore.Resolved]] = {}
         self._resolved_lock = threading.Lock()
@@ -273,7 +273,7 @@ class GitMount(Mount):
 
     # ---- checks, in order ------------------------------------------------------------------
 
-    def served(self, uri: TmUri) -> Served:
+    def served(self, uri: TmUri) -> Repository:
         """The repository ``uri`` names (its first segment below the mount).
 
         Raises:
@@ -290,7 +290,7 @@ class GitMount(Mount):
             )
         return found
 
-    def handle(self, served: Served, uri: TmUri) -> gitstore.GitRepo:
+    def handle(self, served: Repository, uri: TmUri) -> gitstore.GitRepo:
         """``served``'s repository handle; one that does not open is a ``git-error`` on ``uri``."""
         try:
             return served.handle()
@@ -304,11 +304,11 @@ class GitMount(Mount):
             if len(uri.path) > 1:
                 self.check_path(uri, served)
 
-    def asked(self, uri: TmUri, served: Served, repo: gitstore.GitRepo | None) -> RepoRead:
+    def asked(self, uri: TmUri, served: Repository, repo: gitstore.GitRepo | None) -> RepoRead:
         """The read gitstore's refusals are translated for (:mod:`.errors`)."""
         return RepoRead(self.host, uri, served.name, repo)
 
-    def check_at(self, uri: TmUri, repo: gitstore.GitRepo, served: Served) -> None:
+    def check_at(self, uri: TmUri, repo: gitstore.GitRepo, served: Repository) -> None:
         """Refuse a malformed ``at`` by its shape alone, before any lookup."""
         label = uri.param("at")
         if label is None or label == "HEAD":
@@ -317,7 +317,7 @@ class GitMount(Mount):
             gitstore.validate_ref(label)
 
     def resolved(
-        self, served: Served, repo: gitstore.GitRepo, label: str | None
+        self, served: Repository, repo: gitstore.GitRepo, label: str | None
     ) -> gitstore.Resolved:
         """``label`` resolved in ``served`` (raises gitstore's refusals).
 
@@ -337,14 +337,14 @@ class GitMount(Mount):
             self._resolved[key] = (now + REF_TTL, seen, found)
         return found
 
-    def resolve_at(self, uri: TmUri, served: Served, repo: gitstore.GitRepo) -> At:
+    def resolve_at(self, uri: TmUri, served: Repository, repo: gitstore.GitRepo) -> At:
         """The revision ``uri``'s ``at`` names, resolved; gitstore's refusals translated."""
         label = uri.param("at")
         with refusals(self.asked(uri, served, repo)):
             found = self.resolved(served, repo, label)
         return At(found.commit, label, found.is_default)
 
-    def check_path(self, uri: TmUri, served: Served) -> tuple[str, ...]:
+    def check_path(self, uri: TmUri, served: Repository) -> tuple[str, ...]:
         """The path below the repository, normalised by gitstore and checked by the deny-list.
 
         Raises:
@@ -507,7 +507,7 @@ class GitMount(Mount):
             return self._complete_at(served, value)
         return self._complete_path(served, value, context.get("at") or None)
 
-    def _complete_at(self, served: Served, value: str) -> builtins.list[str]:
+    def _complete_at(self, served: Repository, value: str) -> builtins.list[str]:
         """The refs of ``served`` starting with ``value``: ``HEAD``, branches, then tags."""
         try:
             branches, tags = gitstore.list_refs(served.handle())
@@ -516,7 +516,9 @@ class GitMount(Mount):
         names = ["HEAD", *branches, *tags]
         return capped((n for n in names if n.startswith(value)), COMPLETION_LIMIT)
 
-    def _complete_path(self, served: Served, value: str, label: str | None) -> builtins.list[str]:
+    def _complete_path(
+        self, served: Repository, value: str, label: str | None
+    ) -> builtins.list[str]:
         """The paths at revision ``label`` completing ``value``, one directory level at a time.
 
         Denied names are never offered, nor is anything below a denied directory.
@@ -604,7 +606,7 @@ class GitMount(Mount):
                     partial(str, text),
                 )
 
-    def last_commit_time(self, served: Served) -> datetime | None:
+    def last_commit_time(self, served: Repository) -> datetime | None:
         """When the repository last changed at its default revision: that commit's time.
 
         None when it does not open or has no default revision (an empty repository).

@@ -26,7 +26,7 @@ from django.db import DatabaseError
 from tmsite.check_registry import namespace_check
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import parse
-from tmsite.mounts.base import Served
+from tmsite.mounts.base import NamespaceView
 from tmsite.trails import index
 
 #: Mounts whose reads go out to other servers; not read by the start-up check.
@@ -34,7 +34,7 @@ REMOTE_MOUNTS = frozenset({"http", "mcp"})
 
 
 @namespace_check
-def trail_checks(namespace: Callable[[], Served]) -> list[Any]:
+def trail_checks(namespace: Callable[[], NamespaceView]) -> list[Any]:
     """Every trail parses, and every step on a local mount resolves (read in ``namespace()``).
 
     The trails as served: a correction over a file is checked instead of the file.
@@ -69,7 +69,7 @@ def trail_checks(namespace: Callable[[], Served]) -> list[Any]:
     return messages
 
 
-def step_problem(namespace: Served, uri: str, host: str) -> str | None:
+def step_problem(namespace: NamespaceView, uri: str, host: str) -> str | None:
     """Why a step does not resolve, or None (None also for remote mounts, not read here)."""
     parsed = parse(uri)
     if parsed.host != host:
@@ -81,7 +81,7 @@ def step_problem(namespace: Served, uri: str, host: str) -> str | None:
     return _read_problem(namespace, uri)
 
 
-def _read_problem(namespace: Served, uri: str) -> str | None:
+def _read_problem(namespace: NamespaceView, uri: str) -> str | None:
     """Why reading a step on a served mount fails, or None (too large or denied still resolve)."""
     try:
         namespace.read(uri)
