@@ -12,7 +12,11 @@ And ``resources-list``, a :class:`~tmsite.subscriptions.lists.ListWatcher`: the 
 ``resources/list`` answer read every ``TM_SUB_LIST_POLL`` seconds (default 10.0) while a stream
 asks for its changes.
 
-Spec: SUB3.
+The search index follows the same sources: :func:`serve` starts them with this machine's
+index keeper, which listens while it runs to each mount whose changes only its sources tell
+(the files), and :func:`stop` ends both.
+
+Spec: SUB3, SRCH1.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from django.db.models.signals import post_delete, post_save
 from tmsite.kinds.counter import quiet
 from tmsite.mounts import registry
 from tmsite.mounts.base import ChangeSource, Watching
+from tmsite.search import keeper
 from tmsite.subscriptions import changes
 from tmsite.subscriptions.lists import ListWatcher, resources_answer
 from tmsite.subscriptions.records import Read, StampWatcher
@@ -162,6 +167,32 @@ def start() -> None:
         started = [found.start for found in _installed.values() if found.start is not None]
     for again in started:
         again()
+
+
+def serve() -> keeper.Keeper | None:
+    """Start the change sources and this machine's search index keeper (a serving worker).
+
+    The keeper ends with :func:`stop`. Returns it (None: another process of this machine keeps
+    the index, or ``TM_SEARCH_POLL`` is 0).
+    """
+    start()
+    every = _setting("TM_SEARCH_POLL", 1.0)
+    if every <= 0:
+        return None
+    host: str = settings.TM_HOST
+    return keeper.start(
+        lambda: registry.namespace().mounts,
+        host,
+        settings.VAR_DIR,
+        every,
+        _setting("TM_SEARCH_FULL_EVERY", keeper.FULL_EVERY),
+    )
+
+
+def stop() -> None:
+    """End this process's index keeper (no new round) and its change sources."""
+    keeper.stop()
+    uninstall()
 
 
 def listened(uris: Iterable[str], lists: Iterable[changes.ListKind] = ()) -> list[str]:
