@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import OperationalError
 
+from tmsite.core.types import Document
+from tmsite.core.uri import TmUri
+from tmsite.entities import models as m
+from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts import registry
+from tmsite.mounts.entity.mount import EntityMount
 from tmsite.mounts.fs.mount import FsMount
 from tmsite.search import index
 from tmsite.search.keeper import Keeper
@@ -163,3 +169,70 @@ def test_a_standing_search_is_told_once_its_new_answer_reads(checkout: Path, fs:
     finally:
         remove()
         keeper.stop()
+
+
+class Records:
+    """A mount of records: its documents stamped as a whole, as the entity mount's are."""
+
+    root = TmUri("test", "records", (), True)
+
+    def __init__(self) -> None:
+        self.texts = {"a": "An albatross.", "b": "A bittern."}
+        self.version = 1
+        self.walks = 0
+
+    def documents(self) -> Iterator[Document]:
+        self.walks += 1
+        for key, text in self.texts.items():
+            yield Document(
+                f"tm://test/records/{key}", key, "record", text, "text/plain", partial(str, text)
+            )
+
+    def documents_under(self, uri: TmUri) -> Iterator[Document]:
+        raise AssertionError("a mount with a stamp is walked when it moves, never told")
+
+    def reindexes(self, changed: TmUri) -> list[TmUri]:
+        return []
+
+    def documents_stamp(self) -> int:
+        return self.version
+
+
+def test_records_are_walked_only_when_their_stamp_moved() -> None:
+    records = Records()
+    keeper = Keeper(lambda: {"records": records}, "test", every=3600, full_every=3600)
+    assert keeper.round().written == 2 and records.walks == 1
+    assert keeper.round().written == 0 and records.walks == 1  # a quiet round reads no row
+    records.texts["b"] = "A corrected heron."
+    records.version = 2  # a correction moves the version
+    done = keeper.round()
+    assert (done.written, done.unchanged, records.walks) == (1, 1, 2)
+    assert documents("heron") == ["tm://test/records/b"]
+    assert documents("bittern") == []
+    assert keeper.walks == 1  # one mount walked, not a full walk
+
+
+def test_a_corrected_record_is_found_and_a_quiet_round_reads_no_record() -> None:
+    fill(read_checkout(Path(__file__).resolve().parents[2]))
+    entity = EntityMount("test", None)
+    walked: list[int] = []
+    whole = entity.documents
+
+    def counted() -> Iterator[Document]:
+        walked.append(1)
+        return whole()
+
+    entity.documents = counted  # type: ignore[method-assign]
+    keeper = Keeper(lambda: {"entity": entity}, "test", every=3600, full_every=3600)
+    pad_poll = "tm://test/entity/pattern/pad-poll"
+    keeper.round()
+    assert keeper.round().written == 0 and walked == [1]  # the stamp did not move: no walk
+    for number, word in enumerate(("gamepad", "joystick"), start=2):
+        m.Correction.objects.create(
+            entity="pattern", key="pad-poll", field="description", value=f"Polls the {word}."
+        )
+        m.Pattern.objects.filter(key="pad-poll").update(description=f"Polls the {word}.")
+        done = keeper.round()
+        assert (done.written, done.changed, len(walked)) == (1, [pad_poll], number)
+        assert documents(word) == [pad_poll]
+    assert documents("gamepad") == []  # the corrected text is gone

@@ -87,6 +87,7 @@ class Keeper:
         self._stamps: dict[str, Hashable] = {}
         self._walked: float | None = None
         self._held: list[str] = []
+        self._holding = threading.Lock()
         self._unlisten: Callable[[], None] | None = None
 
     def wake(self, change: changes.Change) -> None:
@@ -129,18 +130,15 @@ class Keeper:
         with self._lock:
             told, self._pending = self._pending, set()
         now = time.monotonic()
-        if self._walked is None or now - self._walked >= self.full_every:
-            stamps = {name: mount.documents_stamp() for name, mount in mounts.items()}
-            done = index.sync(mounts)
-            if not done.skipped:
-                self._walked, self._stamps = now, stamps
-                self.walks += 1
-                held = index.documents()
-                self._listen(
-                    [str(m.root) for n, m in mounts.items() if n in held and stamps[n] is None]
-                )
-        else:
-            done = self._apply(mounts, told)
+        try:
+            if self._walked is None or now - self._walked >= self.full_every:
+                done = self._walk(mounts, now)
+            else:
+                done = self._apply(mounts, told)
+        except Exception:
+            with self._lock:
+                self._pending |= told  # applied at the next round
+            raise
         if done.skipped:
             with self._lock:
                 self._pending |= told  # another machine writes now: try again next round
@@ -148,6 +146,19 @@ class Keeper:
         self.rounds += 1
         for uri in done.changed:
             changes.publish(uri)
+        return done
+
+    def _walk(self, mounts: Mapping[str, Kept], now: float) -> index.Synced:
+        """Every document of every mount in step (stamps compared), and the interest to hold."""
+        stamps = {name: mount.documents_stamp() for name, mount in mounts.items()}
+        done = index.sync(mounts)
+        if not done.skipped:
+            self._walked, self._stamps = now, stamps
+            self.walks += 1
+            held = index.documents()
+            self._listen(
+                [str(m.root) for n, m in mounts.items() if n in held and stamps[n] is None]
+            )
         return done
 
     def _apply(self, mounts: Mapping[str, Kept], told: set[str]) -> index.Synced:
@@ -176,14 +187,15 @@ class Keeper:
 
     def _listen(self, roots: list[str]) -> None:
         """Hold interest in ``roots`` (and in nothing else), so their sources watch them."""
-        wanted = sorted(set(roots)) if not self.stopped.is_set() else []
-        if wanted == self._held:
-            return
-        for uri in wanted:
-            changes.interest(uri)
-        for uri in self._held:
-            changes.release(uri)
-        self._held = wanted
+        with self._holding:
+            wanted = sorted(set(roots)) if not self.stopped.is_set() else []
+            if wanted == self._held:
+                return
+            for uri in wanted:
+                changes.interest(uri)
+            for uri in self._held:
+                changes.release(uri)
+            self._held = wanted
 
     def _run(self) -> None:
         while not self.stopped.is_set():
@@ -197,6 +209,8 @@ class Keeper:
             except DatabaseError:
                 log.warning("the search index could not be synced this round", exc_info=True)
                 connections.close_all()
+            except Exception:  # a mount that failed: its changes are tried again next round
+                log.exception("the search keeper's round failed")
         connections.close_all()
 
 
