@@ -236,3 +236,30 @@ def test_a_corrected_record_is_found_and_a_quiet_round_reads_no_record() -> None
         assert (done.written, done.changed, len(walked)) == (1, [pad_poll], number)
         assert documents(word) == [pad_poll]
     assert documents("gamepad") == []  # the corrected text is gone
+
+
+def test_a_refresh_reads_only_its_addresses_on_both_engines(
+    checkout: Path, fs: FsMount, using: str
+) -> None:
+    index.sync({"fs": fs}, using)
+    docs = checkout / "docs"
+    (docs / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
+    (docs / "other.md").unlink()
+    (docs / "more").mkdir()
+    (docs / "more" / "new.md").write_text("# New\n\nAn aardvark.\n")
+    (docs / "bresenham.md").write_text("# Bresenham\n\nNot told: left as it was indexed.\n")
+    told = [
+        TmUri("test", "fs", ("docs", "patterns.md"), False),
+        TmUri("test", "fs", ("docs", "other.md"), False),
+        TmUri("test", "fs", ("docs", "more"), True),
+    ]
+    done = index.refresh("fs", fs, told, using)
+    assert (done.written, done.dropped, done.unchanged) == (2, 1, 0)
+
+    def found(text: str) -> list[str]:
+        return [hit.uri for hit in index.search(parse_query(text), "tm://test/", (), 10, using)]
+
+    assert found("joystick") == ["tm://test/fs/docs/patterns.md"]
+    assert found("aardvark") == ["tm://test/fs/docs/more/new.md"]
+    assert "tm://test/fs/docs/other.md" not in found("drawing")
+    assert found("told") == []  # what was not told waits for its change, or the next walk
