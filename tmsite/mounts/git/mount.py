@@ -570,7 +570,7 @@ class GitMount(Mount):
     def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
         """The served repositories' refs, polled while their addresses are listened to."""
         refs = RefWatcher(
-            self.host,
+            watching.host,
             {name: served.path for name, served in self.repos.items()},
             watching.publish,
             default_refs={n: s.default_ref for n, s in self.repos.items() if s.default_ref},

@@ -309,7 +309,7 @@ class McpMount(Mount):
     @override
     def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
         records = watching.stamped(self.name, watch.stamp, watch.SENDERS, accept=watch.described)
-        notices = PeerNotices(self.host, watching.publish)
+        notices = PeerNotices(watching.host, watching.publish)
         return [records, ChangeSource(f"{self.name}-notices", notices, notices.interest)]
 
     @override
