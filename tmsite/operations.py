@@ -33,7 +33,6 @@ from tmsite.schemas import (
     SearchResult,
 )
 from tmsite.search import answer as searches
-from tmsite.search import keeper
 
 CHIP_MCP_ENDPOINT = "https://6502.tinymachines.ai/api/mcp"
 WHAT = (
@@ -128,13 +127,6 @@ def search(args: SearchInput) -> SearchResult:
     asked = searches.ask(host(), args.query, args.scope, args.kinds, args.limit, args.cursor)
     content = read(str(asked.address.with_params(cursor=args.cursor)))
     return SearchResult.model_validate(content.body)
-
-
-def keep_search_index() -> None:
-    """Start this machine's search keeper over the served mounts (once; see ``keeper``)."""
-    every = float(getattr(settings, "TM_SEARCH_POLL", 1.0))
-    if every > 0:
-        keeper.start(lambda: namespace().mounts, host(), settings.VAR_DIR, every)
 
 
 def propose(args: ProposeInput) -> ProposalReceipt:

@@ -14,7 +14,7 @@ from tmsite.kinds import counter as counting
 from tmsite.kinds.models import KindCount
 from tmsite.mounts.kinds import watch
 from tmsite.mounts.namespace import Namespace
-from tmsite.subscriptions import changes
+from tmsite.subscriptions import changes, sources
 from tmsite.subscriptions.records import StampWatcher
 
 pytestmark = pytest.mark.spec("SUB3")
@@ -30,7 +30,7 @@ def kinds(space: Namespace) -> Iterator[StampWatcher]:
     KindCount.objects.all().delete()
     counter.every, counter.seconds = 10**9, 10.0**9
     watcher = StampWatcher(
-        HOST, "kinds", watch.stamp, watch.unseen(space.read), changes.publish, threaded=False
+        HOST, "kinds", watch.stamp, sources.unseen(space.read), changes.publish, threaded=False
     )
     remove = changes.add_interest_watcher(watcher.interest)
     yield watcher

@@ -17,8 +17,11 @@ import pytest
 from tests.entitymount.conftest import HOST, ROOT, make_space
 from tmsite.entities import models as m
 from tmsite.entities.loaders import Records, fill
+from tmsite.mounts.entity import watch as entity_watch
+from tmsite.mounts.mcp import watch as mcp_watch
 from tmsite.mounts.mcp.mount import McpMount
 from tmsite.mounts.namespace import Namespace
+from tmsite.mounts.trail import watch as trail_watch
 from tmsite.servers.models import McpServer
 from tmsite.subscriptions import changes, sources
 from tmsite.subscriptions.records import StampWatcher
@@ -66,7 +69,7 @@ def watching(
 
 @pytest.fixture
 def entities(ns: Namespace) -> Iterator[StampWatcher]:
-    yield from watching(ns, "entity", sources.entity_stamp, interval=3600)
+    yield from watching(ns, "entity", entity_watch.stamp, interval=3600)
 
 
 def test_a_correction_fires_the_entity_it_corrects_and_nothing_else(
@@ -155,7 +158,7 @@ def test_a_trail_edited_or_corrected_fires(
     space = make_space(trail_checkout)
     T = f"tm://{HOST}/trail/"
     for watcher in watching(
-        space, "trail", lambda: sources.trail_stamp(trail_checkout), interval=3600
+        space, "trail", lambda: trail_watch.stamp(trail_checkout), interval=3600
     ):
         with changes.listening([f"{T}walk", f"{T}other"]):
             watcher.poll()
@@ -181,7 +184,7 @@ def test_a_server_records_status_change_fires_its_record(db: None, heard: Heard)
     space = Namespace(HOST, {"mcp": McpMount(HOST)})
     M = f"tm://{HOST}/mcp/"
     for watcher in watching(
-        space, "mcp", sources.servers_stamp, interval=3600, accept=sources.mcp_described
+        space, "mcp", mcp_watch.stamp, interval=3600, accept=mcp_watch.described
     ):
         with changes.listening([f"{M}elements/", f"{M}elements/resources/peer:%2F%2Fx"]):
             assert watcher.watched() == [f"{M}elements/"], "a resource's content is not read"

@@ -18,8 +18,9 @@ import pytest
 from tests.serve.inthread import served
 from tests.subscriptions.helpers import Events, listen_body, listen_headers
 from tmsite.mounts import registry
+from tmsite.mounts.fs import watch as fswatch
 from tmsite.serve.app import Application
-from tmsite.subscriptions import fswatch, listen
+from tmsite.subscriptions import listen
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("SUB3")]
 

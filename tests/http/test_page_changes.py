@@ -16,10 +16,12 @@ import pytest
 from tests.http.conftest import DEMO, DEMO_DIR, HOST, SITE, configure, uri
 from tmsite.demo.static_site import server
 from tmsite.mounts import registry
+from tmsite.mounts.fs import watch as fswatch
+from tmsite.mounts.fs.mount import FsMount
 from tmsite.mounts.http.mount import HttpMount
 from tmsite.mounts.http.watch import PageWatcher, tick
 from tmsite.mounts.namespace import Namespace
-from tmsite.subscriptions import changes, fswatch
+from tmsite.subscriptions import changes
 from tmsite.subscriptions.records import StampWatcher
 
 pytestmark = pytest.mark.spec("SUB3")
@@ -69,6 +71,9 @@ def test_a_page_made_from_markdown_is_told_when_its_file_changes(
     watcher, fetch = _watcher(ns, 3600)
     page = uri(SITE, "docs", "nes", "pile")
     other = uri(SITE, "docs", "nes", "alone")
+    fs = ns.mounts["fs"]
+    assert isinstance(fs, FsMount)
+    fswatch.SOURCE.find = lambda: fs  # the namespace the test serves
     fswatch.SOURCE.start()
     stop = watcher.start()
     try:

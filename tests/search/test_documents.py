@@ -19,6 +19,7 @@ from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
 from tmsite.mounts.entity.mount import EntityMount
 from tmsite.mounts.git import mount as git_mount
+from tmsite.mounts.git import watch as git_watch
 from tmsite.mounts.git.mount import GitMount
 from tmsite.mounts.proposals.mount import ProposalsMount
 from tmsite.proposals import receipts
@@ -99,7 +100,7 @@ def test_only_the_newest_commits_are_offered_and_an_unmoved_head_writes_nothing(
         newer.message = b"Tune the puffin sound\n"
         repo.object_store.add_object(newer)
         repo.refs[b"refs/heads/main"] = newer.id
-    git_mount.refs_moved()
+    git_watch.refs_moved()
     moved = index.sync({"git": git})
     assert (moved.written, moved.dropped, moved.unchanged) == (1, 1, 1)
     assert [hit.title for hit in hits({"git": git}, "puffin")] == ["Tune the puffin sound"]

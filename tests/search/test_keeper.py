@@ -1,5 +1,8 @@
 """The keeper: a changed, new or removed file is found as it is now within 2 seconds.
 
+It runs as the box runs it: started with the change sources over this process's namespace
+(``sources.serve``), told of a file by the fs watch, applying that file alone.
+
 Spec: SRCH1.
 """
 
@@ -7,28 +10,50 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import OperationalError
 
+from tmsite.core.types import Document
+from tmsite.core.uri import TmUri
+from tmsite.entities import models as m
+from tmsite.entities.loaders import fill, read_checkout
+from tmsite.mounts import registry
+from tmsite.mounts.entity.mount import EntityMount
 from tmsite.mounts.fs.mount import FsMount
 from tmsite.search import index
 from tmsite.search.keeper import Keeper
 from tmsite.search.query import parse_query
-from tmsite.subscriptions import changes
+from tmsite.subscriptions import changes, sources
 
 pytestmark = [pytest.mark.spec("SRCH1"), pytest.mark.django_db(transaction=True)]
 BOUND = 2.0
 
 
 @pytest.fixture
-def kept(fs: FsMount) -> Iterator[Keeper]:
-    keeper = Keeper(lambda: {"fs": fs}, "test", every=0.5)
-    keeper.round()
-    keeper.start()
-    yield keeper
-    keeper.stop()
+def kept(
+    checkout: Path, settings: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Keeper]:
+    """This machine's keeper over the checkout, started with the change sources, its first
+    round (the full walk) done; the safety net's next walk an hour away."""
+    settings.TM_CHECKOUT, settings.TM_FS_ROOTS = checkout, ["docs"]
+    settings.TM_HOST, settings.TM_MOUNTS = "test", ["fs"]
+    settings.VAR_DIR = checkout / "var"  # beside the served root, not in it
+    settings.VAR_DIR.mkdir()
+    settings.TM_SEARCH_POLL, settings.TM_SEARCH_FULL_EVERY = 0.5, 3600
+    registry.reset()
+    sources.uninstall()
+    keeper = sources.serve()
+    assert keeper is not None
+    try:
+        wait_until(lambda: keeper.walks == 1 and bool(changes.interests("tm://test/fs/")))
+        yield keeper
+    finally:
+        sources.stop()
+        registry.reset()
 
 
 def documents(text: str) -> list[str] | None:
@@ -55,6 +80,13 @@ def within(bound: float, text: str, expected: list[str]) -> float:
     raise AssertionError(f"{text!r} did not find {expected} within {bound} s: {documents(text)}")
 
 
+def wait_until(done: Any, seconds: float = 10.0) -> None:
+    start = time.monotonic()
+    while not done():
+        assert time.monotonic() - start < seconds, "not within the time"
+        time.sleep(0.02)
+
+
 def test_a_changed_new_and_removed_file_within_two_seconds(checkout: Path, kept: Keeper) -> None:
     docs = checkout / "docs"
     (docs / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
@@ -64,6 +96,36 @@ def test_a_changed_new_and_removed_file_within_two_seconds(checkout: Path, kept:
     within(BOUND, "aardvark", ["tm://test/fs/docs/fresh.md"])
     (docs / "fresh.md").unlink()
     within(BOUND, "aardvark", [])
+    assert kept.walks == 1  # each change applied alone: no walk of the mount since the first
+
+
+def test_a_change_reads_only_the_document_it_names(checkout: Path, fs: FsMount) -> None:
+    """A round told of one changed file rewrites it and reads no other document."""
+    keeper = Keeper(lambda: {"fs": fs}, "test", every=3600, full_every=3600)
+    assert keeper.round().written == 6  # the first round walks everything
+    walked: list[str] = []
+    whole = fs.documents
+
+    def counted() -> Iterator[Any]:
+        for document in whole():
+            walked.append(document.uri)
+            yield document
+
+    fs.documents = counted  # type: ignore[method-assign]
+    (checkout / "docs" / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
+    keeper.wake(changes.Change("updated", "tm://test/fs/docs/patterns.md"))
+    done = keeper.round()
+    assert (done.written, done.dropped, done.unchanged) == (1, 0, 0)
+    assert done.changed == ["tm://test/fs/docs/patterns.md"]
+    assert walked == []  # no walk: the other five documents were not even listed
+    assert documents("joystick") == ["tm://test/fs/docs/patterns.md"]
+    assert documents("poll") == []  # its old text is gone
+    (checkout / "docs" / "patterns.md").unlink()
+    keeper.wake(changes.Change("updated", "tm://test/fs/docs/patterns.md"))
+    done = keeper.round()
+    assert (done.written, done.dropped, done.unchanged) == (0, 1, 0)
+    assert documents("joystick") == []
+    assert keeper.walks == 1 and walked == []
 
 
 def test_a_change_on_the_bus_starts_a_round_at_once(checkout: Path, fs: FsMount) -> None:
@@ -98,6 +160,7 @@ def test_a_standing_search_is_told_once_its_new_answer_reads(checkout: Path, fs:
     keeper.start()
     try:
         (checkout / "docs" / "fresh.md").write_text("# Fresh\n\nAn aardvark arrives.\n")
+        keeper.wake(changes.Change("updated", "tm://test/fs/docs/fresh.md"))  # the fs watch's
         start = time.monotonic()
         while not told and time.monotonic() - start < BOUND:
             time.sleep(0.02)
@@ -106,3 +169,97 @@ def test_a_standing_search_is_told_once_its_new_answer_reads(checkout: Path, fs:
     finally:
         remove()
         keeper.stop()
+
+
+class Records:
+    """A mount of records: its documents stamped as a whole, as the entity mount's are."""
+
+    root = TmUri("test", "records", (), True)
+
+    def __init__(self) -> None:
+        self.texts = {"a": "An albatross.", "b": "A bittern."}
+        self.version = 1
+        self.walks = 0
+
+    def documents(self) -> Iterator[Document]:
+        self.walks += 1
+        for key, text in self.texts.items():
+            yield Document(
+                f"tm://test/records/{key}", key, "record", text, "text/plain", partial(str, text)
+            )
+
+    def documents_under(self, uri: TmUri) -> Iterator[Document]:
+        raise AssertionError("a mount with a stamp is walked when it moves, never told")
+
+    def reindexes(self, changed: TmUri) -> list[TmUri]:
+        return []
+
+    def documents_stamp(self) -> int:
+        return self.version
+
+
+def test_records_are_walked_only_when_their_stamp_moved() -> None:
+    records = Records()
+    keeper = Keeper(lambda: {"records": records}, "test", every=3600, full_every=3600)
+    assert keeper.round().written == 2 and records.walks == 1
+    assert keeper.round().written == 0 and records.walks == 1  # a quiet round reads no row
+    records.texts["b"] = "A corrected heron."
+    records.version = 2  # a correction moves the version
+    done = keeper.round()
+    assert (done.written, done.unchanged, records.walks) == (1, 1, 2)
+    assert documents("heron") == ["tm://test/records/b"]
+    assert documents("bittern") == []
+    assert keeper.walks == 1  # one mount walked, not a full walk
+
+
+def test_a_corrected_record_is_found_and_a_quiet_round_reads_no_record() -> None:
+    fill(read_checkout(Path(__file__).resolve().parents[2]))
+    entity = EntityMount("test", None)
+    walked: list[int] = []
+    whole = entity.documents
+
+    def counted() -> Iterator[Document]:
+        walked.append(1)
+        return whole()
+
+    entity.documents = counted  # type: ignore[method-assign]
+    keeper = Keeper(lambda: {"entity": entity}, "test", every=3600, full_every=3600)
+    pad_poll = "tm://test/entity/pattern/pad-poll"
+    keeper.round()
+    assert keeper.round().written == 0 and walked == [1]  # the stamp did not move: no walk
+    for number, word in enumerate(("gamepad", "joystick"), start=2):
+        m.Correction.objects.create(
+            entity="pattern", key="pad-poll", field="description", value=f"Polls the {word}."
+        )
+        m.Pattern.objects.filter(key="pad-poll").update(description=f"Polls the {word}.")
+        done = keeper.round()
+        assert (done.written, done.changed, len(walked)) == (1, [pad_poll], number)
+        assert documents(word) == [pad_poll]
+    assert documents("gamepad") == []  # the corrected text is gone
+
+
+def test_a_refresh_reads_only_its_addresses_on_both_engines(
+    checkout: Path, fs: FsMount, using: str
+) -> None:
+    index.sync({"fs": fs}, using)
+    docs = checkout / "docs"
+    (docs / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
+    (docs / "other.md").unlink()
+    (docs / "more").mkdir()
+    (docs / "more" / "new.md").write_text("# New\n\nAn aardvark.\n")
+    (docs / "bresenham.md").write_text("# Bresenham\n\nNot told: left as it was indexed.\n")
+    told = [
+        TmUri("test", "fs", ("docs", "patterns.md"), False),
+        TmUri("test", "fs", ("docs", "other.md"), False),
+        TmUri("test", "fs", ("docs", "more"), True),
+    ]
+    done = index.refresh("fs", fs, told, using)
+    assert (done.written, done.dropped, done.unchanged) == (2, 1, 0)
+
+    def found(text: str) -> list[str]:
+        return [hit.uri for hit in index.search(parse_query(text), "tm://test/", (), 10, using)]
+
+    assert found("joystick") == ["tm://test/fs/docs/patterns.md"]
+    assert found("aardvark") == ["tm://test/fs/docs/more/new.md"]
+    assert "tm://test/fs/docs/other.md" not in found("drawing")
+    assert found("told") == []  # what was not told waits for its change, or the next walk

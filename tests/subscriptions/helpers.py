@@ -163,7 +163,8 @@ def own_box(
     installs them over this box) and after.
     """
     from tmsite.mounts import registry
-    from tmsite.subscriptions import fswatch, sources
+    from tmsite.mounts.fs import watch as fswatch
+    from tmsite.subscriptions import sources
 
     settings.TM_CHECKOUT = root
     settings.TM_FS_ROOTS = roots

@@ -26,7 +26,8 @@ from tests.subscriptions.helpers import (
     wait_until,
     write_files,
 )
-from tmsite.subscriptions import changes, fswatch
+from tmsite.mounts.fs import watch as fswatch
+from tmsite.subscriptions import changes
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 

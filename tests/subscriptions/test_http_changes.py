@@ -23,7 +23,7 @@ from tests.subscriptions.helpers import (
     stream_client,
     wait_until,
 )
-from tmsite.subscriptions import fswatch
+from tmsite.mounts.fs import watch as fswatch
 
 pytestmark = [pytest.mark.spec("SUB3"), pytest.mark.slow]
 

@@ -29,7 +29,8 @@ from tests.subscriptions.helpers import (
     wait_until,
     write_files,
 )
-from tmsite.subscriptions import changes, fswatch, listen
+from tmsite.mounts.fs import watch as fswatch
+from tmsite.subscriptions import changes, listen
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 

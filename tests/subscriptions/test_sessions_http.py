@@ -30,9 +30,10 @@ from tests.subscriptions.sessions_helpers import (
 )
 from tests.transport.transport_helpers import modern_headers
 from tmsite.mounts import registry
+from tmsite.mounts.fs import watch as fswatch
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
-from tmsite.subscriptions import changes, fswatch, listen, sessions, sessionstream, subscribe
+from tmsite.subscriptions import changes, listen, sessions, sessionstream, subscribe
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
 pytestmark = [pytest.mark.spec("SUB2"), pytest.mark.slow]

@@ -33,7 +33,8 @@ from tests.subscriptions.sessions_helpers import (
     stream_headers,
     updated,
 )
-from tmsite.subscriptions import changes, fswatch, sessionstream
+from tmsite.mounts.fs import watch as fswatch
+from tmsite.subscriptions import changes, sessionstream
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB2", "SUB3"), pytest.mark.slow]
 

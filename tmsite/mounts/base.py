@@ -8,7 +8,10 @@ the shared mount suite. It says what it is with class attributes and implements:
 * ``read(req)`` — everything that is not a plain listing: leaves, and facets of collections;
 * ``complete(argument, value, context)`` — live values for its template arguments.
 
-Optional: ``documents()``, what it offers to the search index (by default nothing).
+Optional: ``documents()``, what it offers to the search index (by default nothing), with
+``documents_under(uri)``, ``reindexes(changed)`` and ``documents_stamp()`` so an index follows
+one change without a walk of everything; ``change_sources(watching)``, what tells the bus of
+its changes (by default nothing).
 
 Written once here: paging a listing with signed cursors, ``nearest`` from the deepest existing
 ancestor, ``links`` of a target (for ``?as=links``), ``exists``, and the ``up`` link.
@@ -20,8 +23,9 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import ClassVar, Protocol
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from tmsite.core import cursor as cursors
 from tmsite.core import work
@@ -52,6 +56,52 @@ class NamespaceView(Reader, Protocol):
     def mounts(self) -> Mapping[str, Mount]:
         """The namespace's mounts by name, the one asking among them."""
         ...
+
+
+@dataclass(frozen=True)
+class Watching:
+    """What a mount's change sources are given (by ``tmsite.subscriptions.sources``).
+
+    Attributes:
+        host: the host whose addresses are watched.
+        publish: tells the bus that the thing at an address changed.
+        read: reads an address for its fingerprint (never counted as served).
+        mounts: the mounts served now (the namespace's; a source looks its mount up each time,
+            so one rebuilt from changed settings is followed).
+        stamped: a polling source over a stamp: ``stamped(mount, stamp, senders, interval=…,
+            accept=…)`` reads ``stamp()`` every ``interval`` seconds while the mount's
+            addresses are listened to, reads those again when it moved and publishes the ones
+            whose reading changed; ``senders`` (model labels) wake it when saved or deleted.
+        setting: a number from settings, ``setting(NAME, default)``.
+    """
+
+    host: str
+    publish: Callable[[str], None]
+    read: Callable[[str], Content]
+    mounts: Callable[[], Mapping[str, Mount]]
+    stamped: Callable[..., ChangeSource]
+    setting: Callable[[str, float], float]
+
+
+@dataclass(frozen=True)
+class ChangeSource:
+    """One change source of a mount, as the bus wires it.
+
+    Attributes:
+        name: its name among the installed sources (the mount's, or ``<mount>-<what>``).
+        source: the object (tests and health look at it).
+        interest: told when an address gains its first listener or loses its last.
+        arm: returns once everything listened to now is watched (or at its deadline).
+        senders: models (``app.Model``) whose saves and deletes wake ``source.wake``.
+        start: starts it; returns what stops it.
+    """
+
+    name: str
+    source: Any
+    interest: Callable[[str, bool], None] | None = None
+    arm: Callable[[float], bool] | None = None
+    senders: tuple[str, ...] = ()
+    start: Callable[[], Callable[[], None]] | None = None
 
 
 class Mount(ABC):
@@ -136,6 +186,39 @@ class Mount(ABC):
         default a mount offers nothing.
         """
         return iter(())
+
+    def documents_under(self, uri: TmUri) -> Iterator[Document]:
+        """The documents at ``uri`` or, for a collection, below it (an index's one change).
+
+        By default those of :meth:`documents` there; a mount with many documents narrows the
+        walk to the address (fs walks one directory, or stats one file).
+        """
+        at = str(uri.identity)
+        for document in self.documents():
+            if document.uri == at or (uri.collection and document.uri.startswith(at)):
+                yield document
+
+    def reindexes(self, changed: TmUri) -> builtins.list[TmUri]:
+        """The addresses of this mount whose documents a change of ``changed`` may alter.
+
+        By default ``changed`` itself when it is this mount's; a mount whose documents are made
+        from another mount's things names its own (http: the page a markdown file makes).
+        """
+        if changed.mount == self.name and changed.host == self.host:
+            return [changed.identity]
+        return []
+
+    def documents_stamp(self) -> Hashable | None:
+        """A cheap stamp of everything :meth:`documents` offers: it moves when any of them does.
+
+        An index asks it every round and walks the documents only when it moved. None (the
+        default): the mount has none, and its change sources name each changed address.
+        """
+        return None
+
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        """What tells the bus of this mount's changes, wired once a process (none by default)."""
+        return []
 
     def absent(self) -> str | None:
         """Why this mount has nothing in the served checkout, or None when it serves.

@@ -1,7 +1,9 @@
 """The search index: kept in step with the mounts' documents, asked for hits.
 
 ``sync`` walks each mount's ``documents()`` and rewrites only those whose stamp changed,
-dropping those gone; ``search`` asks the engine of the database in use. The index lives in the
+dropping those gone; ``refresh`` does the same for the documents at a few addresses of a mount
+(what one change touched), reading only those; ``search`` asks the engine of the database in
+use. The index lives in the
 box's own database (SQLite by default, PostgreSQL when ``TM_DATABASE_URL`` names it), so every
 machine of a many-machine box reads the same index; on PostgreSQL an advisory lock lets one
 machine write at a time, and the others skip that round.
@@ -47,6 +49,10 @@ class Offers(Protocol):
 
     def documents(self) -> Iterator[Document]:
         """What it offers to the index."""
+        ...
+
+    def documents_under(self, uri: TmUri) -> Iterator[Document]:
+        """What it offers at ``uri`` or below it."""
         ...
 
 
@@ -130,15 +136,21 @@ def _last_token(pointer: str) -> str:
     return pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
 
 
-def sync(mounts: Mapping[str, Offers], using: str = "default", *, full: bool = False) -> Synced:
-    """Bring the index in step with ``mounts`` (every mount not in it is dropped).
+def sync(
+    mounts: Mapping[str, Offers],
+    using: str = "default",
+    *,
+    full: bool = False,
+    whole: bool = True,
+) -> Synced:
+    """Bring the index in step with ``mounts`` (with ``whole``, every mount not in it is dropped).
 
     ``full`` rewrites every document, whatever its stamp.
     """
     done = Synced()
     with _writing:
         held = _held(using)
-        for name in sorted(set(held) - set(mounts)):
+        for name in sorted(set(held) - set(mounts)) if whole else []:
             _write(using, done, name, [], list(held[name]))
         for name, mount in mounts.items():
             stamps = held.get(name, {})
@@ -159,6 +171,55 @@ def sync(mounts: Mapping[str, Offers], using: str = "default", *, full: bool = F
         if not done.skipped and (done.written or done.dropped):
             _applied(using)
     return done
+
+
+def refresh(name: str, mount: Offers, addresses: Iterable[TmUri], using: str = "default") -> Synced:
+    """Bring the documents of mount ``name`` at ``addresses`` (or below, a collection) in step.
+
+    Reads only what is there (``documents_under``) and the index's rows for those addresses:
+    a changed file costs a stat and its text, whatever the size of the rest.
+    """
+    done = Synced()
+    with _writing:
+        for address in addresses:
+            stamps = _held_at(using, name, address)
+            batch: list[tuple[Document, list[Row]]] = []
+            seen: set[str] = set()
+            for document in mount.documents_under(address):
+                seen.add(document.uri)
+                if stamps.get(document.uri) == document.stamp:
+                    done.unchanged += 1
+                    continue
+                batch.append((document, rows_of(name, document)))
+                if len(batch) >= BATCH:
+                    _write(using, done, name, batch, [])
+                    batch = []
+                if done.skipped:
+                    return done
+            _write(using, done, name, batch, sorted(set(stamps) - seen))
+            if done.skipped:
+                return done
+        if done.written or done.dropped:
+            _applied(using)
+    return done
+
+
+def _held_at(using: str, mount: str, address: TmUri) -> dict[str, str]:
+    """The stamps held for the documents of ``mount`` at ``address`` (or below it)."""
+    at = str(address.identity)
+    with connections[using].cursor() as cursor:
+        if address.collection:
+            cursor.execute(
+                "SELECT uri, stamp FROM search_document "
+                "WHERE mount = %s AND substr(uri, 1, %s) = %s",
+                [mount, len(at), at],
+            )
+        else:
+            cursor.execute(
+                "SELECT uri, stamp FROM search_document WHERE mount = %s AND uri = %s",
+                [mount, at],
+            )
+        return {str(uri): str(stamp) for uri, stamp in cursor.fetchall()}
 
 
 def _held(using: str) -> dict[str, dict[str, str]]:

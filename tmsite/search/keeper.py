@@ -1,11 +1,19 @@
 """The keeper: the index follows the mounts while the box serves.
 
 One thread per machine (an ``flock`` on ``var/search.lock``; other worker processes of the
-machine leave it to the holder) syncs the index every ``TM_SEARCH_POLL`` seconds (default
-1.0), and at once when the change bus tells of a change on this host (the fs watch, a ref
-moved, a record saved or corrected). A sync reads only documents whose stamp moved, so a quiet
-round costs a walk of stats. Across machines the engine's own lock keeps one writer at a time
-(PostgreSQL's advisory lock); a round that finds it held is skipped.
+machine leave it to the holder) applies each change the bus tells of on this host: the
+documents at the changed address (and those another mount makes from it, ``reindexes``) are
+read again, alone (``index.refresh``), not the whole mount. Every ``TM_SEARCH_POLL`` seconds
+(default 1.0) it also asks each mount for its ``documents_stamp`` (records: a version or a
+few one-row reads; repositories: their heads) and walks a mount whose stamp moved. A full walk
+of every document, comparing stamps, runs at the first round and every
+``TM_SEARCH_FULL_EVERY`` seconds (default 600) after: the safety net for a change no source
+told (a watch that missed one, a bus that was lost).
+
+While it runs it listens to the root of each mount it holds documents of that has no stamp (the
+fs mount: its watch then follows every root), so the change sources watch them. Across
+machines the engine's own lock keeps one writer at a time (PostgreSQL's advisory lock); a round
+that finds it held is tried again at the next.
 
 Spec: SRCH1, SRCH4.
 """
@@ -17,39 +25,79 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from django.db import DatabaseError, connections
 
+from tmsite.core.errors import Refusal
+from tmsite.core.uri import TmUri, parse
 from tmsite.search import index
 from tmsite.subscriptions import changes
 
 log = logging.getLogger(__name__)
 #: Changes that arrive together are applied together: the keeper waits this long first.
 SETTLE_SECONDS = 0.1
+#: Seconds between two full walks (``TM_SEARCH_FULL_EVERY``'s default).
+FULL_EVERY = 600.0
 
-Mounts = Callable[[], Mapping[str, index.Offers]]
+
+class Kept(index.Offers, Protocol):
+    """A mount, as the keeper sees it."""
+
+    @property
+    def root(self) -> TmUri:
+        """Its root collection."""
+        ...
+
+    def reindexes(self, changed: TmUri) -> list[TmUri]:
+        """Its addresses a change of ``changed`` may alter."""
+        ...
+
+    def documents_stamp(self) -> Hashable | None:
+        """A cheap stamp of all it offers (None: it has none)."""
+        ...
+
+
+Mounts = Callable[[], Mapping[str, Kept]]
 
 
 class Keeper:
     """Keeps the index of ``mounts()`` current; ``start`` once, ``stop`` to end."""
 
-    def __init__(self, mounts: Mounts, host: str, every: float = 1.0) -> None:
+    def __init__(
+        self, mounts: Mounts, host: str, every: float = 1.0, full_every: float = FULL_EVERY
+    ) -> None:
         self.mounts = mounts
         self.prefix = f"tm://{host}/"
         self.every = every
+        self.full_every = full_every
         self.woken = threading.Event()
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
         self.last: index.Synced | None = None
         self.rounds = 0
+        #: Full walks done (the first round's included).
+        self.walks = 0
+        self._lock = threading.Lock()
+        #: Addresses the bus told of since the last round.
+        self._pending: set[str] = set()
+        #: Each mount's ``documents_stamp`` when it was last walked.
+        self._stamps: dict[str, Hashable] = {}
+        self._walked: float | None = None
+        self._held: list[str] = []
+        self._holding = threading.Lock()
         self._unlisten: Callable[[], None] | None = None
 
     def wake(self, change: changes.Change) -> None:
-        """A bus listener: a change on this host starts a round now."""
-        if change.uri is not None and change.uri.startswith(self.prefix):
+        """A bus listener: a change on this host is applied at once; a lost bus, by a walk."""
+        if change.kind == "lost":
+            self._walked = None  # what was told meanwhile is not known: walk it all
+            self.woken.set()
+        elif change.uri is not None and change.uri.startswith(self.prefix):
+            with self._lock:
+                self._pending.add(change.uri)
             self.woken.set()
 
     def start(self) -> None:
@@ -60,28 +108,94 @@ class Keeper:
         self.thread = threading.Thread(target=self._run, name="tm-search-keeper", daemon=True)
         self.thread.start()
 
-    def stop(self) -> None:
-        """End the thread (after its round) and stop listening."""
+    def stop(self, wait: bool = True) -> None:
+        """End the thread (after its round, when ``wait``), stop listening, let go of interest."""
         self.stopped.set()
         self.woken.set()
         if self._unlisten is not None:
             self._unlisten()
-        if self.thread is not None:
+            self._unlisten = None
+        if wait and self.thread is not None:
             self.thread.join(timeout=10)
+        self._listen([])
 
     def round(self) -> index.Synced:
-        """One sync of the mounts (what the thread runs; tests call it).
+        """One round (what the thread runs; tests call it): a walk when due, else the changes.
 
         Each document written or dropped is published on the bus once the index holds it, so
         a standing search (``<collection>?as=search&q=…``, listened to or subscribed) is told
         again after the change it was first told of is searchable: its next read is current.
         """
-        done = index.sync(self.mounts())
+        mounts = self.mounts()
+        with self._lock:
+            told, self._pending = self._pending, set()
+        now = time.monotonic()
+        try:
+            if self._walked is None or now - self._walked >= self.full_every:
+                done = self._walk(mounts, now)
+            else:
+                done = self._apply(mounts, told)
+        except Exception:
+            with self._lock:
+                self._pending |= told  # applied at the next round
+            raise
+        if done.skipped:
+            with self._lock:
+                self._pending |= told  # another machine writes now: try again next round
         self.last = done
         self.rounds += 1
         for uri in done.changed:
             changes.publish(uri)
         return done
+
+    def _walk(self, mounts: Mapping[str, Kept], now: float) -> index.Synced:
+        """Every document of every mount in step (stamps compared), and the interest to hold."""
+        stamps = {name: mount.documents_stamp() for name, mount in mounts.items()}
+        done = index.sync(mounts)
+        if not done.skipped:
+            self._walked, self._stamps = now, stamps
+            self.walks += 1
+            held = index.documents()
+            self._listen(
+                [str(m.root) for n, m in mounts.items() if n in held and stamps[n] is None]
+            )
+        return done
+
+    def _apply(self, mounts: Mapping[str, Kept], told: set[str]) -> index.Synced:
+        """The documents at the addresses told, and every mount whose stamp moved, in step."""
+        moved: dict[str, Hashable] = {}
+        for name, mount in mounts.items():
+            stamp = mount.documents_stamp()
+            if stamp is not None and stamp != self._stamps.get(name):
+                moved[name] = stamp
+        done = index.sync({name: mounts[name] for name in moved}, whole=False) if moved else None
+        if done is None or not done.skipped:
+            self._stamps.update(moved)
+        addresses: dict[str, set[TmUri]] = {}
+        for text in sorted(told):
+            try:
+                changed = parse(text)
+            except Refusal:
+                continue
+            for name, mount in mounts.items():
+                if name not in moved:
+                    addresses.setdefault(name, set()).update(mount.reindexes(changed))
+        for name, under in addresses.items():
+            if under and (done is None or not done.skipped):
+                done = _merged(done, index.refresh(name, mounts[name], _outermost(under)))
+        return done or index.Synced()
+
+    def _listen(self, roots: list[str]) -> None:
+        """Hold interest in ``roots`` (and in nothing else), so their sources watch them."""
+        with self._holding:
+            wanted = sorted(set(roots)) if not self.stopped.is_set() else []
+            if wanted == self._held:
+                return
+            for uri in wanted:
+                changes.interest(uri)
+            for uri in self._held:
+                changes.release(uri)
+            self._held = wanted
 
     def _run(self) -> None:
         while not self.stopped.is_set():
@@ -95,14 +209,44 @@ class Keeper:
             except DatabaseError:
                 log.warning("the search index could not be synced this round", exc_info=True)
                 connections.close_all()
+            except Exception:  # a mount that failed: its changes are tried again next round
+                log.exception("the search keeper's round failed")
         connections.close_all()
+
+
+def _outermost(addresses: set[TmUri]) -> list[TmUri]:
+    """``addresses`` without those inside another of them (a directory covers its files)."""
+    ordered = sorted(addresses, key=lambda uri: (len(uri.path), str(uri)))
+    kept: list[TmUri] = []
+    for uri in ordered:
+        if not any(
+            outer.collection
+            and uri.mount == outer.mount
+            and uri.path[: len(outer.path)] == outer.path
+            for outer in kept
+        ):
+            kept.append(uri)
+    return kept
+
+
+def _merged(first: index.Synced | None, second: index.Synced) -> index.Synced:
+    if first is None:
+        return second
+    first.written += second.written
+    first.dropped += second.dropped
+    first.unchanged += second.unchanged
+    first.skipped = first.skipped or second.skipped
+    first.changed += second.changed[: max(0, index.MAX_TOLD - len(first.changed))]
+    return first
 
 
 _keeper: Keeper | None = None
 _lock_file: IO[bytes] | None = None
 
 
-def start(mounts: Mounts, host: str, var_dir: Path, every: float) -> Keeper | None:
+def start(
+    mounts: Mounts, host: str, var_dir: Path, every: float, full_every: float = FULL_EVERY
+) -> Keeper | None:
     """Start this machine's keeper unless another process of it holds the lock."""
     global _keeper, _lock_file
     if _keeper is not None:
@@ -115,16 +259,23 @@ def start(mounts: Mounts, host: str, var_dir: Path, every: float) -> Keeper | No
         return None
     os.set_inheritable(handle.fileno(), False)
     _lock_file = handle
-    _keeper = Keeper(mounts, host, every)
+    _keeper = Keeper(mounts, host, every, full_every)
     _keeper.start()
     return _keeper
 
 
 def stop() -> None:
-    """End this process's keeper, if it runs, without waiting for its round (a worker stopping)."""
+    """End this process's keeper, if it runs, without waiting for its round (a worker stopping).
+
+    The machine's lock is let go: another process (or a later start) may keep the index.
+    """
+    global _keeper, _lock_file
     if _keeper is not None:
-        _keeper.stopped.set()
-        _keeper.woken.set()
+        _keeper.stop(wait=False)
+        _keeper = None
+    if _lock_file is not None:
+        _lock_file.close()
+        _lock_file = None
 
 
 def running() -> Keeper | None:

@@ -64,15 +64,14 @@ from django.http import HttpResponse, HttpResponseBase
 from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
-from tmsite import operations, wsgi
+from tmsite import wsgi
 from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
 from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
 from tmsite.oplog import buckets, caller, logs, metrics, recorder
-from tmsite.search import keeper
 from tmsite.serve import guard, lifeline
-from tmsite.subscriptions import delivery, sessions, sessionstream, stream
+from tmsite.subscriptions import delivery, sessions, sessionstream, sources, stream
 
 logger = logging.getLogger("tmsite.serve")
 
@@ -450,6 +449,8 @@ class Application:
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
         self._stopping: asyncio.Task[None] | None = None
+        #: Whether this worker started the change sources and the search keeper.
+        self._serving = False
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -473,7 +474,9 @@ class Application:
                 metrics.forget_dead()  # the open-stream counts of a worker this one replaces
                 lifeline.on_stop(asyncio.get_running_loop(), self.stopping)
                 if launched:  # a served worker, not the application run in a test's process
-                    operations.keep_search_index()  # one keeper a machine (it takes a lock)
+                    # the change sources, and the search keeper (one a machine: it takes a lock)
+                    await asyncio.get_running_loop().run_in_executor(self.pool, sources.serve)
+                    self._serving = True
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
@@ -504,7 +507,9 @@ class Application:
                 await self._stopping
             self._stopping = None
         stream.close_all()  # each open listen stream ends gracefully
-        keeper.stop()  # no new search round: its front-door reads would meet a closed door
+        if self._serving:  # no new search round: its front-door reads would meet a closed door
+            sources.stop()
+            self._serving = False
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             await loop.run_in_executor(self.pool, recorder.flush_quietly)

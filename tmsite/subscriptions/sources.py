@@ -1,129 +1,115 @@
-"""The change sources of the database- and repository-backed mounts, wired to the bus.
+"""The change sources of the served mounts, wired to the bus: each mount says its own.
 
-:func:`install` (idempotent; the serving process calls it once) registers, for the mounts this
-box serves:
-
-* ``git`` — a :class:`~tmsite.mounts.git.watch.RefWatcher` over the served repositories:
-  refs polled every ``TM_SUB_GIT_POLL`` seconds (default 0.5) while git URIs are listened to.
-* ``entity`` — a :class:`~tmsite.subscriptions.records.StampWatcher` whose stamp is each
-  kind's load token (a reload writes a new one) and the newest correction; the entity models'
-  and corrections' ``post_save``/``post_delete`` wake it in the process that saved.
-* ``trail`` — the same, stamped by the trail index's version (re-indexed or corrected) and the
-  trail files' sizes and times; the trail models' signals wake it.
-* ``mcp`` — the same for the server records (their status: last asked, outcome, what they
-  declared, their maps), never for what asks a server (a resource's content, a map-named
-  thing): those are told by the server itself, through a
-  :class:`~tmsite.servers.notices.PeerNotices` (a stdio or 2026-07-28 HTTP server's
-  ``resources/updated`` and ``*/list_changed``). The records' and declarations' signals wake it.
-* ``kinds`` — the same, stamped by the stored counts and this process's pending ones (see
-  :mod:`tmsite.mounts.kinds.watch`); its reads, like every watcher's, are not counted.
-* ``http`` — a :class:`~tmsite.mounts.http.watch.PageWatcher`: a page made from a served
-  markdown file is told when the file changes (through the fs watch); any other listened page
-  is fetched again every ``TM_SUB_HTTP_POLL`` seconds (default 5.0) and told when it changed.
+:func:`install` (idempotent; the serving process calls it once) asks each served mount for its
+change sources (:meth:`~tmsite.mounts.base.Mount.change_sources`: the file watch, the refs,
+the records' stamps, the peers' notices, the pages) and wires each: its interest watcher and its
+arm on the bus, its models' saves and deletes to its ``wake``, and its own start. A mount whose
+things live in rows is watched by a stamp (a cheap query whose answer moves when the rows do)
+read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while its addresses are listened to,
+so a change made by another process or machine is seen within that.
 
 And ``resources-list``, a :class:`~tmsite.subscriptions.lists.ListWatcher`: the whole
 ``resources/list`` answer read every ``TM_SUB_LIST_POLL`` seconds (default 10.0) while a stream
 asks for its changes.
 
-Stamps are read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while their mount is
-listened to, so a change made by another process or machine is seen within that.
+The search index follows the same sources: :func:`serve` starts them with this machine's
+index keeper, which listens while it runs to each mount whose changes only its sources tell
+(the files), and :func:`stop` ends both.
 
-Spec: SUB3.
+Spec: SUB3, SRCH1.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Iterable
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connections
-from django.db.models import Count, Max, Sum
+from django.db import connections
 from django.db.models.signals import post_delete, post_save
 
-from tmsite.subscriptions import changes, fswatch
+from tmsite.kinds.counter import quiet
+from tmsite.mounts import registry
+from tmsite.mounts.base import ChangeSource, Watching
+from tmsite.search import keeper
+from tmsite.subscriptions import changes
+from tmsite.subscriptions.lists import ListWatcher, resources_answer
 from tmsite.subscriptions.records import Read, StampWatcher
 
 _lock = threading.Lock()
-_installed: dict[str, Any] = {}
-#: What an mcp record watcher reads: descriptions only, never what runs on a server.
-MCP_DESCRIBED = frozenset({"tools", "prompts", "map"})
+_installed: dict[str, ChangeSource] = {}
+_undo: list[Callable[[], None]] = []
 
 
-def entity_stamp() -> Hashable:
-    """Each entity kind's load token and the newest correction: moves on a reload or a fix."""
-    from tmsite.entities import models as m
+def unseen(read: Read) -> Read:
+    """``read``, its reads not counted as served (a change source's own reads serve no one).
 
-    try:
-        tokens = tuple(
-            model.objects.order_by().values_list("load_token", flat=True).first()
-            for model in (m.Pattern, m.Game, m.Routine, m.Lesson)
+    A subscription to a ``kinds/`` address would otherwise be told of its watcher's own read of
+    it, forever.
+    """
+
+    def reading(uri: str) -> Any:
+        with quiet():
+            return read(uri)
+
+    return reading
+
+
+def _setting(name: str, default: float) -> float:
+    return float(getattr(settings, name, default))
+
+
+def _stamped(host: str, read: Read) -> Callable[..., ChangeSource]:
+    """The ``stamped`` of :class:`~tmsite.mounts.base.Watching`: a :class:`StampWatcher`."""
+
+    def stamped(
+        mount: str,
+        stamp: Callable[[], Hashable],
+        senders: Iterable[str],
+        *,
+        interval: float | None = None,
+        accept: Callable[[tuple[str, ...]], bool] | None = None,
+    ) -> ChangeSource:
+        every = interval if interval is not None else _setting("TM_SUB_RECORDS_POLL", 1.0)
+        watcher = StampWatcher(
+            host, mount, stamp, read, changes.publish, interval=every, accept=accept
         )
-        fixes = m.Correction.objects.aggregate(n=Count("id"), last=Max("id"))
-    except DatabaseError:
-        return None
-    return (tokens, fixes["n"], fixes["last"])
+        return ChangeSource(mount, watcher, watcher.interest, watcher.arm, tuple(senders))
+
+    return stamped
 
 
-def trail_stamp(checkout: Path | None = None) -> Hashable:
-    """The trail index's version and the trail files as they are on disk."""
-    from tmsite.trails import index
-
-    return (index.version(), tuple(index.scan(checkout).items()))
-
-
-def servers_stamp() -> Hashable:
-    """The server records' status and declarations: moves when any is asked or corrected."""
-    from tmsite.servers.models import McpServer, ServerDeclaration
-
-    try:
-        records = McpServer.objects.aggregate(
-            n=Count("id"),
-            asked=Max("last_asked_at"),
-            answered=Max("last_answered_at"),
-            updated=Max("updated_at"),
-            maps=Sum("map_version"),
-        )
-        declared = ServerDeclaration.objects.aggregate(n=Count("id"), last=Max("id"))
-    except DatabaseError:
-        return None
-    return (tuple(sorted(records.items())), declared["n"], declared["last"])
-
-
-def mcp_described(path: tuple[str, ...]) -> bool:
-    """Whether an ``mcp/`` path is read from the records alone (no server is asked)."""
-    if len(path) <= 1:
-        return True
-    if path[1] in MCP_DESCRIBED:
-        return True
-    return path[1] == "resources" and len(path) == 2  # the listing; not a resource's content
-
-
-def _models(*names: str) -> list[Any]:
+def _wire(found: ChangeSource) -> Callable[[], None]:
+    """Hand ``found`` its interest, arm, models' signals and start; returns what undoes it."""
     from django.apps import apps
 
-    return [apps.get_model(name) for name in names]
-
-
-def _wire(watcher: StampWatcher, senders: list[Any], uid: str) -> Callable[[], None]:
-    remove = changes.add_interest_watcher(watcher.interest)
-    unarm = changes.add_arm(watcher.arm)
+    undo: list[Callable[[], None]] = []
+    if found.interest is not None:
+        undo.append(changes.add_interest_watcher(found.interest))
+    if found.arm is not None:
+        undo.append(changes.add_arm(found.arm))
+    senders = [apps.get_model(label) for label in found.senders]
+    uid = f"tm-sub-{found.name}"
     for sender in senders:
         for signal in (post_save, post_delete):
             signal.connect(
-                watcher.wake, sender=sender, weak=False, dispatch_uid=f"{uid}-{sender.__name__}"
+                found.source.wake,
+                sender=sender,
+                weak=False,
+                dispatch_uid=f"{uid}-{sender.__name__}",
             )
+    if found.start is not None:
+        undo.append(found.start())
 
-    def undo() -> None:
-        remove()
-        unarm()
+    def unwire() -> None:
+        for step in reversed(undo):
+            step()
         for sender in senders:
             for signal in (post_save, post_delete):
                 signal.disconnect(sender=sender, dispatch_uid=f"{uid}-{sender.__name__}")
 
-    return undo
+    return unwire
 
 
 def install(
@@ -131,115 +117,82 @@ def install(
     read: Read | None = None,
     mounts: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Register the change sources of the served mounts (once); returns them by mount.
+    """Register the change sources of the served mounts (once); returns them by name.
 
     Args:
         host: the host whose URIs are watched (default ``TM_HOST``).
         read: how a URI is read for its fingerprint (default: the process namespace).
         mounts: which mounts (default: those served, ``TM_MOUNTS`` or all).
     """
-    from tmsite.mounts import registry
-
     with _lock:
         if _installed:
-            return dict(_installed)
+            return _sources()
         host = host or settings.TM_HOST
-        from tmsite.mounts.kinds.watch import SENDERS as KIND_SENDERS
-        from tmsite.mounts.kinds.watch import stamp as kinds_stamp
-        from tmsite.mounts.kinds.watch import unseen
-
-        reader = unseen(read or (lambda uri: registry.namespace().read(uri)))  # never counted
-        wanted = mounts if mounts is not None else registry.enabled_names()
-        records_poll = float(getattr(settings, "TM_SUB_RECORDS_POLL", 1.0))
-        undo: list[Callable[[], None]] = []
-        if "git" in wanted:
-            from tmsite.mounts.git.settings import is_repository, read_settings
-            from tmsite.mounts.git.watch import RefWatcher
-
-            conf = read_settings()
-            repos = dict(conf.neighbours)
-            if conf.checkout_name is not None and is_repository(conf.checkout):
-                repos[conf.checkout_name] = conf.checkout
-            git = RefWatcher(
-                host,
-                repos,
-                changes.publish,
-                default_refs=conf.default_refs,
-                interval=float(getattr(settings, "TM_SUB_GIT_POLL", 0.5)),
-            )
-            undo.append(changes.add_interest_watcher(git.interest))
-            undo.append(changes.add_arm(git.arm))
-            _installed["git"] = git
-        stamped: list[tuple[str, Callable[[], Hashable], list[str], Any]] = [
-            (
-                "entity",
-                entity_stamp,
-                [
-                    "tm_entities.Pattern",
-                    "tm_entities.Game",
-                    "tm_entities.Routine",
-                    "tm_entities.Lesson",
-                    "tm_entities.Correction",
-                ],
-                None,
-            ),
-            ("trail", trail_stamp, ["tm_trails.Trail", "tm_trails.TrailCorrection"], None),
-            ("kinds", kinds_stamp, KIND_SENDERS, None),
-            (
-                "mcp",
-                servers_stamp,
-                ["tm_servers.McpServer", "tm_servers.ServerDeclaration", "tm_servers.MapEntry"],
-                mcp_described,
-            ),
-        ]
-        for name, stamp, senders, accept in stamped:
-            if name not in wanted:
-                continue
-            watcher = StampWatcher(
-                host,
-                name,
-                stamp,
-                reader,
-                changes.publish,
-                interval=records_poll,
-                accept=accept,
-            )
-            undo.append(_wire(watcher, _models(*senders), f"tm-sub-{name}"))
-            _installed[name] = watcher
-        http = registry.namespace().mounts.get("http") if "http" in wanted else None
-        if http is not None:
-            from tmsite.mounts.http.mount import HttpMount
-            from tmsite.mounts.http.watch import PageWatcher, tick
-
-            every = float(getattr(settings, "TM_SUB_HTTP_POLL", 5.0))
-            fetch = StampWatcher(host, "http", tick(every), reader, changes.publish, interval=every)
-            if isinstance(http, HttpMount):
-                _installed["http"] = page_watcher = PageWatcher(http, fetch.interest)
-                _installed["http-poll"] = fetch
-                undo.append(page_watcher.start())
-                undo.append(changes.add_arm(fetch.arm))
-        if "mcp" in wanted:
-            from tmsite.servers.notices import PeerNotices
-
-            notices = PeerNotices(host, changes.publish)
-            undo.append(changes.add_interest_watcher(notices.interest))
-            _installed["mcp-notices"] = notices
-        from tmsite.subscriptions.lists import ListWatcher, resources_answer
-
-        every = float(getattr(settings, "TM_SUB_LIST_POLL", 10.0))
-        _installed["resources-list"] = listing = ListWatcher(
-            "resources", resources_answer, interval=every
+        reader = unseen(read or (lambda uri: registry.namespace().read(uri)))
+        watching = Watching(
+            host,
+            changes.publish,
+            reader,
+            lambda: registry.namespace().mounts,
+            _stamped(host, reader),
+            _setting,
         )
-        undo.append(listing.stop)
-        undo.append(changes.add_arm(listing.arm))
-        _installed["_undo"] = undo
-        return dict(_installed)
+        served = registry.namespace().mounts
+        wanted = mounts if mounts is not None else registry.enabled_names()
+        for name in wanted:
+            mount = served.get(name)
+            for found in mount.change_sources(watching) if mount is not None else []:
+                _undo.append(_wire(found))
+                _installed[found.name] = found
+        listing = ListWatcher(
+            "resources", resources_answer, interval=_setting("TM_SUB_LIST_POLL", 10.0)
+        )
+        _installed["resources-list"] = ChangeSource("resources-list", listing, arm=listing.arm)
+        _undo.append(changes.add_arm(listing.arm))
+        _undo.append(listing.stop)
+        return _sources()
+
+
+def _sources() -> dict[str, Any]:
+    return {name: found.source for name, found in _installed.items()}
 
 
 def start() -> None:
-    """The change sources follow what is listened to from now on (idempotent)."""
-    fswatch.SOURCE.start()
+    """The change sources follow what is listened to from now on (idempotent).
+
+    A source stopped by hand since (a test; a stdio server ending) starts again.
+    """
     install()
+    with _lock:
+        started = [found.start for found in _installed.values() if found.start is not None]
+    for again in started:
+        again()
+
+
+def serve() -> keeper.Keeper | None:
+    """Start the change sources and this machine's search index keeper (a serving worker).
+
+    The keeper ends with :func:`stop`. Returns it (None: another process of this machine keeps
+    the index, or ``TM_SEARCH_POLL`` is 0).
+    """
+    start()
+    every = _setting("TM_SEARCH_POLL", 1.0)
+    if every <= 0:
+        return None
+    host: str = settings.TM_HOST
+    return keeper.start(
+        lambda: registry.namespace().mounts,
+        host,
+        settings.VAR_DIR,
+        every,
+        _setting("TM_SEARCH_FULL_EVERY", keeper.FULL_EVERY),
+    )
+
+
+def stop() -> None:
+    """End this process's index keeper (no new round) and its change sources."""
+    keeper.stop()
+    uninstall()
 
 
 def listened(uris: Iterable[str], lists: Iterable[changes.ListKind] = ()) -> list[str]:
@@ -260,14 +213,14 @@ def listened(uris: Iterable[str], lists: Iterable[changes.ListKind] = ()) -> lis
 
 
 def installed() -> dict[str, Any]:
-    """The change sources installed in this process, by mount (none before :func:`install`)."""
+    """The change sources installed in this process, by name (none before :func:`install`)."""
     with _lock:
-        return {name: source for name, source in _installed.items() if name != "_undo"}
+        return _sources()
 
 
 def uninstall() -> None:
     """Remove what :func:`install` registered (tests; settings changed)."""
     with _lock:
-        for undo in _installed.pop("_undo", []):
-            undo()
+        while _undo:
+            _undo.pop()()
         _installed.clear()

@@ -44,7 +44,7 @@ from tmsite.mcp.envelope import Answer, Message, dumps, error_response
 from tmsite.mcp.protocol import INVALID_REQUEST, CallContext
 from tmsite.mcp.stdio import Writer
 from tmsite.oplog import failures, hooks
-from tmsite.subscriptions import changes, fswatch, listen, sources, subscribe
+from tmsite.subscriptions import changes, listen, sources, subscribe
 from tmsite.subscriptions.changes import Change
 
 log = logging.getLogger("tmsite.subscriptions")
@@ -284,5 +284,5 @@ class StdioSubscriptions:
         self._outbox.end("gone")
         self.session.close()
         if self._watched:
-            fswatch.SOURCE.stop()  # before the interpreter ends: a native watch left running
+            sources.uninstall()  # before the interpreter ends: a native watch left running
             # at its exit can bring the process down (a segfault instead of exit status 0)

@@ -1,8 +1,9 @@
 """``manage.py tm_search reindex|sync|status``: the search index of the served mounts.
 
 ``reindex`` forgets the index and reads every document again; ``sync`` rewrites only what
-changed (what the serving process's keeper does every second); ``status`` shows documents and
-passages per mount, the engine, and when the last change was applied.
+changed (the serving process's keeper's full walk, at its start and every
+``TM_SEARCH_FULL_EVERY`` seconds); ``status`` shows documents and passages per mount, the
+engine, and when the last change was applied.
 
 Spec: SRCH1.
 """

@@ -60,7 +60,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -94,7 +94,8 @@ from tmsite.core.uri import TmUri
 from tmsite.entities import kinds as K
 from tmsite.entities import records as R
 from tmsite.entities.record_files import RecordError, file_path, parse_records
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.entity import watch
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.http import uris as http_uris
@@ -872,6 +873,14 @@ class EntityMount(Mount):
         ]
 
     # ---- completion, templates, the map ---------------------------------------------------
+
+    @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        return [watching.stamped(self.name, watch.stamp, watch.SENDERS)]
+
+    @override
+    def documents_stamp(self) -> Hashable:
+        return watch.stamp()
 
     @override
     def documents(self) -> Iterator[Document]:

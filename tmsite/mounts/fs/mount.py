@@ -21,7 +21,7 @@ import os
 import stat as stat_module
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -59,7 +59,8 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.fs import watch
 
 #: A file read whole for ``lines`` or text may be at most this large.
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
@@ -330,39 +331,76 @@ class FsMount(Mount):
                 return
 
     @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        """The checkout's roots watched while listened to (one watch a process)."""
+
+        def served() -> FsMount | None:
+            mount = watching.mounts().get(self.name)
+            return mount if isinstance(mount, FsMount) else None
+
+        watch.SOURCE.find = served
+        return [ChangeSource(self.name, watch.SOURCE, start=watch.SOURCE.follow)]
+
+    @override
     def documents(self) -> Iterator[Document]:
         """Every regular file a read would serve: text up to the read cap, else its name."""
         for _, rel, files in self._directories():
             for name in sorted(files):
-                if denied_name(name):
-                    continue
-                uri = self.uri(*rel, name)
-                try:
-                    resolved = self.target(uri).path
-                    info = resolved.stat()
-                except (OutOfRoot, Denied, OSError):
-                    continue
-                if not stat_module.S_ISREG(info.st_mode):
-                    continue
-                mime_type = self._mime(resolved, name)
-                text = mime.is_text(mime_type) and info.st_size <= READ_CAP
-                yield Document(
-                    str(uri),
-                    display(name),
-                    "file",
-                    f"{info.st_mtime_ns}-{info.st_size}-{info.st_ino}",
-                    mime_type,
-                    partial(_text_of, resolved) if text else _no_text,
-                    lines=text,
-                )
+                document = self._document(rel, name)
+                if document is not None:
+                    yield document
 
-    def _directories(self) -> Iterator[tuple[str, tuple[str, ...], builtins.list[str]]]:
-        """Each served directory under the roots: its path, its segments, its file names.
+    @override
+    def documents_under(self, uri: TmUri) -> Iterator[Document]:
+        """The file ``uri`` names (a stat), or the files below the directory it names."""
+        if not uri.path or uri.path[0] not in self.roots:
+            return
+        if not uri.collection:
+            document = self._document(uri.path[:-1], uri.path[-1])
+            if document is not None:
+                yield document
+            return
+        for _, rel, files in self._directories((uri.path,)):
+            for name in sorted(files):
+                document = self._document(rel, name)
+                if document is not None:
+                    yield document
+
+    def _document(self, rel: tuple[str, ...], name: str) -> Document | None:
+        """The file ``name`` in directory ``rel`` as the index sees it; None if not served."""
+        if denied_name(name):
+            return None
+        uri = self.uri(*rel, name)
+        try:
+            resolved = self.target(uri).path
+            info = resolved.stat()
+        except (OutOfRoot, Denied, OSError):
+            return None
+        if not stat_module.S_ISREG(info.st_mode):
+            return None
+        mime_type = self._mime(resolved, name)
+        text = mime.is_text(mime_type) and info.st_size <= READ_CAP
+        return Document(
+            str(uri),
+            display(name),
+            "file",
+            f"{info.st_mtime_ns}-{info.st_size}-{info.st_ino}",
+            mime_type,
+            partial(_text_of, resolved) if text else _no_text,
+            lines=text,
+        )
+
+    def _directories(
+        self, starts: Iterable[tuple[str, ...]] | None = None
+    ) -> Iterator[tuple[str, tuple[str, ...], builtins.list[str]]]:
+        """Each served directory under ``starts`` (default the roots): path, segments, files.
 
         Denied names and directories that resolve out of their root are left out.
         """
-        for root in self.roots:
-            start = self.checkout / root
+        for parts in starts if starts is not None else [(root,) for root in self.roots]:
+            if any(denied_name(part) for part in parts):
+                continue
+            start = self.checkout.joinpath(*parts)
             if not start.is_dir():
                 continue
             for directory, dirnames, filenames in os.walk(start):

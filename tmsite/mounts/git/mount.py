@@ -35,7 +35,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -85,12 +85,13 @@ from tmsite.core.types import (
 from tmsite.core.uri import TmUri
 from tmsite.gitstore import kept
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import ChangeSource, Mount, Watching
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.git.errors import CheckoutRead, RepoRead, refusals
 from tmsite.mounts.git.imports import ManifestCache, ManifestError, read_manifest
 from tmsite.mounts.git.settings import GitSettings, is_repository, read_settings
+from tmsite.mounts.git.watch import REFS_SEEN, RefWatcher
 
 #: Facets by what the path is.
 TREE_FACETS = ("log", "tree")
@@ -112,16 +113,6 @@ INDEXED_COMMITS = 100
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
 #: How long a resolved ref is trusted before the ref store is read again (seconds).
 REF_TTL = 1.0
-#: Moves on when a ref is seen to move (:func:`refs_moved`): what was resolved before is not
-#: trusted any more, so a read right after a change is told reads the change.
-_REFS_SEEN = [0]
-
-
-def refs_moved() -> None:
-    """A ref was seen to move (the ref watcher): forget every ref resolved in this process."""
-    _REFS_SEEN[0] += 1
-
-
 COMPLETION_LIMIT = 101
 N_SUGGESTIONS = ("1", "5", "10", "20", "50", "100")
 
@@ -326,7 +317,7 @@ class GitMount(Mount):
         """
         key = (served.name, label)
         now = time.monotonic()
-        seen = _REFS_SEEN[0]
+        seen = REFS_SEEN[0]
         cached = self._resolved.get(key)
         if cached is not None and cached[0] > now and cached[1] == seen:
             return cached[2]
@@ -576,6 +567,29 @@ class GitMount(Mount):
                 title=served.title,
                 modified=self.last_commit_time(served),
             )
+
+    @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        """The served repositories' refs, polled while their addresses are listened to."""
+        refs = RefWatcher(
+            watching.host,
+            {name: served.path for name, served in self.repos.items()},
+            watching.publish,
+            default_refs={n: s.default_ref for n, s in self.repos.items() if s.default_ref},
+            interval=watching.setting("TM_SUB_GIT_POLL", 0.5),
+        )
+        return [ChangeSource(self.name, refs, refs.interest, refs.arm)]
+
+    @override
+    def documents_stamp(self) -> Hashable:
+        """Each repository's resolved head (a ref lookup each): a new commit moves it."""
+        heads: builtins.list[tuple[str, str | None]] = []
+        for name, served in self.repos.items():
+            try:
+                heads.append((name, self.resolved(served, served.handle(), None).commit))
+            except gitstore.GitStoreError:
+                heads.append((name, None))
+        return tuple(heads)
 
     @override
     def documents(self) -> Iterator[Document]:

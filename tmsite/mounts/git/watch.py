@@ -35,7 +35,6 @@ from tmsite.core.errors import Refusal
 from tmsite.core.uri import parse
 from tmsite.gitstore.tree import entry_at, is_tree_mode
 from tmsite.mounts.git import uris as git_uris
-from tmsite.mounts.git.mount import refs_moved
 
 log = logging.getLogger("tmsite.subscriptions.git")
 
@@ -64,6 +63,16 @@ class Watched:
     parts: tuple[str, ...]
     collection: bool
     label: str | None
+
+
+#: Moves on when a ref is seen to move (:func:`refs_moved`): what the git mount resolved before
+#: is not trusted any more, so a read right after a change is told reads the change.
+REFS_SEEN = [0]
+
+
+def refs_moved() -> None:
+    """A ref was seen to move (the ref watcher): forget every ref resolved in this process."""
+    REFS_SEEN[0] += 1
 
 
 class RefWatcher:

@@ -65,7 +65,7 @@ from tmsite.core.links import Confidence, Link
 from tmsite.core.parts import too_large
 from tmsite.core.types import Content, Document, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import ChangeSource, Mount, Watching
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.http import sitegraph as graph
@@ -92,6 +92,7 @@ from tmsite.mounts.http.site import (
     parse_sitemap,
     site_path,
 )
+from tmsite.mounts.http.watch import PageWatcher, tick
 from tmsite.search.passages import digest
 from tmsite.site import pages
 
@@ -991,6 +992,37 @@ class HttpMount(Mount):
                 ("site", "path", "as"),
             )
         ]
+
+    @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        """Pages made from a served file follow it; the others are fetched again now and then."""
+        every = watching.setting("TM_SUB_HTTP_POLL", 5.0)
+        fetch = watching.stamped(self.name, tick(every), (), interval=every)
+        followed = PageWatcher(self, fetch.source.interest, watching.publish)
+        return [
+            ChangeSource(self.name, followed, start=followed.start),
+            ChangeSource(f"{self.name}-poll", fetch.source, arm=fetch.arm),
+        ]
+
+    @override
+    def reindexes(self, changed: TmUri) -> builtins.list[TmUri]:
+        """Its own pages; and the pages made from a served file that changed.
+
+        A document makes one page; a record under ``data/`` may show on any page made from the
+        records, so each site of this project is read again.
+        """
+        if changed.host != self.host or changed.mount != fs_uris.MOUNT or not changed.path:
+            return super().reindexes(changed)
+        if changed.path[0] == "data":
+            return [self.site_root(site.name) for site in self.self_sites]
+        source = "/".join(changed.path)
+        out = []
+        for site in self.self_sites:
+            for page in pages.site_pages():
+                made = page.source or ""
+                if made == source or (changed.collection and made.startswith(source + "/")):
+                    out.append(self.page_uri(site.name, page.path))
+        return out
 
     @override
     def documents(self) -> Iterator[Document]:

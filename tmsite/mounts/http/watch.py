@@ -79,7 +79,9 @@ class PageWatcher:
         self._remove: list[Callable[[], None]] = []
 
     def start(self) -> Callable[[], None]:
-        """Follow the bus's interest and its fs changes; returns what stops it."""
+        """Follow the bus's interest and its fs changes (once); returns what stops it."""
+        if self._remove:
+            return self.stop
         self._remove = [
             changes.add_listener(self._heard),
             changes.add_interest_watcher(self.interest),

@@ -25,7 +25,8 @@ from tmsite.core.errors import BadArgument, NotFound
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.kinds.counter import COUNTER, KindCounter, Seen, served
-from tmsite.mounts.base import Mount, require_no_part
+from tmsite.mounts.base import ChangeSource, Mount, Watching, require_no_part
+from tmsite.mounts.kinds import watch
 
 _KIND = re.compile(r"[a-z][a-z0-9-]{0,63}", re.ASCII)
 
@@ -101,6 +102,10 @@ class KindsMount(Mount):
             return stat.content(req.text, [*links, Link("alternate", str(me))])
         body = {"uri": str(me), **seen.to_json(name)}
         return Content(req.text, vnd("kind"), body, links, kind="kind")
+
+    @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        return [watching.stamped(self.name, watch.stamp, watch.SENDERS)]
 
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:

@@ -9,27 +9,24 @@ seconds while a ``kinds/`` URI is listened to, reads each listened URI again whe
 publishes those whose reading changed; a batch written (``KindCount`` saved) wakes it in the
 process that wrote it. A flush alone moves the stamp but changes no reading: nothing is told.
 
-A change source's own reads are not served to anyone, and must not be counted (a subscription
-to ``kinds/kind`` would otherwise be told of the watcher's own read of it, forever):
-:func:`unseen` reads inside :func:`tmsite.kinds.counter.quiet`.
+A change source's own reads are not served to anyone, and are not counted (a subscription to
+``kinds/kind`` would otherwise be told of the watcher's own read of it, forever): the sources
+read through :func:`tmsite.subscriptions.sources.unseen`.
 
 Spec: SUB3, KINDS.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
 from django.db import DatabaseError
 from django.db.models import Count, Max, Sum
 
-from tmsite.core.types import Content
-from tmsite.kinds.counter import COUNTER, KindCounter, quiet
+from tmsite.kinds.counter import COUNTER, KindCounter
 
 #: The models whose saves wake the watcher in the process that saved.
-SENDERS = ["tm_kinds.KindCount"]
-
-Read = Callable[[str], Content]
+SENDERS = ("tm_kinds.KindCount",)
 
 
 def stamp(counter: KindCounter = COUNTER) -> Hashable:
@@ -48,13 +45,3 @@ def stamp(counter: KindCounter = COUNTER) -> Hashable:
     except DatabaseError:
         return ("memory", mine)
     return (rows["n"], rows["served"], rows["last"], mine)
-
-
-def unseen(read: Read) -> Read:
-    """``read``, its reads not counted as served (a change source's, see the module)."""
-
-    def reading(uri: str) -> Content:
-        with quiet():
-            return read(uri)
-
-    return reading

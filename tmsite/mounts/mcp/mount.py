@@ -38,7 +38,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -63,14 +63,16 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.mcpclient import Client, PeerError, ResourceContent
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import ChangeSource, Mount, Watching
 from tmsite.mounts.mcp import errors as mcp_errors
 from tmsite.mounts.mcp import map as mcp_map
 from tmsite.mounts.mcp import resources as mcp_resources
+from tmsite.mounts.mcp import watch
 from tmsite.search.passages import digest, words
 from tmsite.servers import grammar, pool, programs
 from tmsite.servers.connect import token_for
 from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
+from tmsite.servers.notices import PeerNotices
 
 #: The record's collections: segment → (declaration field, key naming an item, kind).
 SECTIONS: dict[str, tuple[str, str, str]] = {
@@ -303,6 +305,16 @@ class McpMount(Mount):
         if len(path) == 2 and path[1] == "map":
             return self._read_map(req, record)
         return self._read_thing(req, record)
+
+    @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        records = watching.stamped(self.name, watch.stamp, watch.SENDERS, accept=watch.described)
+        notices = PeerNotices(watching.host, watching.publish)
+        return [records, ChangeSource(f"{self.name}-notices", notices, notices.interest)]
+
+    @override
+    def documents_stamp(self) -> Hashable:
+        return watch.stamp()
 
     @override
     def documents(self) -> Iterator[Document]:

@@ -21,11 +21,12 @@ Spec: PROP1, PROP2, LK2.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any
 
+from django.db.models import Count, Max
 from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, NotFound
@@ -124,6 +125,12 @@ class ProposalsMount(Mount):
         if proposal.decided:
             body["decided"] = str(public)
         return Content(req.text, vnd("proposal"), body, links, kind="proposal")
+
+    @override
+    def documents_stamp(self) -> Hashable:
+        """The decided proposals, in brief: how many, and the newest decision."""
+        decided = Proposal.objects.filter(status__in=DECIDED)
+        return tuple(decided.aggregate(n=Count("id"), last=Max("decided_at")).values())
 
     @override
     def documents(self) -> Iterator[Document]:

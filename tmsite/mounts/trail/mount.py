@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
@@ -44,9 +44,10 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import ChangeSource, Mount, Watching
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.trail import checks as _checks  # noqa: F401  (registers the trail checks)
+from tmsite.mounts.trail import watch
 from tmsite.trails import index
 
 
@@ -171,6 +172,14 @@ class TrailMount(Mount):
                 )
             )
         return links
+
+    @override
+    def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
+        return [watching.stamped(self.name, watch.stamp, watch.SENDERS)]
+
+    @override
+    def documents_stamp(self) -> Hashable:
+        return watch.stamp(self.checkout)
 
     @override
     def documents(self) -> Iterator[Document]:

@@ -30,6 +30,9 @@ bus's interest whether or not a thread is running, so nothing listened to meanwh
 Should the thread be gone anyway, the next stream (:meth:`FsSource.start`) or the next change
 of interest starts a new one.
 
+The fs mount served is looked up each time through :attr:`FsSource.find`, which the mount's
+change-source hook sets: one rebuilt from changed settings is followed.
+
 Spec: SUB3.
 """
 
@@ -39,17 +42,18 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from tmsite.core import uri as tmuri
 from tmsite.core.errors import Refusal
-from tmsite.mounts import registry
-from tmsite.mounts.fs.mount import FsMount
 from tmsite.subscriptions import changes
+
+if TYPE_CHECKING:
+    from tmsite.mounts.fs.mount import FsMount
 
 log = logging.getLogger("tmsite.subscriptions")
 
@@ -90,8 +94,15 @@ class FsSource:
         self.starts: list[tuple[str, frozenset[str]]] = []
         #: Times the watch thread failed and was started again (tests, health).
         self.failures = 0
+        #: The fs mount served now (None: none is; set by the mount's change-source hook).
+        self.find: Callable[[], FsMount | None] = lambda: None
 
     # the interest
+
+    def follow(self) -> Callable[[], None]:
+        """:meth:`start`, returning :meth:`stop` (the change-source hook's ``start``)."""
+        self.start()
+        return self.stop
 
     def start(self) -> None:
         """Begin following the bus's interest (idempotent).
@@ -109,8 +120,7 @@ class FsSource:
             self._unarm = changes.add_arm(self.arm)
 
     def _fs(self) -> FsMount | None:
-        mount = registry.namespace().mounts.get("fs")
-        return mount if isinstance(mount, FsMount) else None
+        return self.find()
 
     def roots_for(self, uris: Iterable[str]) -> frozenset[str]:
         """The fs roots the URIs listened to reach."""
