@@ -153,22 +153,10 @@ def sync(
         for name in sorted(set(held) - set(mounts)) if whole else []:
             _write(using, done, name, [], list(held[name]))
         for name, mount in mounts.items():
-            stamps = held.get(name, {})
-            seen: set[str] = set()
-            batch: list[tuple[Document, list[Row]]] = []
-            for document in mount.documents():
-                seen.add(document.uri)
-                if not full and stamps.get(document.uri) == document.stamp:
-                    done.unchanged += 1
-                    continue
-                batch.append((document, rows_of(name, document)))
-                if len(batch) >= BATCH:
-                    _write(using, done, name, batch, [])
-                    batch = []
-                if done.skipped:
-                    return done
-            _write(using, done, name, batch, sorted(set(stamps) - seen))
-        if not done.skipped and (done.written or done.dropped):
+            _bring(using, done, name, mount.documents(), held.get(name, {}), full)
+            if done.skipped:
+                return done
+        if done.written or done.dropped:
             _applied(using)
     return done
 
@@ -182,26 +170,41 @@ def refresh(name: str, mount: Offers, addresses: Iterable[TmUri], using: str = "
     done = Synced()
     with _writing:
         for address in addresses:
-            stamps = _held_at(using, name, address)
-            batch: list[tuple[Document, list[Row]]] = []
-            seen: set[str] = set()
-            for document in mount.documents_under(address):
-                seen.add(document.uri)
-                if stamps.get(document.uri) == document.stamp:
-                    done.unchanged += 1
-                    continue
-                batch.append((document, rows_of(name, document)))
-                if len(batch) >= BATCH:
-                    _write(using, done, name, batch, [])
-                    batch = []
-                if done.skipped:
-                    return done
-            _write(using, done, name, batch, sorted(set(stamps) - seen))
+            documents = mount.documents_under(address)
+            _bring(using, done, name, documents, _held_at(using, name, address), False)
             if done.skipped:
                 return done
         if done.written or done.dropped:
             _applied(using)
     return done
+
+
+def _bring(
+    using: str,
+    done: Synced,
+    name: str,
+    documents: Iterable[Document],
+    stamps: Mapping[str, str],
+    full: bool,
+) -> None:
+    """Write the ``documents`` of mount ``name`` whose stamp moved (all if ``full``).
+
+    In batches; drops those of ``stamps`` no longer offered; stops once a batch is skipped.
+    """
+    seen: set[str] = set()
+    batch: list[tuple[Document, list[Row]]] = []
+    for document in documents:
+        seen.add(document.uri)
+        if not full and stamps.get(document.uri) == document.stamp:
+            done.unchanged += 1
+            continue
+        batch.append((document, rows_of(name, document)))
+        if len(batch) >= BATCH:
+            _write(using, done, name, batch, [])
+            batch = []
+        if done.skipped:
+            return
+    _write(using, done, name, batch, sorted(set(stamps) - seen))
 
 
 def _held_at(using: str, mount: str, address: TmUri) -> dict[str, str]:
