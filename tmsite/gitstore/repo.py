@@ -223,22 +223,29 @@ def parse_walk(raw: bytes) -> tuple[str, tuple[str, ...], int]:
 def find_in_tree(raw: bytes, name: bytes) -> tuple[int, str] | None:
     r"""The ``(mode, id)`` of the first entry called ``name`` in a raw tree, or None.
 
-    Entries are ``<octal mode> <name>\0<20-byte id>``; the scan stops at the name.
+    Entries are ``<octal mode> <name>\0<20-byte id>``. The entry's text ``" name\0"`` is
+    sought first (in C): where it occurs nowhere, no entry has the name. Else entries are
+    stepped over from the start, a find of their terminating NUL each (a mode or a name holds
+    none), until one ends where the text does and begins just before it; an occurrence that
+    is not an entry (the tail of a longer name, bytes of an id) is stepped past.
     """
+    needle = b" " + name + b"\0"
+    at = raw.find(needle)
     pos = 0
     size = len(raw)
-    while pos < size:
-        space = raw.find(b" ", pos)
-        nul = raw.find(b"\0", space + 1)
-        if space < 0 or nul < 0 or nul + 21 > size:
+    while at >= 0:
+        nul = raw.find(b"\0", pos)
+        if nul < 0 or nul + 21 > size:
             raise GitError("a tree object is malformed")
-        if raw[space + 1 : nul] == name:
+        if nul == at + len(needle) - 1 and raw.find(b" ", pos, nul) == at:
             try:
-                mode = int(raw[pos:space], 8)
+                mode = int(raw[pos:at], 8)
             except ValueError:
                 raise GitError("a tree object is malformed") from None
             return mode, raw[nul + 1 : nul + 21].hex()
         pos = nul + 21
+        if pos > at:
+            at = raw.find(needle, pos)
     return None
 
 
@@ -454,6 +461,11 @@ class LazyCommitGraph(CommitGraph):
     def id_at(self, position: int) -> str:
         """The commit id at a position."""
         return self._id_at(position)
+
+    def tree_at(self, position: int) -> str:
+        """The root tree id of the commit at a position."""
+        at = position * 36
+        return self._data[at : at + 20].hex()
 
     def when(self, position: int) -> int:
         """The committer time of the commit at a position."""
