@@ -27,6 +27,7 @@ import contextlib
 import heapq
 import mmap
 import os
+import re
 import struct
 import threading
 import zlib
@@ -50,7 +51,7 @@ from dulwich.commit_graph import (
 from dulwich.errors import NotGitRepository
 from dulwich.objects import ObjectID, RawObjectID, parse_tree
 from dulwich.pack import Pack, PackFileDisappeared, PackIndex2, apply_delta
-from dulwich.refs import Ref
+from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from tmsite.gitstore import bloom
@@ -58,6 +59,8 @@ from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import GitError
 
 _T = TypeVar("_T")
+
+_HEX40 = re.compile(rb"[0-9a-f]{40}")
 
 #: Object type numbers of the git object format.
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
@@ -333,11 +336,47 @@ def delta_target_size(buf: bytes | mmap.mmap, pos: int, type_num: int) -> int:
     return value
 
 
+#: Entries either side of an id's expected place in its table searched first.
+WINDOW = 48
+
+
+def find_id(table: bytes | mmap.mmap, base: int, fanout: tuple[int, ...], binary: bytes) -> int:
+    """The index of a 20-byte id in a sorted id table at ``base`` with its fan-out, or -1.
+
+    Ids are spread evenly, so the bytes after the first tell about where in its bucket one
+    sits: a window around that place is searched first (in C); when the id is not there but
+    sorts between the window's ends, it is not in the table at all. Otherwise the rest of
+    the bucket is searched.
+    """
+    first = binary[0]
+    low = fanout[first - 1] if first else 0
+    high = fanout[first]
+    if high - low > 4 * WINDOW:
+        guess = low + (high - low) * int.from_bytes(binary[1:4], "big") // 0x1000000
+        start, end = max(low, guess - WINDOW), min(high, guess + WINDOW)
+        at = _find_between(table, base, start, end, binary)
+        if at >= 0:
+            return at
+        below = table[base + 20 * start : base + 20 * start + 20]
+        above = table[base + 20 * end - 20 : base + 20 * end]
+        if below < binary < above:
+            return -1
+    return _find_between(table, base, low, high, binary)
+
+
+def _find_between(table: bytes | mmap.mmap, base: int, low: int, high: int, binary: bytes) -> int:
+    end = base + 20 * high
+    at = table.find(binary, base + 20 * low, end)
+    while at >= 0 and (at - base) % 20:
+        at = table.find(binary, at + 1, end)
+    return -1 if at < 0 else (at - base) // 20
+
+
 class PackIndexReader:
     """Finds objects in a version-2 pack index through the index bytes dulwich has mapped.
 
-    The fan-out table narrows an id to its first-byte bucket, and the bucket's slice of the
-    sorted id table is searched in one ``find`` (a hit must fall on a 20-byte boundary);
+    The fan-out table narrows an id to its first-byte bucket, and :func:`find_id` searches
+    the sorted id table there with ``find`` (a hit must fall on a 20-byte boundary);
     dulwich's own lookup bisects with a Python call per step, several times slower.
     """
 
@@ -357,16 +396,10 @@ class PackIndexReader:
 
     def offset(self, binary: bytes) -> int | None:
         """The pack offset of the object, or None when this pack does not hold it."""
-        first = binary[0]
-        start = self._names + 20 * (self._fanout[first - 1] if first else 0)
-        end = self._names + 20 * self._fanout[first]
-        contents = self._contents
-        at = contents.find(binary, start, end)
-        while at >= 0 and (at - self._names) % 20:
-            at = contents.find(binary, at + 1, end)
-        if at < 0:
+        index = find_id(self._contents, self._names, self._fanout, binary)
+        if index < 0:
             return None
-        index = (at - self._names) // 20
+        contents = self._contents
         (value,) = struct.unpack_from(">L", contents, self._offsets + 4 * index)
         if value & 0x80000000:
             (value,) = struct.unpack_from(">Q", contents, self._large + 8 * (value & 0x7FFFFFFF))
@@ -431,12 +464,8 @@ class LazyCommitGraph(CommitGraph):
 
     def _position(self, binary: bytes) -> int | None:
         """The commit's position in the id table, or None when the graph does not hold it."""
-        first = binary[0]
-        end = 20 * self._fanout[first]
-        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
-        while found >= 0 and found % 20:
-            found = self._ids.find(binary, found + 1, end)
-        return None if found < 0 else found // 20
+        found = find_id(self._ids, 0, self._fanout, binary)
+        return None if found < 0 else found
 
     def _parent_positions(self, position: int) -> list[int]:
         """The positions of a commit's parents, in order, from its record and the edge list."""
@@ -882,6 +911,38 @@ class GitRepo:
                 if len(found) >= limit:
                     break
         return found
+
+    def head(self) -> str | None:
+        """The id HEAD points at, read from its files alone; None when that is not plain.
+
+        HEAD names a branch (``ref: refs/heads/…``) whose loose file or ``packed-refs`` line
+        holds the id, or holds an id itself. Anything else (a longer chain, a name that is not
+        a well-formed ``refs/`` name, an unreadable file) is None, and :meth:`refs` answers.
+        A repository with a thousand packed tags is thereby not read whole to find HEAD.
+        """
+        try:
+            with open(os.path.join(self._repo.controldir(), "HEAD"), "rb") as handle:
+                text = handle.read(4096).strip()
+            if _HEX40.fullmatch(text):
+                return text.decode("ascii")
+            if not text.startswith(b"ref: "):
+                return None
+            name = text[5:].strip()
+            if not name.startswith(b"refs/heads/") or not check_ref_format(name):
+                return None
+            common = self._repo.commondir()
+            try:
+                with open(os.path.join(common, name.decode("utf-8")), "rb") as handle:
+                    text = handle.read(4096).strip()
+                return text.decode("ascii") if _HEX40.fullmatch(text) else None
+            except FileNotFoundError:
+                pass
+            with open(os.path.join(common, "packed-refs"), "rb") as handle:
+                packed = handle.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        found = re.search(rb"^([0-9a-f]{40}) " + re.escape(name) + rb"$", packed, re.M)
+        return found.group(1).decode("ascii") if found else None
 
     def refs_stamp(self) -> tuple[object, ...] | None:
         """What the ref store looks like on disk: equal stamps, equal refs (None: unknown).
