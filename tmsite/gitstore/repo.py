@@ -483,6 +483,12 @@ class LazyCommitGraph(CommitGraph):
             parents.append(two)
         return parents
 
+    def _parents_from(self, position: int, one: int, two: int) -> list[int]:
+        """:meth:`_parent_positions`, given the record's two parent words (read already)."""
+        if two == GRAPH_PARENT_MISSING:
+            return [one] if one < GRAPH_PARENT_MISSING else []
+        return self._parent_positions(position)
+
     def position(self, sha: str) -> int | None:
         """A commit's position in the graph (its id table), or None when it is not there."""
         return self._position(bytes.fromhex(sha))
@@ -538,26 +544,36 @@ class LazyCommitGraph(CommitGraph):
         start = self._position(binary)
         if start is None:
             return None
-        data, unpack = self._data, struct.unpack_from
-
-        def when(position: int) -> int:
-            high, low = unpack(">LL", data, position * 36 + 28)
-            return int(low | ((high & 0x3) << 32))
-
-        queue = [(-when(start), 0, start)]
+        data, count, unpack = self._data, self._count, struct.unpack_from
+        pop, push = heapq.heappop, heapq.heappush
+        # A queued commit carries its two parent words, read with its date in one unpack.
+        one, two, high, low = unpack(">LLLL", data, start * 36 + 20)
+        queue = [(-(low | ((high & 0x3) << 32)), 0, start, one, two)]
         seen = {start}
         counter = 0
         while queue:
-            neg_time, _n, position = heapq.heappop(queue)
-            if -neg_time <= limit:
-                return self._id_at(position)
-            for parent in self._parent_positions(position):
-                if parent not in seen:
-                    if parent >= self._count:
+            item = pop(queue)
+            while True:
+                neg_time, _n, position, one, two = item
+                if -neg_time <= limit:
+                    return self._id_at(position)
+                parents = self._parents_from(position, one, two)
+                item = None
+                for parent in parents:
+                    if parent in seen:
+                        continue
+                    if parent >= count:
                         raise ValueError("a commit-graph parent is out of range")
                     seen.add(parent)
                     counter += 1
-                    heapq.heappush(queue, (-when(parent), counter, parent))
+                    one, two, high, low = unpack(">LLLL", data, parent * 36 + 20)
+                    queued = (-(low | ((high & 0x3) << 32)), counter, parent, one, two)
+                    if item is None and len(parents) == 1 and (not queue or queued < queue[0]):
+                        item = queued  # it would be taken next: no need to queue it
+                    else:
+                        push(queue, queued)
+                if item is None:
+                    break
         return ""
 
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
