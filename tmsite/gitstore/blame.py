@@ -35,6 +35,7 @@ Spec: GIT, ANY2.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Iterable
 from difflib import SequenceMatcher
@@ -50,8 +51,9 @@ from tmsite.gitstore.repo import GitRepo
 from tmsite.gitstore.tree import PathReader, kind_of, lookup
 from tmsite.gitstore.types import BlameLine
 
-#: A suspect: (index of the line in the final file, index in the current commit's version).
-Suspect = tuple[int, int]
+#: Suspects: lines of the final file from ``final`` on, lines ``here`` on in the current
+#: commit's version, ``count`` of them (git's ``blame_entry``).
+Suspect = tuple[int, int, int]
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -153,20 +155,31 @@ def _split_windows(
     return blocks
 
 
-def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
-    """For each line of ``new``, its index in ``old`` when unchanged, else -1.
+#: Lines unchanged between two versions: (first in the newer, first in the older, how many).
+Run = tuple[int, int, int]
 
-    The diff is :func:`~tmsite.gitstore.linediff.edit_flags` (Myers, compacted as xdiff does);
+
+def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
+    """For each line of ``new``, its index in ``old`` when unchanged, else -1."""
+    mapping = [-1] * len(new)
+    for j, i, size in line_runs(old, new):
+        mapping[j : j + size] = range(i, i + size)
+    return mapping
+
+
+def line_runs(old: list[bytes], new: list[bytes]) -> list[Run]:
+    """The runs of lines of ``new`` unchanged from ``old``, in order.
+
+    The diff is :func:`~tmsite.gitstore.linediff.edit_spans` (Myers, compacted as xdiff does);
     past its size bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
     :func:`unique_blocks`) matches what is left.
     """
     found = edit_spans(old, new)
     if found is None:
-        return _matcher_map(old, new)
+        return _runs_of(_matcher_map(old, new))
     gone, added, span_a, span_b = found
     # Unchanged lines pair up in order: those before the first change on either side and
     # after the last one at once, the rest a run at a time between the spans.
-    mapping = [-1] * len(new)
     size_a, size_b = len(old), len(new)
     first = min(span_a[0] if span_a[1] else size_a, span_b[0] if span_b[1] else size_b)
     last = min(
@@ -175,9 +188,7 @@ def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
         size_a - first,
         size_b - first,
     )
-    mapping[:first] = range(first)
-    if last:
-        mapping[len(new) - last :] = range(len(old) - last, len(old))
+    runs: list[Run] = [(0, 0, first)] if first else []
     i = j = first
     stop_a, stop_b = size_a - last, size_b - last
     while True:
@@ -185,11 +196,54 @@ def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
             j = added.index(False, j, stop_b)
             i = gone.index(False, i, stop_a)
         except ValueError:
-            return mapping
+            break
         size = min(_run_end(added, j, stop_b) - j, _run_end(gone, i, stop_a) - i)
-        mapping[j : j + size] = range(i, i + size)
+        runs.append((j, i, size))
         i += size
         j += size
+    if last:
+        runs.append((size_b - last, size_a - last, last))
+    return runs
+
+
+def _runs_of(mapping: list[int]) -> list[Run]:
+    """The runs of a per-line mapping (-1: changed)."""
+    runs: list[Run] = []
+    for j, i in enumerate(mapping):
+        if i < 0:
+            continue
+        if runs and runs[-1][0] + runs[-1][2] == j and runs[-1][1] + runs[-1][2] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + 1)
+        else:
+            runs.append((j, i, 1))
+    return runs
+
+
+def split(suspects: list[Suspect], runs: list[Run]) -> tuple[list[Suspect], list[Suspect]]:
+    """``suspects`` split by the diff's runs (git's ``blame_chunk`` over its hunks).
+
+    Returns the parts lying in ``runs``, renumbered to the older version, and the rest.
+    """
+    passed: list[Suspect] = []
+    kept: list[Suspect] = []
+    ends = [j + size for j, _i, size in runs]
+    for final, here, count in suspects:
+        end = here + count
+        at = here
+        k = bisect.bisect_right(ends, here)
+        while at < end:
+            if k >= len(runs) or runs[k][0] >= end:
+                kept.append((final + at - here, at, end - at))
+                break
+            j, i, size = runs[k]
+            if j > at:
+                kept.append((final + at - here, at, j - at))
+                at = j
+            stop = min(j + size, end)
+            passed.append((final + at - here, i + at - j, stop - at))
+            at = stop
+            k += 1
+    return passed, kept
 
 
 def _run_end(flags: list[bool], at: int, stop: int) -> int:
@@ -293,7 +347,7 @@ class _Walk:
         self.blobs: dict[tuple[Node, str], str | None] = {(start, path): sha}
         self.owner: list[Origin] = [("", "")] * count
         self.pending: dict[Node, dict[str, list[Suspect]]] = {
-            start: {path: [(i, i) for i in range(count)]}
+            start: {path: [(0, 0, count)] if count else []}
         }
         self.counter = 0
         self.queue: list[tuple[int, int, Node]] = [(-self.when(start), self.counter, start)]
@@ -399,18 +453,15 @@ class _Walk:
             if found is None or not remaining:
                 continue
             older, theirs = found
-            mapping = line_map(_lines(self.repo, theirs), _lines(self.repo, mine))
-            self.give(
-                parent,
-                older,
-                [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0],
+            passed, remaining = split(
+                remaining, line_runs(_lines(self.repo, theirs), _lines(self.repo, mine))
             )
-            remaining = [(final, here) for final, here in remaining if mapping[here] < 0]
+            self.give(parent, older, passed)
         if remaining:
             origin = (self.sha(node), path)
-            for final, _here in remaining:
-                self.owner[final] = origin
-        self.left -= len(remaining)
+            for final, _here, count in remaining:
+                self.owner[final : final + count] = [origin] * count
+                self.left -= count
 
     def scapegoats(
         self, node: Node, path: str, mine: str, parents: list[Node]
