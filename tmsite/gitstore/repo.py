@@ -886,10 +886,15 @@ class GitRepo:
     def _delta_size(self, pack: Pack, offset: int, binary: bytes) -> int:
         """The size of the delta entry at a known offset (lock held).
 
-        Found as :meth:`header` finds it, without looking the object up again.
+        The size is the target size at the head of the delta data; unlike :meth:`header`,
+        the chain of bases is not walked down, since only their type lies there.
         """
         try:
-            return self._header_at(pack, offset)[1]
+            buf = pack.data._buffer()
+            type_num, _size, pos = entry_header(buf, offset)
+            if type_num not in (OFS_DELTA, REF_DELTA):
+                return self._header_at(pack, offset)[1]
+            return delta_target_size(buf, pos, type_num)
         except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
             return self._header_binary(binary)[1]
 
