@@ -74,8 +74,10 @@ def edit_spans(
         edits = _lcs_edits(
             list(map(ids.setdefault, kept_a, number)), list(map(ids.setdefault, kept_b, number))
         )
-    gone = [False] * head + list(map(operator.not_, held_a)) + [False] * tail
-    added = [False] * head + list(map(operator.not_, held_b)) + [False] * tail
+    gone = [False] * len(a)
+    gone[head : len(a) - tail] = map(operator.not_, held_a)
+    added = [False] * len(b)
+    added[head : len(b) - tail] = map(operator.not_, held_b)
     deleted, inserted = edits
     if deleted:
         keep_a = list(compress(range(head, len(a) - tail), held_a))

@@ -743,8 +743,9 @@ class GitRepo:
         """
         at = offset
         while True:
-            cached = self._bases.get((id(pack), at))
+            cached = self._bases.pop((id(pack), at), None)
             if cached is not None:
+                self._bases[(id(pack), at)] = cached  # the most recently used now
                 return cached
             type_num, size, pos = entry_header(buf, at)
             if type_num <= TAG:
@@ -768,11 +769,21 @@ class GitRepo:
                 raise ValueError(f"unknown pack entry type {type_num}")
 
     def _keep_base(self, pack: Pack, offset: int, type_num: int, data: bytes) -> None:
-        if self._base_bytes + len(data) > BASE_CACHE_BYTES:
-            self._bases.clear()
-            self._base_bytes = 0
-        self._bases[(id(pack), offset)] = (type_num, data)
+        """Keep a resolved link of a delta chain, dropping the least recently used past the bound.
+
+        A history walk reads a file's versions newest first, each the base of the next one's
+        delta: dropping every link at once made the next versions resolve their whole chain
+        again from its full object.
+        """
+        bases = self._bases
+        old = bases.pop((id(pack), offset), None)
+        if old is not None:
+            self._base_bytes -= len(old[1])
+        bases[(id(pack), offset)] = (type_num, data)
         self._base_bytes += len(data)
+        while self._base_bytes > BASE_CACHE_BYTES and bases:
+            dropped = bases.pop(next(iter(bases)))
+            self._base_bytes -= len(dropped[1])
 
     def trim(self) -> None:
         """Release the pages of the mapped packs and indexes this process holds (lock held).
