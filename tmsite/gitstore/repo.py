@@ -552,8 +552,8 @@ class LazyCommitGraph(CommitGraph):
         seen = {start}
         counter = 0
         while queue:
-            item = pop(queue)
-            while True:
+            item: tuple[int, int, int, int, int] | None = pop(queue)
+            while item is not None:
                 neg_time, _n, position, one, two = item
                 if -neg_time <= limit:
                     return self._id_at(position)
@@ -572,8 +572,6 @@ class LazyCommitGraph(CommitGraph):
                         item = queued  # it would be taken next: no need to queue it
                     else:
                         push(queue, queued)
-                if item is None:
-                    break
         return ""
 
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
@@ -960,7 +958,7 @@ class GitRepo:
             if not text.startswith(b"ref: "):
                 return None
             name = text[5:].strip()
-            if not name.startswith(b"refs/heads/") or not check_ref_format(name):
+            if not name.startswith(b"refs/heads/") or not check_ref_format(Ref(name)):
                 return None
             common = self._repo.commondir()
             try:
