@@ -713,14 +713,15 @@ class GitRepo:
         Whole objects are inflated straight from the pack's mapped bytes; a delta chain is
         followed down to its base through the entry headers, the base (or the nearest resolved
         link, kept in a small per-handle cache) inflated once and the deltas applied upwards.
+        Every link is kept, the object itself included: a history walk reads a file's versions
+        one after another, and each is likely the base of another's delta.
         """
         buf = pack.data._buffer()
         chain: list[tuple[int, int, int]] = []  # (offset, data position, inflated size)
         type_num, data = self._chain_down(pack, buf, offset, depth, chain)
-        for link, (link_at, pos, size) in enumerate(reversed(chain)):
+        for link_at, pos, size in reversed(chain):
             data = b"".join(apply_delta(data, inflate(buf, pos, size)))
-            if link < len(chain) - 1:
-                self._keep_base(pack, link_at, type_num, data)
+            self._keep_base(pack, link_at, type_num, data)
         return type_num, data
 
     def _chain_down(
