@@ -6,20 +6,23 @@ The algorithm is git's (``git blame`` with its defaults: whole-file renames foll
 1. Every line of the file at the start commit is a *suspect* of that commit's *origin* —
    the commit and the file's path in it.
 2. Commits are taken newest first by committer date from a queue; an origin's suspects are
-   the lines it still holds, each known by its line number in that origin's version.
+   the lines it still holds, as ranges (git's blame entries) known by their line numbers in
+   the final file and in that origin's version.
 3. For each parent in order that has the file at the same path: if it is the very same blob,
    all suspects pass to that parent unchanged (no diff is needed).
 4. Then, for each parent that lacks the path, the rename the commit made into it is sought
    (:func:`~tmsite.gitstore.renames.renamed_from`); the older path becomes the parent's
    origin, and again the very same blob takes every suspect.
 5. Otherwise, for each parent origin in order (one repeating an earlier parent's blob is
-   skipped): the parent's version is diffed with this one; suspects lying in unchanged regions
-   pass to that parent (renumbered), the rest stay and are offered to the next parent.
+   skipped): the parent's version is diffed with this one; the suspect ranges are split at
+   the diff's runs of unchanged lines (:func:`split`), the parts lying in them pass to that
+   parent (renumbered), the rest stay and are offered to the next parent.
 6. Suspects no parent took are blamed on the origin. A root commit keeps all it holds. The
    walk stops as soon as every line is blamed.
 
 Where the commit-graph carries changed-path Bloom filters, a commit whose filter rules the
-path out hands everything to its first parent without a tree being read (as git does).
+path out hands everything to its first parent without a tree being read (as git does); the
+walk keeps such commits as their positions in the graph and names only those it diffs.
 
 The diff is Myers' shortest edit script compacted as git's xdiff compacts it, indent heuristic
 included (:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a

@@ -893,21 +893,6 @@ class GitRepo:
                 raise ValueError(f"unknown pack entry type {type_num}")
         raise ValueError("delta chain too deep")
 
-    def _delta_size(self, pack: Pack, offset: int, binary: bytes) -> int:
-        """The size of the delta entry at a known offset (lock held).
-
-        The size is the target size at the head of the delta data; unlike :meth:`header`,
-        the chain of bases is not walked down, since only their type lies there.
-        """
-        try:
-            buf = pack.data._buffer()
-            type_num, _size, pos = entry_header(buf, offset)
-            if type_num not in (OFS_DELTA, REF_DELTA):
-                return self._header_at(pack, offset)[1]
-            return delta_target_size(buf, pos, type_num)
-        except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
-            return self._header_binary(binary)[1]
-
     def _header_binary(self, binary: bytes, depth: int = 0) -> tuple[int, int]:
         found = self._locate(binary)
         if found is not None:
@@ -1224,8 +1209,9 @@ class GitRepo:
     def sizes(self, shas: list[str]) -> list[int]:
         """The sizes of many objects at once, under one hold of the lock.
 
-        A listing asks for thousands. A whole object's size comes from its pack entry header,
-        read in place; the others' from the cache, else as :meth:`header` finds them.
+        A listing asks for thousands. A packed object's size comes from its pack entry header,
+        read in place (a delta's from the head of its delta data); the others' from the cache,
+        else as :meth:`header` finds them.
 
         Raises:
             GitError: an object is missing or unreadable.
@@ -1237,17 +1223,15 @@ class GitRepo:
                 direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
-                    size, where = _packed_size(direct, binary)
-                    out[at] = size
-                    if size >= 0:
+                    for reader, buf in direct:
+                        offset = reader.offset(binary)
+                        if offset is not None:
+                            out[at] = _packed_size(buf, offset)
+                            break
+                    if out[at] >= 0:
                         continue
                     cached = OBJECTS.get((self.path, "size", sha))
-                    if cached is not None:
-                        out[at] = int(cached)
-                    elif where is not None:
-                        out[at] = self._delta_size(self._packs[where[0]], where[1], binary)
-                    else:
-                        out[at] = self._header_binary(binary)[1]
+                    out[at] = int(cached) if cached is not None else self._header_binary(binary)[1]
         except KeyError as exc:
             raise GitError("an object is missing from the repository") from exc
         except (OSError, ValueError, AssertionError, IndexError) as exc:
@@ -1279,21 +1263,17 @@ class GitRepo:
         return self._header_field(sha, "size")
 
 
-def _packed_size(
-    direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes
-) -> tuple[int, tuple[int, int] | None]:
-    """The size of a whole (non-delta) object from its pack entry header, else -1.
+def _packed_size(buf: bytes | mmap.mmap, offset: int) -> int:
+    """The size of the object at a pack offset from its entry header, -1 where it cannot tell.
 
-    With -1 comes, for a delta, where it lies: the pack's place in ``direct`` (which is its
-    place among the handle's packs: ``direct`` is all of them or none) and the offset.
+    A whole object's header holds it; a delta's is the target size at the head of its delta
+    data (its chain of bases is not walked: only their type lies there).
     """
-    for at, (reader, buf) in enumerate(direct):
-        offset = reader.offset(binary)
-        if offset is None:
-            continue
-        type_num, size, _ = entry_header(buf, offset)
-        return (-1, (at, offset)) if type_num > TAG else (size, None)
-    return -1, None
+    try:
+        type_num, size, pos = entry_header(buf, offset)
+        return size if type_num <= TAG else delta_target_size(buf, pos, type_num)
+    except (ValueError, IndexError, zlib.error):
+        return -1
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
