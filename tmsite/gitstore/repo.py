@@ -483,12 +483,6 @@ class LazyCommitGraph(CommitGraph):
             parents.append(two)
         return parents
 
-    def _parents_from(self, position: int, one: int, two: int) -> list[int]:
-        """:meth:`_parent_positions`, given the record's two parent words (read already)."""
-        if two == GRAPH_PARENT_MISSING:
-            return [one] if one < GRAPH_PARENT_MISSING else []
-        return self._parent_positions(position)
-
     def position(self, sha: str) -> int | None:
         """A commit's position in the graph (its id table), or None when it is not there."""
         return self._position(bytes.fromhex(sha))
@@ -548,7 +542,9 @@ class LazyCommitGraph(CommitGraph):
         pop, push = heapq.heappop, heapq.heappush
         # A queued commit carries its two parent words, read with its date in one unpack.
         one, two, high, low = unpack(">LLLL", data, start * 36 + 20)
-        queue = [(-(low | ((high & 0x3) << 32)), 0, start, one, two)]
+        queue: list[tuple[int, int, int, int, int]] = [
+            (-(low | ((high & 0x3) << 32)), 0, start, one, two)
+        ]
         seen = {start}
         counter = 0
         while queue:
@@ -557,22 +553,40 @@ class LazyCommitGraph(CommitGraph):
                 neg_time, _n, position, one, two = item
                 if -neg_time <= limit:
                     return self._id_at(position)
-                parents = self._parents_from(position, one, two)
                 item = None
-                for parent in parents:
-                    if parent in seen:
-                        continue
-                    if parent >= count:
+                if two != GRAPH_PARENT_MISSING:  # a merge: every new parent queued
+                    counter = self._queue_parents(position, queue, seen, counter)
+                elif one < GRAPH_PARENT_MISSING and one not in seen:
+                    if one >= count:
                         raise ValueError("a commit-graph parent is out of range")
-                    seen.add(parent)
+                    seen.add(one)
                     counter += 1
-                    one, two, high, low = unpack(">LLLL", data, parent * 36 + 20)
-                    queued = (-(low | ((high & 0x3) << 32)), counter, parent, one, two)
-                    if item is None and len(parents) == 1 and (not queue or queued < queue[0]):
+                    first, second, high, low = unpack(">LLLL", data, one * 36 + 20)
+                    queued = (-(low | ((high & 0x3) << 32)), counter, one, first, second)
+                    if not queue or queued < queue[0]:
                         item = queued  # it would be taken next: no need to queue it
                     else:
                         push(queue, queued)
         return ""
+
+    def _queue_parents(
+        self,
+        position: int,
+        queue: list[tuple[int, int, int, int, int]],
+        seen: set[int],
+        counter: int,
+    ) -> int:
+        """Queue the parents of a merge not met yet, as :meth:`first_before` queues them."""
+        for parent in self._parent_positions(position):
+            if parent in seen:
+                continue
+            if parent >= self._count:
+                raise ValueError("a commit-graph parent is out of range")
+            seen.add(parent)
+            counter += 1
+            one, two, high, low = struct.unpack_from(">LLLL", self._data, parent * 36 + 20)
+            heapq.heappush(queue, (-(low | ((high & 0x3) << 32)), counter, parent, one, two))
+        return counter
 
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
         """Whether the commit may have changed a path against its first parent.
