@@ -6,20 +6,23 @@ The algorithm is git's (``git blame`` with its defaults: whole-file renames foll
 1. Every line of the file at the start commit is a *suspect* of that commit's *origin* —
    the commit and the file's path in it.
 2. Commits are taken newest first by committer date from a queue; an origin's suspects are
-   the lines it still holds, each known by its line number in that origin's version.
+   the lines it still holds, as ranges (git's blame entries) known by their line numbers in
+   the final file and in that origin's version.
 3. For each parent in order that has the file at the same path: if it is the very same blob,
    all suspects pass to that parent unchanged (no diff is needed).
 4. Then, for each parent that lacks the path, the rename the commit made into it is sought
    (:func:`~tmsite.gitstore.renames.renamed_from`); the older path becomes the parent's
    origin, and again the very same blob takes every suspect.
 5. Otherwise, for each parent origin in order (one repeating an earlier parent's blob is
-   skipped): the parent's version is diffed with this one; suspects lying in unchanged regions
-   pass to that parent (renumbered), the rest stay and are offered to the next parent.
+   skipped): the parent's version is diffed with this one; the suspect ranges are split at
+   the diff's runs of unchanged lines (:func:`split`), the parts lying in them pass to that
+   parent (renumbered), the rest stay and are offered to the next parent.
 6. Suspects no parent took are blamed on the origin. A root commit keeps all it holds. The
    walk stops as soon as every line is blamed.
 
 Where the commit-graph carries changed-path Bloom filters, a commit whose filter rules the
-path out hands everything to its first parent without a tree being read (as git does).
+path out hands everything to its first parent without a tree being read (as git does); the
+walk keeps such commits as their positions in the graph and names only those it diffs.
 
 The diff is Myers' shortest edit script compacted as git's xdiff compacts it, indent heuristic
 included (:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a
@@ -35,6 +38,7 @@ Spec: GIT, ANY2.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Iterable
 from difflib import SequenceMatcher
@@ -43,15 +47,16 @@ from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
-from tmsite.gitstore.linediff import edit_flags
+from tmsite.gitstore.linediff import edit_spans
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
 from tmsite.gitstore.tree import PathReader, kind_of, lookup
 from tmsite.gitstore.types import BlameLine
 
-#: A suspect: (index of the line in the final file, index in the current commit's version).
-Suspect = tuple[int, int]
+#: Suspects: lines of the final file from ``final`` on, lines ``here`` on in the current
+#: commit's version, ``count`` of them (git's ``blame_entry``).
+Suspect = tuple[int, int, int]
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -153,37 +158,102 @@ def _split_windows(
     return blocks
 
 
-def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
-    """For each line of ``new``, its index in ``old`` when unchanged, else -1.
+#: Lines unchanged between two versions: (first in the newer, first in the older, how many).
+Run = tuple[int, int, int]
 
-    The diff is :func:`~tmsite.gitstore.linediff.edit_flags` (Myers, compacted as xdiff does);
+
+def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
+    """For each line of ``new``, its index in ``old`` when unchanged, else -1."""
+    mapping = [-1] * len(new)
+    for j, i, size in line_runs(old, new):
+        mapping[j : j + size] = range(i, i + size)
+    return mapping
+
+
+def line_runs(old: list[bytes], new: list[bytes]) -> list[Run]:
+    """The runs of lines of ``new`` unchanged from ``old``, in order.
+
+    The diff is :func:`~tmsite.gitstore.linediff.edit_spans` (Myers, compacted as xdiff does);
     past its size bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
     :func:`unique_blocks`) matches what is left.
     """
-    flags = edit_flags(old, new)
-    if flags is None:
-        return _matcher_map(old, new)
-    gone, added = flags
-    # Unchanged lines pair up in order: walk the runs of both sides, a slice at a time.
-    mapping = [-1] * len(new)
-    i = j = 0
+    found = edit_spans(old, new)
+    if found is None:
+        return _runs_of(_matcher_map(old, new))
+    gone, added, span_a, span_b = found
+    # Unchanged lines pair up in order: those before the first change on either side and
+    # after the last one at once, the rest a run at a time between the spans.
+    size_a, size_b = len(old), len(new)
+    first = min(span_a[0] if span_a[1] else size_a, span_b[0] if span_b[1] else size_b)
+    last = min(
+        size_a - span_a[1] if span_a[1] else size_a,
+        size_b - span_b[1] if span_b[1] else size_b,
+        size_a - first,
+        size_b - first,
+    )
+    runs: list[Run] = [(0, 0, first)] if first else []
+    i = j = first
+    stop_a, stop_b = size_a - last, size_b - last
     while True:
         try:
-            j = added.index(False, j)
-            i = gone.index(False, i)
+            j = added.index(False, j, stop_b)
+            i = gone.index(False, i, stop_a)
         except ValueError:
-            return mapping
-        size = min(_run_end(added, j) - j, _run_end(gone, i) - i)
-        mapping[j : j + size] = range(i, i + size)
+            break
+        size = min(_run_end(added, j, stop_b) - j, _run_end(gone, i, stop_a) - i)
+        runs.append((j, i, size))
         i += size
         j += size
+    if last:
+        runs.append((size_b - last, size_a - last, last))
+    return runs
 
 
-def _run_end(flags: list[bool], at: int) -> int:
+def _runs_of(mapping: list[int]) -> list[Run]:
+    """The runs of a per-line mapping (-1: changed)."""
+    runs: list[Run] = []
+    for j, i in enumerate(mapping):
+        if i < 0:
+            continue
+        if runs and runs[-1][0] + runs[-1][2] == j and runs[-1][1] + runs[-1][2] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + 1)
+        else:
+            runs.append((j, i, 1))
+    return runs
+
+
+def split(suspects: list[Suspect], runs: list[Run]) -> tuple[list[Suspect], list[Suspect]]:
+    """``suspects`` split by the diff's runs (git's ``blame_chunk`` over its hunks).
+
+    Returns the parts lying in ``runs``, renumbered to the older version, and the rest.
+    """
+    passed: list[Suspect] = []
+    kept: list[Suspect] = []
+    ends = [j + size for j, _i, size in runs]
+    for final, here, count in suspects:
+        end = here + count
+        at = here
+        k = bisect.bisect_right(ends, here)
+        while at < end:
+            if k >= len(runs) or runs[k][0] >= end:
+                kept.append((final + at - here, at, end - at))
+                break
+            j, i, size = runs[k]
+            if j > at:
+                kept.append((final + at - here, at, j - at))
+                at = j
+            stop = min(j + size, end)
+            passed.append((final + at - here, i + at - j, stop - at))
+            at = stop
+            k += 1
+    return passed, kept
+
+
+def _run_end(flags: list[bool], at: int, stop: int) -> int:
     try:
-        return flags.index(True, at)
+        return flags.index(True, at, stop)
     except ValueError:
-        return len(flags)
+        return stop
 
 
 def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:
@@ -259,39 +329,94 @@ def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLi
 
 #: An origin: a commit and the file's path in it (git's ``blame_origin``).
 Origin = tuple[str, str]
+#: A commit in the walk: its position in the commit-graph, or its id when the graph lacks it.
+Node = int | str
 
 
 class _Walk:
-    """One blame walk (steps 1–6 of the module docstring): the queue, and who holds what."""
+    """One blame walk (steps 1–6 of the module docstring): the queue, and who holds what.
+
+    Commits the commit-graph holds are walked by their position in it: dates, parents and
+    Bloom filters are read in place, and a commit whose filter rules every path it holds out
+    hands its suspects to its first parent without its id being decoded or a tree read.
+    """
 
     def __init__(self, repo: GitRepo, commit: str, path: str, sha: str, count: int) -> None:
         self.repo = repo
+        self.graph = repo.graph()
         self.readers: dict[str, PathReader] = {}
         self.keys: dict[str, tuple[tuple[int, ...], ...] | None] = {}
-        self.blobs: dict[Origin, str | None] = {(commit, path): sha}
+        start = self.node(commit)
+        self.blobs: dict[tuple[Node, str], str | None] = {(start, path): sha}
         self.owner: list[Origin] = [("", "")] * count
-        self.pending: dict[str, dict[str, list[Suspect]]] = {
-            commit: {path: [(i, i) for i in range(count)]}
+        self.pending: dict[Node, dict[str, list[Suspect]]] = {
+            start: {path: [(0, 0, count)] if count else []}
         }
         self.counter = 0
-        self.queue = [(-repo.walk_info(commit)[2], self.counter, commit)]
+        self.queue: list[tuple[int, int, Node]] = [(-self.when(start), self.counter, start)]
         self.left = count
+        self.reader(path)
 
-    def blob_of(self, sha: str, path: str) -> str | None:
-        """The blob (or symlink) id at ``path`` in commit ``sha``; None if no file is there."""
-        known = self.blobs.get((sha, path), ())
-        if known != ():
-            return known  # type: ignore[return-value]
+    def node(self, sha: str) -> Node:
+        """The commit's position in the commit-graph, else its id."""
+        if self.graph is not None:
+            position = self.graph.position(sha)
+            if position is not None:
+                return position
+        return sha
+
+    def when(self, node: Node) -> int:
+        if isinstance(node, int):
+            assert self.graph is not None
+            return self.graph.when(node)
+        return self.repo.walk_info(node)[2]
+
+    def sha(self, node: Node) -> str:
+        if isinstance(node, int):
+            assert self.graph is not None
+            return self.graph.id_at(node)
+        return node
+
+    def tree(self, node: Node) -> str:
+        if isinstance(node, int):
+            assert self.graph is not None
+            return self.graph.tree_at(node)
+        return self.repo.walk_info(node)[0]
+
+    def parents(self, node: Node) -> list[Node]:
+        if isinstance(node, int):
+            assert self.graph is not None
+            return list(self.graph.parents_at(node))
+        return [self.node(parent) for parent in self.repo.walk_info(node)[1]]
+
+    def reader(self, path: str) -> PathReader:
         reader = self.readers.get(path)
         if reader is None:
             reader = self.readers[path] = PathReader(self.repo, tuple(path.split("/")))
             self.keys[path] = self.repo.path_keys(path, prefixes=False)
-        found = reader.entry(self.repo.walk_info(sha)[0])
+        return reader
+
+    def blob_of(self, node: Node, path: str) -> str | None:
+        """The blob (or symlink) id at ``path`` in commit ``node``; None if no file is there."""
+        known = self.blobs.get((node, path), ())
+        if known != ():
+            return known  # type: ignore[return-value]
+        found = self.reader(path).entry(self.tree(node))
         ok = found is not None and kind_of(found[0]) in ("blob", "symlink")
-        blob = self.blobs[(sha, path)] = found[1] if found is not None and ok else None
+        blob = self.blobs[(node, path)] = found[1] if found is not None and ok else None
         return blob
 
-    def give(self, parent: str, path: str, suspects: list[Suspect]) -> None:
+    def unchanged(self, node: Node, path: str) -> bool:
+        """Whether the commit's Bloom filter shows it left ``path`` as its first parent had it."""
+        keys = self.keys.get(path)
+        if keys is None:
+            return False
+        if isinstance(node, int):
+            assert self.graph is not None
+            return not self.graph.changed_at(node, keys)
+        return not self.repo.maybe_changed(node, keys)
+
+    def give(self, parent: Node, path: str, suspects: list[Suspect]) -> None:
         """Pass ``suspects`` to ``parent``'s ``path``, queueing the commit if it is new."""
         if not suspects:
             return
@@ -301,26 +426,28 @@ class _Walk:
             return
         self.pending[parent] = {path: suspects}
         self.counter += 1
-        heapq.heappush(self.queue, (-self.repo.walk_info(parent)[2], self.counter, parent))
+        heapq.heappush(self.queue, (-self.when(parent), self.counter, parent))
 
     def run(self) -> list[Origin]:
         """Walk until every line is blamed; for each line of the final file, its origin."""
         while self.queue and self.left:
-            _t, _n, sha = heapq.heappop(self.queue)
-            origins = self.pending.pop(sha, None)
+            _t, _n, node = heapq.heappop(self.queue)
+            origins = self.pending.pop(node, None)
             work.spend("commits")
             for path, suspects in (origins or {}).items():
-                self.visit(sha, path, suspects)
+                self.visit(node, path, suspects)
         return self.owner
 
-    def visit(self, sha: str, path: str, suspects: list[Suspect]) -> None:
-        """Hand the suspects of ``sha``'s ``path`` to its parents (steps 3–5), blame the rest."""
-        mine = self.blob_of(sha, path)
+    def visit(self, node: Node, path: str, suspects: list[Suspect]) -> None:
+        """Hand the suspects of ``node``'s ``path`` to its parents (steps 3–5), blame the rest."""
+        mine = self.blob_of(node, path)
         assert mine is not None
-        parents = self.repo.walk_info(sha)[1]
-        if parents and not self.repo.maybe_changed(sha, self.keys.get(path)):
+        parents = self.parents(node)
+        if parents and self.unchanged(node, path):
             self.blobs[(parents[0], path)] = mine  # the filter says the first parent has it
-        scapegoats = self.scapegoats(sha, path, mine, parents)
+            self.give(parents[0], path, suspects)
+            return
+        scapegoats = self.scapegoats(node, path, mine, parents)
         if isinstance(scapegoats, tuple):
             self.give(scapegoats[0], scapegoats[1], suspects)
             return
@@ -329,20 +456,19 @@ class _Walk:
             if found is None or not remaining:
                 continue
             older, theirs = found
-            mapping = line_map(_lines(self.repo, theirs), _lines(self.repo, mine))
-            self.give(
-                parent,
-                older,
-                [(final, mapping[here]) for final, here in remaining if mapping[here] >= 0],
+            passed, remaining = split(
+                remaining, line_runs(_lines(self.repo, theirs), _lines(self.repo, mine))
             )
-            remaining = [(final, here) for final, here in remaining if mapping[here] < 0]
-        for final, _here in remaining:
-            self.owner[final] = (sha, path)
-        self.left -= len(remaining)
+            self.give(parent, older, passed)
+        if remaining:
+            origin = (self.sha(node), path)
+            for final, _here, count in remaining:
+                self.owner[final : final + count] = [origin] * count
+                self.left -= count
 
     def scapegoats(
-        self, sha: str, path: str, mine: str, parents: tuple[str, ...]
-    ) -> tuple[str, str] | list[tuple[str, str] | None]:
+        self, node: Node, path: str, mine: str, parents: list[Node]
+    ) -> tuple[Node, str] | list[tuple[str, str] | None]:
         """Each parent's origin (steps 3–4), or the ``(parent, path)`` holding the very blob.
 
         Origins repeating an earlier parent's blob are dropped (None), as git drops them.
@@ -352,7 +478,7 @@ class _Walk:
             for i, parent in enumerate(parents):
                 if found_all[i] is not None:
                     continue
-                found = pass_(sha, parent, path)
+                found = pass_(node, parent, path)
                 if found is None:
                     continue
                 if found[1] == mine:
@@ -361,14 +487,13 @@ class _Walk:
                     found_all[i] = found
         return found_all
 
-    def _same_path(self, sha: str, parent: str, path: str) -> tuple[str, str] | None:
+    def _same_path(self, node: Node, parent: Node, path: str) -> tuple[str, str] | None:
         """Pass 1: the file at the same path in the parent (git's ``find_origin``)."""
         theirs = self.blob_of(parent, path)
         return None if theirs is None else (path, theirs)
 
-    def _renamed(self, sha: str, parent: str, path: str) -> tuple[str, str] | None:
+    def _renamed(self, node: Node, parent: Node, path: str) -> tuple[str, str] | None:
         """Pass 2: the file the commit renamed to ``path`` (git's ``find_rename``)."""
         if self.blob_of(parent, path) is not None:
             return None
-        tree = self.repo.walk_info(sha)[0]
-        return renamed_from(self.repo, self.repo.walk_info(parent)[0], tree, path)
+        return renamed_from(self.repo, self.tree(parent), self.tree(node), path)

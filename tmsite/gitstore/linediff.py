@@ -33,15 +33,31 @@ MAX_EDITS = 500
 MAX_CELLS = 1 << 26
 
 
+#: Where a side's changed lines lie: every one of them is in ``range(*span)``.
+Span = tuple[int, int]
+
+
 def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[bool]] | None:
     """For each line of ``old`` and of ``new``, whether it is changed (deleted or inserted).
 
     None when the versions are too large to align (:data:`MAX_CELLS`).
     """
+    found = edit_spans(old, new)
+    return None if found is None else (found[0], found[1])
+
+
+def edit_spans(
+    old: list[bytes], new: list[bytes]
+) -> tuple[list[bool], list[bool], Span, Span] | None:
+    """:func:`edit_flags`, with the span of each side's changed lines.
+
+    The flags are looked through only between the spans (the lines both sides share at the
+    head and the tail are not), so a small edit to a long file costs little past finding them.
+    """
     a, b = old, new  # xdiff's names for the two sides
     limit = min(len(a), len(b))
     head = common_head(a, b, limit)
-    tail = common_head(a[::-1], b[::-1], limit - head)
+    tail = common_tail(a, b, limit - head)
     # As xdiff's xdl_cleanup_records: a line the other side lacks is changed for certain and
     # left out of the search, which then only places the lines both sides hold.
     mid_a = a[head : len(a) - tail]
@@ -58,8 +74,10 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
         edits = _lcs_edits(
             list(map(ids.setdefault, kept_a, number)), list(map(ids.setdefault, kept_b, number))
         )
-    gone = [False] * head + list(map(operator.not_, held_a)) + [False] * tail
-    added = [False] * head + list(map(operator.not_, held_b)) + [False] * tail
+    gone = [False] * len(a)
+    gone[head : len(a) - tail] = map(operator.not_, held_a)
+    added = [False] * len(b)
+    added[head : len(b) - tail] = map(operator.not_, held_b)
     deleted, inserted = edits
     if deleted:
         keep_a = list(compress(range(head, len(a) - tail), held_a))
@@ -69,9 +87,9 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
         keep_b = list(compress(range(head, len(b) - tail), held_b))
         for j in inserted:
             added[keep_b[j]] = True
-    _compact(a, gone, added, _Indents(old))
-    _compact(b, added, gone, _Indents(new))
-    return gone, added
+    span_a = _compact(a, gone, added, _Indents(old), (head, len(a) - tail), (head, len(b) - tail))
+    span_b = _compact(b, added, gone, _Indents(new), (head, len(b) - tail), span_a)
+    return gone, added, span_a, span_b
 
 
 def common_head(a: list[bytes], b: list[bytes], limit: int) -> int:
@@ -86,6 +104,23 @@ def common_head(a: list[bytes], b: list[bytes], limit: int) -> int:
         if not size:
             break
         if a[at : at + size] == b[at : at + size]:
+            at += size
+            step = step * 2 if grow else step // 2
+        else:
+            grow = False
+            step //= 2
+    return at
+
+
+def common_tail(a: list[bytes], b: list[bytes], limit: int) -> int:
+    """How many trailing items ``a`` and ``b`` share, at most ``limit`` (as :func:`common_head`)."""
+    at, step, grow = 0, 16, True
+    end_a, end_b = len(a), len(b)
+    while step:
+        size = min(step, limit - at)
+        if not size:
+            break
+        if a[end_a - at - size : end_a - at] == b[end_b - at - size : end_b - at]:
             at += size
             step = step * 2 if grow else step // 2
         else:
@@ -222,20 +257,20 @@ class _Other:
     line and the next), which compacting this side never alters.
     """
 
-    def __init__(self, flags: list[bool]) -> None:
+    def __init__(self, flags: list[bool], span: Span) -> None:
         # The indexes of the groups holding changes: a run of changes starting at ``start``
         # is the group after ``start - changed_before`` unchanged lines.
         self.filled: set[int] = set()
-        changed_before, end = 0, 0
+        changed_before, end = 0, span[0]
         while True:
             try:
-                start = flags.index(True, end)
+                start = flags.index(True, end, span[1])
             except ValueError:
                 break
             try:
-                end = flags.index(False, start)
+                end = flags.index(False, start, span[1])
             except ValueError:
-                end = len(flags)
+                end = span[1]
             self.filled.add(start - changed_before)
             changed_before += end - start
         self.index = 0
@@ -245,24 +280,35 @@ class _Other:
         return self.index not in self.filled
 
 
-def _compact(recs: list[bytes], changed: list[bool], other: list[bool], indents: _Indents) -> None:
+def _compact(
+    recs: list[bytes],
+    changed: list[bool],
+    other: list[bool],
+    indents: _Indents,
+    span: Span,
+    other_span: Span,
+) -> Span:
     """``xdl_change_compact`` on one side: slide each group of changes as git does.
 
     Groups are paired with the other side's by their index (the count of unchanged lines
     before them); empty groups are stepped over in one move rather than one at a time.
+    ``span`` and ``other_span`` hold each side's changed lines; returned is the span this
+    side's hold once slid.
     """
-    go = _Other(other)
+    go = _Other(other, other_span)
     end, index = -1, -1
+    low, high = len(changed), 0
     while True:
         try:
-            start = changed.index(True, end + 1)
+            start = changed.index(True, max(end + 1, span[0]), span[1])
         except ValueError:
-            return
+            return (low, high) if low < high else (0, 0)
         index += start - end
         go.index = index
         g = _Group(changed, recs, start)
         _place(g, go, indents)
         end, index = g.end, go.index
+        low, high = min(low, g.start), max(high, g.end)
 
 
 def _place(g: _Group, go: _Other, indents: _Indents) -> None:

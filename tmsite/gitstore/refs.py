@@ -245,15 +245,22 @@ def _peeled_type(repo: GitRepo, sha: str) -> str:
     return TYPE_NAMES.get(type_num, "tag")
 
 
-def _head(repo: GitRepo, refs: dict[str, str], default_ref: str | None) -> str:
-    """The default commit: the pinned ``default_ref`` if any, else HEAD."""
+def _head(repo: GitRepo, refs: dict[str, str] | None, default_ref: str | None) -> str:
+    """The default commit: the pinned ``default_ref`` if any, else HEAD.
+
+    ``refs`` None: read HEAD alone where it is plain (:meth:`GitRepo.head`), else every ref.
+    """
     if default_ref is None or default_ref == "HEAD":
-        head = refs.get("HEAD")
+        head = repo.head() if refs is None else None
+        if head is None:
+            head = (repo.refs() if refs is None else refs).get("HEAD")
         commit = _peel(repo, head) if head is not None and repo.contains(head) else None
         if commit is None:
             raise NoSuchRef("HEAD", nearest_refs(repo, "HEAD"))
         return commit
-    return _resolve_name(repo, refs, validate_ref(default_ref).text)
+    return _resolve_name(
+        repo, repo.refs() if refs is None else refs, validate_ref(default_ref).text
+    )
 
 
 def _resolve_name(repo: GitRepo, refs: dict[str, str], name: str) -> str:
@@ -361,18 +368,17 @@ def resolve(repo: GitRepo, at: str | None, default_ref: str | None = None) -> Re
             commit (with when the history starts).
         AmbiguousRef: an abbreviation shared by several commits.
     """
-    refs = repo.refs()
     if at is None or at == "HEAD":
-        return Resolved(_head(repo, refs, default_ref), "HEAD", True)
+        return Resolved(_head(repo, None, default_ref), "HEAD", True)
     checked = validate_ref(at)
     if checked.kind == "date":
         assert checked.when is not None
-        tip = _head(repo, refs, default_ref)
+        tip = _head(repo, None, default_ref)
         commit = commit_at_date(repo, tip, checked.when)
         if commit is None:
             raise NoSuchRef(at, nearest_refs(repo, at), starts=history_start(repo, tip))
         return Resolved(commit, at, False)
-    return Resolved(_resolve_name(repo, refs, at), at, False)
+    return Resolved(_resolve_name(repo, repo.refs(), at), at, False)
 
 
 def has_commit(repo: GitRepo, sha: str) -> bool:

@@ -27,6 +27,7 @@ import contextlib
 import heapq
 import mmap
 import os
+import re
 import struct
 import threading
 import zlib
@@ -50,7 +51,7 @@ from dulwich.commit_graph import (
 from dulwich.errors import NotGitRepository
 from dulwich.objects import ObjectID, RawObjectID, parse_tree
 from dulwich.pack import Pack, PackFileDisappeared, PackIndex2, apply_delta
-from dulwich.refs import Ref
+from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from tmsite.gitstore import bloom
@@ -58,6 +59,8 @@ from tmsite.gitstore.cache import OBJECTS
 from tmsite.gitstore.errors import GitError
 
 _T = TypeVar("_T")
+
+_HEX40 = re.compile(rb"[0-9a-f]{40}")
 
 #: Object type numbers of the git object format.
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
@@ -223,22 +226,29 @@ def parse_walk(raw: bytes) -> tuple[str, tuple[str, ...], int]:
 def find_in_tree(raw: bytes, name: bytes) -> tuple[int, str] | None:
     r"""The ``(mode, id)`` of the first entry called ``name`` in a raw tree, or None.
 
-    Entries are ``<octal mode> <name>\0<20-byte id>``; the scan stops at the name.
+    Entries are ``<octal mode> <name>\0<20-byte id>``. The entry's text ``" name\0"`` is
+    sought first (in C): where it occurs nowhere, no entry has the name. Else entries are
+    stepped over from the start, a find of their terminating NUL each (a mode or a name holds
+    none), until one ends where the text does and begins just before it; an occurrence that
+    is not an entry (the tail of a longer name, bytes of an id) is stepped past.
     """
+    needle = b" " + name + b"\0"
+    at = raw.find(needle)
     pos = 0
     size = len(raw)
-    while pos < size:
-        space = raw.find(b" ", pos)
-        nul = raw.find(b"\0", space + 1)
-        if space < 0 or nul < 0 or nul + 21 > size:
+    while at >= 0:
+        nul = raw.find(b"\0", pos)
+        if nul < 0 or nul + 21 > size:
             raise GitError("a tree object is malformed")
-        if raw[space + 1 : nul] == name:
+        if nul == at + len(needle) - 1 and raw.find(b" ", pos, nul) == at:
             try:
-                mode = int(raw[pos:space], 8)
+                mode = int(raw[pos:at], 8)
             except ValueError:
                 raise GitError("a tree object is malformed") from None
             return mode, raw[nul + 1 : nul + 21].hex()
         pos = nul + 21
+        if pos > at:
+            at = raw.find(needle, pos)
     return None
 
 
@@ -326,11 +336,47 @@ def delta_target_size(buf: bytes | mmap.mmap, pos: int, type_num: int) -> int:
     return value
 
 
+#: Entries either side of an id's expected place in its table searched first.
+WINDOW = 48
+
+
+def find_id(table: bytes | mmap.mmap, base: int, fanout: tuple[int, ...], binary: bytes) -> int:
+    """The index of a 20-byte id in a sorted id table at ``base`` with its fan-out, or -1.
+
+    Ids are spread evenly, so the bytes after the first tell about where in its bucket one
+    sits: a window around that place is searched first (in C); when the id is not there but
+    sorts between the window's ends, it is not in the table at all. Otherwise the rest of
+    the bucket is searched.
+    """
+    first = binary[0]
+    low = fanout[first - 1] if first else 0
+    high = fanout[first]
+    if high - low > 4 * WINDOW:
+        guess = low + (high - low) * int.from_bytes(binary[1:4], "big") // 0x1000000
+        start, end = max(low, guess - WINDOW), min(high, guess + WINDOW)
+        at = _find_between(table, base, start, end, binary)
+        if at >= 0:
+            return at
+        below = table[base + 20 * start : base + 20 * start + 20]
+        above = table[base + 20 * end - 20 : base + 20 * end]
+        if below < binary < above:
+            return -1
+    return _find_between(table, base, low, high, binary)
+
+
+def _find_between(table: bytes | mmap.mmap, base: int, low: int, high: int, binary: bytes) -> int:
+    end = base + 20 * high
+    at = table.find(binary, base + 20 * low, end)
+    while at >= 0 and (at - base) % 20:
+        at = table.find(binary, at + 1, end)
+    return -1 if at < 0 else (at - base) // 20
+
+
 class PackIndexReader:
     """Finds objects in a version-2 pack index through the index bytes dulwich has mapped.
 
-    The fan-out table narrows an id to its first-byte bucket, and the bucket's slice of the
-    sorted id table is searched in one ``find`` (a hit must fall on a 20-byte boundary);
+    The fan-out table narrows an id to its first-byte bucket, and :func:`find_id` searches
+    the sorted id table there with ``find`` (a hit must fall on a 20-byte boundary);
     dulwich's own lookup bisects with a Python call per step, several times slower.
     """
 
@@ -350,16 +396,10 @@ class PackIndexReader:
 
     def offset(self, binary: bytes) -> int | None:
         """The pack offset of the object, or None when this pack does not hold it."""
-        first = binary[0]
-        start = self._names + 20 * (self._fanout[first - 1] if first else 0)
-        end = self._names + 20 * self._fanout[first]
-        contents = self._contents
-        at = contents.find(binary, start, end)
-        while at >= 0 and (at - self._names) % 20:
-            at = contents.find(binary, at + 1, end)
-        if at < 0:
+        index = find_id(self._contents, self._names, self._fanout, binary)
+        if index < 0:
             return None
-        index = (at - self._names) // 20
+        contents = self._contents
         (value,) = struct.unpack_from(">L", contents, self._offsets + 4 * index)
         if value & 0x80000000:
             (value,) = struct.unpack_from(">Q", contents, self._large + 8 * (value & 0x7FFFFFFF))
@@ -424,12 +464,8 @@ class LazyCommitGraph(CommitGraph):
 
     def _position(self, binary: bytes) -> int | None:
         """The commit's position in the id table, or None when the graph does not hold it."""
-        first = binary[0]
-        end = 20 * self._fanout[first]
-        found = self._ids.find(binary, 20 * self._fanout[first - 1] if first else 0, end)
-        while found >= 0 and found % 20:
-            found = self._ids.find(binary, found + 1, end)
-        return None if found < 0 else found // 20
+        found = find_id(self._ids, 0, self._fanout, binary)
+        return None if found < 0 else found
 
     def _parent_positions(self, position: int) -> list[int]:
         """The positions of a commit's parents, in order, from its record and the edge list."""
@@ -454,6 +490,11 @@ class LazyCommitGraph(CommitGraph):
     def id_at(self, position: int) -> str:
         """The commit id at a position."""
         return self._id_at(position)
+
+    def tree_at(self, position: int) -> str:
+        """The root tree id of the commit at a position."""
+        at = position * 36
+        return self._data[at : at + 20].hex()
 
     def when(self, position: int) -> int:
         """The committer time of the commit at a position."""
@@ -497,27 +538,55 @@ class LazyCommitGraph(CommitGraph):
         start = self._position(binary)
         if start is None:
             return None
-        data, unpack = self._data, struct.unpack_from
-
-        def when(position: int) -> int:
-            high, low = unpack(">LL", data, position * 36 + 28)
-            return int(low | ((high & 0x3) << 32))
-
-        queue = [(-when(start), 0, start)]
+        data, count, unpack = self._data, self._count, struct.unpack_from
+        pop, push = heapq.heappop, heapq.heappush
+        # A queued commit carries its two parent words, read with its date in one unpack.
+        one, two, high, low = unpack(">LLLL", data, start * 36 + 20)
+        queue: list[tuple[int, int, int, int, int]] = [
+            (-(low | ((high & 0x3) << 32)), 0, start, one, two)
+        ]
         seen = {start}
         counter = 0
         while queue:
-            neg_time, _n, position = heapq.heappop(queue)
-            if -neg_time <= limit:
-                return self._id_at(position)
-            for parent in self._parent_positions(position):
-                if parent not in seen:
-                    if parent >= self._count:
+            item: tuple[int, int, int, int, int] | None = pop(queue)
+            while item is not None:
+                neg_time, _n, position, one, two = item
+                if -neg_time <= limit:
+                    return self._id_at(position)
+                item = None
+                if two != GRAPH_PARENT_MISSING:  # a merge: every new parent queued
+                    counter = self._queue_parents(position, queue, seen, counter)
+                elif one < GRAPH_PARENT_MISSING and one not in seen:
+                    if one >= count:
                         raise ValueError("a commit-graph parent is out of range")
-                    seen.add(parent)
+                    seen.add(one)
                     counter += 1
-                    heapq.heappush(queue, (-when(parent), counter, parent))
+                    first, second, high, low = unpack(">LLLL", data, one * 36 + 20)
+                    queued = (-(low | ((high & 0x3) << 32)), counter, one, first, second)
+                    if not queue or queued < queue[0]:
+                        item = queued  # it would be taken next: no need to queue it
+                    else:
+                        push(queue, queued)
         return ""
+
+    def _queue_parents(
+        self,
+        position: int,
+        queue: list[tuple[int, int, int, int, int]],
+        seen: set[int],
+        counter: int,
+    ) -> int:
+        """Queue the parents of a merge not met yet, as :meth:`first_before` queues them."""
+        for parent in self._parent_positions(position):
+            if parent in seen:
+                continue
+            if parent >= self._count:
+                raise ValueError("a commit-graph parent is out of range")
+            seen.add(parent)
+            counter += 1
+            one, two, high, low = struct.unpack_from(">LLLL", self._data, parent * 36 + 20)
+            heapq.heappush(queue, (-(low | ((high & 0x3) << 32)), counter, parent, one, two))
+        return counter
 
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
         """Whether the commit may have changed a path against its first parent.
@@ -658,14 +727,15 @@ class GitRepo:
         Whole objects are inflated straight from the pack's mapped bytes; a delta chain is
         followed down to its base through the entry headers, the base (or the nearest resolved
         link, kept in a small per-handle cache) inflated once and the deltas applied upwards.
+        Every link is kept, the object itself included: a history walk reads a file's versions
+        one after another, and each is likely the base of another's delta.
         """
         buf = pack.data._buffer()
         chain: list[tuple[int, int, int]] = []  # (offset, data position, inflated size)
         type_num, data = self._chain_down(pack, buf, offset, depth, chain)
-        for link, (link_at, pos, size) in enumerate(reversed(chain)):
+        for link_at, pos, size in reversed(chain):
             data = b"".join(apply_delta(data, inflate(buf, pos, size)))
-            if link < len(chain) - 1:
-                self._keep_base(pack, link_at, type_num, data)
+            self._keep_base(pack, link_at, type_num, data)
         return type_num, data
 
     def _chain_down(
@@ -686,8 +756,9 @@ class GitRepo:
         """
         at = offset
         while True:
-            cached = self._bases.get((id(pack), at))
+            cached = self._bases.pop((id(pack), at), None)
             if cached is not None:
+                self._bases[(id(pack), at)] = cached  # the most recently used now
                 return cached
             type_num, size, pos = entry_header(buf, at)
             if type_num <= TAG:
@@ -711,11 +782,21 @@ class GitRepo:
                 raise ValueError(f"unknown pack entry type {type_num}")
 
     def _keep_base(self, pack: Pack, offset: int, type_num: int, data: bytes) -> None:
-        if self._base_bytes + len(data) > BASE_CACHE_BYTES:
-            self._bases.clear()
-            self._base_bytes = 0
-        self._bases[(id(pack), offset)] = (type_num, data)
+        """Keep a resolved link of a delta chain, dropping the least recently used past the bound.
+
+        A history walk reads a file's versions newest first, each the base of the next one's
+        delta: dropping every link at once made the next versions resolve their whole chain
+        again from its full object.
+        """
+        bases = self._bases
+        old = bases.pop((id(pack), offset), None)
+        if old is not None:
+            self._base_bytes -= len(old[1])
+        bases[(id(pack), offset)] = (type_num, data)
         self._base_bytes += len(data)
+        while self._base_bytes > BASE_CACHE_BYTES and bases:
+            dropped = bases.pop(next(iter(bases)))
+            self._base_bytes -= len(dropped[1])
 
     def trim(self) -> None:
         """Release the pages of the mapped packs and indexes this process holds (lock held).
@@ -826,16 +907,6 @@ class GitRepo:
                 raise ValueError(f"unknown pack entry type {type_num}")
         raise ValueError("delta chain too deep")
 
-    def _delta_size(self, pack: Pack, offset: int, binary: bytes) -> int:
-        """The size of the delta entry at a known offset (lock held).
-
-        Found as :meth:`header` finds it, without looking the object up again.
-        """
-        try:
-            return self._header_at(pack, offset)[1]
-        except (AttributeError, ValueError, IndexError, RecursionError, zlib.error):
-            return self._header_binary(binary)[1]
-
     def _header_binary(self, binary: bytes, depth: int = 0) -> tuple[int, int]:
         found = self._locate(binary)
         if found is not None:
@@ -870,6 +941,38 @@ class GitRepo:
                 if len(found) >= limit:
                     break
         return found
+
+    def head(self) -> str | None:
+        """The id HEAD points at, read from its files alone; None when that is not plain.
+
+        HEAD names a branch (``ref: refs/heads/…``) whose loose file or ``packed-refs`` line
+        holds the id, or holds an id itself. Anything else (a longer chain, a name that is not
+        a well-formed ``refs/`` name, an unreadable file) is None, and :meth:`refs` answers.
+        A repository with a thousand packed tags is thereby not read whole to find HEAD.
+        """
+        try:
+            with open(os.path.join(self._repo.controldir(), "HEAD"), "rb") as handle:
+                text = handle.read(4096).strip()
+            if _HEX40.fullmatch(text):
+                return text.decode("ascii")
+            if not text.startswith(b"ref: "):
+                return None
+            name = text[5:].strip()
+            if not name.startswith(b"refs/heads/") or not check_ref_format(Ref(name)):
+                return None
+            common = self._repo.commondir()
+            try:
+                with open(os.path.join(common, name.decode("utf-8")), "rb") as handle:
+                    text = handle.read(4096).strip()
+                return text.decode("ascii") if _HEX40.fullmatch(text) else None
+            except FileNotFoundError:
+                pass
+            with open(os.path.join(common, "packed-refs"), "rb") as handle:
+                packed = handle.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        found = re.search(rb"^([0-9a-f]{40}) " + re.escape(name) + rb"$", packed, re.M)
+        return found.group(1).decode("ascii") if found else None
 
     def refs_stamp(self) -> tuple[object, ...] | None:
         """What the ref store looks like on disk: equal stamps, equal refs (None: unknown).
@@ -1120,8 +1223,9 @@ class GitRepo:
     def sizes(self, shas: list[str]) -> list[int]:
         """The sizes of many objects at once, under one hold of the lock.
 
-        A listing asks for thousands. A whole object's size comes from its pack entry header,
-        read in place; the others' from the cache, else as :meth:`header` finds them.
+        A listing asks for thousands. A packed object's size comes from its pack entry header,
+        read in place (a delta's from the head of its delta data); the others' from the cache,
+        else as :meth:`header` finds them.
 
         Raises:
             GitError: an object is missing or unreadable.
@@ -1133,17 +1237,15 @@ class GitRepo:
                 direct = self._direct_indexes()
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
-                    size, where = _packed_size(direct, binary)
-                    out[at] = size
-                    if size >= 0:
+                    for reader, buf in direct:
+                        offset = reader.offset(binary)
+                        if offset is not None:
+                            out[at] = _packed_size(buf, offset)
+                            break
+                    if out[at] >= 0:
                         continue
                     cached = OBJECTS.get((self.path, "size", sha))
-                    if cached is not None:
-                        out[at] = int(cached)
-                    elif where is not None:
-                        out[at] = self._delta_size(self._packs[where[0]], where[1], binary)
-                    else:
-                        out[at] = self._header_binary(binary)[1]
+                    out[at] = int(cached) if cached is not None else self._header_binary(binary)[1]
         except KeyError as exc:
             raise GitError("an object is missing from the repository") from exc
         except (OSError, ValueError, AssertionError, IndexError) as exc:
@@ -1175,21 +1277,17 @@ class GitRepo:
         return self._header_field(sha, "size")
 
 
-def _packed_size(
-    direct: list[tuple[PackIndexReader, bytes | mmap.mmap]], binary: bytes
-) -> tuple[int, tuple[int, int] | None]:
-    """The size of a whole (non-delta) object from its pack entry header, else -1.
+def _packed_size(buf: bytes | mmap.mmap, offset: int) -> int:
+    """The size of the object at a pack offset from its entry header, -1 where it cannot tell.
 
-    With -1 comes, for a delta, where it lies: the pack's place in ``direct`` (which is its
-    place among the handle's packs: ``direct`` is all of them or none) and the offset.
+    A whole object's header holds it; a delta's is the target size at the head of its delta
+    data (its chain of bases is not walked: only their type lies there).
     """
-    for at, (reader, buf) in enumerate(direct):
-        offset = reader.offset(binary)
-        if offset is None:
-            continue
-        type_num, size, _ = entry_header(buf, offset)
-        return (-1, (at, offset)) if type_num > TAG else (size, None)
-    return -1, None
+    try:
+        type_num, size, pos = entry_header(buf, offset)
+        return size if type_num <= TAG else delta_target_size(buf, pos, type_num)
+    except (ValueError, IndexError, zlib.error):
+        return -1
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
