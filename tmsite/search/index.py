@@ -13,7 +13,8 @@ headings weighted above bodies; a hit is a document's best passage. A document's
 name) is weighted as a title with its first passage only, so a title match names the passage
 that opens the document rather than whichever passage is shortest; the later passages hold it
 with their heading, so every word of a question may be found between a title and a section.
-Ties keep the order the passages were indexed in.
+A document's inbound links in the namespace (:func:`inbound`, counted when it is written) lift
+its score a little and break ties; the order the passages were indexed in breaks the rest.
 
 Spec: SRCH1, SRCH2.
 """
@@ -22,21 +23,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from django.db import connections, transaction
 
+from tmsite.core.errors import Refusal
 from tmsite.core.types import Document
 from tmsite.core.uri import TmUri, parse
-from tmsite.search.engines import ENGINES, Engine, Found, Row
+from tmsite.search.engines import ENGINES, Engine, Found, Row, best
 from tmsite.search.passages import Passage, cut, title_of, whole
 from tmsite.search.query import Query, indexable, parse_query
 
-#: Passages an engine returns per query, before they are grouped by document.
-FETCH = 200
+#: Seconds of the engine's work one search may spend (CPU on SQLite, the statement's time on
+#: PostgreSQL); past it the search is refused ``timeout``.
+BOUND_SECONDS = 0.5
 #: Documents written per transaction (a long walk never holds the write lock long).
 BATCH = 200
 #: Changed documents a sync names (a rebuild names its first ones only).
@@ -83,8 +87,8 @@ def create(using: str = "default") -> None:
         engine(using).create(cursor)
 
 
-def rows_of(mount: str, document: Document) -> list[Row]:
-    """The passages of ``document`` as stored."""
+def rows_of(mount: str, document: Document, links: int = 0) -> list[Row]:
+    """The passages of ``document`` as stored (``links``: its inbound links, see ``inbound``)."""
     text = document.text
     markdown = document.mime_type == "text/markdown"
     title = title_of(text, document.title) if markdown else document.title
@@ -107,9 +111,32 @@ def rows_of(mount: str, document: Document) -> list[Row]:
                 index_title if number == 0 else "",
                 indexable(f"{title} {passage.heading}" if number else passage.heading),
                 indexable(passage.text),
+                links,
             )
         )
     return rows
+
+
+def inbound(mounts: Mapping[str, Offers], uri: str) -> int:
+    """The typed links into ``uri`` in the namespace of ``mounts``.
+
+    Each ``tm:`` link a mount holds about a thing (``links_into``: a page rendered from a
+    file, the file's copy in git, a record read by a page) is paired with its inverse from the
+    thing it names, so their number is the number of things that link to this one. Counted
+    once per relation and target; a mount that cannot answer counts none.
+    """
+    target = parse(uri)
+    held: set[tuple[str, str]] = set()
+    for mount in mounts.values():
+        links_into = getattr(mount, "links_into", None)
+        if links_into is None:
+            continue
+        try:
+            links = links_into(target)
+        except Refusal:
+            continue
+        held.update((link.rel, link.href) for link in links if link.rel.startswith("tm:"))
+    return len(held)
 
 
 def _cuts(document: Document, text: str, markdown: bool, uri: TmUri) -> list[tuple[str, Passage]]:
@@ -153,7 +180,8 @@ def sync(
         for name in sorted(set(held) - set(mounts)) if whole else []:
             _write(using, done, name, [], list(held[name]))
         for name, mount in mounts.items():
-            _bring(using, done, name, mount.documents(), held.get(name, {}), full)
+            count = partial(inbound, mounts)
+            _bring(using, done, name, mount.documents(), held.get(name, {}), full, count)
             if done.skipped:
                 return done
         if done.written or done.dropped:
@@ -186,10 +214,12 @@ def _bring(
     documents: Iterable[Document],
     stamps: Mapping[str, str],
     full: bool,
+    count: Callable[[str], int] | None = None,
 ) -> None:
     """Write the ``documents`` of mount ``name`` whose stamp moved (all if ``full``).
 
     In batches; drops those of ``stamps`` no longer offered; stops once a batch is skipped.
+    ``count`` counts a document's inbound links, where the whole namespace is at hand.
     """
     seen: set[str] = set()
     batch: list[tuple[Document, list[Row]]] = []
@@ -198,7 +228,8 @@ def _bring(
         if not full and stamps.get(document.uri) == document.stamp:
             done.unchanged += 1
             continue
-        batch.append((document, rows_of(name, document)))
+        links = count(document.uri) if count is not None else 0
+        batch.append((document, rows_of(name, document, links)))
         if len(batch) >= BATCH:
             _write(using, done, name, batch, [])
             batch = []
@@ -341,7 +372,11 @@ def search(
     """The best passage of each matching document below ``scope``, best first, at most ``want``.
 
     Documents with every needed word come first; when they are fewer than ``want``, those
-    with any of them follow.
+    with any of them follow. The engine ranks and cuts to ``want`` itself; only the passages
+    returned are read whole. One search spends at most ``BOUND_SECONDS`` of the engine's work.
+
+    Raises:
+        Timeout: the search went past its bound.
     """
     wanted_kinds = sorted(set(kinds))
     where = "substr(p.uri, 1, %s) = %s"
@@ -351,12 +386,17 @@ def search(
         where += f" AND (p.mount IN ({marks}) OR p.kind IN ({marks}))"
         params += wanted_kinds * 2
     the_engine = engine(using)
+    connection = connections[using]
     hits: dict[str, Found] = {}
-    with connections[using].cursor() as cursor:
+    with the_engine.bounded(connection, BOUND_SECONDS) as run, connection.cursor() as cursor:
         for any_word in (False, True):
             if any_word and (len(hits) >= want or len(query.needed) < 2):
                 break
-            for found in the_engine.match(cursor, query, any_word, where, [*params, FETCH]):
+            # those with every word are among those with any: ask for as many more
+            more = want + len(hits)
+            for found in best(
+                the_engine.dialect, run, cursor, query, any_word, where, params, more
+            ):
                 hits.setdefault(found.uri, found)
     return list(hits.values())[:want]
 
