@@ -9,10 +9,11 @@ machine of a many-machine box reads the same index; on PostgreSQL an advisory lo
 machine write at a time, and the others skip that round.
 
 Ranking: the engine's own (BM25 on SQLite, cover density on PostgreSQL) with titles and
-headings weighted above bodies; a hit is a document's best passage. A document's title (and
-name) is weighted as a title with its first passage only, so a title match names the passage
-that opens the document rather than whichever passage is shortest; the later passages hold it
-with their heading, so every word of a question may be found between a title and a section.
+headings weighted above bodies; a hit is a document's best passage. A document's title (with
+its name and its folder's, which say what it is: ``trails``, ``decisions``, ``ja``) is weighted
+as a title with its first passage only, so a title match names the passage that opens the
+document rather than whichever passage is shortest; the later passages hold it with their
+heading, so every word of a question may be found between a title and a section.
 A document's inbound links in the namespace (:func:`inbound`, counted when it is written) lift
 its score a little and break ties; the order the passages were indexed in breaks the rest.
 
@@ -95,7 +96,9 @@ def rows_of(mount: str, document: Document, links: int = 0) -> list[Row]:
     uri = parse(document.uri)
     cuts = _cuts(document, text, markdown, uri)
     name = uri.name or ""
-    index_title = indexable(f"{title} {name}" if name and name != title else title)
+    folder = uri.path[-2] if len(uri.path) >= 2 else ""
+    named = [title, name if name != title else "", folder]
+    index_title = indexable(" ".join(word for word in named if word))
     rows = []
     for number, (address, passage) in enumerate(cuts):
         rows.append(
