@@ -120,8 +120,11 @@ class Dialect:
         phrase: A CJK run as its pair tokens in order: (opening, one token, between, closing).
         every: What joins the terms when a passage needs all of them.
         either: What joins them when it needs any.
+        passages: The passage table as ``p``, read for what names a passage's document.
         matched: The FROM and WHERE of the passages ``p`` that match (``%s``: the expression).
         score: A matched passage's score, higher better.
+        everything: The ``id`` and ``score`` of every matching passage without reading the
+            passage table, or ``""`` where that saves nothing.
     """
 
     word: str
@@ -129,8 +132,10 @@ class Dialect:
     phrase: tuple[str, str, str, str]
     every: str
     either: str
+    passages: str
     matched: str
     score: str
+    everything: str
 
 
 class Engine(Protocol):
@@ -184,37 +189,45 @@ def best(
     where: str,
     params: list[Any],
     want: int,
+    everywhere: bool = False,
 ) -> list[Found]:
     """The best passage of each of the ``want`` best documents with every needed word (or any).
 
     Only passages matching ``where``. The engine keeps its ``FETCH`` best passages, reading only
-    the columns that name their documents, keeps each document's best, and reads whole only
-    the ``want`` it returns; when those passages hold fewer documents than ``want`` (a few long
-    documents full of the words), every matching passage is grouped instead. Ties go to more
-    inbound links, then to the passage indexed first.
+    the columns that name their documents (none at all where the dialect can and ``where``
+    keeps ``everywhere``: it is then checked on those), lifts them by their inbound links,
+    keeps each document's best, and reads whole only the ``want`` it returns. When those hold
+    fewer documents than ``want`` (a few long documents full of the words), every matching
+    passage is grouped instead. Ties go to more inbound links, then to the passage indexed
+    first.
     """
+    words = expression(dialect, query, any_word)
+    cut = f"SELECT p.id, {dialect.score} AS score FROM {dialect.matched} AND {where}"
+    cuts = [
+        (f"{cut} ORDER BY score DESC, p.id LIMIT {FETCH}", [words, *params]),
+        (cut, [words, *params]),
+    ]
+    if everywhere and dialect.everything:
+        cuts.insert(0, (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words]))
     found: list[Found] = []
-    for depth in (f"LIMIT {FETCH}", ""):
-        run(
-            cursor,
-            _best_sql(dialect, where, depth),
-            [expression(dialect, query, any_word), *params, want],
-        )
+    for number, (top, top_params) in enumerate(cuts):
+        run(cursor, _best_sql(dialect, top, where), [*top_params, *params, want])
         rows = cursor.fetchall()
         found = [Found(*row[:-1]) for row in rows]
-        if len(found) >= want or not rows or rows[0][-1] < FETCH:
+        if len(found) >= want or (number == len(cuts) - 2 and (not rows or rows[0][-1] < FETCH)):
             break
     return found
 
 
-def _best_sql(dialect: Dialect, where: str, depth: str) -> str:
-    boosted = f"({dialect.score}) * (1 + {LINK_BOOST} * (CASE WHEN p.links > {MAX_LINKS} "
-    boosted += f"THEN {MAX_LINKS} ELSE p.links END))"
+def _best_sql(dialect: Dialect, top: str, where: str) -> str:
+    links = f"(CASE WHEN p.links > {MAX_LINKS} THEN {MAX_LINKS} ELSE p.links END)"
     return (
-        f"WITH top AS (SELECT p.id, p.uri, p.links, {boosted} AS score "
-        f"FROM {dialect.matched} AND {where} ORDER BY score DESC, p.links DESC, p.id {depth}), "
+        f"WITH top AS ({top}), "
+        f"lifted AS (SELECT top.id, p.uri, p.links, top.score * (1 + {LINK_BOOST} * {links}) "
+        f"AS score FROM top JOIN {dialect.passages} ON p.id = top.id WHERE {where}), "
         "ranked AS (SELECT id, score, links, count(*) OVER () AS fetched, "
-        "row_number() OVER (PARTITION BY uri ORDER BY score DESC, links DESC, id) AS n FROM top) "
+        "row_number() OVER (PARTITION BY uri ORDER BY score DESC, links DESC, id) AS n "
+        "FROM lifted) "
         f"SELECT {_SELECT}, ranked.score, ranked.fetched "
         "FROM ranked JOIN search_passage p ON p.id = ranked.id "
         "WHERE ranked.n = 1 ORDER BY ranked.score DESC, ranked.links DESC, ranked.id LIMIT %s"
@@ -249,9 +262,12 @@ class SqliteFts:
         every=" AND ",
         either=" OR ",
         # The covering index names a passage's document without reading its text.
+        passages="search_passage p INDEXED BY search_passage_scope",
         matched="search_fts JOIN search_passage p INDEXED BY search_passage_scope "
         "ON p.id = search_fts.rowid WHERE search_fts MATCH %s",
         score="-bm25(search_fts, {}, {}, {})".format(*weights),
+        everything="SELECT rowid AS id, -bm25(search_fts, {}, {}, {}) AS score "
+        "FROM search_fts WHERE search_fts MATCH %s".format(*weights),
     )
 
     def create(self, cursor: Cursor) -> None:
@@ -335,9 +351,11 @@ class PostgresFts:
         phrase=("(", "'{}'", " <-> ", ")"),
         every=" & ",
         either=" | ",
+        passages="search_passage p",
         matched="search_passage p, to_tsquery('english', %s) q WHERE p.vec @@ q",
         # ``ts_rank_cd`` weights, in its order D, C, B, A: body, —, heading, title.
         score="ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', p.vec, q)",
+        everything="",  # the text is in the row that names the document
     )
 
     def create(self, cursor: Cursor) -> None:

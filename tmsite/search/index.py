@@ -388,6 +388,8 @@ def search(
         marks = ", ".join(["%s"] * len(wanted_kinds))
         where += f" AND (p.mount IN ({marks}) OR p.kind IN ({marks}))"
         params += wanted_kinds * 2
+    # a host's root, every kind: the engine may rank before it looks at documents
+    everywhere = not wanted_kinds and parse(scope).mount is None
     the_engine = engine(using)
     connection = connections[using]
     hits: dict[str, Found] = {}
@@ -397,9 +399,10 @@ def search(
                 break
             # those with every word are among those with any: ask for as many more
             more = want + len(hits)
-            for found in best(
-                the_engine.dialect, run, cursor, query, any_word, where, params, more
-            ):
+            every = best(
+                the_engine.dialect, run, cursor, query, any_word, where, params, more, everywhere
+            )
+            for found in every:
                 hits.setdefault(found.uri, found)
     return list(hits.values())[:want]
 
