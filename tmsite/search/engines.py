@@ -202,19 +202,16 @@ def best(
     first.
     """
     words = expression(dialect, query, any_word)
-    cut = f"SELECT p.id, {dialect.score} AS score FROM {dialect.matched} AND {where}"
-    cuts = [
-        (f"{cut} ORDER BY score DESC, p.id LIMIT {FETCH}", [words, *params]),
-        (cut, [words, *params]),
-    ]
+    every = f"SELECT p.id, {dialect.score} AS score FROM {dialect.matched} AND {where}"
+    first = (f"{every} ORDER BY score DESC, p.id LIMIT {FETCH}", [words, *params])
     if everywhere and dialect.everything:
-        cuts.insert(0, (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words]))
+        first = (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words])
     found: list[Found] = []
-    for number, (top, top_params) in enumerate(cuts):
+    for top, top_params in (first, (every, [words, *params])):
         run(cursor, _best_sql(dialect, top, where), [*top_params, *params, want])
         rows = cursor.fetchall()
         found = [Found(*row[:-1]) for row in rows]
-        if len(found) >= want or (number == len(cuts) - 2 and (not rows or rows[0][-1] < FETCH)):
+        if len(found) >= want or not rows or rows[0][-1] < FETCH:  # the cut held every match
             break
     return found
 
@@ -225,10 +222,10 @@ def _best_sql(dialect: Dialect, top: str, where: str) -> str:
         f"WITH top AS ({top}), "
         f"lifted AS (SELECT top.id, p.uri, p.links, top.score * (1 + {LINK_BOOST} * {links}) "
         f"AS score FROM top JOIN {dialect.passages} ON p.id = top.id WHERE {where}), "
-        "ranked AS (SELECT id, score, links, count(*) OVER () AS fetched, "
+        "ranked AS (SELECT id, score, links, "
         "row_number() OVER (PARTITION BY uri ORDER BY score DESC, links DESC, id) AS n "
         "FROM lifted) "
-        f"SELECT {_SELECT}, ranked.score, ranked.fetched "
+        f"SELECT {_SELECT}, ranked.score, (SELECT count(*) FROM top) "
         "FROM ranked JOIN search_passage p ON p.id = ranked.id "
         "WHERE ranked.n = 1 ORDER BY ranked.score DESC, ranked.links DESC, ranked.id LIMIT %s"
     )

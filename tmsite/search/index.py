@@ -41,7 +41,7 @@ from tmsite.search.query import Query, indexable, parse_query
 
 #: Seconds of the engine's work one search may spend (CPU on SQLite, the statement's time on
 #: PostgreSQL); past it the search is refused ``timeout``.
-BOUND_SECONDS = 0.5
+BOUND_SECONDS = 2.0
 #: Documents written per transaction (a long walk never holds the write lock long).
 BATCH = 200
 #: Changed documents a sync names (a rebuild names its first ones only).
