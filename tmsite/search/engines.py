@@ -261,7 +261,7 @@ class SqliteFts:
         # The covering index names a passage's document without reading its text.
         passages="search_passage p INDEXED BY search_passage_scope",
         matched="search_fts JOIN search_passage p INDEXED BY search_passage_scope "
-        "ON p.id = search_fts.rowid WHERE search_fts MATCH %s",
+        "ON p.id = search_fts.rowid WHERE search_fts MATCH %s",  # as ``passages``
         score="-bm25(search_fts, {}, {}, {})".format(*weights),
         everything="SELECT rowid AS id, -bm25(search_fts, {}, {}, {}) AS score "
         "FROM search_fts WHERE search_fts MATCH %s".format(*weights),
@@ -391,11 +391,12 @@ class PostgresFts:
 
     @contextlib.contextmanager
     def bounded(self, connection: Any, seconds: float) -> Iterator[Run]:
-        """A ``statement_timeout`` local to each statement's transaction, sent with it.
+        """A ``statement_timeout`` local to each search statement's transaction, sent with it.
 
-        Outside a transaction the two statements are one simple query, which PostgreSQL runs
-        as one transaction: one round trip, and the setting ends with it. Inside one (a
-        caller's ``atomic``) the statement runs in a savepoint and the setting is put back.
+        The setting, the statement and the setting's reset go as one simple query, which
+        PostgreSQL runs as one transaction: one round trip, and the setting ends with it.
+        Inside a caller's transaction (an ``atomic``) they run in a savepoint, so a stopped
+        search leaves that transaction usable.
         """
         limit = f"SET LOCAL statement_timeout = {max(1, math.ceil(seconds * 1000))}"
         nested = connection.in_atomic_block
