@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.db import connections, transaction
 
 from tests.conformance.worlds import HOST
 from tmsite.core.errors import BadArgument, Timeout
@@ -250,3 +251,15 @@ def test_inbound_links_break_a_tie_and_are_counted_when_indexed(checkout: Path, 
     }
     boost = scores["tm://test/fs/docs/twin-b.md"] / scores["tm://test/fs/docs/twin-a.md"]
     assert boost == pytest.approx(1 + engines.LINK_BOOST)
+
+
+def test_a_search_inside_a_transaction_leaves_its_settings_as_they_were(
+    fs: FsMount, using: str
+) -> None:
+    index.sync({"fs": fs}, using)
+    with transaction.atomic(using), connections[using].cursor() as cursor:
+        assert found(using, "transports") == ["tm://test/fs/docs/connect.md"]
+        if connections[using].vendor == "postgresql":
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "0"  # the search's bound ended with its statement
+        assert found(using, "transports") == ["tm://test/fs/docs/connect.md"]
