@@ -14,6 +14,7 @@ from django.db import connections, transaction
 from tests.conformance.worlds import HOST
 from tmsite.core.errors import BadArgument, Timeout
 from tmsite.core.parts import to_text
+from tmsite.core.uri import parse
 from tmsite.mounts import registry
 from tmsite.mounts.fs.mount import FsMount
 from tmsite.search import engines, index
@@ -251,6 +252,15 @@ def test_inbound_links_break_a_tie_and_are_counted_when_indexed(checkout: Path, 
     }
     boost = scores["tm://test/fs/docs/twin-b.md"] / scores["tm://test/fs/docs/twin-a.md"]
     assert boost == pytest.approx(1 + engines.LINK_BOOST)
+    (checkout / "docs" / "twin-b.md").write_text(twin + "\nA second line.\n")
+    refreshed = index.refresh("fs", fs, [parse("tm://test/fs/docs/twin-b.md")], using)
+    assert refreshed.written == 1  # one mount's change, applied alone: its count is kept
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT uri, links FROM search_passage WHERE uri LIKE %s", ["%/twin-_.md"])
+        assert sorted(cursor.fetchall()) == [
+            ("tm://test/fs/docs/twin-a.md", 0),
+            ("tm://test/fs/docs/twin-b.md", 1),
+        ]
 
 
 def test_a_search_inside_a_transaction_leaves_its_settings_as_they_were(

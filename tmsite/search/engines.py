@@ -68,7 +68,8 @@ _SELECT = "p.uri, p.address, p.mount, p.kind, p.mime_type, p.title, p.heading, p
 class Row:
     """One passage as stored: ``index*`` is the text as tokenized (CJK as pair tokens).
 
-    ``links``: its document's inbound links in the namespace, counted when it was indexed.
+    ``links``: its document's inbound links in the namespace, counted when it was indexed;
+    None when they were not counted (the count stored before, if any, is kept).
     """
 
     uri: str
@@ -82,12 +83,12 @@ class Row:
     index_title: str
     index_heading: str
     index_body: str
-    links: int = 0
+    links: int | None = None
 
     def stored(self) -> list[Any]:
         """The values of the passage table's columns, in their order."""
         head = [self.uri, self.address, self.mount, self.kind, self.mime_type]
-        return [*head, self.title, self.heading, self.body, self.links]
+        return [*head, self.title, self.heading, self.body, self.links or 0]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ its name and its folder's, which say what it is: ``trails``, ``decisions``, ``ja
 as a title with its first passage only, so a title match names the passage that opens the
 document rather than whichever passage is shortest; the later passages hold it with their
 heading, so every word of a question may be found between a title and a section.
-A document's inbound links in the namespace (:func:`inbound`, counted when it is written) lift
-its score a little and break ties; the order the passages were indexed in breaks the rest.
+A document's inbound links in the namespace (:func:`inbound`, counted when a sync writes it; a
+change applied alone keeps the count) lift its score a little and break ties; the order the
+passages were indexed in breaks the rest.
 
 Spec: SRCH1, SRCH2.
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
@@ -88,8 +89,11 @@ def create(using: str = "default") -> None:
         engine(using).create(cursor)
 
 
-def rows_of(mount: str, document: Document, links: int = 0) -> list[Row]:
-    """The passages of ``document`` as stored (``links``: its inbound links, see ``inbound``)."""
+def rows_of(mount: str, document: Document, links: int | None = None) -> list[Row]:
+    """The passages of ``document`` as stored.
+
+    ``links``: its inbound links (see ``inbound``); None keeps the count the index holds.
+    """
     text = document.text
     markdown = document.mime_type == "text/markdown"
     title = title_of(text, document.title) if markdown else document.title
@@ -231,7 +235,7 @@ def _bring(
         if not full and stamps.get(document.uri) == document.stamp:
             done.unchanged += 1
             continue
-        links = count(document.uri) if count is not None else 0
+        links = count(document.uri) if count is not None else None
         batch.append((document, rows_of(name, document, links)))
         if len(batch) >= BATCH:
             _write(using, done, name, batch, [])
@@ -283,6 +287,7 @@ def _write(
             done.skipped = True
             return
         uris = [document.uri for document, _ in batch] + gone
+        batch = _links_kept(cursor, batch)
         the_engine.remove(cursor, uris)
         for chunk in range(0, len(uris), 500):
             marks = ", ".join(["%s"] * len(uris[chunk : chunk + 500]))
@@ -300,6 +305,35 @@ def _write(
     room = MAX_TOLD - len(done.changed)
     if room > 0:
         done.changed += uris[:room]
+
+
+def _links_kept(
+    cursor: Any, batch: list[tuple[Document, list[Row]]]
+) -> list[tuple[Document, list[Row]]]:
+    """``batch`` with the inbound links the index holds where they were not counted.
+
+    A change applied alone (``refresh``) sees one mount, not the namespace: its documents keep
+    the count a sync last gave them (new ones count none until a sync or a reindex).
+    """
+    uncounted = sorted({row.uri for _, rows in batch for row in rows if row.links is None})
+    held: dict[str, int] = {}
+    for chunk in range(0, len(uncounted), 500):
+        marks = ", ".join(["%s"] * len(uncounted[chunk : chunk + 500]))
+        cursor.execute(
+            f"SELECT uri, max(links) FROM search_passage WHERE uri IN ({marks}) GROUP BY uri",
+            uncounted[chunk : chunk + 500],
+        )
+        held.update((str(uri), int(links)) for uri, links in cursor.fetchall())
+    return [
+        (
+            document,
+            [
+                row if row.links is not None else replace(row, links=held.get(row.uri, 0))
+                for row in rows
+            ],
+        )
+        for document, rows in batch
+    ]
 
 
 def _applied(using: str) -> None:
