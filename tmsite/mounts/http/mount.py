@@ -1038,8 +1038,8 @@ class HttpMount(Mount):
         (front pages, families) by the checkout's records under ``data/``, which they are made
         from. The text is fetched from the front door, as a visitor gets it, only when the
         stamp moved; a page that cannot be fetched then is offered by its address alone, and
-        offered again under a new stamp ``RETRY_SECONDS`` later, so it is fetched again then
-        rather than when its files next change.
+        from ``RETRY_SECONDS`` later offered under a new stamp, so the index's next walk
+        fetches it again rather than waiting for its files to change.
         """
         records = self._records_stamp()
         for site in self.self_sites:
