@@ -255,6 +255,8 @@ def test_inbound_links_break_a_tie_and_are_counted_when_indexed(checkout: Path, 
     (checkout / "docs" / "twin-b.md").write_text(twin + "\nA second line.\n")
     refreshed = index.refresh("fs", fs, [parse("tm://test/fs/docs/twin-b.md")], using)
     assert refreshed.written == 1  # one mount's change, applied alone: its count is kept
+    (checkout / "docs" / "twin-b.md").write_text(twin + "\nA third line.\n")
+    assert index.sync({"fs": fs}, using, whole=False).written == 1  # nor a part's walk
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT uri, links FROM search_passage WHERE uri LIKE %s", ["%/twin-_.md"])
         assert sorted(cursor.fetchall()) == [

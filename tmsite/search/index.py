@@ -187,7 +187,7 @@ def sync(
         for name in sorted(set(held) - set(mounts)) if whole else []:
             _write(using, done, name, [], list(held[name]))
         for name, mount in mounts.items():
-            count = partial(inbound, mounts)
+            count = partial(inbound, mounts) if whole else None  # all the namespace
             _bring(using, done, name, mount.documents(), held.get(name, {}), full, count)
             if done.skipped:
                 return done
