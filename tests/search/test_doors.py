@@ -17,9 +17,10 @@ from tests.namespace.world import HOST, SECRET, build_checkout
 from tests.rest.test_rest_routes import Mcp, rest_ok, rest_refused
 from tests.search.conftest import write_docs
 from tmsite.core.uri import parse
+from tmsite.mcp.protocol import RESOURCE_NOT_FOUND
 from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
-from tmsite.search import index
+from tmsite.search import engines, index
 
 pytestmark = [
     pytest.mark.django_db,
@@ -186,3 +187,21 @@ def test_search_is_not_offered_as_a_facet_that_reads_alone(indexed: Namespace, m
     for uri in (f"{ROOT}fs/docs/connect.md?as=nothing", f"{ROOT}fs/docs/?as=nothing"):
         refusal = mcp.tool_refusal("resolve", {"uri": uri})
         assert "blocks" in refusal["valid"] and "search" not in refusal["valid"]
+
+
+def test_a_search_past_its_bound_is_refused_timeout_at_every_door(
+    indexed: Namespace, mcp: Mcp, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index, "BOUND_SECONDS", 0.0)
+    monkeypatch.setattr(engines, "PROGRESS_STEPS", 1)
+    address = f"{ROOT}?as=search&q=connect"
+    refusal = mcp.tool_refusal("search", {"query": "connect"})
+    assert (refusal["reason"], refusal["seconds"], refusal["uri"]) == ("timeout", 0, address)
+    assert "rarer words" in refusal["error"]
+    error = mcp.error("resources/read", {"uri": address})
+    assert error["code"] == RESOURCE_NOT_FOUND  # this era's code for a backend that failed
+    assert error["data"] == {"reason": "timeout", "uri": address, "seconds": 0}
+    status, body = rest_refused(client, SEARCH, {"q": "connect"})
+    assert status == 504 and body["reason"] == "timeout" and body["seconds"] == 0
+    monkeypatch.undo()
+    assert mcp.tool("search", {"query": "connect"})["hits"]

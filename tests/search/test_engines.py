@@ -9,13 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
+from django.db import connections, transaction
 
 from tests.conformance.worlds import HOST
-from tmsite.core.errors import BadArgument
+from tmsite.core.errors import BadArgument, Timeout
 from tmsite.core.parts import to_text
+from tmsite.core.uri import parse
 from tmsite.mounts import registry
 from tmsite.mounts.fs.mount import FsMount
-from tmsite.search import index
+from tmsite.search import engines, index
 from tmsite.search.passages import MARK_CLOSE, MARK_OPEN, snippet
 from tmsite.search.query import MAX_QUERY_CHARS, MAX_TERMS, parse_query
 
@@ -202,3 +204,74 @@ def test_a_trail_is_found_by_its_notes(checkout: Path, using: str) -> None:
         "trail",
         "Pad walk",
     )
+
+
+def test_a_search_past_its_bound_is_refused_and_the_next_one_answers(
+    checkout: Path, using: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(20):  # 2,000 passages with the word, each file under the read cap
+        lines = "".join(f"zebra {n} {line}\n" for line in range(4000))
+        (checkout / "docs" / f"many{n}.txt").write_text(lines)
+    index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
+    assert len(found(using, "zebra")) == 10
+    monkeypatch.setattr(index, "BOUND_SECONDS", 0.0)  # PostgreSQL's least: a millisecond
+    monkeypatch.setattr(engines, "PROGRESS_STEPS", 100)
+    with pytest.raises(Timeout) as refused:
+        index.search(parse_query("zebra"), "tm://test/", (), 10, using)
+    assert refused.value.data == {"reason": "timeout", "seconds": 0.0}
+    assert "rarer words" in refused.value.message
+    monkeypatch.undo()
+    assert len(found(using, "zebra")) == 10  # the bound was this search's only
+
+
+def test_inbound_links_break_a_tie_and_are_counted_when_indexed(checkout: Path, using: str) -> None:
+    from tmsite.mounts.trail.mount import TrailMount
+
+    twin = "# Twins\n\nA kestrel nests here.\n"
+    (checkout / "docs" / "twin-a.md").write_text(twin)
+    (checkout / "docs" / "twin-b.md").write_text(twin)
+    fs = FsMount("test", checkout, ["docs"])
+    index.sync({"fs": fs}, using)
+    assert found(using, "kestrel") == ["tm://test/fs/docs/twin-a.md", "tm://test/fs/docs/twin-b.md"]
+    trails = checkout / "notes" / "trails"
+    trails.mkdir(parents=True)
+    step = {"uri": "tm://test/fs/docs/twin-b.md", "note": "the second twin"}
+    walk = {"title": "Twin walk", "description": "A walk.", "steps": [step]}
+    (trails / "twin-walk.json").write_text(json.dumps(walk))
+    mounts = {"fs": fs, "trail": TrailMount("test", checkout)}
+    assert index.inbound(mounts, "tm://test/fs/docs/twin-b.md") == 1
+    assert index.inbound(mounts, "tm://test/fs/docs/twin-a.md") == 0
+    index.sync(mounts, using, full=True)
+    assert found(using, "kestrel", kinds=("file",)) == [
+        "tm://test/fs/docs/twin-b.md",
+        "tm://test/fs/docs/twin-a.md",
+    ]
+    scores = {
+        hit.uri: hit.score
+        for hit in index.search(parse_query("kestrel"), "tm://test/", ("file",), 10, using)
+    }
+    boost = scores["tm://test/fs/docs/twin-b.md"] / scores["tm://test/fs/docs/twin-a.md"]
+    assert boost == pytest.approx(1 + engines.LINK_BOOST)
+    (checkout / "docs" / "twin-b.md").write_text(twin + "\nA second line.\n")
+    refreshed = index.refresh("fs", fs, [parse("tm://test/fs/docs/twin-b.md")], using)
+    assert refreshed.written == 1  # one mount's change, applied alone: its count is kept
+    (checkout / "docs" / "twin-b.md").write_text(twin + "\nA third line.\n")
+    assert index.sync({"fs": fs}, using, whole=False).written == 1  # nor a part's walk
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT uri, links FROM search_passage WHERE uri LIKE %s", ["%/twin-_.md"])
+        assert sorted(cursor.fetchall()) == [
+            ("tm://test/fs/docs/twin-a.md", 0),
+            ("tm://test/fs/docs/twin-b.md", 1),
+        ]
+
+
+def test_a_search_inside_a_transaction_leaves_its_settings_as_they_were(
+    fs: FsMount, using: str
+) -> None:
+    index.sync({"fs": fs}, using)
+    with transaction.atomic(using), connections[using].cursor() as cursor:
+        assert found(using, "transports") == ["tm://test/fs/docs/connect.md"]
+        if connections[using].vendor == "postgresql":
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "0"  # the search's bound ended with its statement
+        assert found(using, "transports") == ["tm://test/fs/docs/connect.md"]

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from tmsite.core import cursor as cursors
-from tmsite.core.errors import BadArgument, Refusal
+from tmsite.core.errors import BadArgument, Refusal, Timeout
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Reader, vnd
 from tmsite.core.uri import TmUri, parse
 from tmsite.search import blocks as _blocks  # noqa: F401  (registers the search assembler)
 from tmsite.search import index
-from tmsite.search.engines import Found
+from tmsite.search.engines import FETCH, Found
 from tmsite.search.passages import snippet
 from tmsite.search.query import MAX_QUERY_CHARS, Query, parse_query
 
@@ -34,7 +34,7 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_KINDS = 12
 #: The deepest a cursor pages: hits past it are not worth a client's reading.
-MAX_RESULTS = index.FETCH
+MAX_RESULTS = FETCH
 #: The parameters a search address takes.
 PARAMS = ("as", "q", "kinds", "limit", "cursor")
 _KIND = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}", re.ASCII)
@@ -151,13 +151,18 @@ def answer(asked: Asked, links_of: LinksOf | None = None, using: str = "default"
 
     Raises:
         BadCursor: a cursor this search did not issue.
+        Timeout: the search went past the engine's work one search may spend.
     """
     address = asked.address
     key = str(address)
     offset = cursors.redeem(asked.cursor, key, key) if asked.cursor is not None else 0
     offset = min(offset, MAX_RESULTS)
     want = min(offset + asked.limit + 1, MAX_RESULTS)
-    found = index.search(asked.query, str(asked.scope), asked.kinds, want, using)
+    try:
+        found = index.search(asked.query, str(asked.scope), asked.kinds, want, using)
+    except Timeout as refusal:
+        refusal.uri = key
+        raise
     page = found[offset : offset + asked.limit]
     hits = [_hit(hit, asked.query, links_of) for hit in page]
     body: dict[str, Any] = {

@@ -1,31 +1,55 @@
 """The two engines behind one index: SQLite FTS5 and PostgreSQL full-text search.
 
 Both keep the same two tables — ``search_document`` (what is indexed, with its stamp) and
-``search_passage`` (each passage's address and text) — and differ only in how a passage is
-matched and ranked:
+``search_passage`` (each passage's address, text and the inbound links of its document) — and
+differ only in how a passage is matched and scored, which :class:`Dialect` holds:
 
-* SQLite: an FTS5 table over (title, heading, body) with the ``porter`` stemmer; ranked by
+* SQLite: an FTS5 table over (title, heading, body) with the ``porter`` stemmer; scored by
   ``bm25`` with the title weighted 10 and the heading 4 against the body's 1.
 * PostgreSQL: a ``tsvector`` column under a GIN index, the ``english`` configuration (stems,
-  stopwords), the title weighted A, the heading B, the body D; ranked by ``ts_rank_cd``.
+  stopwords), the title weighted A, the heading B, the body D; scored by ``ts_rank_cd``.
+
+One query (:func:`best`) ranks on both: every matching passage is scored with only the few
+columns that name its document, the engine keeps the best ``FETCH`` of them and of those each
+document's best, and only the few passages a search returns are read whole: a common word
+costs its scores, not the reading of every passage that holds it. A document's inbound links
+(``links``, counted when it is indexed) raise its score by ``LINK_BOOST`` a link, at most
+``MAX_LINKS`` of them, and break ties; the order passages were indexed in breaks the rest.
 
 CJK text reaches both as ASCII pair tokens (:func:`tmsite.search.query.indexable`), so neither
 depends on its tokenizer or locale knowing those scripts. Queries are built from checked words
-only (:mod:`tmsite.search.query`): no client text is ever engine syntax.
+only (:mod:`tmsite.search.query`): no client text is ever engine syntax. One search's work in
+the engine is bounded (:meth:`Engine.bounded`): SQLite's progress handler counts the thread's
+CPU time, PostgreSQL's ``statement_timeout`` the statement's; past the bound the search is
+refused ``timeout``.
 
-Spec: SRCH1.
+Spec: SRCH1, SRCH2, SRCH3.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from django.db import DatabaseError, transaction
+
+from tmsite.core.errors import Timeout
 from tmsite.search.query import Query, gram, grams, is_cjk
 
 #: A stable key for PostgreSQL's advisory lock: one machine writes the index at a time.
 LOCK_KEY = 0x746D5F73656172  # "tm_sear"
+#: A document's score rises by this share for each inbound link, up to ``MAX_LINKS`` of them.
+LINK_BOOST = 0.01
+MAX_LINKS = 10
+#: Passages an engine ranks per query (its best), before they are grouped by document: the
+#: deepest a search pages.
+FETCH = 200
+#: SQLite runs this many virtual-machine steps between two looks at the search's CPU time.
+PROGRESS_STEPS = 20_000
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS search_document (
@@ -34,14 +58,19 @@ _TABLES = (
 )
 _PASSAGE_COLUMNS = (
     "uri TEXT NOT NULL, address TEXT NOT NULL, mount TEXT NOT NULL, kind TEXT NOT NULL, "
-    "mime_type TEXT NOT NULL, title TEXT NOT NULL, heading TEXT NOT NULL, body TEXT NOT NULL"
+    "mime_type TEXT NOT NULL, title TEXT NOT NULL, heading TEXT NOT NULL, body TEXT NOT NULL, "
+    "links INTEGER NOT NULL DEFAULT 0"
 )
 _SELECT = "p.uri, p.address, p.mount, p.kind, p.mime_type, p.title, p.heading, p.body"
 
 
 @dataclass(frozen=True)
 class Row:
-    """One passage as stored: ``index*`` is the text as tokenized (CJK as pair tokens)."""
+    """One passage as stored: ``index*`` is the text as tokenized (CJK as pair tokens).
+
+    ``links``: its document's inbound links in the namespace, counted when it was indexed;
+    None when they were not counted (the count stored before, if any, is kept).
+    """
 
     uri: str
     address: str
@@ -54,11 +83,12 @@ class Row:
     index_title: str
     index_heading: str
     index_body: str
+    links: int | None = None
 
-    def stored(self) -> list[str]:
+    def stored(self) -> list[Any]:
         """The values of the passage table's columns, in their order."""
         head = [self.uri, self.address, self.mount, self.kind, self.mime_type]
-        return [*head, self.title, self.heading, self.body]
+        return [*head, self.title, self.heading, self.body, self.links or 0]
 
 
 @dataclass(frozen=True)
@@ -77,10 +107,42 @@ class Found:
 
 
 Cursor = Any  # a DB-API cursor (Django's wrapper): ``execute(sql, params)``, ``fetchall()``
+#: Runs a search's statement on a cursor under the search's bound (see ``Engine.bounded``).
+Run = Callable[[Cursor, str, list[Any]], None]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the engines' matching and scoring; :func:`best` does the rest.
+
+    Attributes:
+        word: One plain word as a term, quoted so that no word is an operator.
+        prefix: A lone CJK character: every pair token that starts with it.
+        phrase: A CJK run as its pair tokens in order: (opening, one token, between, closing).
+        every: What joins the terms when a passage needs all of them.
+        either: What joins them when it needs any.
+        passages: The passage table as ``p``, read for what names a passage's document.
+        matched: The FROM and WHERE of the passages ``p`` that match (``%s``: the expression).
+        score: A matched passage's score, higher better.
+        everything: The ``id`` and ``score`` of every matching passage without reading the
+            passage table, or ``""`` where that saves nothing.
+    """
+
+    word: str
+    prefix: str
+    phrase: tuple[str, str, str, str]
+    every: str
+    either: str
+    passages: str
+    matched: str
+    score: str
+    everything: str
 
 
 class Engine(Protocol):
-    """What differs between the engines; the index does the rest."""
+    """What differs between the engines beyond their dialect; the index does the rest."""
+
+    dialect: Dialect
 
     def create(self, cursor: Cursor) -> None:
         """Make the tables (idempotent)."""
@@ -94,20 +156,117 @@ class Engine(Protocol):
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
 
-    def match(
-        self, cursor: Cursor, query: Query, any_word: bool, where: str, params: list[Any]
-    ) -> list[Found]:
-        """Passages with every needed word (or any, with ``any_word``), best first."""
+    def bounded(self, connection: Any, seconds: float) -> contextlib.AbstractContextManager[Run]:
+        """How to run a search's statements on ``connection``, stopped past ``seconds`` of work.
+
+        On SQLite the bound is the whole search's; on PostgreSQL each statement's.
+
+        Raises:
+            Timeout: a search went past the bound (its work was abandoned there).
+        """
+        ...
+
+
+def expression(dialect: Dialect, query: Query, any_word: bool) -> str:
+    """The engine's match text for ``query``: every needed word a quoted term."""
+    opening, token, between, closing = dialect.phrase
+    terms = []
+    for word in query.needed:
+        if not is_cjk(word):
+            terms.append(dialect.word.format(word))
+        elif len(word) == 1:
+            terms.append(dialect.prefix.format(gram(word)))
+        else:
+            terms.append(opening + between.join(token.format(g) for g in grams(word)) + closing)
+    return (dialect.either if any_word else dialect.every).join(terms)
+
+
+def best(
+    dialect: Dialect,
+    run: Run,
+    cursor: Cursor,
+    query: Query,
+    any_word: bool,
+    where: str,
+    params: list[Any],
+    want: int,
+    everywhere: bool = False,
+) -> list[Found]:
+    """The best passage of each of the ``want`` best documents with every needed word (or any).
+
+    Only passages matching ``where``. The engine keeps its ``FETCH`` best passages, reading only
+    the columns that name their documents (none at all where the dialect can and ``where``
+    keeps ``everywhere``: it is then checked on those), lifts them by their inbound links,
+    keeps each document's best, and reads whole only the ``want`` it returns. When those hold
+    fewer documents than ``want`` (a few long documents full of the words), every matching
+    passage is grouped instead. Ties go to more inbound links, then to the passage indexed
+    first.
+    """
+    words = expression(dialect, query, any_word)
+    every = f"SELECT p.id, {dialect.score} AS score FROM {dialect.matched} AND {where}"
+    first = (f"{every} ORDER BY score DESC, p.id LIMIT {FETCH}", [words, *params])
+    if everywhere and dialect.everything:
+        first = (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words])
+    found: list[Found] = []
+    for top, top_params in (first, (every, [words, *params])):
+        run(cursor, _best_sql(dialect, top, where), [*top_params, *params, want])
+        rows = cursor.fetchall()
+        found = [Found(*row[:-1]) for row in rows]
+        if len(found) >= want or not rows or rows[0][-1] < FETCH:  # the cut held every match
+            break
+    return found
+
+
+def _best_sql(dialect: Dialect, top: str, where: str) -> str:
+    links = f"(CASE WHEN p.links > {MAX_LINKS} THEN {MAX_LINKS} ELSE p.links END)"
+    return (
+        f"WITH top AS ({top}), "
+        f"lifted AS (SELECT top.id, p.uri, p.links, top.score * (1 + {LINK_BOOST} * {links}) "
+        f"AS score FROM top JOIN {dialect.passages} ON p.id = top.id WHERE {where}), "
+        "ranked AS (SELECT id, score, links, "
+        "row_number() OVER (PARTITION BY uri ORDER BY score DESC, links DESC, id) AS n "
+        "FROM lifted) "
+        f"SELECT {_SELECT}, ranked.score, (SELECT count(*) FROM top) "
+        "FROM ranked JOIN search_passage p ON p.id = ranked.id "
+        "WHERE ranked.n = 1 ORDER BY ranked.score DESC, ranked.links DESC, ranked.id LIMIT %s"
+    )
 
 
 def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def _execute(cursor: Cursor, sql: str, params: list[Any]) -> None:
+    cursor.execute(sql, params)
+
+
+def _over(seconds: float) -> Timeout:
+    return Timeout(
+        None,
+        f"this search needs more than the {seconds:g} s of the engine's work one search may "
+        "spend; ask with rarer words, or below a narrower scope or kinds",
+        seconds=seconds,
+    )
+
+
 class SqliteFts:
-    """FTS5 with the porter stemmer, ranked by ``bm25``."""
+    """FTS5 with the porter stemmer, scored by ``bm25``."""
 
     weights = (10.0, 4.0, 1.0)
+    dialect = Dialect(
+        word='"{}"',
+        prefix='"{}"*',
+        phrase=('"', "{}", " ", '"'),
+        every=" AND ",
+        either=" OR ",
+        # The covering index names a passage's document without reading its text.
+        passages="search_passage p INDEXED BY search_passage_scope",
+        matched="search_fts JOIN search_passage p INDEXED BY search_passage_scope "
+        "ON p.id = search_fts.rowid WHERE search_fts MATCH %s",  # as ``passages``
+        score="-bm25(search_fts, {}, {}, {})".format(*weights),
+        everything="SELECT rowid AS id, -bm25(search_fts, {}, {}, {}) AS score "
+        "FROM search_fts WHERE search_fts MATCH %s".format(*weights),
+    )
 
     def create(self, cursor: Cursor) -> None:
         """Make the tables (idempotent)."""
@@ -118,6 +277,10 @@ class SqliteFts:
             f"(id INTEGER PRIMARY KEY, {_PASSAGE_COLUMNS})"
         )
         cursor.execute("CREATE INDEX IF NOT EXISTS search_passage_uri ON search_passage (uri)")
+        cursor.execute(
+            "CREATE INDEX IF NOT EXISTS search_passage_scope "
+            "ON search_passage (id, uri, mount, kind, links)"
+        )
         cursor.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5("
             "title, heading, body, tokenize='porter unicode61 remove_diacritics 2')"
@@ -134,7 +297,7 @@ class SqliteFts:
         numbered = list(enumerate(rows, start=first))
         cursor.executemany(
             "INSERT INTO search_passage (id, uri, address, mount, kind, mime_type, title, "
-            "heading, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "heading, body, links) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [[number, *row.stored()] for number, row in numbered],
         )
         cursor.executemany(
@@ -153,37 +316,45 @@ class SqliteFts:
             )
             cursor.execute(f"DELETE FROM search_passage WHERE uri IN ({marks})", list(chunk))
 
-    def expression(self, query: Query, any_word: bool) -> str:
-        """The FTS5 MATCH text: every word a quoted string, so none is an operator."""
-        terms = []
-        for word in query.needed:
-            if not is_cjk(word):
-                terms.append(f'"{word}"')
-            elif len(word) == 1:
-                terms.append(f'"{gram(word)}"*')
-            else:
-                terms.append('"' + " ".join(grams(word)) + '"')
-        return (" OR " if any_word else " AND ").join(terms)
+    @contextlib.contextmanager
+    def bounded(self, connection: Any, seconds: float) -> Iterator[Run]:
+        """The connection's progress handler interrupts a search past ``seconds`` of CPU."""
+        connection.ensure_connection()
+        raw = connection.connection
+        deadline = time.thread_time() + seconds
+        over = False
 
-    def match(
-        self, cursor: Cursor, query: Query, any_word: bool, where: str, params: list[Any]
-    ) -> list[Found]:
-        """Passages with every needed word (or any), best first."""
-        title, heading, body = self.weights
-        cursor.execute(
-            f"SELECT {_SELECT}, -bm25(search_fts, {title}, {heading}, {body}) AS score "
-            "FROM search_fts JOIN search_passage p ON p.id = search_fts.rowid "
-            f"WHERE search_fts MATCH %s AND {where} ORDER BY score DESC, p.id LIMIT %s",
-            [self.expression(query, any_word), *params],
-        )
-        return [Found(*row) for row in cursor.fetchall()]
+        def check() -> int:
+            nonlocal over
+            over = time.thread_time() > deadline
+            return int(over)
+
+        raw.set_progress_handler(check, PROGRESS_STEPS)
+        try:
+            yield _execute
+        except DatabaseError:
+            if over:
+                raise _over(seconds) from None
+            raise
+        finally:
+            raw.set_progress_handler(None, PROGRESS_STEPS)
 
 
 class PostgresFts:
-    """A ``tsvector`` under GIN, ``english`` configuration, ranked by ``ts_rank_cd``."""
+    """A ``tsvector`` under GIN, ``english`` configuration, scored by ``ts_rank_cd``."""
 
-    #: ``ts_rank_cd`` weights, in its order D, C, B, A: body, —, heading, title.
-    weights = "{0.1, 0.2, 0.4, 1.0}"
+    dialect = Dialect(
+        word="'{}'",
+        prefix="'{}':*",
+        phrase=("(", "'{}'", " <-> ", ")"),
+        every=" & ",
+        either=" | ",
+        passages="search_passage p",
+        matched="search_passage p, to_tsquery('english', %s) q WHERE p.vec @@ q",
+        # ``ts_rank_cd`` weights, in its order D, C, B, A: body, —, heading, title.
+        score="ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', p.vec, q)",
+        everything="",  # the text is in the row that names the document
+    )
 
     def create(self, cursor: Cursor) -> None:
         """Make the tables (idempotent)."""
@@ -207,7 +378,7 @@ class PostgresFts:
         """Store passages, one batch."""
         cursor.executemany(
             "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, "
-            "heading, body, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
+            "heading, body, links, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
             "setweight(to_tsvector('english', %s), 'A') || "
             "setweight(to_tsvector('english', %s), 'B') || "
             "setweight(to_tsvector('english', %s), 'D'))",
@@ -219,29 +390,33 @@ class PostgresFts:
         for chunk in _chunks(uris):
             cursor.execute("DELETE FROM search_passage WHERE uri = ANY(%s)", [list(chunk)])
 
-    def expression(self, query: Query, any_word: bool) -> str:
-        """The ``to_tsquery`` text: every word a quoted lexeme (words hold no quote)."""
-        terms = []
-        for word in query.needed:
-            if not is_cjk(word):
-                terms.append(f"'{word}'")
-            elif len(word) == 1:
-                terms.append(f"'{gram(word)}':*")
-            else:
-                terms.append("(" + " <-> ".join(f"'{g}'" for g in grams(word)) + ")")
-        return (" | " if any_word else " & ").join(terms)
+    @contextlib.contextmanager
+    def bounded(self, connection: Any, seconds: float) -> Iterator[Run]:
+        """A ``statement_timeout`` local to each search statement's transaction, sent with it.
 
-    def match(
-        self, cursor: Cursor, query: Query, any_word: bool, where: str, params: list[Any]
-    ) -> list[Found]:
-        """Passages with every needed word (or any), best first."""
-        cursor.execute(
-            f"SELECT {_SELECT}, ts_rank_cd(%s, p.vec, q) AS score "
-            "FROM search_passage p, to_tsquery('english', %s) q "
-            f"WHERE p.vec @@ q AND {where} ORDER BY score DESC, p.id LIMIT %s",
-            [self.weights, self.expression(query, any_word), *params],
-        )
-        return [Found(*row) for row in cursor.fetchall()]
+        The setting, the statement and the setting's reset go as one simple query, which
+        PostgreSQL runs as one transaction: one round trip, and the setting ends with it.
+        Inside a caller's transaction (an ``atomic``) they run in a savepoint, so a stopped
+        search leaves that transaction usable.
+        """
+        limit = f"SET LOCAL statement_timeout = {max(1, math.ceil(seconds * 1000))}"
+        nested = connection.in_atomic_block
+
+        def run(cursor: Cursor, sql: str, params: list[Any]) -> None:
+            statements = f"{limit}; {sql}; SET LOCAL statement_timeout TO DEFAULT"
+            if nested:
+                with transaction.atomic(connection.alias):
+                    cursor.execute(statements, params)
+            else:
+                cursor.execute(statements, params)
+            cursor.nextset()  # the search's own rows
+
+        try:
+            yield run
+        except DatabaseError as failed:
+            if getattr(failed.__cause__, "sqlstate", None) == "57014":  # query_canceled
+                raise _over(seconds) from None
+            raise
 
 
 ENGINES: dict[str, Engine] = {"sqlite": SqliteFts(), "postgresql": PostgresFts()}

@@ -9,11 +9,14 @@ machine of a many-machine box reads the same index; on PostgreSQL an advisory lo
 machine write at a time, and the others skip that round.
 
 Ranking: the engine's own (BM25 on SQLite, cover density on PostgreSQL) with titles and
-headings weighted above bodies; a hit is a document's best passage. A document's title (and
-name) is weighted as a title with its first passage only, so a title match names the passage
-that opens the document rather than whichever passage is shortest; the later passages hold it
-with their heading, so every word of a question may be found between a title and a section.
-Ties keep the order the passages were indexed in.
+headings weighted above bodies; a hit is a document's best passage. A document's title (with
+its name and its folder's, which say what it is: ``trails``, ``decisions``, ``ja``) is weighted
+as a title with its first passage only, so a title match names the passage that opens the
+document rather than whichever passage is shortest; the later passages hold it with their
+heading, so every word of a question may be found between a title and a section.
+A document's inbound links in the namespace (:func:`inbound`, counted when a sync writes it; a
+change applied alone keeps the count) lift its score a little and break ties; the order the
+passages were indexed in breaks the rest.
 
 Spec: SRCH1, SRCH2.
 """
@@ -22,21 +25,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from django.db import connections, transaction
 
+from tmsite.core.errors import Refusal
 from tmsite.core.types import Document
 from tmsite.core.uri import TmUri, parse
-from tmsite.search.engines import ENGINES, Engine, Found, Row
+from tmsite.search.engines import ENGINES, Engine, Found, Row, best
 from tmsite.search.passages import Passage, cut, title_of, whole
 from tmsite.search.query import Query, indexable, parse_query
 
-#: Passages an engine returns per query, before they are grouped by document.
-FETCH = 200
+#: Seconds of the engine's work one search may spend (CPU on SQLite, the statement's time on
+#: PostgreSQL); past it the search is refused ``timeout``.
+BOUND_SECONDS = 2.0
 #: Documents written per transaction (a long walk never holds the write lock long).
 BATCH = 200
 #: Changed documents a sync names (a rebuild names its first ones only).
@@ -83,15 +89,20 @@ def create(using: str = "default") -> None:
         engine(using).create(cursor)
 
 
-def rows_of(mount: str, document: Document) -> list[Row]:
-    """The passages of ``document`` as stored."""
+def rows_of(mount: str, document: Document, links: int | None = None) -> list[Row]:
+    """The passages of ``document`` as stored.
+
+    ``links``: its inbound links (see ``inbound``); None keeps the count the index holds.
+    """
     text = document.text
     markdown = document.mime_type == "text/markdown"
     title = title_of(text, document.title) if markdown else document.title
     uri = parse(document.uri)
     cuts = _cuts(document, text, markdown, uri)
     name = uri.name or ""
-    index_title = indexable(f"{title} {name}" if name and name != title else title)
+    folder = uri.path[-2] if len(uri.path) >= 2 else ""
+    named = [title, name if name != title else "", folder]
+    index_title = indexable(" ".join(word for word in named if word))
     rows = []
     for number, (address, passage) in enumerate(cuts):
         rows.append(
@@ -107,9 +118,32 @@ def rows_of(mount: str, document: Document) -> list[Row]:
                 index_title if number == 0 else "",
                 indexable(f"{title} {passage.heading}" if number else passage.heading),
                 indexable(passage.text),
+                links,
             )
         )
     return rows
+
+
+def inbound(mounts: Mapping[str, Offers], uri: str) -> int:
+    """The typed links into ``uri`` in the namespace of ``mounts``.
+
+    Each ``tm:`` link a mount holds about a thing (``links_into``: a page rendered from a
+    file, the file's copy in git, a record read by a page) is paired with its inverse from the
+    thing it names, so their number is the number of things that link to this one. Counted
+    once per relation and target; a mount that cannot answer counts none.
+    """
+    target = parse(uri)
+    held: set[tuple[str, str]] = set()
+    for mount in mounts.values():
+        links_into = getattr(mount, "links_into", None)
+        if links_into is None:
+            continue
+        try:
+            links = links_into(target)
+        except Refusal:
+            continue
+        held.update((link.rel, link.href) for link in links if link.rel.startswith("tm:"))
+    return len(held)
 
 
 def _cuts(document: Document, text: str, markdown: bool, uri: TmUri) -> list[tuple[str, Passage]]:
@@ -153,7 +187,8 @@ def sync(
         for name in sorted(set(held) - set(mounts)) if whole else []:
             _write(using, done, name, [], list(held[name]))
         for name, mount in mounts.items():
-            _bring(using, done, name, mount.documents(), held.get(name, {}), full)
+            count = partial(inbound, mounts) if whole else None  # all the namespace
+            _bring(using, done, name, mount.documents(), held.get(name, {}), full, count)
             if done.skipped:
                 return done
         if done.written or done.dropped:
@@ -186,10 +221,12 @@ def _bring(
     documents: Iterable[Document],
     stamps: Mapping[str, str],
     full: bool,
+    count: Callable[[str], int] | None = None,
 ) -> None:
     """Write the ``documents`` of mount ``name`` whose stamp moved (all if ``full``).
 
     In batches; drops those of ``stamps`` no longer offered; stops once a batch is skipped.
+    ``count`` counts a document's inbound links, where the whole namespace is at hand.
     """
     seen: set[str] = set()
     batch: list[tuple[Document, list[Row]]] = []
@@ -198,7 +235,8 @@ def _bring(
         if not full and stamps.get(document.uri) == document.stamp:
             done.unchanged += 1
             continue
-        batch.append((document, rows_of(name, document)))
+        links = count(document.uri) if count is not None else None
+        batch.append((document, rows_of(name, document, links)))
         if len(batch) >= BATCH:
             _write(using, done, name, batch, [])
             batch = []
@@ -249,6 +287,7 @@ def _write(
             done.skipped = True
             return
         uris = [document.uri for document, _ in batch] + gone
+        batch = _links_kept(cursor, batch)
         the_engine.remove(cursor, uris)
         for chunk in range(0, len(uris), 500):
             marks = ", ".join(["%s"] * len(uris[chunk : chunk + 500]))
@@ -266,6 +305,35 @@ def _write(
     room = MAX_TOLD - len(done.changed)
     if room > 0:
         done.changed += uris[:room]
+
+
+def _links_kept(
+    cursor: Any, batch: list[tuple[Document, list[Row]]]
+) -> list[tuple[Document, list[Row]]]:
+    """``batch`` with the inbound links the index holds where they were not counted.
+
+    A change applied alone (``refresh``) sees one mount, not the namespace: its documents keep
+    the count a sync last gave them (new ones count none until a sync or a reindex).
+    """
+    uncounted = sorted({row.uri for _, rows in batch for row in rows if row.links is None})
+    held: dict[str, int] = {}
+    for chunk in range(0, len(uncounted), 500):
+        marks = ", ".join(["%s"] * len(uncounted[chunk : chunk + 500]))
+        cursor.execute(
+            f"SELECT uri, max(links) FROM search_passage WHERE uri IN ({marks}) GROUP BY uri",
+            uncounted[chunk : chunk + 500],
+        )
+        held.update((str(uri), int(links)) for uri, links in cursor.fetchall())
+    return [
+        (
+            document,
+            [
+                row if row.links is not None else replace(row, links=held.get(row.uri, 0))
+                for row in rows
+            ],
+        )
+        for document, rows in batch
+    ]
 
 
 def _applied(using: str) -> None:
@@ -341,7 +409,11 @@ def search(
     """The best passage of each matching document below ``scope``, best first, at most ``want``.
 
     Documents with every needed word come first; when they are fewer than ``want``, those
-    with any of them follow.
+    with any of them follow. The engine ranks and cuts to ``want`` itself; only the passages
+    returned are read whole. One search spends at most ``BOUND_SECONDS`` of the engine's work.
+
+    Raises:
+        Timeout: the search went past its bound.
     """
     wanted_kinds = sorted(set(kinds))
     where = "substr(p.uri, 1, %s) = %s"
@@ -350,13 +422,21 @@ def search(
         marks = ", ".join(["%s"] * len(wanted_kinds))
         where += f" AND (p.mount IN ({marks}) OR p.kind IN ({marks}))"
         params += wanted_kinds * 2
+    # a host's root, every kind: the engine may rank before it looks at documents
+    everywhere = not wanted_kinds and parse(scope).mount is None
     the_engine = engine(using)
+    connection = connections[using]
     hits: dict[str, Found] = {}
-    with connections[using].cursor() as cursor:
+    with the_engine.bounded(connection, BOUND_SECONDS) as run, connection.cursor() as cursor:
         for any_word in (False, True):
             if any_word and (len(hits) >= want or len(query.needed) < 2):
                 break
-            for found in the_engine.match(cursor, query, any_word, where, [*params, FETCH]):
+            # those with every word are among those with any: ask for as many more
+            more = want + len(hits)
+            every = best(
+                the_engine.dialect, run, cursor, query, any_word, where, params, more, everywhere
+            )
+            for found in every:
                 hits.setdefault(found.uri, found)
     return list(hits.values())[:want]
 

@@ -112,6 +112,8 @@ DEMO_SITE = "demo.tinymachines.ai"
 DEMO_FRONT_DOOR = "http://127.0.0.1:8001"
 #: Seconds what a static site publishes about itself (robots, sitemap, manifest) is kept.
 DEFAULT_AUX_TTL = 30.0
+#: Seconds before a page the index could not fetch is offered to it again.
+RETRY_SECONDS = 60.0
 #: Seconds the set of the site's non-document pages is kept (page families may be large).
 FAMILY_TTL = 5.0
 _SITE_NAME = re.compile(
@@ -288,6 +290,9 @@ class HttpMount(Mount):
         #: them are offered only then.
         self.fs_roots: frozenset[str] = frozenset()
         self.git_served = False
+        #: Pages offered to the index under a stamp of their own: page address → (the stamp
+        #: of what it is made from, the stamp offered, when its fetch failed or None).
+        self._offered: dict[str, tuple[str, str, float | None]] = {}
 
     @classmethod
     def from_settings(cls, host: str) -> HttpMount:
@@ -1032,7 +1037,9 @@ class HttpMount(Mount):
         made from a document is stamped by that file (its modified time and size); the others
         (front pages, families) by the checkout's records under ``data/``, which they are made
         from. The text is fetched from the front door, as a visitor gets it, only when the
-        stamp moved; a page that cannot be fetched then is offered by its address alone.
+        stamp moved; a page that cannot be fetched then is offered by its address alone, and
+        from ``RETRY_SECONDS`` later offered under a new stamp, so the index's next walk
+        fetches it again rather than waiting for its files to change.
         """
         records = self._records_stamp()
         for site in self.self_sites:
@@ -1040,16 +1047,27 @@ class HttpMount(Mount):
                 if _self_type(page.path) != PAGE_TYPE:
                     continue
                 uri = self.page_uri(site.name, page.path)
-                stamp = _file_stamp(pages.source_path(page.source)) if page.source else records
+                made = _file_stamp(pages.source_path(page.source)) if page.source else records
+                stamp = self._stamp(str(uri), made)
                 yield Document(
                     str(uri),
                     page.path,
                     "page",
                     stamp,
                     PAGE_TYPE,
-                    partial(self._visitor_text, uri),
+                    partial(self._visitor_text, uri, made, stamp),
                     lines=True,
                 )
+
+    def _stamp(self, uri: str, made: str) -> str:
+        """The stamp a page is offered under: ``made``, unless a fetch of it failed."""
+        kept = self._offered.get(uri)
+        if kept is None or kept[0] != made:
+            return made
+        _, offered, failed = kept
+        if failed is None or time.monotonic() - failed < RETRY_SECONDS:
+            return offered
+        return f"{made} retry {failed:.3f}"
 
     def _records_stamp(self) -> str:
         data = pages.checkout() / "data"
@@ -1059,11 +1077,16 @@ class HttpMount(Mount):
             return "no-records"
         return "records-" + digest(" ".join(_file_stamp(path) for path in files if path.is_file()))
 
-    def _visitor_text(self, uri: TmUri) -> str:
+    def _visitor_text(self, uri: TmUri, made: str, stamp: str) -> str:
         try:
             read = self.read(Request(uri, parse_facets(uri)))
         except Refusal:
+            self._offered[str(uri)] = (made, stamp, time.monotonic())
             return ""
+        if stamp == made:
+            self._offered.pop(str(uri), None)
+        else:  # fetched on a retry: keep offering the stamp it is indexed under
+            self._offered[str(uri)] = (made, stamp, None)
         return read.body if isinstance(read.body, str) else ""
 
     @override
