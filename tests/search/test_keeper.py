@@ -99,6 +99,31 @@ def test_a_changed_new_and_removed_file_within_two_seconds(checkout: Path, kept:
     assert kept.walks == 1  # each change applied alone: no walk of the mount since the first
 
 
+def test_a_change_made_as_the_first_walk_ends_is_found(
+    checkout: Path, settings: Any, fs: FsMount
+) -> None:
+    """The roots are watched before the walk reads, not after: a file written the moment the
+    first walk is done is told, not left to the next walk ten minutes on."""
+    index.sync({"fs": fs})  # the index make run's setup built
+    settings.TM_CHECKOUT, settings.TM_FS_ROOTS = checkout, ["docs"]
+    settings.TM_HOST, settings.TM_MOUNTS = "test", ["fs"]
+    settings.VAR_DIR = checkout / "var"
+    settings.VAR_DIR.mkdir()
+    settings.TM_SEARCH_POLL, settings.TM_SEARCH_FULL_EVERY = 0.5, 3600
+    registry.reset()
+    sources.uninstall()
+    keeper = sources.serve()
+    assert keeper is not None
+    try:
+        wait_until(lambda: keeper.walks == 1)
+        (checkout / "docs" / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
+        within(BOUND, "joystick", ["tm://test/fs/docs/patterns.md"])
+        assert keeper.walks == 1
+    finally:
+        sources.stop()
+        registry.reset()
+
+
 def test_a_change_reads_only_the_document_it_names(checkout: Path, fs: FsMount) -> None:
     """A round told of one changed file rewrites it and reads no other document."""
     keeper = Keeper(lambda: {"fs": fs}, "test", every=3600, full_every=3600)

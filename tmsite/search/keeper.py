@@ -151,14 +151,15 @@ class Keeper:
     def _walk(self, mounts: Mapping[str, Kept], now: float) -> index.Synced:
         """Every document of every mount in step (stamps compared), and the interest to hold."""
         stamps = {name: mount.documents_stamp() for name, mount in mounts.items()}
+        # watched before the walk reads: a change made while it walks is told, not left to the
+        # next walk
+        self._listen(_told_roots(mounts, stamps))
+        changes.arm()
         done = index.sync(mounts)
         if not done.skipped:
             self._walked, self._stamps = now, stamps
             self.walks += 1
-            held = index.documents()
-            self._listen(
-                [str(m.root) for n, m in mounts.items() if n in held and stamps[n] is None]
-            )
+            self._listen(_told_roots(mounts, stamps))
         return done
 
     def _apply(self, mounts: Mapping[str, Kept], told: set[str]) -> index.Synced:
@@ -212,6 +213,12 @@ class Keeper:
             except Exception:  # a mount that failed: its changes are tried again next round
                 log.exception("the search keeper's round failed")
         connections.close_all()
+
+
+def _told_roots(mounts: Mapping[str, Kept], stamps: Mapping[str, Hashable]) -> list[str]:
+    """The roots of the mounts the index holds documents of whose changes only a source tells."""
+    held = index.documents()
+    return [str(m.root) for n, m in mounts.items() if n in held and stamps[n] is None]
 
 
 def _outermost(addresses: set[TmUri]) -> list[TmUri]:
