@@ -56,6 +56,20 @@ def kept(
         registry.reset()
 
 
+@pytest.fixture
+def keepers() -> Iterator[Any]:
+    """Makes keepers that are stopped after the test: a walk takes interest in the roots."""
+    made: list[Keeper] = []
+
+    def make(*args: Any, **kwargs: Any) -> Keeper:
+        made.append(Keeper(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for keeper in made:
+        keeper.stop()
+
+
 def documents(text: str) -> list[str] | None:
     """The documents found, or None while the keeper writes.
 
@@ -124,9 +138,11 @@ def test_a_change_made_as_the_first_walk_ends_is_found(
         registry.reset()
 
 
-def test_a_change_reads_only_the_document_it_names(checkout: Path, fs: FsMount) -> None:
+def test_a_change_reads_only_the_document_it_names(
+    checkout: Path, fs: FsMount, keepers: Any
+) -> None:
     """A round told of one changed file rewrites it and reads no other document."""
-    keeper = Keeper(lambda: {"fs": fs}, "test", every=3600, full_every=3600)
+    keeper = keepers(lambda: {"fs": fs}, "test", every=3600, full_every=3600)
     assert keeper.round().written == 6  # the first round walks everything
     walked: list[str] = []
     whole = fs.documents
@@ -170,32 +186,6 @@ def test_a_change_on_the_bus_starts_a_round_at_once(checkout: Path, fs: FsMount)
         keeper.stop()
 
 
-@pytest.mark.spec("SRCH4")
-def test_a_standing_search_is_told_once_its_new_answer_reads(checkout: Path, fs: FsMount) -> None:
-    standing = "tm://test/fs/docs/?as=search&q=aardvark"
-    told: list[list[str] | None] = []
-
-    def listener(change: changes.Change) -> None:
-        if change.uri and changes.affects(standing, change.uri):
-            told.append(documents("aardvark"))  # what a client reading it now gets
-
-    keeper = Keeper(lambda: {"fs": fs}, "test", every=0.2)
-    keeper.round()
-    remove = changes.add_listener(listener)
-    keeper.start()
-    try:
-        (checkout / "docs" / "fresh.md").write_text("# Fresh\n\nAn aardvark arrives.\n")
-        keeper.wake(changes.Change("updated", "tm://test/fs/docs/fresh.md"))  # the fs watch's
-        start = time.monotonic()
-        while not told and time.monotonic() - start < BOUND:
-            time.sleep(0.02)
-        assert told and told[-1] == ["tm://test/fs/docs/fresh.md"]
-        assert changes.affects(standing, "tm://test/fs/other/x.md") is None
-    finally:
-        remove()
-        keeper.stop()
-
-
 class Records:
     """A mount of records: its documents stamped as a whole, as the entity mount's are."""
 
@@ -223,9 +213,9 @@ class Records:
         return self.version
 
 
-def test_records_are_walked_only_when_their_stamp_moved() -> None:
+def test_records_are_walked_only_when_their_stamp_moved(keepers: Any) -> None:
     records = Records()
-    keeper = Keeper(lambda: {"records": records}, "test", every=3600, full_every=3600)
+    keeper = keepers(lambda: {"records": records}, "test", every=3600, full_every=3600)
     assert keeper.round().written == 2 and records.walks == 1
     assert keeper.round().written == 0 and records.walks == 1  # a quiet round reads no row
     records.texts["b"] = "A corrected heron."
@@ -237,7 +227,7 @@ def test_records_are_walked_only_when_their_stamp_moved() -> None:
     assert keeper.walks == 1  # one mount walked, not a full walk
 
 
-def test_a_corrected_record_is_found_and_a_quiet_round_reads_no_record() -> None:
+def test_a_corrected_record_is_found_and_a_quiet_round_reads_no_record(keepers: Any) -> None:
     fill(read_checkout(Path(__file__).resolve().parents[2]))
     entity = EntityMount("test", None)
     walked: list[int] = []
@@ -248,7 +238,7 @@ def test_a_corrected_record_is_found_and_a_quiet_round_reads_no_record() -> None
         return whole()
 
     entity.documents = counted  # type: ignore[method-assign]
-    keeper = Keeper(lambda: {"entity": entity}, "test", every=3600, full_every=3600)
+    keeper = keepers(lambda: {"entity": entity}, "test", every=3600, full_every=3600)
     pad_poll = "tm://test/entity/pattern/pad-poll"
     keeper.round()
     assert keeper.round().written == 0 and walked == [1]  # the stamp did not move: no walk

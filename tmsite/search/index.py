@@ -362,7 +362,7 @@ def status(using: str = "default") -> dict[str, Any]:
         "engine": connections[using].vendor,
         "documents": documents(using),
         "passages": passages,
-        "applied": _applied_text(using),
+        "applied": applied_text(using),
     }
 
 
@@ -375,11 +375,12 @@ def documents(using: str = "default") -> dict[str, int]:
 
 def applied(using: str = "default") -> datetime | None:
     """When a sync last changed the index (``None`` before the first)."""
-    text = _applied_text(using)
+    text = applied_text(using)
     return datetime.fromisoformat(text) if text else None
 
 
-def _applied_text(using: str) -> str | None:
+def applied_text(using: str = "default") -> str | None:
+    """When a sync last changed the index, as stored (a standing search's stamp)."""
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT value FROM search_state WHERE name = %s", ["applied"])
         row = cursor.fetchone()

@@ -122,9 +122,9 @@ class Keeper:
     def round(self) -> index.Synced:
         """One round (what the thread runs; tests call it): a walk when due, else the changes.
 
-        Each document written or dropped is published on the bus once the index holds it, so
-        a standing search (``<collection>?as=search&q=…``, listened to or subscribed) is told
-        again after the change it was first told of is searchable: its next read is current.
+        Each document written or dropped is published on the bus once the index holds it (a
+        standing search is told by its own source, :mod:`tmsite.search.standing`, when its hits
+        change).
         """
         mounts = self.mounts()
         with self._lock:

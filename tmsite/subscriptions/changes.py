@@ -26,6 +26,8 @@ them:
   changed child's URI (as it was published, canonical). A change of a collection itself reaches
   subscribers to that collection, not those of its children.
 * ``tm://``, the list of hosts, is a collection holding every host.
+* A standing view (``as=search``: :data:`STANDING_FACETS`) is keyed on all its parameters and
+  is no collection: only its own source's change reaches it, when its answer changed.
 * A change published ``exact`` (:func:`publish` with ``exact=True``: a URI that is itself a
   secret, like a proposal's receipt) reaches only subscribers to that very URI, never those of
   a collection above it, who would otherwise be told it.
@@ -98,6 +100,9 @@ ChangeKind = Literal["updated", "list_changed", "lost"]
 
 #: The parameter that is part of what a subscription names (a version), not a view of it.
 PINNING_PARAMS = ("at",)
+#: Views computed over a whole collection, each a resource of its own: a change below the
+#: collection does not reach them; their own source publishes them (a standing search).
+STANDING_FACETS = ("search",)
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,8 @@ def key_of(text: str) -> Key:
     """
     parsed = tmuri.parse(text)
     segments = (parsed.mount, *parsed.path) if parsed.mount is not None else ()
+    if dict(parsed.params).get("as") in STANDING_FACETS:
+        return Key(parsed.host, segments, False, tuple(sorted(parsed.params)))
     pins = tuple((k, v) for k, v in parsed.params if k in PINNING_PARAMS)
     collection = parsed.collection or parsed.is_hosts or parsed.is_root
     return Key(parsed.host, segments, collection, tuple(sorted(pins)))

@@ -84,6 +84,9 @@ class StampWatcher:
         publish: what is called with each changed URI (the bus's ``publish``).
         interval: seconds between two reads of the stamp.
         accept: which of the mount's URIs this watcher answers for (default: all).
+        key: what a listened URI is watched as, or None when it is not this watcher's (default:
+            the mount's URIs, views' parameters dropped).
+        prints: what a watched URI's fingerprint is (default :func:`fingerprint`).
         threaded: poll in a thread of its own while anything is listened to (False: only when
             :meth:`poll` is called).
     """
@@ -98,6 +101,8 @@ class StampWatcher:
         *,
         interval: float = DEFAULT_INTERVAL,
         accept: Callable[[tuple[str, ...]], bool] | None = None,
+        key: Callable[[str], str | None] | None = None,
+        prints: Callable[[Read, str], str] = fingerprint,
         threaded: bool = True,
     ) -> None:
         self.host = host
@@ -107,6 +112,8 @@ class StampWatcher:
         self.publish = publish
         self.interval = interval
         self.accept = accept
+        self.key = key or self._key
+        self.prints = prints
         self.threaded = threaded
         self.polls = 0
         #: Polls that ran to their end.
@@ -123,7 +130,7 @@ class StampWatcher:
 
     def interest(self, uri: str, present: bool) -> None:
         """The bus's interest watcher: ``uri`` gained its first listener, or lost its last."""
-        key = self._key(uri)
+        key = self.key(uri)
         if key is None:
             return
         start = False
@@ -169,7 +176,7 @@ class StampWatcher:
         for key in unread:
             if time.monotonic() >= deadline:
                 return False
-            now = fingerprint(self.read, key)
+            now = self.prints(self.read, key)
             with self._lock:
                 if key in self._prints and self._prints[key] is None:
                     self._prints[key] = now
@@ -221,7 +228,7 @@ class StampWatcher:
             keys = list(self._prints) if moved else unread
         published: list[str] = []
         for key in keys:
-            now = fingerprint(self.read, key)
+            now = self.prints(self.read, key)
             with self._lock:
                 if key not in self._prints:
                     continue  # released meanwhile

@@ -8,6 +8,10 @@ things live in rows is watched by a stamp (a cheap query whose answer moves when
 read every ``TM_SUB_RECORDS_POLL`` seconds (default 1.0) while its addresses are listened to,
 so a change made by another process or machine is seen within that.
 
+And ``search-results``, a :class:`StampWatcher` of the standing searches
+(:mod:`tmsite.search.standing`): a listened ``?as=search`` address is read again when the index
+changed, and told only when its hits did.
+
 And ``resources-list``, a :class:`~tmsite.subscriptions.lists.ListWatcher`: the whole
 ``resources/list`` answer read every ``TM_SUB_LIST_POLL`` seconds (default 10.0) while a stream
 asks for its changes.
@@ -32,7 +36,7 @@ from django.db.models.signals import post_delete, post_save
 from tmsite.kinds.counter import quiet
 from tmsite.mounts import registry
 from tmsite.mounts.base import ChangeSource, Watching
-from tmsite.search import keeper
+from tmsite.search import keeper, standing
 from tmsite.subscriptions import changes
 from tmsite.subscriptions.lists import ListWatcher, resources_answer
 from tmsite.subscriptions.records import Read, StampWatcher
@@ -144,6 +148,20 @@ def install(
             for found in mount.change_sources(watching) if mount is not None else []:
                 _undo.append(_wire(found))
                 _installed[found.name] = found
+        results = StampWatcher(
+            host,
+            "search",
+            standing.stamp,
+            reader,
+            lambda uri: changes.publish(uri, exact=True),
+            interval=_setting("TM_SUB_RECORDS_POLL", 1.0),
+            key=standing.key(host),
+            prints=standing.results,
+        )
+        _installed["search-results"] = ChangeSource(
+            "search-results", results, results.interest, results.arm
+        )
+        _undo.append(_wire(_installed["search-results"]))
         listing = ListWatcher(
             "resources", resources_answer, interval=_setting("TM_SUB_LIST_POLL", 10.0)
         )
