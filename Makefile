@@ -18,8 +18,9 @@ SERVER ?= serve
 # python3 when it is 3.11, 3.12 or 3.13, else python3.13, python3.12, python3.11; with none of
 # them, make stops with one sentence saying what to install.
 $(BIN)/python:
-	python=$$(PYTHON='$(PYTHON)' ./scripts/find-python) && "$$python" -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	@echo "make: a virtual environment in $(VENV) with the pinned dependencies (once)"
+	@python=$$(PYTHON='$(PYTHON)' ./scripts/find-python) && "$$python" -m venv $(VENV)
+	@$(BIN)/pip install -q --upgrade pip
 
 which-python:
 	@PYTHON='$(PYTHON)' ./scripts/find-python
@@ -28,9 +29,9 @@ which-python:
 # warning that a folder named like the package may shadow it is about this very layout (tmsite/
 # at the root is the package): nothing a user can act on, so a first make run does not print it.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -c constraints.txt \
+	@PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -c constraints.txt \
 		-e '.[dev]'
-	touch $@
+	@touch $@
 
 # Each step says what it did itself; its command line is not echoed (a first make run prints
 # what happened, not the recipe).
