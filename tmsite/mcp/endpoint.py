@@ -85,6 +85,7 @@ from tmsite.mcp.protocol import (
     STATELESS_VERSION,
     SUPPORTED_VERSIONS,
     CallContext,
+    StreamResult,
 )
 from tmsite.oplog import costs, failures, hooks, recorder
 from tmsite.subscriptions import delivery, sessions
@@ -164,6 +165,19 @@ def _finish(response: HttpResponse, origin: str | None) -> None:
     if origin is not None:
         response["Access-Control-Allow-Origin"] = origin
         response["Vary"] = "Origin"
+
+
+class StreamResponse(HttpResponse):
+    """A request the ASGI server holds open as a stream: ``result`` says what it delivers.
+
+    Its headers are the endpoint's (CORS, ``RateLimit``); the server sends the stream's own
+    body in place of this empty one.
+    """
+
+    def __init__(self, result: StreamResult, origin: str | None) -> None:
+        super().__init__(status=200, content_type="text/event-stream")
+        self.result = result
+        _finish(self, origin)
 
 
 def _refuse(status: int, code: int, message: str, origin: str | None = None) -> HttpResponse:
@@ -481,7 +495,9 @@ def _single(
             )
         ctx = CallContext(version=version, transport="http")
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
-    status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
+    if answer.stream is not None:
+        return StreamResponse(answer.stream, origin)
+    status = answer.status or (404 if modern and answer.error_code == METHOD_NOT_FOUND else 200)
     response = _json(None, status, origin, data=answer.encoded())
     if message.method == "initialize" and answer.error_code is None and delivery.here():
         response[sessions.HEADER] = sessions.issue()  # rule 3a: for subscriptions alone

@@ -65,14 +65,34 @@ class CallContext:
         return era_of(self.version)
 
 
-class RpcError(Exception):
-    """A JSON-RPC error answered to the client (HTTP 200 on the HTTP transport)."""
+class StreamResult:
+    """What a handler answers with when the transport is to hold the request open as a stream.
 
-    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
+    A subclass says what the stream delivers (``subscriptions/listen``'s plan); the transport
+    that offered the stream recognises it by its type and starts the stream from it. It is not
+    a result: nothing of it is sent as the response.
+    """
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answered to the client (HTTP 200 on the HTTP transport).
+
+    ``status``: the HTTP status it is sent with when not the endpoint's own (a listen's
+    ``Accept`` without ``text/event-stream`` is 406, as the transport's own refusal is).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: dict[str, Any] | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
+        self.status = status
 
     def to_json(self) -> dict[str, Any]:
         """The ``error`` member of a JSON-RPC response; ``data`` only when there is some."""

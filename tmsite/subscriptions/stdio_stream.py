@@ -241,14 +241,9 @@ class StdioSubscriptions:
             answer = run()
         finally:
             listen.withdraw(token)
-        plan = offer.plan
-        if plan is None or answer.error_code is not None:
-            if plan is not None:  # accepted, then failed after: nothing is held
-                plan.slot.free()
-                if plan.log is not None:
-                    plan.log(hooks.micros(started), len(answer.text.encode()), hooks.INTERNAL)
+        if not isinstance(answer.stream, listen.Plan):
             return answer.text
-        held = _Listen(self, plan, started)
+        held = _Listen(self, answer.stream, started)
         with self._lock:
             self._listens[key] = held
         held.open()

@@ -2,10 +2,9 @@
 
 The ASGI application hands a POST whose body is a ``subscriptions/listen`` request to
 :func:`serve`. The request runs the endpoint on a pool thread like any other (its checks, its
-rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer without a plan (a refusal) is
-sent as it is, with the status the listen asked for when it has one (406 for an ``Accept``
-without ``text/event-stream``). With a plan, the thread is done and the answer becomes an event
-stream held by a coroutine — no thread per stream:
+rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer that is not a stream (a
+refusal) is sent as it is. One whose stream result is the listen's plan is an event stream held
+by a coroutine once the thread is done — no thread per stream:
 
 * headers: ``200``, ``Content-Type: text/event-stream``, ``Cache-Control: no-store``,
   ``X-Accel-Buffering: no`` (nginx passes each event on at once), and the endpoint's own
@@ -35,6 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from tmsite.mcp.protocol import StreamResult
 from tmsite.oplog import hooks, metrics
 from tmsite.subscriptions import changes, listen, sources
 from tmsite.subscriptions.changes import Change
@@ -45,6 +45,11 @@ Send = Callable[[Message], Awaitable[None]]
 #: Runs the endpoint on a pool thread in a context; returns (status, headers, body).
 RunEndpoint = Callable[
     [contextvars.Context], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]
+]
+#: As :data:`RunEndpoint`, with the answer's stream result (None: the answer is whole).
+RunHeld = Callable[
+    [contextvars.Context],
+    Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]],
 ]
 
 KEEPALIVE = b": keep-alive\n\n"
@@ -89,7 +94,7 @@ def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
 
 
 async def serve(
-    receive: Receive, send: Send, environ: dict[str, Any], rid: Any, run: RunEndpoint
+    receive: Receive, send: Send, environ: dict[str, Any], rid: Any, run: RunHeld
 ) -> None:
     """Answer one ``subscriptions/listen`` POST (see the module's text)."""
     offer = listen.Offer(rid=rid, accept=str(environ.get("HTTP_ACCEPT", "")))
@@ -99,18 +104,11 @@ async def serve(
     finally:
         listen.withdraw(token)
     started = time.perf_counter()
-    status, headers, body = await run(context)
-    plan = offer.plan
-    if plan is None or status != 200 or b'"error"' in body[:64]:
-        if plan is not None:  # accepted, then failed after: nothing is held
-            plan.slot.free()
-            if plan.log is not None:
-                plan.log(hooks.micros(started), len(body), "internal")
-        elif offer.status is not None and status == 200:
-            status = offer.status  # the listen's own refusal (406): the body is the endpoint's
+    status, headers, body, held = await run(context)
+    if not isinstance(held, listen.Plan):
         await whole(send, status, headers, body)
         return
-    await _Stream(plan, receive, send, headers, started).run()
+    await _Stream(held, receive, send, headers, started).run()
 
 
 async def whole(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
