@@ -45,6 +45,7 @@ Spec: T1, T2, T3, T4, T5, T6, T8, T12, SUB2.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -85,6 +86,7 @@ from tmsite.mcp.protocol import (
     STATELESS_VERSION,
     SUPPORTED_VERSIONS,
     CallContext,
+    StreamOffer,
     StreamResult,
 )
 from tmsite.oplog import costs, failures, hooks, recorder
@@ -104,6 +106,8 @@ CORS_ALLOWED_HEADERS = (
     "mcp-session-id",
 )
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The environ key the ASGI server sets on a request it can hold open as a stream (a listen).
+STREAM_KEY = "tm.stream"
 #: The 405's message where no stream is delivered (no session is kept: rule 3a)…
 METHOD_NOT_ALLOWED_SENTENCE = (
     "This MCP endpoint takes JSON-RPC messages by POST only: this server keeps no session and "
@@ -449,7 +453,8 @@ def _dispatch(value: Any, request: HttpRequest, origin: str | None) -> HttpRespo
         raise unsupported_version(header_version, rid if valid_id(rid) else None)
     if isinstance(value, list):
         return _batch(value, version, origin)
-    return _single(classify(value), version, headers, origin)
+    held = request.META.get(STREAM_KEY) is True
+    return _single(classify(value), version, headers, origin, held)
 
 
 def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
@@ -469,7 +474,11 @@ def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
 
 
 def _single(
-    message: Message, version: str, headers: dict[str, str], origin: str | None
+    message: Message,
+    version: str,
+    headers: dict[str, str],
+    origin: str | None,
+    held: bool = False,
 ) -> HttpResponse:
     modern = version == STATELESS_VERSION
     if message.kind == "response":
@@ -494,6 +503,8 @@ def _single(
                 message.id,
             )
         ctx = CallContext(version=version, transport="http")
+    if held:
+        ctx = dataclasses.replace(ctx, stream=StreamOffer(message.id, headers.get("accept", "")))
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     if answer.stream is not None:
         return StreamResponse(answer.stream, origin)

@@ -45,6 +45,19 @@ def era_of(version: str) -> Era:
 
 
 @dataclass(frozen=True)
+class StreamOffer:
+    """The transport can hold this request open as a stream (its answer a :class:`StreamResult`).
+
+    Attributes:
+        rid: The request's id, which tags the stream's messages.
+        accept: The request's ``Accept`` header; None where there is none to check (stdio).
+    """
+
+    rid: Any
+    accept: str | None = None
+
+
+@dataclass(frozen=True)
 class CallContext:
     """What a method handler knows about the request it answers.
 
@@ -53,11 +66,14 @@ class CallContext:
         transport: ``"http"`` or ``"stdio"``.
         client_info: The client's ``clientInfo`` when it sent one (2026-07-28 carries it in
             ``_meta``); informational only, never logged.
+        stream: What the transport offers to hold this request open as a stream; None where it
+            holds none (a WSGI server, or a request it does not route to a stream).
     """
 
     version: str = LATEST_INITIALIZE_VERSION
     transport: Literal["http", "stdio"] = "http"
     client_info: dict[str, Any] = field(default_factory=dict)
+    stream: StreamOffer | None = None
 
     @property
     def era(self) -> Era:

@@ -560,15 +560,12 @@ class Application:
                 if gathered is None:
                     return  # streamed
                 parts = gathered
-            elif scope["method"] == "POST" and (listening := stream.listen_request_id(body))[0]:
+            elif scope["method"] == "POST" and stream.is_listen(body):
                 await stream.serve(
                     receive,
                     send,
                     environ,
-                    listening[1],
-                    lambda context: loop.run_in_executor(
-                        self.pool, context.run, _held_on_thread, environ
-                    ),
+                    lambda: loop.run_in_executor(self.pool, _held_on_thread, environ),
                 )
                 return
             elif scope["method"] == "GET" and _names_session(scope):  # its stream (SUB2)

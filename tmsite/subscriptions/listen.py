@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,7 @@ from tmsite.mcp.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    CallContext,
     RpcError,
     StreamResult,
 )
@@ -311,32 +311,6 @@ class Plan(StreamResult):
         return None
 
 
-@dataclass(frozen=True)
-class Offer:
-    """What a transport that holds streams offers one request: its id, ``Accept``, transport.
-
-    A listen that arrived by another transport is not held by this offer. ``accept`` is None
-    where there is no header to check (stdio).
-    """
-
-    rid: Any
-    accept: str | None
-    transport: str = "http"
-
-
-_offer: ContextVar[Offer | None] = ContextVar("tm_listen_offer", default=None)
-
-
-def offered(offer: Offer) -> Any:
-    """Set ``offer`` for the endpoint run in this context; returns the reset token."""
-    return _offer.set(offer)
-
-
-def withdraw(token: Any) -> None:
-    """Undo :func:`offered`."""
-    _offer.reset(token)
-
-
 def check_uri(text: Any) -> Refusal | None:
     """Why ``text`` cannot be subscribed to here, or None."""
     try:
@@ -378,10 +352,10 @@ def _filter(params: dict[str, Any]) -> dict[str, Any]:
     return wanted
 
 
-def listen(params: dict[str, Any], ctx: Any) -> Plan:
+def listen(params: dict[str, Any], ctx: CallContext) -> Plan:
     """The method table's handler: check the listen; its plan is the stream to hold."""
-    offer = _offer.get()
-    if offer is None or ctx.transport != offer.transport:
+    offer = ctx.stream
+    if offer is None:
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
     if offer.accept is not None and not sessions.accepts_stream(offer.accept):
         raise RpcError(

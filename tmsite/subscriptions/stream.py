@@ -34,6 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from tmsite.mcp import endpoint
 from tmsite.mcp.protocol import StreamResult
 from tmsite.oplog import hooks, metrics
 from tmsite.subscriptions import changes, listen, sources
@@ -46,28 +47,24 @@ Send = Callable[[Message], Awaitable[None]]
 RunEndpoint = Callable[
     [contextvars.Context], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]
 ]
-#: As :data:`RunEndpoint`, with the answer's stream result (None: the answer is whole).
-RunHeld = Callable[
-    [contextvars.Context],
-    Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]],
-]
+#: Runs the endpoint on a pool thread; returns (status, headers, body) and the answer's stream
+#: result (None: the answer is whole).
+RunHeld = Callable[[], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]]]
 
 KEEPALIVE = b": keep-alive\n\n"
 #: The streams open in this process, each with what ends it gracefully.
 _open: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[str], None]]] = {}
 
 
-def listen_request_id(body: bytes) -> tuple[bool, Any]:
-    """Whether ``body`` is one ``subscriptions/listen`` request, and its id."""
+def is_listen(body: bytes) -> bool:
+    """Whether ``body`` is one ``subscriptions/listen`` request (with an id)."""
     if b"subscriptions/listen" not in body:
-        return False, None
+        return False
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
-        return False, None
-    if not isinstance(value, dict) or value.get("method") != listen.METHOD:
-        return False, None
-    return "id" in value, value.get("id")
+        return False
+    return isinstance(value, dict) and value.get("method") == listen.METHOD and "id" in value
 
 
 def open_streams() -> int:
@@ -93,18 +90,11 @@ def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     return head + b"event: message\ndata: " + data + b"\n\n"
 
 
-async def serve(
-    receive: Receive, send: Send, environ: dict[str, Any], rid: Any, run: RunHeld
-) -> None:
+async def serve(receive: Receive, send: Send, environ: dict[str, Any], run: RunHeld) -> None:
     """Answer one ``subscriptions/listen`` POST (see the module's text)."""
-    offer = listen.Offer(rid=rid, accept=str(environ.get("HTTP_ACCEPT", "")))
-    token = listen.offered(offer)
-    try:
-        context = contextvars.copy_context()
-    finally:
-        listen.withdraw(token)
+    environ[endpoint.STREAM_KEY] = True  # this request may be held as a stream
     started = time.perf_counter()
-    status, headers, body, held = await run(context)
+    status, headers, body, held = await run()
     if not isinstance(held, listen.Plan):
         await whole(send, status, headers, body)
         return
