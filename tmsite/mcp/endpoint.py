@@ -305,8 +305,7 @@ def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
     try:
         value = _parse_body(_checked_body(request))
         read.append(value)
-        with sessions.bound(_session_of(request, value)):
-            return _dispatch(value, request, origin)
+        return _dispatch(value, request, origin, _session_of(request, value))
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
@@ -436,7 +435,9 @@ def _parse_body(raw: bytes) -> Any:
         raise EnvelopeRefusal(400, PARSE_ERROR, f"Parse error: {exc}") from None
 
 
-def _dispatch(value: Any, request: HttpRequest, origin: str | None) -> HttpResponse:
+def _dispatch(
+    value: Any, request: HttpRequest, origin: str | None, session: sessions.Session | None
+) -> HttpResponse:
     """Rules 7–8: check the version header, then answer one message or a batch.
 
     Raises:
@@ -452,9 +453,9 @@ def _dispatch(value: Any, request: HttpRequest, origin: str | None) -> HttpRespo
         rid = value.get("id") if isinstance(value, dict) else None
         raise unsupported_version(header_version, rid if valid_id(rid) else None)
     if isinstance(value, list):
-        return _batch(value, version, origin)
+        return _batch(value, version, origin, session)
     held = request.META.get(STREAM_KEY) is True
-    return _single(classify(value), version, headers, origin, held)
+    return _single(classify(value), version, headers, origin, held, session)
 
 
 def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
@@ -479,6 +480,7 @@ def _single(
     headers: dict[str, str],
     origin: str | None,
     held: bool = False,
+    session: sessions.Session | None = None,
 ) -> HttpResponse:
     modern = version == STATELESS_VERSION
     if message.kind == "response":
@@ -502,7 +504,7 @@ def _single(
                 "MCP-Protocol-Version header is missing or names another version.",
                 message.id,
             )
-        ctx = CallContext(version=version, transport="http")
+        ctx = CallContext(version=version, transport="http", session=session)
     if held:
         ctx = dataclasses.replace(ctx, stream=StreamOffer(message.id, headers.get("accept", "")))
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
@@ -517,7 +519,9 @@ def _single(
     return response
 
 
-def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
+def _batch(
+    items: list[Any], version: str, origin: str | None, session: sessions.Session | None
+) -> HttpResponse:
     if not items:
         raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
     if version not in BATCH_VERSIONS:
@@ -537,7 +541,7 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
         if message.kind != "request":
             continue
         answer: Answer = observed.run_request(
-            message, CallContext(version=version, transport="http")
+            message, CallContext(version=version, transport="http", session=session)
         )
         parts.append(answer.text)
     if not parts:

@@ -13,7 +13,10 @@ Spec: T7.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from tmsite.subscriptions.sessions import Session
 
 INITIALIZE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_INITIALIZE_VERSION = "2025-11-25"
@@ -57,6 +60,18 @@ class StreamOffer:
     accept: str | None = None
 
 
+class Subscriber(Protocol):
+    """What holds the 2025-11-25 subscriptions of a session kept in this process (stdio's)."""
+
+    def subscribe(self, uri: str) -> None:
+        """Hold ``uri`` until unsubscribed."""
+        ...
+
+    def unsubscribe(self, uri: str) -> None:
+        """Stop telling of ``uri``."""
+        ...
+
+
 @dataclass(frozen=True)
 class CallContext:
     """What a method handler knows about the request it answers.
@@ -68,12 +83,18 @@ class CallContext:
             ``_meta``); informational only, never logged.
         stream: What the transport offers to hold this request open as a stream; None where it
             holds none (a WSGI server, or a request it does not route to a stream).
+        session: The valid session (``Mcp-Session-Id``) an HTTP request carries, where sessions
+            are kept; else None.
+        subscriber: What holds the subscriptions of the session the transport is (stdio: the
+            process); else None.
     """
 
     version: str = LATEST_INITIALIZE_VERSION
     transport: Literal["http", "stdio"] = "http"
     client_info: dict[str, Any] = field(default_factory=dict)
     stream: StreamOffer | None = None
+    session: Session | None = None
+    subscriber: Subscriber | None = None
 
     @property
     def era(self) -> Era:

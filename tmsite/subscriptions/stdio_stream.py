@@ -224,8 +224,7 @@ class StdioSubscriptions:
         """Answer a listen (held open) or a 2025-11-25 subscription request."""
         self._watched = True  # either may start the change sources
         if message.method != listen.METHOD:
-            with subscribe.holding(self.session):
-                return run(ctx).text
+            return run(dataclasses.replace(ctx, subscriber=self.session)).text
         key = _key(message.id)
         with self._lock:
             taken = key in self._listens
