@@ -72,9 +72,12 @@ class Subscriber(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CallContext:
-    """What a method handler knows about the request it answers.
+    """What a method handler knows about the request it answers (made once per request).
+
+    Not frozen: a frozen dataclass sets each field through ``object.__setattr__``, and one is
+    made on every request's hot path; nothing changes a context once it is made.
 
     Attributes:
         version: The protocol version this request speaks.
