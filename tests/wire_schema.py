@@ -457,13 +457,16 @@ def install() -> None:
     from django.http import HttpRequest, HttpResponseBase
 
     from tmsite.mcp import endpoint, methods
-    from tmsite.mcp.protocol import CallContext
+    from tmsite.mcp.protocol import CallContext, StreamResult
 
     dispatch = methods.dispatch
 
-    def checked_dispatch(method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def checked_dispatch(
+        method: str, params: dict[str, Any], ctx: CallContext
+    ) -> dict[str, Any] | StreamResult:
         result = dispatch(method, params, ctx)
-        _guarded("dispatch", check_result, method, ctx.version, result)
+        if not isinstance(result, StreamResult):  # a stream's messages are checked as sent
+            _guarded("dispatch", check_result, method, ctx.version, result)
         return result
 
     methods.dispatch = checked_dispatch

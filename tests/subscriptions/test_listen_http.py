@@ -124,6 +124,26 @@ def test_keep_alive_comments_and_the_log_row_of_the_whole_stream(
     assert not names & {"caller", "address", "ip", "who"}
 
 
+def test_a_listen_is_held_whatever_its_id_reads(
+    listen_url: str, http_client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream is started from the listen's answer itself, never guessed from its bytes."""
+    monkeypatch.setenv("TM_LISTEN_IDLE", "0.5")
+    with http_client.stream(
+        "POST", listen_url, json=listen_body("error"), headers=listen_headers()
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        events = Events(response)
+        ack = events.message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["_meta"][SUB_ID] == "error"
+        assert listen.SLOTS.status()["streams"] == 1
+        assert events.rest()[-1][1] == complete("error")
+    wait_until(nothing_held)
+    assert _row().outcome == "idle"
+
+
 def test_a_client_that_goes_away_frees_its_slot(listen_url: str, http_client: httpx.Client) -> None:
     uri = f"{H}/fs/docs/gone.md"
     with http_client.stream(

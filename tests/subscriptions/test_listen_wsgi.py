@@ -10,6 +10,13 @@ import pytest
 
 from tests.subscriptions.helpers import listen_body, listen_headers
 from tests.transport.transport_helpers import modern_headers, modern_request
+from tmsite.mcp.protocol import (
+    STATELESS_VERSION,
+    CallContext,
+    RpcError,
+    StreamOffer,
+    StreamResult,
+)
 from tmsite.subscriptions import listen
 
 pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.django_db(transaction=True)]
@@ -31,4 +38,26 @@ def test_a_listen_is_refused_clearly_and_nothing_is_advertised(live_server: Any)
     assert discover["capabilities"]["tools"] == {"listChanged": False}
     assert discover["capabilities"]["resources"] == {"subscribe": False, "listChanged": False}
     assert discover["capabilities"]["prompts"] == {"listChanged": False}
+    assert listen.SLOTS.status()["streams"] == 0
+
+
+def test_a_listen_is_held_only_where_its_context_offers_a_stream() -> None:
+    """What a listen may be answered with is in the context it is handed, not around it."""
+    asked = {"notifications": {"toolsListChanged": True}}
+    with pytest.raises(RpcError) as refused:
+        listen.listen(asked, CallContext(version=STATELESS_VERSION))
+    assert (refused.value.code, refused.value.message) == (-32601, listen.NOT_HERE)
+    with pytest.raises(RpcError) as plain:
+        listen.listen(
+            asked,
+            CallContext(version=STATELESS_VERSION, stream=StreamOffer("p-1", "application/json")),
+        )
+    assert (plain.value.code, plain.value.status) == (-32600, 406)
+    plan = listen.listen(asked, CallContext(version=STATELESS_VERSION, stream=StreamOffer("p-1")))
+    try:
+        assert isinstance(plan, StreamResult)
+        assert plan.rid == "p-1" and plan.honoured == {"toolsListChanged": True}
+        assert listen.SLOTS.status()["streams"] == 1
+    finally:
+        plan.slot.free()
     assert listen.SLOTS.status()["streams"] == 0

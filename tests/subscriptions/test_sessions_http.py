@@ -29,6 +29,7 @@ from tests.subscriptions.sessions_helpers import (
     updated,
 )
 from tests.transport.transport_helpers import modern_headers
+from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, RpcError
 from tmsite.mounts import registry
 from tmsite.mounts.fs import watch as fswatch
 from tmsite.oplog import recorder
@@ -480,3 +481,27 @@ def test_the_curls_of_the_mcp_guide_subscribe_and_are_told(
         until(lambda: _watching(session, {uri}))
         changes.publish(f"{uri}guide.md")
         assert events.message() == ("1", updated(f"{uri}guide.md"))
+
+
+class _Held:
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+
+    def subscribe(self, uri: str) -> None:
+        self.told.append(("subscribe", uri))
+
+    def unsubscribe(self, uri: str) -> None:
+        self.told.append(("unsubscribe", uri))
+
+
+def test_the_session_a_request_is_handed_holds_its_subscriptions() -> None:
+    uri = f"tm://{settings.TM_HOST}/"
+    held = _Held()
+    ctx = CallContext(transport="stdio", subscriber=held)
+    assert subscribe.subscribe({"uri": uri}, ctx) == {}
+    assert subscribe.unsubscribe({"uri": uri}, ctx) == {}
+    assert held.told == [("subscribe", uri), ("unsubscribe", uri)]
+    with pytest.raises(RpcError) as refused:  # no session handed, none kept here
+        subscribe.subscribe({"uri": uri}, CallContext(transport="stdio"))
+    assert refused.value.code == METHOD_NOT_FOUND
+    assert refused.value.message == subscribe.NOT_HERE.format(method=subscribe.SUBSCRIBE)

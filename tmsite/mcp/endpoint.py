@@ -45,6 +45,7 @@ Spec: T1, T2, T3, T4, T5, T6, T8, T12, SUB2.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -85,6 +86,8 @@ from tmsite.mcp.protocol import (
     STATELESS_VERSION,
     SUPPORTED_VERSIONS,
     CallContext,
+    StreamOffer,
+    StreamResult,
 )
 from tmsite.oplog import costs, failures, hooks, recorder
 from tmsite.subscriptions import delivery, sessions
@@ -103,6 +106,8 @@ CORS_ALLOWED_HEADERS = (
     "mcp-session-id",
 )
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The environ key the ASGI server sets on a request it can hold open as a stream (a listen).
+STREAM_KEY = "tm.stream"
 #: The 405's message where no stream is delivered (no session is kept: rule 3a)…
 METHOD_NOT_ALLOWED_SENTENCE = (
     "This MCP endpoint takes JSON-RPC messages by POST only: this server keeps no session and "
@@ -164,6 +169,19 @@ def _finish(response: HttpResponse, origin: str | None) -> None:
     if origin is not None:
         response["Access-Control-Allow-Origin"] = origin
         response["Vary"] = "Origin"
+
+
+class StreamResponse(HttpResponse):
+    """A request the ASGI server holds open as a stream: ``result`` says what it delivers.
+
+    Its headers are the endpoint's (CORS, ``RateLimit``); the server sends the stream's own
+    body in place of this empty one.
+    """
+
+    def __init__(self, result: StreamResult, origin: str | None) -> None:
+        super().__init__(status=200, content_type="text/event-stream")
+        self.result = result
+        _finish(self, origin)
 
 
 def _refuse(status: int, code: int, message: str, origin: str | None = None) -> HttpResponse:
@@ -287,8 +305,7 @@ def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
     try:
         value = _parse_body(_checked_body(request))
         read.append(value)
-        with sessions.bound(_session_of(request, value)):
-            return _dispatch(value, request, origin)
+        return _dispatch(value, request, origin, _session_of(request, value))
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
@@ -418,7 +435,9 @@ def _parse_body(raw: bytes) -> Any:
         raise EnvelopeRefusal(400, PARSE_ERROR, f"Parse error: {exc}") from None
 
 
-def _dispatch(value: Any, request: HttpRequest, origin: str | None) -> HttpResponse:
+def _dispatch(
+    value: Any, request: HttpRequest, origin: str | None, session: sessions.Session | None
+) -> HttpResponse:
     """Rules 7–8: check the version header, then answer one message or a batch.
 
     Raises:
@@ -434,8 +453,9 @@ def _dispatch(value: Any, request: HttpRequest, origin: str | None) -> HttpRespo
         rid = value.get("id") if isinstance(value, dict) else None
         raise unsupported_version(header_version, rid if valid_id(rid) else None)
     if isinstance(value, list):
-        return _batch(value, version, origin)
-    return _single(classify(value), version, headers, origin)
+        return _batch(value, version, origin, session)
+    held = request.META.get(STREAM_KEY) is True
+    return _single(classify(value), version, headers, origin, held, session)
 
 
 def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
@@ -455,7 +475,12 @@ def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
 
 
 def _single(
-    message: Message, version: str, headers: dict[str, str], origin: str | None
+    message: Message,
+    version: str,
+    headers: dict[str, str],
+    origin: str | None,
+    held: bool = False,
+    session: sessions.Session | None = None,
 ) -> HttpResponse:
     modern = version == STATELESS_VERSION
     if message.kind == "response":
@@ -479,9 +504,13 @@ def _single(
                 "MCP-Protocol-Version header is missing or names another version.",
                 message.id,
             )
-        ctx = CallContext(version=version, transport="http")
+        ctx = CallContext(version=version, transport="http", session=session)
+    if held:
+        ctx = dataclasses.replace(ctx, stream=StreamOffer(message.id, headers.get("accept", "")))
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
-    status = 404 if modern and answer.error_code == METHOD_NOT_FOUND else 200
+    if answer.stream is not None:
+        return StreamResponse(answer.stream, origin)
+    status = answer.status or (404 if modern and answer.error_code == METHOD_NOT_FOUND else 200)
     response = _json(None, status, origin, data=answer.encoded())
     if message.method == "initialize" and answer.error_code is None and delivery.here():
         response[sessions.HEADER] = sessions.issue()  # rule 3a: for subscriptions alone
@@ -490,7 +519,9 @@ def _single(
     return response
 
 
-def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
+def _batch(
+    items: list[Any], version: str, origin: str | None, session: sessions.Session | None
+) -> HttpResponse:
     if not items:
         raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
     if version not in BATCH_VERSIONS:
@@ -510,7 +541,7 @@ def _batch(items: list[Any], version: str, origin: str | None) -> HttpResponse:
         if message.kind != "request":
             continue
         answer: Answer = observed.run_request(
-            message, CallContext(version=version, transport="http")
+            message, CallContext(version=version, transport="http", session=session)
         )
         parts.append(answer.text)
     if not parts:

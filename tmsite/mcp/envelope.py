@@ -63,7 +63,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tmsite.mcp.lifecycle import SERVER_INFO_META_KEY, server_info
 from tmsite.mcp.protocol import (
@@ -77,6 +77,7 @@ from tmsite.mcp.protocol import (
     UNSUPPORTED_VERSION,
     CallContext,
     RpcError,
+    StreamResult,
 )
 from tmsite.oplog import failures
 
@@ -161,13 +162,17 @@ class Answer:
 
     ``data`` is the response in UTF-8 when it was made as bytes already (a prepared answer),
     else made from ``text`` the first time :meth:`encoded` is asked (once for the log's size
-    and the body alike).
+    and the body alike). ``stream``: the request is to be held open as a stream (``text`` is
+    empty: the transport that offered it sends what it delivers). ``status``: the HTTP status
+    of an error that names its own.
     """
 
     text: str
     error_code: int | None = None
     result: dict[str, Any] | None = None
     data: bytes | None = None
+    stream: StreamResult | None = None
+    status: int | None = None
 
     def encoded(self) -> bytes:
         """The response as sent: ``text`` in UTF-8."""
@@ -445,7 +450,8 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
         if key is not None and rid is not None:
             entry, depends = prepared.lookup(key)
             if entry is None:
-                built = _result(message.method, params, ctx)
+                # no prepared method answers with a stream
+                built = cast("dict[str, Any]", _result(message.method, params, ctx))
                 entry = prepared.store(key, depends, built, dumps(built))
             elif entry.after is not None:
                 entry.after()
@@ -454,11 +460,12 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
                 text = dumps({"jsonrpc": "2.0", "id": rid, "result": entry.result})
                 return Answer(text, result=entry.result)
             return Answer(spliced[0], result=entry.result, data=spliced[1])
-        result = _result(message.method, params, ctx)
-        return Answer(dumps({"jsonrpc": "2.0", "id": rid, "result": result}), result=result)
+        return _answer(rid, _result(message.method, params, ctx))
     except RpcError as exc:
         return Answer(
-            dumps(error_response(rid, exc.code, exc.message, exc.data)), error_code=exc.code
+            dumps(error_response(rid, exc.code, exc.message, exc.data)),
+            error_code=exc.code,
+            status=exc.status,
         )
     except Exception as exc:
         failures.report(f"mcp-{ctx.transport} request", exc)
@@ -468,12 +475,20 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
         )
 
 
-def _result(method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+def _answer(rid: RequestId | None, result: dict[str, Any] | StreamResult) -> Answer:
+    if isinstance(result, StreamResult):  # the transport holds it open; nothing is sent now
+        return Answer("", stream=result)
+    return Answer(dumps({"jsonrpc": "2.0", "id": rid, "result": result}), result=result)
+
+
+def _result(method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any] | StreamResult:
     """The method's result, as the era states it (2026 results name the server)."""
     from tmsite.mcp.methods import dispatch
 
     result = dispatch(method, params, ctx)
-    return _stamp_server_info(result) if ctx.era == "2026" else result
+    if ctx.era == "2026" and not isinstance(result, StreamResult):
+        return _stamp_server_info(result)
+    return result
 
 
 def _stamp_server_info(result: dict[str, Any]) -> dict[str, Any]:

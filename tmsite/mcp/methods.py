@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tmsite.mcp import lifecycle, namespace_methods, prompts, tools
-from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, Era, RpcError
+from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, Era, RpcError, StreamResult
 
-Handler = Callable[[dict[str, Any], CallContext], dict[str, Any]]
+Handler = Callable[[dict[str, Any], CallContext], dict[str, Any] | StreamResult]
 
 BOTH: frozenset[Era] = frozenset({"2025", "2026"})
 
@@ -46,12 +46,16 @@ METHODS: dict[str, Method] = {
 }
 
 
-def dispatch(method: str, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+def dispatch(
+    method: str, params: dict[str, Any], ctx: CallContext
+) -> dict[str, Any] | StreamResult:
     """Answer one request. Raises ``RpcError`` for every error the client should see."""
     entry = METHODS.get(method)
     if entry is None or ctx.era not in entry.eras:
         raise RpcError(METHOD_NOT_FOUND, f"method {method!r} is not offered by this server")
     result = entry.handler(params, ctx)
+    if isinstance(result, StreamResult):  # the transport holds it open; no result is sent
+        return result
     if ctx.era == "2026":
         result = {**result, "resultType": "complete"}
         if entry.ttl_seconds is not None:

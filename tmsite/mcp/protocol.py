@@ -13,7 +13,10 @@ Spec: T7.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from tmsite.subscriptions.sessions import Session
 
 INITIALIZE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_INITIALIZE_VERSION = "2025-11-25"
@@ -45,19 +48,56 @@ def era_of(version: str) -> Era:
 
 
 @dataclass(frozen=True)
+class StreamOffer:
+    """The transport can hold this request open as a stream (its answer a :class:`StreamResult`).
+
+    Attributes:
+        rid: The request's id, which tags the stream's messages.
+        accept: The request's ``Accept`` header; None where there is none to check (stdio).
+    """
+
+    rid: Any
+    accept: str | None = None
+
+
+class Subscriber(Protocol):
+    """What holds the 2025-11-25 subscriptions of a session kept in this process (stdio's)."""
+
+    def subscribe(self, uri: str) -> None:
+        """Hold ``uri`` until unsubscribed."""
+        ...
+
+    def unsubscribe(self, uri: str) -> None:
+        """Stop telling of ``uri``."""
+        ...
+
+
+@dataclass(slots=True)
 class CallContext:
-    """What a method handler knows about the request it answers.
+    """What a method handler knows about the request it answers (made once per request).
+
+    Not frozen: a frozen dataclass sets each field through ``object.__setattr__``, and one is
+    made on every request's hot path; nothing changes a context once it is made.
 
     Attributes:
         version: The protocol version this request speaks.
         transport: ``"http"`` or ``"stdio"``.
         client_info: The client's ``clientInfo`` when it sent one (2026-07-28 carries it in
             ``_meta``); informational only, never logged.
+        stream: What the transport offers to hold this request open as a stream; None where it
+            holds none (a WSGI server, or a request it does not route to a stream).
+        session: The valid session (``Mcp-Session-Id``) an HTTP request carries, where sessions
+            are kept; else None.
+        subscriber: What holds the subscriptions of the session the transport is (stdio: the
+            process); else None.
     """
 
     version: str = LATEST_INITIALIZE_VERSION
     transport: Literal["http", "stdio"] = "http"
     client_info: dict[str, Any] = field(default_factory=dict)
+    stream: StreamOffer | None = None
+    session: Session | None = None
+    subscriber: Subscriber | None = None
 
     @property
     def era(self) -> Era:
@@ -65,14 +105,34 @@ class CallContext:
         return era_of(self.version)
 
 
-class RpcError(Exception):
-    """A JSON-RPC error answered to the client (HTTP 200 on the HTTP transport)."""
+class StreamResult:
+    """What a handler answers with when the transport is to hold the request open as a stream.
 
-    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
+    A subclass says what the stream delivers (``subscriptions/listen``'s plan); the transport
+    that offered the stream recognises it by its type and starts the stream from it. It is not
+    a result: nothing of it is sent as the response.
+    """
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answered to the client (HTTP 200 on the HTTP transport).
+
+    ``status``: the HTTP status it is sent with when not the endpoint's own (a listen's
+    ``Accept`` without ``text/event-stream`` is 406, as the transport's own refusal is).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: dict[str, Any] | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
+        self.status = status
 
     def to_json(self) -> dict[str, Any]:
         """The ``error`` member of a JSON-RPC response; ``data`` only when there is some."""

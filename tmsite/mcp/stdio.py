@@ -96,8 +96,13 @@ class Held(Protocol):
     #: The requests it answers (with the ordinary run it is handed).
     methods: frozenset[str]
 
-    def request(self, message: Message, ctx: CallContext, run: Callable[[], Answer]) -> str | None:
-        """Answer one of ``methods``: the line to write, or None when it wrote its own."""
+    def request(
+        self, message: Message, ctx: CallContext, run: Callable[[CallContext], Answer]
+    ) -> str | None:
+        """Answer one of ``methods``: the line to write, or None when it wrote its own.
+
+        ``run`` answers the request in the context it is given (the one passed, or more).
+        """
         ...
 
     def notification(self, message: Message) -> None:
@@ -165,7 +170,7 @@ class StdioSession:
 
     def _run(self, message: Message, ctx: CallContext) -> str | None:
         if self.held is not None and message.method in self.held.methods:
-            return self.held.request(message, ctx, lambda: observed.run_request(message, ctx))
+            return self.held.request(message, ctx, lambda c: observed.run_request(message, c))
         answer = observed.run_request(message, ctx)  # a request log row (stdio: no limit)
         if message.method == "initialize" and answer.result is not None:
             version = answer.result.get("protocolVersion")

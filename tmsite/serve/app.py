@@ -68,7 +68,12 @@ from tmsite import wsgi
 from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
-from tmsite.mcp.protocol import DEFAULT_HEADERLESS_VERSION, SUPPORTED_VERSIONS, CallContext
+from tmsite.mcp.protocol import (
+    DEFAULT_HEADERLESS_VERSION,
+    SUPPORTED_VERSIONS,
+    CallContext,
+    StreamResult,
+)
 from tmsite.oplog import buckets, caller, logs, metrics, recorder
 from tmsite.serve import guard, lifeline
 from tmsite.subscriptions import delivery, sessions, sessionstream, sources, stream
@@ -150,10 +155,19 @@ def _run_endpoint(environ: dict[str, Any]) -> HttpResponseBase:
 
 def _endpoint_on_thread(environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """The endpoint on a pool thread, between ``request_started`` and ``request_finished``."""
+    status, headers, content, _ = _held_on_thread(environ)
+    return status, headers, content
+
+
+def _held_on_thread(
+    environ: dict[str, Any],
+) -> tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]:
+    """As :func:`_endpoint_on_thread`, with the answer's stream result (None: none)."""
     signals.request_started.send(sender=wsgi.EndpointHandler, environ=environ)
     response = _run_endpoint(environ)
     try:
-        return _parts(response)
+        held = response.result if isinstance(response, endpoint.StreamResponse) else None
+        return (*_parts(response), held)
     finally:
         response.close()  # request_finished: old database connections closed, counts flushed
 
@@ -546,15 +560,12 @@ class Application:
                 if gathered is None:
                     return  # streamed
                 parts = gathered
-            elif scope["method"] == "POST" and (listening := stream.listen_request_id(body))[0]:
+            elif scope["method"] == "POST" and stream.is_listen(body):
                 await stream.serve(
                     receive,
                     send,
                     environ,
-                    listening[1],
-                    lambda context: loop.run_in_executor(
-                        self.pool, context.run, _endpoint_on_thread, environ
-                    ),
+                    lambda: loop.run_in_executor(self.pool, _held_on_thread, environ),
                 )
                 return
             elif scope["method"] == "GET" and _names_session(scope):  # its stream (SUB2)

@@ -31,9 +31,10 @@ has, in this order (over stdio, 2 has no header to check; the checks from 3 on a
    when the cap is the server's (waiting helps); a caller's own cap is freed by closing one of
    its streams.
 
-Then the stream's plan (what is honoured, its slot) is handed to the stream, and the request
-log's row is held back until the stream ends (its whole duration, the bytes sent, how it ended);
-it names no caller, as no row does. The caps are kept in memory, per process.
+Then the listen answers with its plan (what is honoured, its slot), a stream result the
+transport starts the stream from, and the request log's row is held back until the stream ends
+(its whole duration, the bytes sent, how it ended); it names no caller, as no row does.
+The caps are kept in memory, per process.
 
 Spec: SUB1.
 """
@@ -42,8 +43,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -51,7 +51,14 @@ from django.conf import settings
 from tmsite.core import uri as tmuri
 from tmsite.core.errors import BadUri, NotFound, Refusal
 from tmsite.mcp import methods
-from tmsite.mcp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
+from tmsite.mcp.protocol import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    CallContext,
+    RpcError,
+    StreamResult,
+)
 from tmsite.mounts import registry
 from tmsite.oplog import hooks
 from tmsite.subscriptions import changes, env, sessions
@@ -252,8 +259,8 @@ def _cap(reason: str, cap: str, limit: int, retry: int | None = None) -> RpcErro
 
 
 @dataclass
-class Plan:
-    """What one accepted listen delivers, and what it holds until it ends."""
+class Plan(StreamResult):
+    """What one accepted listen delivers, and what it holds until it ends: its stream result."""
 
     rid: Any
     honoured: dict[str, Any]
@@ -304,35 +311,6 @@ class Plan:
         return None
 
 
-@dataclass
-class Offer:
-    """What a transport that holds streams offers one request: its id, ``Accept``, transport.
-
-    A listen that arrived by another transport is not held by this offer. ``accept`` is None
-    where there is no header to check (stdio). ``status`` is the HTTP status a refusal is sent
-    with when it is not the endpoint's (406 for an ``Accept`` without ``text/event-stream``).
-    """
-
-    rid: Any
-    accept: str | None
-    plan: Plan | None = field(default=None)
-    status: int | None = field(default=None)
-    transport: str = "http"
-
-
-_offer: ContextVar[Offer | None] = ContextVar("tm_listen_offer", default=None)
-
-
-def offered(offer: Offer) -> Any:
-    """Set ``offer`` for the endpoint run in this context; returns the reset token."""
-    return _offer.set(offer)
-
-
-def withdraw(token: Any) -> None:
-    """Undo :func:`offered`."""
-    _offer.reset(token)
-
-
 def check_uri(text: Any) -> Refusal | None:
     """Why ``text`` cannot be subscribed to here, or None."""
     try:
@@ -374,20 +352,19 @@ def _filter(params: dict[str, Any]) -> dict[str, Any]:
     return wanted
 
 
-def listen(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """The method table's handler: check the listen and hand its plan to the stream."""
-    offer = _offer.get()
-    if offer is None or ctx.transport != offer.transport:
+def listen(params: dict[str, Any], ctx: CallContext) -> Plan:
+    """The method table's handler: check the listen; its plan is the stream to hold."""
+    offer = ctx.stream
+    if offer is None:
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE)
     if offer.accept is not None and not sessions.accepts_stream(offer.accept):
-        offer.status = 406
         raise RpcError(
             INVALID_REQUEST,
             "subscriptions/listen answers with an event stream: Accept must list "
             "text/event-stream.",
+            status=406,
         )
-    offer.plan = plan(offer.rid, params, hooks.current_caller() or "")
-    return {"_meta": {SUBSCRIPTION_ID_META: offer.rid}}  # the stream's last word, not sent now
+    return plan(offer.rid, params, hooks.current_caller() or "")
 
 
 def _echo(text: str) -> str:

@@ -29,13 +29,12 @@ Spec: SUB2.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,26 +199,6 @@ def prune(now: dt.datetime | None = None) -> None:
     SessionEnd.objects.filter(expires__lte=now).delete()
     SessionSubscription.objects.filter(expires__lte=now).delete()
     SessionStream.objects.filter(expires__lte=now).delete()
-
-
-# --- the request's session -----------------------------------------------------------------
-
-_current: ContextVar[Session | None] = ContextVar("tm_session", default=None)
-
-
-def current() -> Session | None:
-    """The valid session the request being answered carries, or None."""
-    return _current.get()
-
-
-@contextlib.contextmanager
-def bound(session: Session | None) -> Iterator[None]:
-    """The block answers a request carrying ``session``."""
-    token = _current.set(session)
-    try:
-        yield
-    finally:
-        _current.reset(token)
 
 
 # --- the GET stream's hand-off ---------------------------------------------------------------

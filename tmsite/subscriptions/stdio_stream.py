@@ -3,7 +3,7 @@
 What :func:`tmsite.mcp.stdio.serve` is given to hold (:class:`StdioSubscriptions`):
 
 * **2026-07-28 ``subscriptions/listen``** runs as every request does (the envelope, the method
-  table, the request log) under a stdio :class:`~tmsite.subscriptions.listen.Offer`, so its
+  table, the request log), a stream offered in its context (``CallContext.stream``), so its
   checks are HTTP's (:func:`tmsite.subscriptions.listen.plan`: the filter, each URI refused on
   its own in the acknowledgement's ``_meta``, the caps — the process is the caller). The request
   stays open: the acknowledgement is written first, then each notification the filter asked
@@ -33,6 +33,7 @@ Spec: SUB1, SUB2.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import logging
 import threading
@@ -41,7 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tmsite.mcp.envelope import Answer, Message, dumps, error_response
-from tmsite.mcp.protocol import INVALID_REQUEST, CallContext
+from tmsite.mcp.protocol import INVALID_REQUEST, CallContext, StreamOffer
 from tmsite.mcp.stdio import Writer
 from tmsite.oplog import failures, hooks
 from tmsite.subscriptions import changes, listen, sources, subscribe
@@ -217,12 +218,13 @@ class StdioSubscriptions:
         self.session = subscribe.Session(lambda message: self._outbox.put(dumps(message)))
         self._watched = False
 
-    def request(self, message: Message, ctx: CallContext, run: Callable[[], Answer]) -> str | None:
+    def request(
+        self, message: Message, ctx: CallContext, run: Callable[[CallContext], Answer]
+    ) -> str | None:
         """Answer a listen (held open) or a 2025-11-25 subscription request."""
         self._watched = True  # either may start the change sources
         if message.method != listen.METHOD:
-            with subscribe.holding(self.session):
-                return run().text
+            return run(dataclasses.replace(ctx, subscriber=self.session)).text
         key = _key(message.id)
         with self._lock:
             taken = key in self._listens
@@ -234,21 +236,11 @@ class StdioSubscriptions:
                     f"A listen with the id {key} is open; each listen needs its own id.",
                 )
             )
-        offer = listen.Offer(rid=message.id, accept=None, transport="stdio")
         started = time.perf_counter()
-        token = listen.offered(offer)
-        try:
-            answer = run()
-        finally:
-            listen.withdraw(token)
-        plan = offer.plan
-        if plan is None or answer.error_code is not None:
-            if plan is not None:  # accepted, then failed after: nothing is held
-                plan.slot.free()
-                if plan.log is not None:
-                    plan.log(hooks.micros(started), len(answer.text.encode()), hooks.INTERNAL)
+        answer = run(dataclasses.replace(ctx, stream=StreamOffer(message.id)))
+        if not isinstance(answer.stream, listen.Plan):
             return answer.text
-        held = _Listen(self, plan, started)
+        held = _Listen(self, answer.stream, started)
         with self._lock:
             self._listens[key] = held
         held.open()

@@ -2,10 +2,9 @@
 
 The ASGI application hands a POST whose body is a ``subscriptions/listen`` request to
 :func:`serve`. The request runs the endpoint on a pool thread like any other (its checks, its
-rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer without a plan (a refusal) is
-sent as it is, with the status the listen asked for when it has one (406 for an ``Accept``
-without ``text/event-stream``). With a plan, the thread is done and the answer becomes an event
-stream held by a coroutine — no thread per stream:
+rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer that is not a stream (a
+refusal) is sent as it is. One whose stream result is the listen's plan is an event stream held
+by a coroutine once the thread is done — no thread per stream:
 
 * headers: ``200``, ``Content-Type: text/event-stream``, ``Cache-Control: no-store``,
   ``X-Accel-Buffering: no`` (nginx passes each event on at once), and the endpoint's own
@@ -35,6 +34,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from tmsite.mcp import endpoint
+from tmsite.mcp.protocol import StreamResult
 from tmsite.oplog import hooks, metrics
 from tmsite.subscriptions import changes, listen, sources
 from tmsite.subscriptions.changes import Change
@@ -46,23 +47,24 @@ Send = Callable[[Message], Awaitable[None]]
 RunEndpoint = Callable[
     [contextvars.Context], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]
 ]
+#: Runs the endpoint on a pool thread; returns (status, headers, body) and the answer's stream
+#: result (None: the answer is whole).
+RunHeld = Callable[[], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]]]
 
 KEEPALIVE = b": keep-alive\n\n"
 #: The streams open in this process, each with what ends it gracefully.
 _open: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[str], None]]] = {}
 
 
-def listen_request_id(body: bytes) -> tuple[bool, Any]:
-    """Whether ``body`` is one ``subscriptions/listen`` request, and its id."""
+def is_listen(body: bytes) -> bool:
+    """Whether ``body`` is one ``subscriptions/listen`` request (with an id)."""
     if b"subscriptions/listen" not in body:
-        return False, None
+        return False
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
-        return False, None
-    if not isinstance(value, dict) or value.get("method") != listen.METHOD:
-        return False, None
-    return "id" in value, value.get("id")
+        return False
+    return isinstance(value, dict) and value.get("method") == listen.METHOD and "id" in value
 
 
 def open_streams() -> int:
@@ -88,29 +90,15 @@ def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     return head + b"event: message\ndata: " + data + b"\n\n"
 
 
-async def serve(
-    receive: Receive, send: Send, environ: dict[str, Any], rid: Any, run: RunEndpoint
-) -> None:
+async def serve(receive: Receive, send: Send, environ: dict[str, Any], run: RunHeld) -> None:
     """Answer one ``subscriptions/listen`` POST (see the module's text)."""
-    offer = listen.Offer(rid=rid, accept=str(environ.get("HTTP_ACCEPT", "")))
-    token = listen.offered(offer)
-    try:
-        context = contextvars.copy_context()
-    finally:
-        listen.withdraw(token)
+    environ[endpoint.STREAM_KEY] = True  # this request may be held as a stream
     started = time.perf_counter()
-    status, headers, body = await run(context)
-    plan = offer.plan
-    if plan is None or status != 200 or b'"error"' in body[:64]:
-        if plan is not None:  # accepted, then failed after: nothing is held
-            plan.slot.free()
-            if plan.log is not None:
-                plan.log(hooks.micros(started), len(body), "internal")
-        elif offer.status is not None and status == 200:
-            status = offer.status  # the listen's own refusal (406): the body is the endpoint's
+    status, headers, body, held = await run()
+    if not isinstance(held, listen.Plan):
         await whole(send, status, headers, body)
         return
-    await _Stream(plan, receive, send, headers, started).run()
+    await _Stream(held, receive, send, headers, started).run()
 
 
 async def whole(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

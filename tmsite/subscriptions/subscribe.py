@@ -5,9 +5,9 @@ time and is told ``notifications/resources/updated {uri}`` when it changes, on t
 channel, until it unsubscribes or the session ends. Two transports hold sessions:
 
 * **stdio** (``manage.py mcp_stdio``): the process is the session (no header names it) and the
-  channel its stdout. The transport runs each request inside :func:`holding` with its
-  :class:`Session`, kept in memory; its URIs count against the caps on subscribed URIs, the
-  caller's and the server's, as a listen's do (a refusal names the cap).
+  channel its stdout. The transport hands each request its :class:`Session`
+  (``CallContext.subscriber``), kept in memory; its URIs count against the caps on subscribed
+  URIs, the caller's and the server's, as a listen's do (a refusal names the cap).
 * **HTTP**, where streams are delivered (``python -m tmsite.serve``), for a request carrying a
   valid ``Mcp-Session-Id`` (:mod:`tmsite.subscriptions.sessions`): each subscription is a row
   keyed by the session's hash, the changes are told on the session's GET stream
@@ -39,11 +39,9 @@ Spec: SUB2.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,19 +165,6 @@ class Session:
                 return
 
 
-_session: ContextVar[Session | None] = ContextVar("tm_subscribe_session", default=None)
-
-
-@contextlib.contextmanager
-def holding(session: Session) -> Iterator[None]:
-    """The requests answered in the block belong to ``session``."""
-    token = _session.set(session)
-    try:
-        yield
-    finally:
-        _session.reset(token)
-
-
 def _uri(params: dict[str, Any], method: str, ctx: CallContext) -> str:
     if "uri" not in params:
         raise RpcError(INVALID_PARAMS, f"{method} needs params.uri, a string.")
@@ -196,7 +181,7 @@ def _uri(params: dict[str, Any], method: str, ctx: CallContext) -> str:
 def _http_session(method: str, ctx: CallContext) -> sessions.Session:
     if ctx.transport != "http" or not delivery.here():
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE.format(method=method))
-    session = sessions.current()
+    session = ctx.session
     if session is None:
         raise RpcError(INVALID_REQUEST, NO_SESSION.format(method=method), {"reason": "no-session"})
     return session
@@ -247,7 +232,7 @@ class SessionCaps:
 
 def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/subscribe {uri}``: the session is told when ``uri`` changes."""
-    held = _session.get()
+    held = ctx.subscriber
     if held is not None:
         held.subscribe(_uri(params, SUBSCRIBE, ctx))
         return {}
@@ -280,7 +265,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
 
 def unsubscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/unsubscribe {uri}``: no more notifications of ``uri``."""
-    held = _session.get()
+    held = ctx.subscriber
     if held is not None:
         held.unsubscribe(_uri(params, UNSUBSCRIBE, ctx))
         return {}
