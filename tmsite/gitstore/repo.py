@@ -538,9 +538,10 @@ class LazyCommitGraph(CommitGraph):
         start = self._position(binary)
         if start is None:
             return None
-        data, count, unpack = self._data, self._count, struct.unpack_from
+        data, unpack = self._data, struct.unpack_from
         pop, push = heapq.heappop, heapq.heappush
-        # A queued commit carries its two parent words, read with its date in one unpack.
+        # A queued commit carries its two parent words, read with its date in one unpack (a
+        # parent past the table fails it: ``struct.error``, a damaged graph).
         one, two, high, low = unpack(">LLLL", data, start * 36 + 20)
         queue: list[tuple[int, int, int, int, int]] = [
             (-(low | ((high & 0x3) << 32)), 0, start, one, two)
@@ -555,10 +556,14 @@ class LazyCommitGraph(CommitGraph):
                     return self._id_at(position)
                 item = None
                 if two != GRAPH_PARENT_MISSING:  # a merge: every new parent queued
-                    counter = self._queue_parents(position, queue, seen, counter)
+                    for parent in self._merge_parents(position, one, two):
+                        if parent in seen:
+                            continue
+                        seen.add(parent)
+                        counter += 1
+                        first, second, high, low = unpack(">LLLL", data, parent * 36 + 20)
+                        push(queue, (-(low | ((high & 0x3) << 32)), counter, parent, first, second))
                 elif one < GRAPH_PARENT_MISSING and one not in seen:
-                    if one >= count:
-                        raise ValueError("a commit-graph parent is out of range")
                     seen.add(one)
                     counter += 1
                     first, second, high, low = unpack(">LLLL", data, one * 36 + 20)
@@ -569,24 +574,11 @@ class LazyCommitGraph(CommitGraph):
                         push(queue, queued)
         return ""
 
-    def _queue_parents(
-        self,
-        position: int,
-        queue: list[tuple[int, int, int, int, int]],
-        seen: set[int],
-        counter: int,
-    ) -> int:
-        """Queue the parents of a merge not met yet, as :meth:`first_before` queues them."""
-        for parent in self._parent_positions(position):
-            if parent in seen:
-                continue
-            if parent >= self._count:
-                raise ValueError("a commit-graph parent is out of range")
-            seen.add(parent)
-            counter += 1
-            one, two, high, low = struct.unpack_from(">LLLL", self._data, parent * 36 + 20)
-            heapq.heappush(queue, (-(low | ((high & 0x3) << 32)), counter, parent, one, two))
-        return counter
+    def _merge_parents(self, position: int, one: int, two: int) -> tuple[int, ...] | list[int]:
+        """The parents of a merge from its two parent words (an octopus's from the edge list)."""
+        if two & GRAPH_EXTRA_EDGES_NEEDED:
+            return self._parent_positions(position)
+        return (one, two) if one < GRAPH_PARENT_MISSING else (two,)
 
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
         """Whether the commit may have changed a path against its first parent.
