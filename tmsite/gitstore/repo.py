@@ -534,10 +534,53 @@ class LazyCommitGraph(CommitGraph):
         order they were queued), every parent followed; the first dated at or before
         ``limit`` is the answer (``""`` when there is none). None when the graph does not
         hold the commit. Positions and dates are read in place, no id is decoded on the way.
+
+        That walk takes every commit after ``limit`` reachable through such commits before
+        it takes any other, so its answer is the newest of the commits met at that edge:
+        these are found without a queue (:meth:`_edge_before`), and only when two of them
+        share the newest date, which the queue's order decides, is the queue walked.
         """
         start = self._position(binary)
         if start is None:
             return None
+        found = self._edge_before(start, limit)
+        if found is not None:
+            return found
+        return self._walk_before(start, limit)
+
+    def _edge_before(self, start: int, limit: int) -> str | None:
+        """The newest commit at or before ``limit`` past the commits after it from ``start``.
+
+        ``""`` when there is none; None when two share the newest date.
+        """
+        data, unpack = self._data, struct.unpack_from
+        seen = {start}
+        stack = [start]
+        best, best_time, tied = -1, -1, False
+        while stack:
+            position = stack.pop()
+            one, two, high, low = unpack(">LLLL", data, position * 36 + 20)
+            when = low | ((high & 0x3) << 32)
+            if when <= limit:
+                if when > best_time:
+                    best, best_time, tied = position, when, False
+                elif when == best_time:
+                    tied = True
+                continue
+            if two != GRAPH_PARENT_MISSING:
+                parents = self._merge_parents(position, one, two)
+            else:
+                parents = (one,) if one < GRAPH_PARENT_MISSING else ()
+            for parent in parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        if tied:
+            return None
+        return self._id_at(best) if best >= 0 else ""
+
+    def _walk_before(self, start: int, limit: int) -> str:
+        """:meth:`first_before` by the queue itself."""
         data, unpack = self._data, struct.unpack_from
         pop, push = heapq.heappop, heapq.heappush
         # A queued commit carries its two parent words, read with its date in one unpack (a
