@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from dulwich.objects import Commit
 
-from tests.git_oracle import needs_git
+from tests.git_oracle import needs_git, run_git
+from tests.gitstore.builder import Builder
 from tests.gitstore.conftest import DAY, World
 from tmsite import gitstore
 from tmsite.gitstore import AmbiguousRef, BadRef, NoSuchRef
@@ -301,3 +303,33 @@ def test_refs_are_kept_until_the_store_changes(fresh_world: World) -> None:
         refs.pack_refs(all=True)
         assert gitstore.resolve(repo, "main").commit == c["c3"]
         assert gitstore.resolve(repo, "v1").commit == c["c2"]
+
+
+@needs_git
+@pytest.mark.parametrize("graph", [False, True])
+def test_dates_at_an_edge_of_equal_dates_match_git(tmp_path: Path, graph: bool) -> None:
+    # Past day 3 the walk back from the tip meets a, b (both committed at day 2, a merge's
+    # parents in that order) and c (day 1, on a side line merged later): the newest by date
+    # is a or b, and git takes the one it queued first.
+    b = Builder.init(str(tmp_path / "repo"))
+    root = b.commit("root", {"f": b"0\n"}, when=0)
+    c = b.commit("c", {"c": b"c\n"}, [root], when=DAY)
+    one = b.commit("a", {"a": b"a\n"}, [root], when=2 * DAY)
+    two = b.commit("b", {"b": b"b\n"}, [root], when=2 * DAY)
+    merge = b.commit("m", {}, [two, one], when=4 * DAY)
+    side = b.commit("s", {}, [merge, c], when=5 * DAY)
+    tip = b.commit("t", {"f": b"1\n"}, [side], when=6 * DAY)
+    b.set_ref("refs/heads/main", tip)
+    b.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+    if graph:
+        b.repo.object_store.write_commit_graph()
+    gitstore.clear_caches()
+    with gitstore.open_repo(tmp_path / "repo") as repo:
+        assert (repo.graph() is not None) == graph
+        for days in (0, 1, 2, 3, 4, 5, 6, 7):
+            when = b.base_time + days * DAY
+            oracle = run_git(tmp_path / "repo", "rev-list", "-1", f"--before={when} +0000", "HEAD")
+            text = datetime.fromtimestamp(when, tz=UTC).isoformat()
+            assert gitstore.resolve(repo, text).commit == oracle.strip(), days
+        at_three = datetime.fromtimestamp(b.base_time + 3 * DAY, tz=UTC).isoformat()
+        assert gitstore.resolve(repo, at_three).commit == two.decode()

@@ -534,13 +534,57 @@ class LazyCommitGraph(CommitGraph):
         order they were queued), every parent followed; the first dated at or before
         ``limit`` is the answer (``""`` when there is none). None when the graph does not
         hold the commit. Positions and dates are read in place, no id is decoded on the way.
+
+        That walk takes every commit after ``limit`` reachable through such commits before
+        it takes any other, so its answer is the newest of the commits met at that edge:
+        these are found without a queue (:meth:`_edge_before`), and only when two of them
+        share the newest date, which the queue's order decides, is the queue walked.
         """
         start = self._position(binary)
         if start is None:
             return None
-        data, count, unpack = self._data, self._count, struct.unpack_from
+        found = self._edge_before(start, limit)
+        if found is not None:
+            return found
+        return self._walk_before(start, limit)
+
+    def _edge_before(self, start: int, limit: int) -> str | None:
+        """The newest commit at or before ``limit`` past the commits after it from ``start``.
+
+        ``""`` when there is none; None when two share the newest date.
+        """
+        data, unpack = self._data, struct.unpack_from
+        seen = {start}
+        stack = [start]
+        best, best_time, tied = -1, -1, False
+        while stack:
+            position = stack.pop()
+            one, two, high, low = unpack(">LLLL", data, position * 36 + 20)
+            when = low | ((high & 0x3) << 32)
+            if when <= limit:
+                if when > best_time:
+                    best, best_time, tied = position, when, False
+                elif when == best_time:
+                    tied = True
+                continue
+            if two != GRAPH_PARENT_MISSING:
+                parents = self._merge_parents(position, one, two)
+            else:
+                parents = (one,) if one < GRAPH_PARENT_MISSING else ()
+            for parent in parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        if tied:
+            return None
+        return self._id_at(best) if best >= 0 else ""
+
+    def _walk_before(self, start: int, limit: int) -> str:
+        """:meth:`first_before` by the queue itself."""
+        data, unpack = self._data, struct.unpack_from
         pop, push = heapq.heappop, heapq.heappush
-        # A queued commit carries its two parent words, read with its date in one unpack.
+        # A queued commit carries its two parent words, read with its date in one unpack (a
+        # parent past the table fails it: ``struct.error``, a damaged graph).
         one, two, high, low = unpack(">LLLL", data, start * 36 + 20)
         queue: list[tuple[int, int, int, int, int]] = [
             (-(low | ((high & 0x3) << 32)), 0, start, one, two)
@@ -555,10 +599,14 @@ class LazyCommitGraph(CommitGraph):
                     return self._id_at(position)
                 item = None
                 if two != GRAPH_PARENT_MISSING:  # a merge: every new parent queued
-                    counter = self._queue_parents(position, queue, seen, counter)
+                    for parent in self._merge_parents(position, one, two):
+                        if parent in seen:
+                            continue
+                        seen.add(parent)
+                        counter += 1
+                        first, second, high, low = unpack(">LLLL", data, parent * 36 + 20)
+                        push(queue, (-(low | ((high & 0x3) << 32)), counter, parent, first, second))
                 elif one < GRAPH_PARENT_MISSING and one not in seen:
-                    if one >= count:
-                        raise ValueError("a commit-graph parent is out of range")
                     seen.add(one)
                     counter += 1
                     first, second, high, low = unpack(">LLLL", data, one * 36 + 20)
@@ -569,24 +617,11 @@ class LazyCommitGraph(CommitGraph):
                         push(queue, queued)
         return ""
 
-    def _queue_parents(
-        self,
-        position: int,
-        queue: list[tuple[int, int, int, int, int]],
-        seen: set[int],
-        counter: int,
-    ) -> int:
-        """Queue the parents of a merge not met yet, as :meth:`first_before` queues them."""
-        for parent in self._parent_positions(position):
-            if parent in seen:
-                continue
-            if parent >= self._count:
-                raise ValueError("a commit-graph parent is out of range")
-            seen.add(parent)
-            counter += 1
-            one, two, high, low = struct.unpack_from(">LLLL", self._data, parent * 36 + 20)
-            heapq.heappush(queue, (-(low | ((high & 0x3) << 32)), counter, parent, one, two))
-        return counter
+    def _merge_parents(self, position: int, one: int, two: int) -> tuple[int, ...] | list[int]:
+        """The parents of a merge from its two parent words (an octopus's from the edge list)."""
+        if two & GRAPH_EXTRA_EDGES_NEEDED:
+            return self._parent_positions(position)
+        return (one, two) if one < GRAPH_PARENT_MISSING else (two,)
 
     def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
         """Whether the commit may have changed a path against its first parent.
