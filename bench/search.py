@@ -18,9 +18,15 @@ PostgreSQL database ``--database-url`` names) and, for each tree:
   repository made for it when the tree is not one), the peer a client would otherwise use,
   and prints its p50/p99 (a subprocess each: what a client pays for it);
 * times a full walk of the tree with nothing changed (what the keeper's safety net costs);
-* measures freshness: the change sources and the keeper started as the box starts them, a
-  file rewritten with a new word, the time until a search finds it and no longer finds the
-  word it replaced, ``--changes`` times (p50, p99 and max).
+* measures freshness: the change sources and the keeper started as the box starts them (the
+  fs, git and entity mounts served), ``--changes`` times each (p50, p99 and max): a file
+  rewritten with a new word, until a search finds it and no longer finds the word it replaced;
+  a file removed, until its word is no longer found; a commit made (with dulwich) in a
+  repository the git mount serves, until its message is found; an entity record corrected as
+  the admin corrects it, until the corrected text is found and the text it replaced is not.
+
+With ``--database-url`` (a role that may create databases) the bench makes a database of its
+own beside the one named, migrates it and drops it at the end.
 """
 
 from __future__ import annotations
@@ -29,13 +35,17 @@ import argparse
 import os
 import random
 import resource
+import secrets
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -57,7 +67,31 @@ def configure(var: Path, database_url: str | None) -> None:
     django.setup()
     from django.core.management import call_command
 
-    call_command("migrate", "tm_search", verbosity=0)
+    call_command("migrate", verbosity=0)
+    from tmsite.entities.loaders import fill, read_checkout
+
+    fill(read_checkout(HERE.parent))
+
+
+@contextmanager
+def own_database(url: str | None) -> Iterator[str | None]:
+    """A PostgreSQL database of the bench's own beside the one ``url`` names, dropped after."""
+    if not url:
+        yield None
+        return
+    import psycopg
+
+    name = f"tm_search_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def word(rng: random.Random) -> str:
@@ -169,11 +203,62 @@ def measure(label: str, tree: Path, roots: list[str], count: int, changes: int) 
     freshness(tree, roots, changes)
 
 
+def served_repository(path: Path) -> Path:
+    """A repository the git mount serves, ``main`` at one commit (dulwich; no subprocess)."""
+    from dulwich.repo import Repo
+
+    Repo.init(str(path), mkdir=True).close()
+    with Repo(str(path)) as repo:
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+    commit(path, "Start the served repository")
+    return path
+
+
+def commit(path: Path, message: str) -> str:
+    """A new commit on ``main`` of the repository at ``path`` (its tree empty): a push, seen
+    from the box."""
+    from dulwich.objects import Commit, Tree
+    from dulwich.repo import Repo
+
+    with Repo(str(path)) as repo:
+        tree = Tree()
+        repo.object_store.add_object(tree)
+        made = Commit()
+        made.tree = tree.id
+        made.parents = [repo.refs[b"refs/heads/main"]] if b"refs/heads/main" in repo.refs else []
+        made.author = made.committer = b"Bench <bench@example.org>"
+        made.author_time = made.commit_time = int(time.time())
+        made.author_timezone = made.commit_timezone = 0
+        made.message = message.encode() + b"\n"
+        repo.object_store.add_object(made)
+        repo.refs[b"refs/heads/main"] = made.id
+    return made.id.decode()
+
+
+def correct(word: str) -> None:
+    """The pad-poll pattern's description corrected to mention ``word``, as the admin does."""
+    from tmsite.entities import corrections
+    from tmsite.entities import models as m
+
+    pattern = m.Pattern.objects.get(key="pad-poll")
+    pattern.description = f"Polls the pad with the {word} routine."
+    corrections.correct("pattern", "pad-poll", pattern, ["description"], None)
+
+
+def until(done: Callable[[], bool], bound: float = 30.0) -> float:
+    """Seconds until ``done()`` (``bound`` at most)."""
+    start = time.perf_counter()
+    while not done() and time.perf_counter() - start < bound:
+        time.sleep(0.01)
+    return time.perf_counter() - start
+
+
 def freshness(tree: Path, roots: list[str], changes: int) -> None:
-    """Seconds from a file rewritten to its new word found and its old word gone.
+    """Seconds from a change to the search answering as the change says, by kind of change.
 
     The keeper runs as the box runs it (``sources.serve``: the change sources and the keeper
-    over this process's namespace, here serving ``tree``), after its first round.
+    over this process's namespace, here the fs mount serving ``tree``, the git mount serving a
+    repository made beside it and the entity mount), after its first round.
     """
     from django.conf import settings
 
@@ -181,39 +266,62 @@ def freshness(tree: Path, roots: list[str], changes: int) -> None:
     from tmsite.search import answer, index
     from tmsite.subscriptions import sources
 
-    settings.TM_CHECKOUT, settings.TM_FS_ROOTS, settings.TM_MOUNTS = tree, roots, ["fs"]
+    repo = served_repository(tree.parent / f"{tree.name}-served")
+    settings.TM_CHECKOUT, settings.TM_FS_ROOTS = tree, roots
+    settings.TM_MOUNTS, settings.TM_GIT_REPOS = ["entity", "fs", "git"], {"served": repo}
     registry.reset()
     keeper = sources.serve()
     assert keeper is not None, "another process keeps this machine's index"
     while keeper.walks < 1:
         time.sleep(0.05)
     rng = random.Random(2)
-    lags = []
+    lags: dict[str, list[float]] = {
+        "a changed file (new word found, old word gone)": [],
+        "a new file (its word found)": [],
+        "a removed file (its word gone)": [],
+        "a new commit (its message found)": [],
+        "a corrected record (new text found, old text gone)": [],
+    }
+    changed, new, removed, committed, corrected = lags.values()
     target = next(iter(sorted((tree / roots[0]).rglob("*.md"))))
     original = target.read_text()
 
     def found(word: str) -> bool:
         return bool(index.search(answer.parse_query(word), f"tm://{HOST}/", (), 1))
 
+    def now_and_not(fresh: str, old: str | None = None) -> Callable[[], bool]:
+        return lambda: found(fresh) and (old is None or not found(old))
+
+    def replacing(word: str, n: int) -> Callable[[], bool]:
+        """``word`` n found, ``word`` n - 1 (the text it replaced) not."""
+        return now_and_not(f"{word}{n}x", f"{word}{n - 1}x" if n else None)
+
     try:
         for n in range(changes):
-            fresh, old = f"freshword{n}x", f"freshword{n - 1}x"
-            target.write_text(original + f"\n{fresh}\n")
-            start = time.perf_counter()
-            while not found(fresh) or (n and found(old)):
-                time.sleep(0.01)
-                if time.perf_counter() - start > 30:
-                    break
-            lags.append(time.perf_counter() - start)
+            target.write_text(original + f"\nfreshword{n}x\n")
+            changed.append(until(replacing("freshword", n)))
+            doomed = tree / roots[0] / f"doomed{n}.md"
+            doomed.write_text(f"# Doomed\n\nThe doomword{n}x file.\n")
+            new.append(until(now_and_not(f"doomword{n}x")))
+            doomed.unlink()
+            removed.append(until(lambda n=n: not found(f"doomword{n}x")))
+            commit(repo, f"Tune the commitword{n}x routine")
+            committed.append(until(now_and_not(f"commitword{n}x")))
+            correct(f"corrword{n}x")
+            corrected.append(until(replacing("corrword", n)))
             time.sleep(rng.random() * 0.3)
     finally:
         sources.stop()
         target.write_text(original)
+        registry.reset()
     print(
-        f"freshness ({changes} changed files: new word found, old word gone; the keeper told "
-        f"by the fs watch, {keeper.walks} full walk): p50 {statistics.median(lags):.2f} s, "
-        f"p99 {percentile(lags, 0.99):.2f} s, max {max(lags):.2f} s"
+        f"freshness ({changes} of each, the keeper as the box runs it, {keeper.walks} full walk):"
     )
+    for what, seconds in lags.items():
+        print(
+            f"  {what}: p50 {statistics.median(seconds):.2f} s, "
+            f"p99 {percentile(seconds, 0.99):.2f} s, max {max(seconds):.2f} s"
+        )
 
 
 def main() -> None:
@@ -224,27 +332,32 @@ def main() -> None:
     parser.add_argument(
         "--database-url",
         default=None,
-        help="PostgreSQL instead of SQLite: a database of its own (its search tables are made "
-        "and emptied)",
+        help="PostgreSQL instead of SQLite: a database made beside the one this names (a role "
+        "that may create databases), dropped after",
     )
     parser.add_argument("--dir", type=Path, default=None, help="where the temporary trees go")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tm-search-bench-", dir=args.dir))
     try:
         (base / "var").mkdir()
-        configure(base / "var", args.database_url)
-        roots = ["docs", "data", "notes"]
-        checkout = base / "checkout"  # a copy: the freshness rounds rewrite a file
-        for root in roots:
-            shutil.copytree(HERE.parent / root, checkout / root)
-        measure("this checkout's roots", checkout, roots, args.queries, args.changes)
-        if args.corpus:
-            start = time.perf_counter()
-            tree = make_corpus(base / "corpus", args.corpus)
-            print(f"\n(generated {args.corpus} files in {time.perf_counter() - start:.1f} s)")
-            measure(f"{args.corpus} generated files", tree, ["docs"], args.queries, args.changes)
+        with own_database(args.database_url) as url:
+            configure(base / "var", url)
+            run(base, args)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def run(base: Path, args: argparse.Namespace) -> None:
+    roots = ["docs", "data", "notes"]
+    checkout = base / "checkout"  # a copy: the freshness rounds rewrite a file
+    for root in roots:
+        shutil.copytree(HERE.parent / root, checkout / root)
+    measure("this checkout's roots", checkout, roots, args.queries, args.changes)
+    if args.corpus:
+        start = time.perf_counter()
+        tree = make_corpus(base / "corpus", args.corpus)
+        print(f"\n(generated {args.corpus} files in {time.perf_counter() - start:.1f} s)")
+        measure(f"{args.corpus} generated files", tree, ["docs"], args.queries, args.changes)
 
 
 if __name__ == "__main__":

@@ -89,9 +89,16 @@ class Keeper:
         self._held: list[str] = []
         self._holding = threading.Lock()
         self._unlisten: Callable[[], None] | None = None
+        #: Set in the thread publishing what a round wrote: the keeper hears its own news.
+        self._telling = threading.local()
 
     def wake(self, change: changes.Change) -> None:
-        """A bus listener: a change on this host is applied at once; a lost bus, by a walk."""
+        """A bus listener: a change on this host is applied at once; a lost bus, by a walk.
+
+        What a round of this keeper publishes is not news to it: the index holds it already.
+        """
+        if getattr(self._telling, "on", False):
+            return
         if change.kind == "lost":
             self._walked = None  # what was told meanwhile is not known: walk it all
             self.woken.set()
@@ -144,8 +151,12 @@ class Keeper:
                 self._pending |= told  # another machine writes now: try again next round
         self.last = done
         self.rounds += 1
-        for uri in done.changed:
-            changes.publish(uri)
+        self._telling.on = True
+        try:
+            for uri in done.changed:
+                changes.publish(uri)
+        finally:
+            self._telling.on = False
         return done
 
     def _walk(self, mounts: Mapping[str, Kept], now: float) -> index.Synced:
@@ -158,8 +169,9 @@ class Keeper:
         done = index.sync(mounts)
         if not done.skipped:
             self._walked, self._stamps = now, stamps
+            if self._listen(_told_roots(mounts, stamps)):
+                changes.arm()  # a mount this walk first filled is watched once the walk counts
             self.walks += 1
-            self._listen(_told_roots(mounts, stamps))
         return done
 
     def _apply(self, mounts: Mapping[str, Kept], told: set[str]) -> index.Synced:
@@ -186,17 +198,21 @@ class Keeper:
                 done = _merged(done, index.refresh(name, mounts[name], _outermost(under)))
         return done or index.Synced()
 
-    def _listen(self, roots: list[str]) -> None:
-        """Hold interest in ``roots`` (and in nothing else), so their sources watch them."""
+    def _listen(self, roots: list[str]) -> bool:
+        """Hold interest in ``roots`` (and in nothing else), so their sources watch them.
+
+        Returns whether what is held moved.
+        """
         with self._holding:
             wanted = sorted(set(roots)) if not self.stopped.is_set() else []
             if wanted == self._held:
-                return
+                return False
             for uri in wanted:
                 changes.interest(uri)
             for uri in self._held:
                 changes.release(uri)
             self._held = wanted
+            return True
 
     def _run(self) -> None:
         while not self.stopped.is_set():
