@@ -21,6 +21,8 @@ import pytest
 from tests.clients import sdk_clients
 from tests.clients.sdk_clients import HOST
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
+from tmsite.mounts import registry
+from tmsite.search import index
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -94,3 +96,20 @@ def test_a_denied_file_is_refused_to_the_client_as_not_offered(
         "message": "it exists or not; either way it is not offered",
         "data": {"reason": "denied", "uri": f"{FS}/docs/.env"},
     }
+
+
+@pytest.mark.spec("SRCH1", "SRCH2")
+@pytest.mark.parametrize("client", sdk_clients.CLIENTS)
+def test_search_answers_structured_content_its_output_schema_admits(
+    client: str, mcp_endpoint: str, box: Path
+) -> None:
+    index.sync({"fs": registry.namespace().mounts["fs"]})
+    [seen] = sdk_clients.run(
+        client, {"scenario": "search", "url": mcp_endpoint, "query": "first file"}
+    )
+    assert seen["event"] == "search"
+    assert seen["isError"] is False  # the SDK checked structuredContent against the schema
+    [hit] = seen["structured"]["hits"]
+    assert hit["document"] == f"{FS}/docs/a.md"
+    assert hit["uri"].startswith(f"{FS}/docs/a.md")
+    assert "«first»" in hit["snippet"] and "«file»" in hit["snippet"]

@@ -125,9 +125,24 @@ async def subscribe(config: dict[str, Any]) -> None:
         emit(event="unsubscribed")
 
 
+async def search(config: dict[str, Any]) -> None:
+    """tools/list, then tools/call of search: the session checks structuredContent against the
+    tool's outputSchema (it raises when they disagree)."""
+    async with connected(config) as session:
+        init = await session.initialize()
+        await session.list_tools()
+        result = await session.call_tool("search", {"query": config["query"]})
+        emit(
+            event="search",
+            **handshake(init),
+            isError=result.isError,
+            structured=result.structuredContent,
+        )
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
-    scenario = {"basics": basics, "subscribe": subscribe}[config["scenario"]]
+    scenario = {"basics": basics, "subscribe": subscribe, "search": search}[config["scenario"]]
     anyio.run(scenario, config)
 
 

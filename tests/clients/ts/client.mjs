@@ -7,7 +7,8 @@
 //   scenario: "basics" (the handshake, tools/list, resources/read of `read`,
 //   resources/templates/list, the refused read of `refused`) or "subscribe"
 //   (client.subscribeResource of `uri`, then the notifications a
-//   ResourceUpdatedNotificationSchema handler receives, then unsubscribeResource).
+//   ResourceUpdatedNotificationSchema handler receives, then unsubscribeResource) or "search"
+//   (tools/call of the search tool with `query`, its structuredContent checked by the SDK).
 // It prints one JSON object a line on stdout; {"event": "subscribed", ...} tells the test it
 // may change the subscribed file (session: whether the HTTP transport holds a session id, which
 // its GET stream is opened with).
@@ -134,5 +135,23 @@ async function subscribe(config) {
 }
 
 const config = JSON.parse(process.argv[2]);
-const scenarios = { basics, subscribe };
+// tools/list (the SDK keeps each tool's output schema), then tools/call of search with `query`:
+// the SDK itself checks structuredContent against the search tool's outputSchema.
+async function search(config) {
+  const { client, handshake } = await connected(config);
+  try {
+    await client.listTools();
+    const result = await client.callTool({ name: "search", arguments: { query: config.query } });
+    emit({
+      event: "search",
+      ...handshake,
+      isError: result.isError ?? false,
+      structured: result.structuredContent ?? null,
+    });
+  } finally {
+    await client.close();
+  }
+}
+
+const scenarios = { basics, subscribe, search };
 await scenarios[config.scenario](config);
