@@ -8,6 +8,7 @@ Spec: SRCH1.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -33,12 +34,10 @@ pytestmark = [pytest.mark.spec("SRCH1"), pytest.mark.django_db(transaction=True)
 BOUND = 2.0
 
 
-@pytest.fixture
-def kept(
-    checkout: Path, settings: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Keeper]:
-    """This machine's keeper over the checkout, started with the change sources, its first
-    round (the full walk) done; the safety net's next walk an hour away."""
+@contextlib.contextmanager
+def serving(checkout: Path, settings: Any) -> Iterator[Keeper]:
+    """This machine's keeper over the checkout, started with the change sources as a serving
+    worker starts them; the safety net's next walk an hour away."""
     settings.TM_CHECKOUT, settings.TM_FS_ROOTS = checkout, ["docs"]
     settings.TM_HOST, settings.TM_MOUNTS = "test", ["fs"]
     settings.VAR_DIR = checkout / "var"  # beside the served root, not in it
@@ -49,11 +48,19 @@ def kept(
     keeper = sources.serve()
     assert keeper is not None
     try:
-        wait_until(lambda: keeper.walks == 1 and bool(changes.interests("tm://test/fs/")))
         yield keeper
     finally:
         sources.stop()
         registry.reset()
+
+
+@pytest.fixture
+def kept(checkout: Path, settings: Any) -> Iterator[Keeper]:
+    """The keeper serving the checkout, its first round (the full walk) done and the roots
+    watched."""
+    with serving(checkout, settings) as keeper:
+        wait_until(lambda: keeper.walks == 1 and bool(changes.interests("tm://test/fs/")))
+        yield keeper
 
 
 @pytest.fixture
@@ -119,23 +126,11 @@ def test_a_change_made_as_the_first_walk_ends_is_found(
     """The roots are watched before the walk reads, not after: a file written the moment the
     first walk is done is told, not left to the next walk ten minutes on."""
     index.sync({"fs": fs})  # the index make run's setup built
-    settings.TM_CHECKOUT, settings.TM_FS_ROOTS = checkout, ["docs"]
-    settings.TM_HOST, settings.TM_MOUNTS = "test", ["fs"]
-    settings.VAR_DIR = checkout / "var"
-    settings.VAR_DIR.mkdir()
-    settings.TM_SEARCH_POLL, settings.TM_SEARCH_FULL_EVERY = 0.5, 3600
-    registry.reset()
-    sources.uninstall()
-    keeper = sources.serve()
-    assert keeper is not None
-    try:
+    with serving(checkout, settings) as keeper:
         wait_until(lambda: keeper.walks == 1)
         (checkout / "docs" / "patterns.md").write_text("# Patterns\n\nA joystick routine.\n")
         within(BOUND, "joystick", ["tm://test/fs/docs/patterns.md"])
         assert keeper.walks == 1
-    finally:
-        sources.stop()
-        registry.reset()
 
 
 def test_a_change_reads_only_the_document_it_names(
