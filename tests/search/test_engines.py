@@ -56,6 +56,18 @@ def test_a_title_match_ranks_above_a_body_match(fs: FsMount, using: str) -> None
     ]
 
 
+def test_a_title_match_ranks_above_a_body_that_repeats_the_word(
+    checkout: Path, fs: FsMount, using: str
+) -> None:
+    repeats = " ".join(["Bresenham stepped the line again."] * 40)
+    (checkout / "docs" / "repeats.md").write_text(f"# Line notes\n\n{repeats}\n")
+    index.sync({"fs": fs}, using)
+    assert found(using, "bresenham")[:2] == [
+        "tm://test/fs/docs/bresenham.md",
+        "tm://test/fs/docs/repeats.md",
+    ]
+
+
 def test_every_word_first_then_any(fs: FsMount, using: str) -> None:
     index.sync({"fs": fs}, using)
     hits = found(using, "how do I connect claude code?")
