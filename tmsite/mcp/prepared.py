@@ -20,9 +20,9 @@ A request whose params could make the answer differ (a ``cursor`` on a list, a r
 spelled otherwise) takes the ordinary path. A root read counts its kind on every answer, as
 the ordinary read does.
 
-A plain read of a small ``fs`` file is kept too, against the file's stat and the links other
-mounts give it (``tmsite.mcp.read_memo``, which says what is compared when); its kind is
-counted on every answer as well.
+A plain read a mount vouches for (a small ``fs`` file: its stat) is kept too, against its
+stamp and the links other mounts give it (``tmsite.mcp.read_memo``, which says what is
+compared when); its kind is counted on every answer as well.
 
 Spec: T7, T10.
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,7 +71,7 @@ class Depends:
     #: What is delivered here, which ``server/discover`` and ``initialize`` advertise.
     delivered: tuple[bool, bool] | None = None
     #: A file's read: the stamp of the file it reads (None: not a file that can be kept).
-    stamp: read_memo.Stamp | None = None
+    stamp: Hashable | None = None
     #: A kept file's read: the links other mounts gave the file when it was kept.
     links: tuple[Link, ...] | None = None
 
@@ -142,7 +142,8 @@ def variant(method: str, params: dict[str, Any], ctx: CallContext) -> Key | None
         uri = params.get("uri")
         if isinstance(uri, str) and uri == f"tm://{settings.TM_HOST}/":
             return (method, ctx.version, uri)
-        if isinstance(uri, str) and read_memo.candidate(uri, settings.TM_HOST):
+        stamped = registry.namespace().stamped
+        if isinstance(uri, str) and read_memo.candidate(uri, settings.TM_HOST, stamped):
             return (method, ctx.version, uri)
     return None
 
@@ -195,7 +196,7 @@ def _file_lookup(
         if read_memo.links(depends.namespace, key[2]) == entry.depends.links:
             read_memo.checked(key)
             return entry, depends
-    if found is None or not read_memo.settled(found):
+    if found is None:
         return None, depends  # read, not kept: no links to compare later
     return None, dataclasses.replace(depends, links=read_memo.links(depends.namespace, key[2]))
 
