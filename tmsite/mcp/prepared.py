@@ -1,11 +1,12 @@
 """Answers that do not change between requests, serialized once and spliced with the request id.
 
-``initialize`` (per negotiated version), ``ping``, ``server/discover``, ``tools/list``,
-``resources/templates/list``, ``prompts/list`` and the read of the root ``tm://<host>/`` give
-the same result to every request of one protocol version, so their result is built once by the
-ordinary path (``methods.dispatch``, the era's stamp) and kept as JSON text; each answer is that
-text with the request's id put in front. What each depends on is kept beside it and compared on
-every use; when it differs the entry is built again:
+The methods whose row of the method table says ``prepared`` (``initialize`` per negotiated
+version, ``ping``, ``server/discover``, ``tools/list``, ``resources/templates/list``,
+``prompts/list``) and the read of the root ``tm://<host>/`` give the same result to every
+request of one protocol version, so their result is built once by the ordinary path
+(``methods.dispatch``, the era's stamp) and kept as JSON text; each answer is that text with the
+request's id put in front. What each depends on is kept beside it and compared on every use;
+when it differs the entry is built again:
 
 * the row of the method table that answers the method (``methods.METHODS``);
 * the box's name (``TM_HOST``) and public front door (``TM_PUBLIC_URL``): ``serverInfo``, the
@@ -42,14 +43,11 @@ from django.conf import settings
 from tmsite.core.links import Link
 from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import lifecycle, read_memo
+from tmsite.mcp.methods import METHODS
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
 from tmsite.subscriptions import delivery
 
-#: Methods whose answer depends only on the version and the settings below.
-_FIXED = frozenset({"ping", "server/discover", "tools/list"})
-#: Lists answered in one page: prepared unless the request carries a cursor.
-_ONE_PAGE = frozenset({"resources/templates/list", "prompts/list"})
 _USES_NAMESPACE = frozenset({"resources/templates/list", "resources/read"})
 
 
@@ -132,11 +130,13 @@ _chosen: ContextVar[tuple[Key, Prepared] | None] = ContextVar("tm_prepared_chose
 
 def variant(method: str, params: dict[str, Any], ctx: CallContext) -> Key | None:
     """The prepared answer a request may take (method, version, variant), or None for none."""
-    if method in _FIXED:
+    row = METHODS.get(method)
+    prepare = None if row is None else row.prepared
+    if prepare == "fixed":
         return (method, ctx.version, "")
-    if method == "initialize":
+    if prepare == "negotiated":
         return (method, ctx.version, lifecycle.negotiated_version(params))
-    if method in _ONE_PAGE:
+    if prepare == "first-page":
         return (method, ctx.version, "") if params.get("cursor") is None else None
     if method == "resources/read":
         uri = params.get("uri")
@@ -153,8 +153,6 @@ def _file_read(key: Key) -> bool:
 
 
 def _depends(key: Key) -> Depends:
-    from tmsite.mcp.methods import METHODS  # the row that answers it: a new handler, anew
-
     method = key[0]
     row, host, public_url = METHODS.get(method), settings.TM_HOST, lifecycle.public_url()
     if method in _USES_NAMESPACE:
