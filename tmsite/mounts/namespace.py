@@ -173,7 +173,7 @@ class Namespace:
         found = None if mount is None else mount.stamp(uri)
         if found is None:
             return None
-        return found, tuple(linking.links_stamp() for linking in self._linking)
+        return found, tuple([linking.links_stamp() for linking in self._linking])
 
     def mount_for(self, uri: TmUri) -> Mount:
         """The mount ``uri`` names (``uri`` is below the root).
