@@ -125,3 +125,9 @@ def test_only_the_demo_imports_the_mcp_sdk() -> None:
             if any(name == "mcp" or name.startswith("mcp.") for name in names):
                 importers.add(path.relative_to(ROOT).as_posix())
     assert not importers, f"the mcp SDK imported outside tmsite/demo: {sorted(importers)}"
+
+
+def test_the_protocol_layer_imports_no_mount() -> None:
+    """``tmsite.mcp`` reaches mounts through the namespace and its hooks, never a mount kind."""
+    named = [f"{a} -> {b}" for a, b in edges() if unit(a)[0] == "tmsite.mcp" and unit(b)[1] == 5]
+    assert not named, "the protocol layer imports a mount:\n" + "\n".join(named)

@@ -23,6 +23,7 @@ from django.core import signals
 from tests.serve.inthread import served
 from tmsite.mcp import prepared, read_memo
 from tmsite.mounts import registry
+from tmsite.mounts.fs import mount as fs_mount
 from tmsite.serve.app import Application
 
 pytestmark = [
@@ -48,7 +49,7 @@ def _write(path: Path, text: str, when: float = LONG_AGO) -> None:
 def checkout(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Writing a file sets its change time to now, which no utime puts back: the files of
     # these tests are kept at once (the wait for a file to settle has its own test).
-    monkeypatch.setattr(read_memo, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(fs_mount, "SETTLE_SECONDS", 0.0)
     _write(tmp_path / "docs" / "guide.md", "# Guide\n\nFirst words.\n")
     _write(tmp_path / "docs" / "deep" / "notes.txt", "plain text, é and 🔑\n")
     _write(tmp_path / "data" / "record.json", '{"a": [1, 2, 3]}\n')
@@ -184,7 +185,7 @@ def test_a_file_gone_is_refused_not_given(base: str, checkout: Path, threaded: l
 def test_a_file_changed_just_now_is_read_not_kept(
     base: str, checkout: Path, threaded: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(read_memo, "SETTLE_SECONDS", 2.0)
+    monkeypatch.setattr(fs_mount, "SETTLE_SECONDS", 2.0)
     _write(checkout / "docs" / "fresh.md", "just written\n", LONG_AGO)  # changed: now
     uri = _uri("docs", "fresh.md")
     first, _ = _post(base, uri, 1)

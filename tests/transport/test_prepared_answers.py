@@ -150,6 +150,30 @@ def test_params_that_could_change_the_answer_take_the_ordinary_path() -> None:
     assert prepared.variant("resources/list", {}, _ctx()) is None
 
 
+def test_the_method_table_says_which_answers_are_prepared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+
+    def count(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        calls.append(1)
+        return {"n": len(calls)}
+
+    monkeypatch.setitem(methods.METHODS, "ping", methods.Method(count))
+    assert [json.loads(post("ping", {}, rid))["result"] for rid in (1, 2)] == [{"n": 1}, {"n": 2}]
+    assert prepared.variant("ping", {}, _ctx()) is None, "a row without the flag: built anew"
+    monkeypatch.setitem(methods.METHODS, "ping", methods.Method(count, prepared="fixed"))
+    assert [json.loads(post("ping", {}, rid))["result"] for rid in (3, 4)] == [{"n": 3}, {"n": 3}]
+    assert {name for name, row in methods.METHODS.items() if row.prepared} == {
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "resources/templates/list",
+        "prompts/list",
+    }
+
+
 def test_every_root_read_is_counted_as_served() -> None:
     from tmsite.kinds.counter import COUNTER
 

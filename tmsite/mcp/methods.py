@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tmsite.mcp import lifecycle, namespace_methods, prompts, tools
 from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, Era, RpcError, StreamResult
@@ -19,6 +19,12 @@ from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, Era, RpcError, St
 Handler = Callable[[dict[str, Any], CallContext], dict[str, Any] | StreamResult]
 
 BOTH: frozenset[Era] = frozenset({"2025", "2026"})
+
+#: How an answer that depends on no mount's data is prepared once (``tmsite.mcp.prepared``):
+#: ``fixed``, one per protocol version; ``first-page``, one per version unless the request
+#: carries a ``cursor``; ``negotiated``, one per version and the version ``initialize``
+#: negotiates.
+Prepare = Literal["fixed", "first-page", "negotiated"]
 
 
 @dataclass(frozen=True)
@@ -29,18 +35,24 @@ class Method:
     eras: frozenset[Era] = BOTH
     #: Seconds a 2026-07-28 client may reuse the result (``ttlMs``), or None for no cache hint.
     ttl_seconds: int | None = None
+    #: Whether its answer is prepared once, and per what (None: built for every request).
+    prepared: Prepare | None = None
 
 
 METHODS: dict[str, Method] = {
-    "initialize": Method(lifecycle.initialize, frozenset({"2025"})),
-    "ping": Method(lifecycle.ping, frozenset({"2025"})),
-    "server/discover": Method(lifecycle.discover, frozenset({"2026"}), ttl_seconds=300),
-    "tools/list": Method(tools.list_tools, ttl_seconds=300),
+    "initialize": Method(lifecycle.initialize, frozenset({"2025"}), prepared="negotiated"),
+    "ping": Method(lifecycle.ping, frozenset({"2025"}), prepared="fixed"),
+    "server/discover": Method(
+        lifecycle.discover, frozenset({"2026"}), ttl_seconds=300, prepared="fixed"
+    ),
+    "tools/list": Method(tools.list_tools, ttl_seconds=300, prepared="fixed"),
     "tools/call": Method(tools.call_tool),
     "resources/list": Method(namespace_methods.list_resources, ttl_seconds=60),
-    "resources/templates/list": Method(namespace_methods.list_templates, ttl_seconds=300),
+    "resources/templates/list": Method(
+        namespace_methods.list_templates, ttl_seconds=300, prepared="first-page"
+    ),
     "resources/read": Method(namespace_methods.read_resource, ttl_seconds=60),
-    "prompts/list": Method(prompts.list_prompts, ttl_seconds=300),
+    "prompts/list": Method(prompts.list_prompts, ttl_seconds=300, prepared="first-page"),
     "prompts/get": Method(prompts.get_prompt),
     "completion/complete": Method(namespace_methods.complete),
 }

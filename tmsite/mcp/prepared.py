@@ -1,11 +1,12 @@
 """Answers that do not change between requests, serialized once and spliced with the request id.
 
-``initialize`` (per negotiated version), ``ping``, ``server/discover``, ``tools/list``,
-``resources/templates/list``, ``prompts/list`` and the read of the root ``tm://<host>/`` give
-the same result to every request of one protocol version, so their result is built once by the
-ordinary path (``methods.dispatch``, the era's stamp) and kept as JSON text; each answer is that
-text with the request's id put in front. What each depends on is kept beside it and compared on
-every use; when it differs the entry is built again:
+The methods whose row of the method table says ``prepared`` (``initialize`` per negotiated
+version, ``ping``, ``server/discover``, ``tools/list``, ``resources/templates/list``,
+``prompts/list``) and the read of the root ``tm://<host>/`` give the same result to every
+request of one protocol version, so their result is built once by the ordinary path
+(``methods.dispatch``, the era's stamp) and kept as JSON text; each answer is that text with the
+request's id put in front. What each depends on is kept beside it and compared on every use;
+when it differs the entry is built again:
 
 * the row of the method table that answers the method (``methods.METHODS``);
 * the box's name (``TM_HOST``) and public front door (``TM_PUBLIC_URL``): ``serverInfo``, the
@@ -20,9 +21,9 @@ A request whose params could make the answer differ (a ``cursor`` on a list, a r
 spelled otherwise) takes the ordinary path. A root read counts its kind on every answer, as
 the ordinary read does.
 
-A plain read of a small ``fs`` file is kept too, against the file's stat and the links other
-mounts give it (``tmsite.mcp.read_memo``, which says what is compared when); its kind is
-counted on every answer as well.
+A plain read a mount vouches for (a small ``fs`` file: its stat) is kept too, against its
+stamp and the links other mounts give it (``tmsite.mcp.read_memo``, which says what is
+compared when); its kind is counted on every answer as well.
 
 Spec: T7, T10.
 """
@@ -31,31 +32,56 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 
+from tmsite.core.links import Link
 from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import lifecycle, read_memo
+from tmsite.mcp.methods import METHODS
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
 from tmsite.subscriptions import delivery
 
-#: Methods whose answer depends only on the version and the settings below.
-_FIXED = frozenset({"ping", "server/discover", "tools/list"})
-#: Lists answered in one page: prepared unless the request carries a cursor.
-_ONE_PAGE = frozenset({"resources/templates/list", "prompts/list"})
 _USES_NAMESPACE = frozenset({"resources/templates/list", "resources/read"})
+
+
+class Depends(NamedTuple):
+    """What one prepared answer depends on; the answer stands while it compares equal.
+
+    The namespace is compared by identity (``Namespace`` defines no equality), the settings'
+    strings by value. ``links`` is taken only for a file's read, and only when it is kept: it is
+    compared apart, when due (``read_memo``), never with the rest (``same``). A named tuple: it
+    is built and compared on every prepared answer, in C.
+    """
+
+    #: The row of the method table that answers the method (a new handler, anew).
+    row: Any
+    host: str
+    public_url: str
+    #: The namespace, for the templates and reads (None for the others).
+    namespace: Any = None
+    #: What is delivered here, which ``server/discover`` and ``initialize`` advertise.
+    delivered: tuple[bool, bool] | None = None
+    #: A file's read: the stamp of the file it reads (None: not a file that can be kept).
+    stamp: Hashable | None = None
+    #: A kept file's read: the links other mounts gave the file when it was kept.
+    links: tuple[Link, ...] | None = None
+
+    def same(self, other: Depends) -> bool:
+        """Whether ``other`` is this, the links (the last field) aside."""
+        return self[:-1] == other[:-1]
 
 
 @dataclass(frozen=True)
 class Prepared:
     """One prepared answer: what it depends on, its result, and the result's JSON text."""
 
-    depends: tuple[Any, ...]
+    depends: Depends
     result: dict[str, Any]
     text: str
     #: Whether ``envelope.dumps`` had to escape the result to ASCII (it holds lone surrogates).
@@ -96,17 +122,20 @@ _chosen: ContextVar[tuple[Key, Prepared] | None] = ContextVar("tm_prepared_chose
 
 def variant(method: str, params: dict[str, Any], ctx: CallContext) -> Key | None:
     """The prepared answer a request may take (method, version, variant), or None for none."""
-    if method in _FIXED:
+    row = METHODS.get(method)
+    prepare = None if row is None else row.prepared
+    if prepare == "fixed":
         return (method, ctx.version, "")
-    if method == "initialize":
+    if prepare == "negotiated":
         return (method, ctx.version, lifecycle.negotiated_version(params))
-    if method in _ONE_PAGE:
+    if prepare == "first-page":
         return (method, ctx.version, "") if params.get("cursor") is None else None
     if method == "resources/read":
         uri = params.get("uri")
         if isinstance(uri, str) and uri == f"tm://{settings.TM_HOST}/":
             return (method, ctx.version, uri)
-        if isinstance(uri, str) and read_memo.candidate(uri, settings.TM_HOST):
+        stamped = registry.namespace().stamped
+        if isinstance(uri, str) and read_memo.candidate(uri, settings.TM_HOST, stamped):
             return (method, ctx.version, uri)
     return None
 
@@ -115,29 +144,25 @@ def _file_read(key: Key) -> bool:
     return key[0] == "resources/read" and not key[2].endswith("/")
 
 
-def _depends(key: Key) -> tuple[Any, ...]:
-    from tmsite.mcp.methods import METHODS  # the row that answers it: a new handler, anew
-
+def _depends(key: Key) -> Depends:
     method = key[0]
-    host: str = settings.TM_HOST
+    row, host, public_url = METHODS.get(method), settings.TM_HOST, lifecycle.public_url()
     if method in _USES_NAMESPACE:
         namespace = registry.namespace()
-        depends = (METHODS.get(method), host, lifecycle.public_url(), namespace)
         if _file_read(key):
-            return (*depends, read_memo.stamp(namespace, key[2]))
-        return depends
-    streams = delivery.delivered()  # what server/discover and initialize advertise
-    return (METHODS.get(method), host, lifecycle.public_url(), streams)
+            found = read_memo.stamp(namespace, key[2])
+            return Depends(row, host, public_url, namespace=namespace, stamp=found)
+        return Depends(row, host, public_url, namespace=namespace)
+    return Depends(row, host, public_url, delivered=delivery.delivered())
 
 
-def lookup(key: Key) -> tuple[Prepared | None, tuple[Any, ...]]:
+def lookup(key: Key) -> tuple[Prepared | None, Depends]:
     """The entry for ``key`` if still current (else None), and what it depends on now.
 
     An entry is current when what it depends on is as it was when it was built; the
-    dependencies are returned for ``store`` to keep beside a new entry. The namespace is
-    compared by identity (``Namespace`` defines no equality), the settings' strings by value.
-    A file's read depends on its stamp, compared every time, and on its links, compared when
-    due (``read_memo``): they are taken, for ``store``, only when the entry is not current.
+    dependencies are returned for ``store`` to keep beside a new entry. A file's read depends
+    on its stamp, compared every time, and on its links, compared when due (``read_memo``):
+    they are taken, for ``store``, only when the entry is not current.
     """
     chosen = _chosen.get()
     if chosen is not None and chosen[0] == key:
@@ -152,18 +177,18 @@ def lookup(key: Key) -> tuple[Prepared | None, tuple[Any, ...]]:
 
 
 def _file_lookup(
-    key: Key, entry: Prepared | None, depends: tuple[Any, ...]
-) -> tuple[Prepared | None, tuple[Any, ...]]:
-    found = depends[-1]
-    if entry is not None and found is not None and entry.depends[: len(depends)] == depends:
+    key: Key, entry: Prepared | None, depends: Depends
+) -> tuple[Prepared | None, Depends]:
+    found = depends.stamp
+    if entry is not None and found is not None and entry.depends.same(depends):
         if not read_memo.due(key):
             return entry, depends
-        if read_memo.links(depends[3], key[2]) == entry.depends[-1]:
+        if read_memo.links(depends.namespace, key[2]) == entry.depends.links:
             read_memo.checked(key)
             return entry, depends
-    if found is None or not read_memo.settled(found):
+    if found is None:
         return None, depends  # read, not kept: no links to compare later
-    return None, (*depends, read_memo.links(depends[3], key[2]))
+    return None, depends._replace(links=read_memo.links(depends.namespace, key[2]))
 
 
 def current(key: Key) -> Prepared | None:
@@ -178,8 +203,8 @@ def current(key: Key) -> Prepared | None:
     entry = _entries.get(key)
     if (
         entry is None
-        or depends[-1] is None
-        or entry.depends[: len(depends)] != depends
+        or depends.stamp is None
+        or not entry.depends.same(depends)
         or read_memo.due(key)
     ):
         return None
@@ -196,13 +221,13 @@ def answering(key: Key, entry: Prepared) -> Iterator[None]:
         _chosen.reset(token)
 
 
-def store(key: Key, depends: tuple[Any, ...], result: dict[str, Any], text: str) -> Prepared:
+def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prepared:
     """Keep the result just built for ``key`` (``depends`` taken before building it)."""
     after: Callable[[], None] | None = None
-    keep = not _file_read(key) or len(depends) == 6
+    keep = not _file_read(key) or depends.links is not None
     if key[0] == "resources/read" and keep:
         with kind_counter.quiet():  # the read just answered was counted already
-            content = depends[3].read(key[2])
+            content = depends.namespace.read(key[2])
         after = _count_kind(content)
     plain = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     entry = Prepared(depends, result, text, ascii_only=plain != text, after=after)

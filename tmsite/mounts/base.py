@@ -11,7 +11,8 @@ the shared mount suite. It says what it is with class attributes and implements:
 Optional: ``documents()``, what it offers to the search index (by default nothing), with
 ``documents_under(uri)``, ``reindexes(changed)`` and ``documents_stamp()`` so an index follows
 one change without a walk of everything; ``change_sources(watching)``, what tells the bus of
-its changes (by default nothing).
+its changes (by default nothing); ``stamp(uri)``, what vouches that a read is as it was (by
+default nothing: every read is built), with ``links_stamp()`` for the links it gives others.
 
 Written once here: paging a listing with signed cursors, ``nearest`` from the deepest existing
 ancestor, ``links`` of a target (for ``?as=links``), ``exists``, and the ``up`` link.
@@ -213,6 +214,25 @@ class Mount(ABC):
 
         An index asks it every round and walks the documents only when it moved. None (the
         default): the mount has none, and its change sources name each changed address.
+        """
+        return None
+
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """A cheap value that is the same while a plain read of ``uri`` would read the same.
+
+        Taken before the read is built; a read answered again while its stamp (and the links
+        others give the thing) is unchanged must be the one the read would build. None (the
+        default): this mount cannot vouch for ``uri``, and its read is built every time.
+        Called before every plain read of this mount's things: answer without reading them.
+        """
+        return None
+
+    def links_stamp(self) -> Hashable | None:
+        """A value that moves when the links this mount gives others' things change here.
+
+        What :meth:`links_into` gives may change by a write in this process (a correction,
+        an approved link); a stamped read compares this at once, and the links themselves
+        only now and then. None (the default): nothing here changes them that way.
         """
         return None
 

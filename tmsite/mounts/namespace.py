@@ -8,7 +8,7 @@ Spec: NS1, NS6, NS7, LK4.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -77,6 +77,16 @@ class Namespace:
         self.unlisted = unlisted
         for mount in self.mounts.values():
             mount.attach(self)
+        #: The mounts that may vouch for a read (:meth:`Mount.stamp`), and those whose links
+        #: into others' things may change by a write here (:meth:`Mount.links_stamp`).
+        self.stamped = frozenset(
+            name for name, mount in self.mounts.items() if type(mount).stamp is not Mount.stamp
+        )
+        self._linking = tuple(
+            mount
+            for mount in self.mounts.values()
+            if type(mount).links_stamp is not Mount.links_stamp
+        )
 
     # ---- addresses ----------------------------------------------------------------------
 
@@ -152,6 +162,18 @@ class Namespace:
     def links_into(self, uri: TmUri) -> list[Link]:
         """Links other mounts hold about ``uri`` (a page's markdown, a file's repository)."""
         return [link for mount in self.mounts.values() for link in mount.links_into(uri)]
+
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """What vouches that a plain read of ``uri`` reads as it did; None when nothing does.
+
+        Its mount's stamp, and the links stamp of every mount whose links into others' things
+        a write here may change.
+        """
+        mount = self.mounts.get(uri.mount) if uri.mount is not None else None
+        found = None if mount is None else mount.stamp(uri)
+        if found is None:
+            return None
+        return found, tuple([linking.links_stamp() for linking in self._linking])
 
     def mount_for(self, uri: TmUri) -> Mount:
         """The mount ``uri`` names (``uri`` is below the root).

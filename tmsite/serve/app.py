@@ -68,6 +68,7 @@ from tmsite import wsgi
 from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
+from tmsite.mcp.methods import METHODS
 from tmsite.mcp.protocol import (
     DEFAULT_HEADERLESS_VERSION,
     SUPPORTED_VERSIONS,
@@ -95,17 +96,9 @@ STREAM_AFTER = 4 * 1024 * 1024
 STOPPING_SWEEP = 0.05
 #: The longest body looked at for a prepared answer (those requests are a few hundred bytes).
 PREPARED_BODY_MAX = 16 * 1024
-#: Methods ``tmsite.mcp.prepared`` may hold an answer for.
+#: Methods ``tmsite.mcp.prepared`` may hold an answer for: those their row says, and reads.
 PREPARED_METHODS = frozenset(
-    {
-        "initialize",
-        "ping",
-        "server/discover",
-        "tools/list",
-        "resources/templates/list",
-        "prompts/list",
-        "resources/read",
-    }
+    {name for name, row in METHODS.items() if row.prepared is not None} | {"resources/read"}
 )
 
 

@@ -20,8 +20,9 @@ import builtins
 import os
 import stat as stat_module
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -65,6 +66,11 @@ from tmsite.mounts.fs import watch
 #: A file read whole for ``lines`` or text may be at most this large.
 WHOLE_READ_LIMIT = 16 * 1024 * 1024
 FILE_FACETS = ("raw", "stat")
+#: The largest file a stamp vouches for (a larger answer is not worth keeping).
+STAMPED_SIZE = 64 * 1024
+#: A file changed this recently has no stamp: a second write in the same tick of the file
+#: system's clock, of the same size, would leave its stat as it was.
+SETTLE_SECONDS = 2.0
 _FILE_PARAMS = ("as", "at", "lines", "range", "pointer")
 
 
@@ -142,6 +148,30 @@ class FsMount(Mount):
     def admits(self, uri: TmUri) -> None:
         if uri.path:
             self.target(uri)
+
+    @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The file a plain read of ``uri`` reads, as the read resolves it, and that file's stat.
+
+        The stat is device, inode, size, modification and change times in nanoseconds; the
+        path's rules run on every stamp (a segment refused, a symlink swapped to point
+        elsewhere, a denied name: each changes the stamp or voids it). None for anything but
+        a regular file of at most ``STAMPED_SIZE`` bytes last changed ``SETTLE_SECONDS`` ago.
+        """
+        if uri.params or uri.collection or len(uri.path) < 2:
+            return None
+        try:
+            found = _walk(self.files, uri.path)
+        except (PathRefused, OSError, ValueError):
+            return None
+        if found is None:
+            return None
+        resolved, info = found
+        if not stat_module.S_ISREG(info.st_mode) or info.st_size > STAMPED_SIZE:
+            return None
+        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < SETTLE_SECONDS * 1e9:
+            return None
+        return resolved, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
     # ---- the contract ------------------------------------------------------------------
 
@@ -480,6 +510,31 @@ class FsMount(Mount):
             data.decode("utf-8", "replace") if mime.is_text(mime_type) else data
         )
         return Content(str(uri), mime_type, text_body, links, "file", size=size)
+
+
+def _walk(files: CheckoutRoots, segments: tuple[str, ...]) -> tuple[str, os.stat_result] | None:
+    """The path ``segments`` name under their root, and its stat, as a read resolves it.
+
+    The asked names are checked by the read's own rules first. Then each name below the
+    root is looked at without following it (``lstat``): with no symlink among them, the path
+    is the one ``files.resolve`` gives, without a ``realpath`` of the whole path (the root is
+    the one resolved when the mount was built; a root no longer a directory is None, for the
+    read to refuse). A symlink below the root is resolved by ``files.resolve`` (its
+    containment and deny-list checks) and followed by ``stat``.
+    """
+    files.check_plain(segments)
+    files.check_named(segments)
+    path = str(files.paths[segments[0]])
+    if not stat_module.S_ISDIR(os.lstat(path).st_mode):
+        return None
+    info = None
+    for name in segments[1:]:
+        path = os.path.join(path, name)
+        info = os.lstat(path)
+        if stat_module.S_ISLNK(info.st_mode):
+            resolved = str(files.resolve(segments))
+            return resolved, os.stat(resolved)
+    return None if info is None else (path, info)
 
 
 def readable_parts(text: bool, size: int) -> tuple[str, ...]:

@@ -152,6 +152,11 @@ class ProposalsMount(Mount):
             )
 
     @override
+    def links_stamp(self) -> Hashable:
+        """How many times this process dropped its curated links (a link approved here)."""
+        return curated.forgotten()
+
+    @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
         """The curated links about ``uri`` (a plain address): its own, and inverses into it."""
         if uri.is_hosts or uri.host != self.host or uri.params:

@@ -147,6 +147,11 @@ class TrailMount(Mount):
         return Content(req.text, vnd("trail"), body, links, kind="trail")
 
     @override
+    def links_stamp(self) -> Hashable:
+        """How many times this process dropped its trails (a correction saved here)."""
+        return index.forgotten()
+
+    @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
         """``tm:step-of`` on every step's read; ``alternate`` from a trail's file to the trail."""
         links = []
