@@ -9,6 +9,7 @@ a CI run that skipped would report checks it never made.
 from __future__ import annotations
 
 import os
+import time
 from typing import NoReturn
 
 import pytest
@@ -25,3 +26,21 @@ def missing(what: str, provides: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"{message}; under CI=true a missing part fails instead of skipping")
     pytest.skip(message)
+
+
+def drop_database(url: str, name: str) -> None:
+    """Drop a test's own PostgreSQL database ``name`` (``url`` names one that may drop it).
+
+    An autovacuum worker still in it, another role's process that ``FORCE`` may not end, is
+    waited out for up to ten seconds.
+    """
+    import psycopg
+
+    for _ in range(40):
+        try:
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except psycopg.errors.InsufficientPrivilege:
+            time.sleep(0.25)
+    raise AssertionError(f"the test database {name} could not be dropped")

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.services import missing
+from tests.services import drop_database, missing
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +41,7 @@ def database_url() -> Iterator[str]:
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(url, name)
 
 
 @pytest.fixture

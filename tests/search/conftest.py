@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -16,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from django.db import connections
 
-from tests.services import missing
+from tests.services import drop_database, missing
 from tmsite.mounts.fs.mount import FsMount
 from tmsite.search import index
 from tmsite.settings import database_from_url
@@ -101,19 +100,4 @@ def using(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         del connections[alias]
         del connections.settings[alias]
-        _drop(url, name)
-
-
-def _drop(url: str, name: str) -> None:
-    """Drop the test's database; an autovacuum worker still in it (another role's process,
-    which FORCE may not end) is waited out."""
-    import psycopg
-
-    for _ in range(40):
-        try:
-            with psycopg.connect(url, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            return
-        except psycopg.errors.InsufficientPrivilege:
-            time.sleep(0.25)
-    raise AssertionError(f"the test database {name} could not be dropped")
+        drop_database(url, name)
