@@ -89,16 +89,9 @@ class Keeper:
         self._held: list[str] = []
         self._holding = threading.Lock()
         self._unlisten: Callable[[], None] | None = None
-        #: Set in the thread publishing what a round wrote: the keeper hears its own news.
-        self._telling = threading.local()
 
     def wake(self, change: changes.Change) -> None:
-        """A bus listener: a change on this host is applied at once; a lost bus, by a walk.
-
-        What a round of this keeper publishes is not news to it: the index holds it already.
-        """
-        if getattr(self._telling, "on", False):
-            return
+        """A bus listener: a change on this host is applied at once; a lost bus, by a walk."""
         if change.kind == "lost":
             self._walked = None  # what was told meanwhile is not known: walk it all
             self.woken.set()
@@ -129,9 +122,9 @@ class Keeper:
     def round(self) -> index.Synced:
         """One round (what the thread runs; tests call it): a walk when due, else the changes.
 
-        Each document written or dropped is published on the bus once the index holds it (a
-        standing search is told by its own source, :mod:`tmsite.search.standing`, when its hits
-        change).
+        What it writes is not published on the bus: a standing search is told by its own source
+        (:mod:`tmsite.search.standing`) when its hits change, and a walk of every document would
+        otherwise send each to every machine.
         """
         mounts = self.mounts()
         with self._lock:
@@ -151,12 +144,6 @@ class Keeper:
                 self._pending |= told  # another machine writes now: try again next round
         self.last = done
         self.rounds += 1
-        self._telling.on = True
-        try:
-            for uri in done.changed:
-                changes.publish(uri)
-        finally:
-            self._telling.on = False
         return done
 
     def _walk(self, mounts: Mapping[str, Kept], now: float) -> index.Synced:
