@@ -152,7 +152,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b":" + b"x" * 200 + b"\n")
                     sent += 1
             finally:
-                (DIR / "flooded").write_text(str(sent))
+                flooded(sent)
         if line.get("flood"):
             sent = 0
             flood = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
@@ -161,10 +161,18 @@ class Handler(BaseHTTPRequestHandler):
                     self.event({**flood, "params": {"_meta": meta}})
                     sent += 1
             finally:
-                (DIR / "flooded").write_text(str(sent))
+                flooded(sent)
         params = {**line.get("params", {}), "_meta": meta}
         self.event({"jsonrpc": "2.0", **line, "params": params})
         return True
+
+
+def flooded(sent: int) -> None:
+    """Say how much a flood sent before the client hung up: the file appears whole (a test
+    waiting for it never reads it empty)."""
+    part = DIR / "flooded.part"
+    part.write_text(str(sent))
+    os.replace(part, DIR / "flooded")
 
 
 def main() -> None:
