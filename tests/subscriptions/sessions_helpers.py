@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
+
+from tests.subscriptions.helpers import wait_until
 
 VERSION = "2025-11-25"
 
@@ -119,10 +120,7 @@ class SseEvents:
 
 
 def until(predicate: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
+    wait_until(predicate, seconds)
 
 
 def updated(uri: str) -> dict[str, Any]:
