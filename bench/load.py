@@ -38,12 +38,13 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.oplog.servers import gunicorn, migrate, server_env  # noqa: E402
+from tests.services import own_database  # noqa: E402
 
 MCP = [
     (50, "resources/read", {"uri": "tm://tinymachines/fs/docs/index.md"}),
@@ -129,20 +130,6 @@ def load_once(base: str, seconds: float, clients: int) -> dict[str, Any]:
     }
 
 
-def fresh_database(url: str) -> tuple[str, Any]:
-    import psycopg
-
-    name = f"tm_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}")), drop
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0)
@@ -175,8 +162,7 @@ def main() -> int:
             os.environ.get("TM_TEST_REDIS_URL"),
         )
         if database and redis:
-            url, drop = fresh_database(database)
-            cleanup.callback(drop)
+            url = cleanup.enter_context(own_database(database, "tm_bench"))
             env = server_env(work / "many", TM_DATABASE_URL=url, TM_REDIS_URL=redis, **common)
             migrate(env)
             for workers in (1, 2, 4):

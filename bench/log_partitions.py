@@ -29,17 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from tests.services import own_database  # noqa: E402
 
 SIDES = ("delete", "partitions")
 RETENTION_DAYS = 30
@@ -151,23 +151,14 @@ def child(side: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _database(admin_url: str, name: str) -> str:
-    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
-
-
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    import psycopg
-
     admin = args.database_url
     results = []
     for side in SIDES:
-        name = f"tm_bench_log_{side}_{secrets.token_hex(3)}"
-        with psycopg.connect(admin, autocommit=True) as db:
-            db.execute(f'CREATE DATABASE "{name}"')
-        try:
+        with own_database(admin, f"tm_bench_log_{side}") as url:
             env = {k: v for k, v in os.environ.items() if not k.startswith("TM_")}
             env.update(
-                TM_DATABASE_URL=_database(admin, name),
+                TM_DATABASE_URL=url,
                 TM_SECRET_KEY="bench",
                 TM_VAR_DIR=str(Path(args.var) / side),
                 TM_LOG_RETENTION_DAYS=str(RETENTION_DAYS),
@@ -185,24 +176,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             if done.returncode != 0:
                 sys.exit(f"the {side} side failed:\n{done.stderr[-3000:]}")
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        finally:
-            _drop(admin, name)
     return results
-
-
-def _drop(admin: str, name: str) -> None:
-    """Drop a bench database; an autovacuum worker still in it (not ours to end) is waited for."""
-    import psycopg
-
-    for attempt in range(30):
-        try:
-            with psycopg.connect(admin, autocommit=True) as db:
-                db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            return
-        except psycopg.errors.InsufficientPrivilege:
-            if attempt == 29:
-                raise
-            time.sleep(2)
 
 
 def main() -> None:

@@ -35,7 +35,6 @@ import argparse
 import os
 import random
 import resource
-import secrets
 import shutil
 import statistics
 import subprocess
@@ -45,10 +44,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+from tests.services import own_database  # noqa: E402
 
 HOST = "bench"
 SYLLABLES = ("ka", "to", "ri", "mo", "ne", "sa", "lu", "vi", "do", "pe", "zu", "ga", "chi", "ro")
@@ -74,24 +74,18 @@ def configure(var: Path, database_url: str | None) -> None:
 
 
 @contextmanager
-def own_database(url: str | None) -> Iterator[str | None]:
+def database(url: str | None) -> Iterator[str | None]:
     """A PostgreSQL database of the bench's own beside the one ``url`` names, dropped after."""
     if not url:
         yield None
         return
-    import psycopg
+    with own_database(url, "tm_search_bench") as own:
+        try:
+            yield own
+        finally:
+            from django.db import connections
 
-    name = f"tm_search_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            connections.close_all()
 
 
 def word(rng: random.Random) -> str:
@@ -340,7 +334,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="tm-search-bench-", dir=args.dir))
     try:
         (base / "var").mkdir()
-        with own_database(args.database_url) as url:
+        with database(args.database_url) as url:
             configure(base / "var", url)
             run(base, args)
     finally:

@@ -41,7 +41,6 @@ import asyncio
 import http.client
 import json
 import os
-import secrets
 import shutil
 import signal
 import sqlite3
@@ -71,6 +70,7 @@ from tests.oplog.servers import (  # noqa: E402
     server_env,
     serving,
 )
+from tests.services import own_database  # noqa: E402
 
 MCP_FILE = ("resources/read", {"uri": "tm://tinymachines/fs/docs/index.md"})
 MCP_LIST = ("resources/read", {"uri": "tm://tinymachines/fs/docs/"})
@@ -278,21 +278,6 @@ def database_out(database_url: str, seconds: float) -> Iterator[None]:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
 
 
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    """A new PostgreSQL database for this run, dropped at the end."""
-    import psycopg
-
-    name = f"tm_soak_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def request_rows(env: dict[str, str], var_dir: Path) -> int:
     """Request-log rows of the normal reads (a method: not a refusal before the body)."""
     query = "SELECT COUNT(*) FROM tm_oplog_requestlog WHERE method != ''"
@@ -345,7 +330,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             skipped += ["redis-frozen", "redis-stopped"]
         database_url = ""
         if admin_url:
-            database_url = stack.enter_context(fresh_database(admin_url))
+            database_url = stack.enter_context(own_database(admin_url, "tm_soak"))
             extra["TM_DATABASE_URL"] = database_url
         else:
             skipped.append("database-out")

@@ -9,8 +9,12 @@ a CI run that skipped would report checks it never made.
 from __future__ import annotations
 
 import os
+import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -28,19 +32,28 @@ def missing(what: str, provides: str) -> NoReturn:
     pytest.skip(message)
 
 
-def drop_database(url: str, name: str) -> None:
-    """Drop a test's own PostgreSQL database ``name`` (``url`` names one that may drop it).
+@contextmanager
+def own_database(url: str, prefix: str) -> Iterator[str]:
+    """A new PostgreSQL database beside the one ``url`` names (and may create databases),
+    named ``prefix`` and a random tail; yields its URL and drops it after.
 
-    An autovacuum worker still in it, another role's process that ``FORCE`` may not end, is
-    waited out for up to ten seconds.
+    An autovacuum worker still in it at the end, another role's process that ``FORCE`` may not
+    end, is waited out for up to ten seconds.
     """
     import psycopg
 
-    for _ in range(40):
-        try:
-            with psycopg.connect(url, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            return
-        except psycopg.errors.InsufficientPrivilege:
-            time.sleep(0.25)
-    raise AssertionError(f"the test database {name} could not be dropped")
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    finally:
+        for _ in range(40):
+            try:
+                with psycopg.connect(url, autocommit=True) as admin:
+                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                break
+            except psycopg.errors.InsufficientPrivilege:
+                time.sleep(0.25)
+        else:
+            raise AssertionError(f"the database {name} could not be dropped")

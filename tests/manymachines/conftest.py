@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.services import drop_database, missing
+from tests.services import missing, own_database
 
 
 @pytest.fixture(scope="session")
@@ -32,16 +31,8 @@ def database_url() -> Iterator[str]:
     url = os.environ.get("TM_TEST_DATABASE_URL")
     if not url:
         missing("no PostgreSQL: TM_TEST_DATABASE_URL is not set", "source .ci/services.sh as root")
-    import psycopg
-
-    name = f"tm_mm_{secrets.token_hex(4)}"
-    parts = urlsplit(url)
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        drop_database(url, name)
+    with own_database(url, "tm_mm") as own:
+        yield own
 
 
 @pytest.fixture

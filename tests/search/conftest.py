@@ -7,15 +7,14 @@ database of its own, with the index's tables made as the migration makes them, d
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import connections
 
-from tests.services import drop_database, missing
+from tests.services import missing, own_database
 from tmsite.mounts.fs.mount import FsMount
 from tmsite.search import index
 from tmsite.settings import database_from_url
@@ -83,21 +82,15 @@ def using(request: pytest.FixtureRequest) -> Iterator[str]:
     url = os.environ.get("TM_TEST_DATABASE_URL")
     if not url:
         missing("no PostgreSQL: TM_TEST_DATABASE_URL is not set", "source .ci/services.sh as root")
-    import psycopg
-
-    name = f"tm_search_{secrets.token_hex(4)}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    alias = f"search_{name}"
-    config = database_from_url(urlunsplit(urlsplit(url)._replace(path=f"/{name}")))
-    both = {"default": {"ENGINE": "django.db.backends.dummy"}, alias: config}
-    connections.settings[alias] = connections.configure_settings(both)[alias]
-    try:
-        with request.getfixturevalue("django_db_blocker").unblock():
-            index.create(alias)
-            yield alias
-            connections[alias].close()
-    finally:
-        del connections[alias]
-        del connections.settings[alias]
-        drop_database(url, name)
+    with own_database(url, "tm_search") as own:
+        alias = f"search_{urlsplit(own).path.strip('/')}"
+        both = {"default": {"ENGINE": "django.db.backends.dummy"}, alias: database_from_url(own)}
+        connections.settings[alias] = connections.configure_settings(both)[alias]
+        try:
+            with request.getfixturevalue("django_db_blocker").unblock():
+                index.create(alias)
+                yield alias
+                connections[alias].close()
+        finally:
+            del connections[alias]
+            del connections.settings[alias]
