@@ -93,34 +93,32 @@ def edit_spans(
 
 
 def common_head(a: list[bytes], b: list[bytes], limit: int) -> int:
-    """How many leading items ``a`` and ``b`` share, at most ``limit``.
-
-    Slices are compared (in C), growing while they match, then halving around the first
-    difference, so a long common head costs a few comparisons rather than a step a line.
-    """
-    at, step, grow = 0, 16, True
-    while step:
-        size = min(step, limit - at)
-        if not size:
-            break
-        if a[at : at + size] == b[at : at + size]:
-            at += size
-            step = step * 2 if grow else step // 2
-        else:
-            grow = False
-            step //= 2
-    return at
+    """How many leading items ``a`` and ``b`` share, at most ``limit``."""
+    return _shared(a, b, limit, from_end=False)
 
 
 def common_tail(a: list[bytes], b: list[bytes], limit: int) -> int:
-    """How many trailing items ``a`` and ``b`` share, at most ``limit`` (as :func:`common_head`)."""
+    """How many trailing items ``a`` and ``b`` share, at most ``limit``."""
+    return _shared(a, b, limit, from_end=True)
+
+
+def _shared(a: list[bytes], b: list[bytes], limit: int, from_end: bool) -> int:
+    """How many items ``a`` and ``b`` share at one end, at most ``limit``.
+
+    Slices are compared (in C), growing while they match, then halving around the first
+    difference, so a long common run costs a few comparisons rather than a step a line.
+    """
     at, step, grow = 0, 16, True
     end_a, end_b = len(a), len(b)
     while step:
         size = min(step, limit - at)
         if not size:
             break
-        if a[end_a - at - size : end_a - at] == b[end_b - at - size : end_b - at]:
+        if from_end:
+            same = a[end_a - at - size : end_a - at] == b[end_b - at - size : end_b - at]
+        else:
+            same = a[at : at + size] == b[at : at + size]
+        if same:
             at += size
             step = step * 2 if grow else step // 2
         else:
