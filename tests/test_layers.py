@@ -13,8 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     0: "core mime icon",
-    1: "gitstore mcpclient check_registry admin_base version_rows "
-    "subscriptions.changes subscriptions.delivery subscriptions.env",
+    1: "gitstore mcpclient check_registry admin_base version_rows bus",
     2: "blocks",
     3: "entities servers kinds trails site.pages proposals subscriptions.models "
     "subscriptions.sessions subscriptions.migrations search",

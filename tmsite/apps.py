@@ -25,7 +25,7 @@ class TmsiteConfig(AppConfig):
         listen.install()  # answered by the ASGI server and stdio, refused (saying so) elsewhere
         subscribe.install()  # answered for a session: stdio, or HTTP under the ASGI server
 
-        from tmsite.subscriptions import redis_bus
+        from tmsite.bus import redis_bus
 
         redis_bus.install()  # the change bus across machines, with TM_REDIS_URL
 

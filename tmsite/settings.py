@@ -357,7 +357,7 @@ TM_SUB_LIST_POLL = float(os.environ.get("TM_SUB_LIST_POLL", "10.0"))
 # the search index's keeper: rounds, and the full walk that catches a change no source told
 TM_SEARCH_POLL = float(os.environ.get("TM_SEARCH_POLL", "1.0"))
 TM_SEARCH_FULL_EVERY = float(os.environ.get("TM_SEARCH_FULL_EVERY", "600"))
-#: The change bus (tmsite.subscriptions.changes): ``redis`` (the default with TM_REDIS_URL)
+#: The change bus (tmsite.bus.changes): ``redis`` (the default with TM_REDIS_URL)
 #: carries changes between processes and machines; ``local`` keeps them in each process.
 TM_SUB_BUS = os.environ.get("TM_SUB_BUS", "").strip() or ("redis" if TM_REDIS_URL else "local")
 #: Seconds between two pings of the bus's Redis connection (three unanswered: Redis is gone),

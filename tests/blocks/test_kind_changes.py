@@ -10,11 +10,12 @@ import pytest
 from django.db.models import F
 
 from tests.blocks.conftest import HOST
+from tmsite.bus import changes
 from tmsite.kinds import counter as counting
 from tmsite.kinds.models import KindCount
 from tmsite.mounts.kinds import watch
 from tmsite.mounts.namespace import Namespace
-from tmsite.subscriptions import changes, sources
+from tmsite.subscriptions import sources
 from tmsite.subscriptions.records import StampWatcher
 
 pytestmark = pytest.mark.spec("SUB3")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.entitymount.conftest import HOST, ROOT, make_space
+from tmsite.bus import changes
 from tmsite.entities import models as m
 from tmsite.entities.loaders import Records, fill
 from tmsite.mounts.entity import watch as entity_watch
@@ -23,7 +24,7 @@ from tmsite.mounts.mcp.mount import McpMount
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.trail import watch as trail_watch
 from tmsite.servers.models import McpServer
-from tmsite.subscriptions import changes, sources
+from tmsite.subscriptions import sources
 from tmsite.subscriptions.records import StampWatcher
 from tmsite.trails import corrections, index
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.gitstore.builder import Builder
+from tmsite.bus import changes
 from tmsite.mounts.git.mount import GitMount
 from tmsite.mounts.git.watch import RefWatcher
 from tmsite.mounts.namespace import Namespace
-from tmsite.subscriptions import changes
 
 pytestmark = pytest.mark.spec("SUB3")
 HOST = "test"

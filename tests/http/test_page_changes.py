@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.http.conftest import DEMO, DEMO_DIR, HOST, SITE, configure, uri
+from tmsite.bus import changes
 from tmsite.demo.static_site import server
 from tmsite.mounts import registry
 from tmsite.mounts.fs import watch as fswatch
@@ -21,7 +22,6 @@ from tmsite.mounts.fs.mount import FsMount
 from tmsite.mounts.http.mount import HttpMount
 from tmsite.mounts.http.watch import PageWatcher, tick
 from tmsite.mounts.namespace import Namespace
-from tmsite.subscriptions import changes
 from tmsite.subscriptions.records import StampWatcher
 
 pytestmark = pytest.mark.spec("SUB3")

@@ -19,11 +19,11 @@ import pytest
 from tests.mcpmount.conftest import BASE, HOST
 from tests.mcpmount.test_notices import Heard, hand_over, res, until
 from tests.peers.processes import HttpPeer, peer, start_http_peer, stop_http_peer
+from tmsite.bus import changes
 from tmsite.mcpclient import http as mcphttp
 from tmsite.mounts.namespace import Namespace
 from tmsite.servers.models import McpServer
 from tmsite.servers.notices import PeerNotices
-from tmsite.subscriptions import changes
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("SUB3", "MCP")]
 

@@ -16,12 +16,12 @@ import pytest
 
 from tests.mcpmount.conftest import BASE, HOST, peer
 from tests.peers.processes import gone
+from tmsite.bus import changes
 from tmsite.core.uri import TmUri
 from tmsite.mounts.namespace import Namespace
 from tmsite.servers.connect import probe_record
 from tmsite.servers.models import McpServer
 from tmsite.servers.notices import PeerNotices
-from tmsite.subscriptions import changes
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("SUB3", "MCP")]
 

@@ -34,11 +34,11 @@ from tests.proposals.conftest import (
     propose,
 )
 from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tmsite.bus import changes
 from tmsite.core.errors import Refusal
 from tmsite.mounts import registry
 from tmsite.proposals import decide
 from tmsite.proposals.models import Proposal
-from tmsite.subscriptions import changes
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("PROP2", "SUB3")]
 

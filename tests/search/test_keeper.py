@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
+from tmsite.bus import changes
 from tmsite.core.types import Document
 from tmsite.core.uri import TmUri
 from tmsite.entities import models as m
@@ -28,7 +29,7 @@ from tmsite.mounts.fs.mount import FsMount
 from tmsite.search import index
 from tmsite.search.keeper import Keeper
 from tmsite.search.query import parse_query
-from tmsite.subscriptions import changes, sources
+from tmsite.subscriptions import sources
 
 pytestmark = [pytest.mark.spec("SRCH1"), pytest.mark.django_db(transaction=True)]
 BOUND = 2.0

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from tmsite.bus import delivery
 from tmsite.mcp import express, prepared
 from tmsite.oplog import buckets, recorder
 from tmsite.oplog.models import RequestLog
 from tmsite.serve import app
-from tmsite.subscriptions import delivery, sessions
+from tmsite.subscriptions import sessions
 
 pytestmark = [pytest.mark.spec("T1", "T7", "OP1", "OP2"), pytest.mark.django_db]
 

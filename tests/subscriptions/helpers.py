@@ -146,7 +146,7 @@ def nothing_held() -> bool:
 
 def listening(uri: str) -> bool:
     """Whether the bus holds an interest in ``uri`` itself."""
-    from tmsite.subscriptions import changes
+    from tmsite.bus import changes
 
     return bool(changes.interests(uri).get(uri))
 

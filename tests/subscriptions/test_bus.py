@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tmsite.bus import changes
+from tmsite.bus.changes import Change, affects
 from tmsite.core.errors import BadUri
-from tmsite.subscriptions import changes
-from tmsite.subscriptions.changes import Change, affects
 
 pytestmark = pytest.mark.spec("SUB3")
 

@@ -26,8 +26,8 @@ from tests.subscriptions.helpers import (
     wait_until,
     write_files,
 )
+from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
-from tmsite.subscriptions import changes
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 

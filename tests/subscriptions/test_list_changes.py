@@ -21,7 +21,8 @@ from tests.subscriptions.helpers import (
     wait_until,
     write_files,
 )
-from tmsite.subscriptions import changes, sources
+from tmsite.bus import changes
+from tmsite.subscriptions import sources
 from tmsite.subscriptions.lists import ListWatcher, resources_answer
 
 pytestmark = pytest.mark.spec("SUB3")

@@ -29,8 +29,9 @@ from tests.subscriptions.helpers import (
     wait_until,
     write_files,
 )
+from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
-from tmsite.subscriptions import changes, listen
+from tmsite.subscriptions import listen
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 

@@ -26,9 +26,10 @@ from tests.subscriptions.helpers import (
     wait_until,
 )
 from tests.transport.transport_helpers import modern_headers, modern_request
+from tmsite.bus import changes
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
-from tmsite.subscriptions import changes, listen, stream
+from tmsite.subscriptions import listen, stream
 
 pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.slow]
 

@@ -28,11 +28,12 @@ from tests.mcpmount.test_notices import Heard, hand_over, res, until
 from tests.peers.processes import HttpPeer, start_http_peer, stop_http_peer
 from tests.services import missing
 from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tmsite.bus import changes
 from tmsite.core.uri import TmUri
 from tmsite.mcpclient import http as mcphttp
 from tmsite.servers.models import McpServer
 from tmsite.servers.notices import PeerNotices
-from tmsite.subscriptions import changes, sources
+from tmsite.subscriptions import sources
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("SUB3", "MCP")]
 

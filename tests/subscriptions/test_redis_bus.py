@@ -40,10 +40,11 @@ from tests.subscriptions.helpers import (
     listen_headers,
     wait_until,
 )
+from tmsite.bus import changes, redis_bus
+from tmsite.bus.changes import Bus, Change
+from tmsite.bus.redis_bus import RedisBackend
 from tmsite.core import sharedcache
-from tmsite.subscriptions import changes, listen, redis_bus
-from tmsite.subscriptions.changes import Bus, Change
-from tmsite.subscriptions.redis_bus import RedisBackend
+from tmsite.subscriptions import listen
 
 pytestmark = [pytest.mark.spec("SUB3"), pytest.mark.slow]
 
@@ -376,7 +377,7 @@ def _other_process(redis: RedisProcess, channel: str, uri: str, tmp_path: Path) 
     env["DJANGO_SETTINGS_MODULE"] = "tmsite.settings"
     code = (
         "import sys, django; django.setup()\n"
-        "from tmsite.subscriptions import changes\n"
+        "from tmsite.bus import changes\n"
         "changes.publish(sys.argv[1])\n"
         "print(changes.status()['backend'])\n"
     )

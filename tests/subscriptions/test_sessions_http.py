@@ -29,12 +29,13 @@ from tests.subscriptions.sessions_helpers import (
     updated,
 )
 from tests.transport.transport_helpers import modern_headers
+from tmsite.bus import changes
 from tmsite.mcp.protocol import METHOD_NOT_FOUND, CallContext, RpcError
 from tmsite.mounts import registry
 from tmsite.mounts.fs import watch as fswatch
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
-from tmsite.subscriptions import changes, listen, sessions, sessionstream, subscribe
+from tmsite.subscriptions import listen, sessions, sessionstream, subscribe
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
 pytestmark = [pytest.mark.spec("SUB2"), pytest.mark.slow]

@@ -33,8 +33,9 @@ from tests.subscriptions.sessions_helpers import (
     stream_headers,
     updated,
 )
+from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
-from tmsite.subscriptions import changes, sessionstream
+from tmsite.subscriptions import sessionstream
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB2", "SUB3"), pytest.mark.slow]
 

@@ -57,6 +57,7 @@ from django.utils import timezone
 from django.views import defaults
 from ninja import Router
 
+from tmsite.bus import delivery
 from tmsite.core.errors import RateLimited, Refusal
 from tmsite.mcp import observed
 from tmsite.mcp.codes import rpc_error
@@ -90,7 +91,7 @@ from tmsite.mcp.protocol import (
     StreamResult,
 )
 from tmsite.oplog import costs, failures, hooks, recorder
-from tmsite.subscriptions import delivery, sessions
+from tmsite.subscriptions import sessions
 
 logger = logging.getLogger("tmsite.mcp")
 

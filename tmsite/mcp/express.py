@@ -29,6 +29,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import parse_header_parameters
 
+from tmsite.bus import delivery
 from tmsite.core import tracing
 from tmsite.core.settled import settled
 from tmsite.mcp import endpoint, observed, prepared
@@ -48,7 +49,7 @@ from tmsite.mcp.protocol import (
     CallContext,
 )
 from tmsite.oplog import caller, hooks
-from tmsite.subscriptions import delivery, sessions
+from tmsite.subscriptions import sessions
 
 Parts = tuple[int, list[tuple[bytes, bytes]], bytes]
 

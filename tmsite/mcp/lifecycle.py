@@ -27,13 +27,13 @@ from django.conf import settings
 
 import tmsite
 from tmsite import icon, operations
+from tmsite.bus import delivery
 from tmsite.mcp.protocol import (
     INITIALIZE_VERSIONS,
     LATEST_INITIALIZE_VERSION,
     SUPPORTED_VERSIONS,
     CallContext,
 )
-from tmsite.subscriptions import delivery
 
 #: The ``_meta`` key under which a 2026-07-28 result names the server that produced it.
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
@@ -44,7 +44,7 @@ def capabilities(era: str = "2025") -> dict[str, Any]:
 
     In 2026-07-28, on a server that holds ``subscriptions/listen`` streams, the list changes
     and resource subscriptions they deliver; in the initialize era, ``resources.subscribe``
-    where ``resources/subscribe`` is delivered (:mod:`tmsite.subscriptions.delivery`).
+    where ``resources/subscribe`` is delivered (:mod:`tmsite.bus.delivery`).
     """
     offered: dict[str, Any] = {
         "tools": {"listChanged": False},

@@ -39,13 +39,13 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 
+from tmsite.bus import delivery
 from tmsite.core.links import Link
 from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import lifecycle, read_memo
 from tmsite.mcp.methods import METHODS
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
-from tmsite.subscriptions import delivery
 
 _USES_NAMESPACE = frozenset({"resources/templates/list", "resources/read"})
 

@@ -26,7 +26,7 @@ above this one). It answers the methods it names (``subscriptions/listen``,
 ``resources/subscribe``, ``resources/unsubscribe``) with the ordinary run of the request at
 hand, writes their notifications itself, hears the client's notifications
 (``notifications/cancelled``) and is closed when stdin ends. The session then runs inside
-:func:`tmsite.subscriptions.delivery.serving`, so the capabilities say what it delivers.
+:func:`tmsite.bus.delivery.serving`, so the capabilities say what it delivers.
 
 Spec: T11, SUB1, SUB2.
 """
@@ -40,6 +40,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
+from tmsite.bus import delivery
 from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     MAX_BODY_BYTES,
@@ -61,7 +62,6 @@ from tmsite.mcp.protocol import (
     CallContext,
 )
 from tmsite.oplog import failures
-from tmsite.subscriptions import delivery
 
 logger = logging.getLogger("tmsite.mcp.stdio")
 

@@ -15,7 +15,7 @@ ready when it lists its own root within ``MOUNT_DEADLINE`` seconds (or, when it 
 ``ready()``, when that returns true). Health checks are neither rate-limited nor written to
 the request log.
 
-``bus`` is the answering process's change bus (``tmsite.subscriptions.changes.status``): its
+``bus`` is the answering process's change bus (``tmsite.bus.changes.status``): its
 backend (``local``, or ``redis`` on many machines), its listeners and counts, and with Redis the
 receiving connection's state — ``idle`` until the process's first listen stream, then ``up``,
 ``down`` (how long, the last error) or ``connecting``. A bus that is down answers ``degraded``
@@ -44,10 +44,10 @@ from django.db import DatabaseError, connection, connections
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
+from tmsite.bus import changes
 from tmsite.core import sharedcache
 from tmsite.mounts.base import Mount
 from tmsite.oplog import buckets, recorder
-from tmsite.subscriptions import changes
 
 router = Router(tags=["operations"])
 

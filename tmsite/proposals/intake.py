@@ -51,6 +51,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
+from tmsite.bus import changes
 from tmsite.core.errors import BadArgument, Exists, NotFound, QueueFull, RateLimited, Refusal
 from tmsite.core.links import INVERSE, TM_RELS
 from tmsite.core.types import Content
@@ -62,7 +63,6 @@ from tmsite.proposals import receipts, targets
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
 from tmsite.schemas import PROPOSAL_FIELDS
-from tmsite.subscriptions import changes
 from tmsite.trails import index as trails
 
 KINDS = tuple(PROPOSAL_FIELDS)

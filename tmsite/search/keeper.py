@@ -31,10 +31,10 @@ from typing import IO, Protocol
 
 from django.db import DatabaseError, connections
 
+from tmsite.bus import changes
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
 from tmsite.search import index
-from tmsite.subscriptions import changes
 
 log = logging.getLogger(__name__)
 #: Changes that arrive together are applied together: the keeper waits this long first.

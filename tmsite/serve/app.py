@@ -65,6 +65,7 @@ from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
 from tmsite import wsgi
+from tmsite.bus import delivery
 from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
@@ -77,7 +78,7 @@ from tmsite.mcp.protocol import (
 )
 from tmsite.oplog import buckets, caller, logs, metrics, recorder
 from tmsite.serve import guard, lifeline
-from tmsite.subscriptions import delivery, sessions, sessionstream, sources, stream
+from tmsite.subscriptions import sessions, sessionstream, sources, stream
 
 logger = logging.getLogger("tmsite.serve")
 

@@ -161,7 +161,7 @@ class PeerNotices:
         retry_seconds: tuple[float, float] = RETRY_SECONDS,
         read_seconds: float = READ_SECONDS,
     ) -> None:
-        from tmsite.subscriptions import changes
+        from tmsite.bus import changes
 
         self.host = host
         self.publish = publish

@@ -48,6 +48,8 @@ from typing import Any
 
 from django.conf import settings
 
+from tmsite.bus import changes, env
+from tmsite.bus.changes import Change, ListKind
 from tmsite.core import uri as tmuri
 from tmsite.core.errors import BadUri, NotFound, Refusal
 from tmsite.mcp import methods
@@ -61,8 +63,7 @@ from tmsite.mcp.protocol import (
 )
 from tmsite.mounts import registry
 from tmsite.oplog import hooks
-from tmsite.subscriptions import changes, env, sessions
-from tmsite.subscriptions.changes import Change, ListKind
+from tmsite.subscriptions import sessions
 
 METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"

@@ -5,7 +5,7 @@ mount's collections (the fs directories, the git repositories and their director
 entity kinds and records' collections, the MCP servers, the sites) — moves while a box runs: a
 directory made, a record reloaded, a server added. A :class:`ListWatcher` reads the whole
 answer, every page of it, every ``TM_SUB_LIST_POLL`` seconds (default 10) while some stream
-listens to ``resourcesListChanged`` (:func:`~tmsite.subscriptions.changes.lists_listened`),
+listens to ``resourcesListChanged`` (:func:`~tmsite.bus.changes.lists_listened`),
 and publishes ``list_changed`` for ``resources`` when its fingerprint differs from the last
 one. Nothing is read while nobody listens; the first reading only notes where it is.
 
@@ -23,9 +23,9 @@ import logging
 import threading
 from collections.abc import Callable, Hashable
 
+from tmsite.bus import changes
 from tmsite.core.parts import dumps
 from tmsite.kinds.counter import quiet
-from tmsite.subscriptions import changes
 
 log = logging.getLogger("tmsite.subscriptions.lists")
 

@@ -7,7 +7,7 @@ endpoint on a pool thread like any request (``Origin``, ``Host``, the session's 
 ``text/event-stream``, ``X-Accel-Buffering: no``, a keep-alive comment every
 ``TM_LISTEN_KEEPALIVE`` seconds, the end (the body closes) after ``TM_LISTEN_IDLE`` seconds
 without an event. Each event is ``notifications/resources/updated {uri}`` for a change that
-reaches one of the session's subscribed URIs (:func:`tmsite.subscriptions.changes.affects`),
+reaches one of the session's subscribed URIs (:func:`tmsite.bus.changes.affects`),
 with an ``id:``: the session's own increasing event number. The first event primes the
 client to resume (``basic/transports``): an ``id`` and empty ``data``, the position the stream
 starts at (:func:`priming`).
@@ -51,11 +51,12 @@ from typing import Any, TypeVar
 
 from django.db import OperationalError, close_old_connections, transaction
 
+from tmsite.bus import changes, env
+from tmsite.bus.changes import Change
 from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
 from tmsite.oplog import hooks
-from tmsite.subscriptions import changes, env, listen, sessions, sources
-from tmsite.subscriptions.changes import Change
+from tmsite.subscriptions import listen, sessions, sources
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event, whole
 
@@ -439,7 +440,7 @@ def caught_up(session: sessions.Session, seconds: float = changes.ARM_SECONDS) -
     """A subscription of ``session`` was just written (any thread but the loop's).
 
     When this process holds the session's stream, its hub reads the session's subscriptions
-    now and the change sources arm (:func:`tmsite.subscriptions.changes.arm`), so that the
+    now and the change sources arm (:func:`tmsite.bus.changes.arm`), so that the
     subscribe's answer means "from now on you are told". Elsewhere the stream's process reads
     them within ``TM_SESSION_POLL`` seconds.
     """

@@ -33,11 +33,11 @@ from django.conf import settings
 from django.db import connections
 from django.db.models.signals import post_delete, post_save
 
+from tmsite.bus import changes
 from tmsite.kinds.counter import quiet
 from tmsite.mounts import registry
 from tmsite.mounts.base import ChangeSource, Watching
 from tmsite.search import keeper, standing
-from tmsite.subscriptions import changes
 from tmsite.subscriptions.lists import ListWatcher, resources_answer
 from tmsite.subscriptions.records import Read, StampWatcher
 
@@ -217,7 +217,7 @@ def listened(uris: Iterable[str], lists: Iterable[changes.ListKind] = ()) -> lis
     """Take a stream's interest before it is acknowledged, and wait until it is watched.
 
     Off the event loop: the sources start (once), the interest in each URI and list is taken,
-    then each source arms (:func:`tmsite.subscriptions.changes.arm`), so that a change made
+    then each source arms (:func:`tmsite.bus.changes.arm`), so that a change made
     after the acknowledgement is told. Returns the URIs' canonical texts, to release.
     """
     try:

@@ -41,12 +41,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tmsite.bus import changes
+from tmsite.bus.changes import Change
 from tmsite.mcp.envelope import Answer, Message, dumps, error_response
 from tmsite.mcp.protocol import INVALID_REQUEST, CallContext, StreamOffer
 from tmsite.mcp.stdio import Writer
 from tmsite.oplog import failures, hooks
-from tmsite.subscriptions import changes, listen, sources, subscribe
-from tmsite.subscriptions.changes import Change
+from tmsite.subscriptions import listen, sources, subscribe
 
 log = logging.getLogger("tmsite.subscriptions")
 

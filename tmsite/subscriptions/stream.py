@@ -10,7 +10,7 @@ by a coroutine once the thread is done — no thread per stream:
   ``X-Accel-Buffering: no`` (nginx passes each event on at once), and the endpoint's own
   (``RateLimit``, CORS);
 * the first event is the acknowledgement; each later one a notification the filter asked for,
-  tagged with the subscription id (:mod:`tmsite.subscriptions.changes` says which change reaches
+  tagged with the subscription id (:mod:`tmsite.bus.changes` says which change reaches
   which URI); an SSE comment (``: keep-alive``) every ``TM_LISTEN_KEEPALIVE`` seconds (15);
 * the server ends a stream gracefully — the listen's own response ``{"resultType":"complete"}``,
   then the end of the body — when nothing but keep-alives was sent for ``TM_LISTEN_IDLE``
@@ -34,11 +34,12 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from tmsite.bus import changes
+from tmsite.bus.changes import Change
 from tmsite.mcp import endpoint
 from tmsite.mcp.protocol import StreamResult
 from tmsite.oplog import hooks, metrics
-from tmsite.subscriptions import changes, listen, sources
-from tmsite.subscriptions.changes import Change
+from tmsite.subscriptions import listen, sources
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

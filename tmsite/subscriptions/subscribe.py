@@ -50,6 +50,8 @@ from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from tmsite.bus import changes, delivery, env
+from tmsite.bus.changes import Change
 from tmsite.core.errors import BadUri
 from tmsite.mcp import methods
 from tmsite.mcp.codes import rpc_error
@@ -62,16 +64,7 @@ from tmsite.mcp.protocol import (
     RpcError,
 )
 from tmsite.oplog import caller, hooks
-from tmsite.subscriptions import (
-    changes,
-    delivery,
-    env,
-    listen,
-    sessions,
-    sessionstream,
-    sources,
-)
-from tmsite.subscriptions.changes import Change
+from tmsite.subscriptions import listen, sessions, sessionstream, sources
 from tmsite.subscriptions.models import URI_MAX, SessionSubscription
 
 SUBSCRIBE = "resources/subscribe"

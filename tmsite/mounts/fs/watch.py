@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from tmsite.bus import changes
 from tmsite.core import uri as tmuri
 from tmsite.core.errors import Refusal
-from tmsite.subscriptions import changes
 
 if TYPE_CHECKING:
     from tmsite.mounts.fs.mount import FsMount
@@ -296,7 +296,7 @@ class FsSource:
     def arm(self, deadline: float) -> bool:
         """Return once the roots listened to now are watched (or at ``deadline``, False).
 
-        The bus's arm (:func:`tmsite.subscriptions.changes.add_arm`): a file written after this
+        The bus's arm (:func:`tmsite.bus.changes.add_arm`): a file written after this
         returns is told.
         """
         with self._lock:

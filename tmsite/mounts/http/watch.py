@@ -30,12 +30,12 @@ import time
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
+from tmsite.bus import changes
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import parse
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.http import uris as http_uris
 from tmsite.site import pages
-from tmsite.subscriptions import changes
 
 if TYPE_CHECKING:
     from tmsite.mounts.http.mount import HttpMount

@@ -55,7 +55,7 @@ Two backends, one interface:
 * **local** (the default; the embedded box): what a process publishes reaches that process's
   listeners, in the publisher's thread.
 * **redis** (``TM_REDIS_URL`` is set, unless ``TM_SUB_BUS=local``):
-  :mod:`tmsite.subscriptions.redis_bus`. A change still reaches the publisher's own listeners
+  :mod:`tmsite.bus.redis_bus`. A change still reaches the publisher's own listeners
   at once, in its thread, and is also published on one Redis channel (named after
   ``TM_CACHE_PREFIX``); each process's receiving thread, started by its first listener,
   dispatches what other processes published to its listeners (its own messages it skips: each
@@ -131,7 +131,7 @@ COALESCE_SECONDS = 0.25
 
 
 class Backend(Protocol):
-    """What carries changes between processes (:mod:`tmsite.subscriptions.redis_bus`)."""
+    """What carries changes between processes (:mod:`tmsite.bus.redis_bus`)."""
 
     name: str
 

@@ -1,6 +1,6 @@
 """The change bus across processes and machines: Redis pub/sub (the shared cache's Redis).
 
-:mod:`tmsite.subscriptions.changes` attaches it when ``TM_REDIS_URL`` is set (``TM_SUB_BUS``
+:mod:`tmsite.bus.changes` attaches it when ``TM_REDIS_URL`` is set (``TM_SUB_BUS``
 ``redis``, the default then). Every process of every machine serving one box publishes on one
 channel, ``<TM_CACHE_PREFIX>:tmsite:changes`` (boxes sharing a Redis do not hear each other),
 and hears what the others publish.
@@ -49,9 +49,9 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+from tmsite.bus import changes
+from tmsite.bus.changes import LIST_KINDS, Bus, Change, canonical
 from tmsite.core import sharedcache
-from tmsite.subscriptions import changes
-from tmsite.subscriptions.changes import LIST_KINDS, Bus, Change, canonical
 
 log = logging.getLogger("tmsite.subscriptions")
 
@@ -151,7 +151,7 @@ class Seen:
 
 
 class RedisBackend:
-    """Redis pub/sub for one :class:`~tmsite.subscriptions.changes.Bus` (see the module).
+    """Redis pub/sub for one :class:`~tmsite.bus.changes.Bus` (see the module).
 
     Args:
         bus: The bus whose listeners hear what is received.
