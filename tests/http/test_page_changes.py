@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.http.conftest import DEMO, DEMO_DIR, HOST, SITE, configure, uri
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.demo.static_site import server
 from tmsite.mounts import registry
@@ -51,13 +51,6 @@ def heard() -> Iterator[Heard]:
     remove()
 
 
-def _until(predicate: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
 def _watcher(ns: Namespace, every: float) -> tuple[PageWatcher, StampWatcher]:
     http = ns.mounts["http"]
     assert isinstance(http, HttpMount)
@@ -83,7 +76,7 @@ def test_a_page_made_from_markdown_is_told_when_its_file_changes(
                 other: f"tm://{HOST}/fs/docs/nes/alone.md",
             }
             assert fetch.watched() == []  # nothing of it is fetched
-            _until(lambda: fswatch.SOURCE.watching == {"docs"})
+            wait_until(lambda: fswatch.SOURCE.watching == {"docs"})
             for attempt in range(40):  # until the watch has had its first look
                 pile = checkout / "docs" / "nes" / "pile.md"
                 pile.write_text(f"# The pile\n\nNow {attempt}.\n")
@@ -94,7 +87,7 @@ def test_a_page_made_from_markdown_is_told_when_its_file_changes(
         # the pages are released, and so are their files: the fs watch stops
         assert watcher.files() == {}
         assert changes.interests(f"tm://{HOST}/fs/") == {}
-        _until(lambda: fswatch.SOURCE.watching == frozenset())
+        wait_until(lambda: fswatch.SOURCE.watching == frozenset())
     finally:
         stop()
         fswatch.SOURCE.stop()

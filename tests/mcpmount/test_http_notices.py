@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tests.mcpmount.conftest import BASE, HOST
-from tests.mcpmount.test_notices import Heard, hand_over, res, until
+from tests.mcpmount.test_notices import Heard, hand_over, res
 from tests.peers.processes import HttpPeer, peer, start_http_peer, stop_http_peer
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mcpclient import http as mcphttp
 from tmsite.mounts.namespace import Namespace
@@ -72,7 +73,7 @@ def test_a_listen_streams_notifications_become_updates_of_its_addresses(
 ) -> None:
     record(listen_peer.url())
     with changes.listening([res("note://a"), f"{BASE}notes/tools/"]):
-        until(lambda: len(listens(tmp_path)) == 1)
+        wait_until(lambda: len(listens(tmp_path)) == 1)
         assert listens(tmp_path)[0]["notifications"] == {
             "toolsListChanged": True,
             "promptsListChanged": True,
@@ -93,13 +94,13 @@ def test_a_listen_streams_notifications_become_updates_of_its_addresses(
         assert [t["name"] for t in tools] == ["first", "second"], "asked again, then told"
         with changes.listening([res("note://b")]):
             # the listened set changed: the stream is opened again with the new set
-            until(lambda: len(listens(tmp_path)) == 2)
+            wait_until(lambda: len(listens(tmp_path)) == 2)
             wanted = listens(tmp_path)[1]["notifications"]["resourceSubscriptions"]
             assert wanted == ["note://a", "note://b"]
             update = {"method": "notifications/resources/updated", "params": {"uri": "note://b"}}
             hand_over(tmp_path, json.dumps(update))
             heard.wait_for(res("note://b"))
-        until(lambda: len(listens(tmp_path)) == 3)
+        wait_until(lambda: len(listens(tmp_path)) == 3)
         assert listens(tmp_path)[2]["notifications"]["resourceSubscriptions"] == ["note://a"]
     assert heard.uris == [res("note://a"), f"{BASE}notes/tools/", res("note://b")]
     assert notices.listened() == {}
@@ -112,23 +113,23 @@ def test_a_stream_the_server_closes_is_opened_again_with_a_doubling_wait(
 ) -> None:
     record(listen_peer.url())
     with changes.listening([res("note://a")]):
-        until(lambda: len(listens(tmp_path)) == 1)
+        wait_until(lambda: len(listens(tmp_path)) == 1)
         (tmp_path / "close_at_once").touch()
         hand_over(tmp_path, json.dumps({"close": True}))
-        until(lambda: len(listens(tmp_path)) >= 5, timeout=15)
+        wait_until(lambda: len(listens(tmp_path)) >= 5, seconds=15)
         (tmp_path / "close_at_once").unlink()
         times = [x["at"] for x in listens(tmp_path)[1:5]]
         gaps = [b - a for a, b in itertools.pairwise(times)]
         assert gaps[0] >= 0.3, gaps  # 0.2, 0.4 then 0.8: doubled, not hammered
         assert gaps[2] >= 0.7, gaps
         assert gaps[2] > gaps[0] * 1.5, gaps
-        until(lambda: res("note://a") in heard.uris)  # what changed meanwhile: told once
+        wait_until(lambda: res("note://a") in heard.uris)  # what changed meanwhile: told once
         count = len(listens(tmp_path))
         update = {"method": "notifications/resources/updated", "params": {"uri": "note://a"}}
-        until(lambda: len(listens(tmp_path)) == count)
+        wait_until(lambda: len(listens(tmp_path)) == count)
         hand_over(tmp_path, json.dumps(update))
-        until(lambda: not (tmp_path / "send.jsonl").exists())
-        until(lambda: heard.uris.count(res("note://a")) >= 2)
+        wait_until(lambda: not (tmp_path / "send.jsonl").exists())
+        wait_until(lambda: heard.uris.count(res("note://a")) >= 2)
     assert notices.listened() == {}
 
 
@@ -139,14 +140,14 @@ def test_an_event_past_the_cap_ends_the_stream_and_it_is_opened_again(
     record(listen_peer.url())
     caplog.set_level(logging.INFO, logger="tmsite.subscriptions.mcp")
     with changes.listening([res("note://a")]):
-        until(lambda: len(listens(tmp_path)) == 1)
+        wait_until(lambda: len(listens(tmp_path)) == 1)
         hand_over(tmp_path, json.dumps({"huge": 4 * 1024 * 1024}))
-        until(lambda: len(listens(tmp_path)) == 2)
+        wait_until(lambda: len(listens(tmp_path)) == 2)
         ended = [r.getMessage() for r in caplog.records if "stream of the MCP" in r.getMessage()]
         assert any(f"cap of {mcphttp.LISTEN_EVENT_BYTES}" in m for m in ended), ended
         update = {"method": "notifications/resources/updated", "params": {"uri": "note://a"}}
         hand_over(tmp_path, json.dumps(update))
-        until(lambda: heard.uris.count(res("note://a")) >= 2)  # the re-ack, then the update
+        wait_until(lambda: heard.uris.count(res("note://a")) >= 2)  # the re-ack, then the update
 
 
 @pytest.mark.django_db(transaction=True)
@@ -156,15 +157,15 @@ def test_a_flood_ends_the_stream_and_costs_one_probe_a_period(
     record(listen_peer.url())
     caplog.set_level(logging.INFO, logger="tmsite.subscriptions.mcp")
     with changes.listening([f"{BASE}notes/tools/"]):
-        until(lambda: len(listens(tmp_path)) == 1)
+        wait_until(lambda: len(listens(tmp_path)) == 1)
         hand_over(tmp_path, json.dumps({"flood": True}))
-        until(lambda: (tmp_path / "flooded").exists())  # the client hung up on it
+        wait_until(lambda: (tmp_path / "flooded").exists())  # the client hung up on it
         sent = int((tmp_path / "flooded").read_text())
-        until(lambda: any("events a second" in r.getMessage() for r in caplog.records))
+        wait_until(lambda: any("events a second" in r.getMessage() for r in caplog.records))
         assert sent < 10 * mcphttp.LISTEN_EVENTS_PER_SECOND
-        until(lambda: len(listens(tmp_path)) == 2)
+        wait_until(lambda: len(listens(tmp_path)) == 2)
         assert threading.active_count() < 50, "no thread a notification"
-        until(lambda: not notices.asking("notes"))
+        wait_until(lambda: not notices.asking("notes"))
     assert 1 <= heard.uris.count(f"{BASE}notes/tools/") <= 3
 
 
@@ -174,10 +175,10 @@ def test_the_official_sdk_servers_listen_stream_is_held(
 ) -> None:
     record(sdk_stateless.url())
     with changes.listening([f"{BASE}notes/tools/"]):
-        until(lambda: notices.streaming("notes"))
+        wait_until(lambda: notices.streaming("notes"))
         client = notices.connected("notes")
         assert client is not None and client.handshake().era == "discover"
-    until(lambda: not notices.streaming("notes"))
+    wait_until(lambda: not notices.streaming("notes"))
     assert notices.listened() == {}
 
 
@@ -190,7 +191,7 @@ def test_a_2025_era_http_server_is_not_listened_to_and_says_so(
         caplog.set_level(logging.WARNING, logger="tmsite.subscriptions.mcp")
         record(old.url())
         with changes.listening([f"{BASE}notes/tools/"]):
-            until(lambda: any("not heard" in r.getMessage() for r in caplog.records))
+            wait_until(lambda: any("not heard" in r.getMessage() for r in caplog.records))
             assert notices.listened() == {"notes": [f"{BASE}notes/tools/"]}
             assert notices.connected("notes") is None
             assert not notices.streaming("notes")
@@ -209,8 +210,8 @@ def test_a_stream_of_comments_that_never_ends_is_ended_too(
     record(listen_peer.url())
     caplog.set_level(logging.INFO, logger="tmsite.subscriptions.mcp")
     with changes.listening([f"{BASE}notes/tools/"]):
-        until(lambda: len(listens(tmp_path)) == 1)
+        wait_until(lambda: len(listens(tmp_path)) == 1)
         hand_over(tmp_path, json.dumps({"comments": True}))
-        until(lambda: (tmp_path / "flooded").exists())  # no event, no silence: the bytes count
-        until(lambda: any("bytes or" in r.getMessage() for r in caplog.records))
-        until(lambda: len(listens(tmp_path)) == 2)
+        wait_until(lambda: (tmp_path / "flooded").exists())  # no event, no silence: the bytes count
+        wait_until(lambda: any("bytes or" in r.getMessage() for r in caplog.records))
+        wait_until(lambda: len(listens(tmp_path)) == 2)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.mcpmount.conftest import BASE, HOST, peer
 from tests.peers.processes import gone
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.core.uri import TmUri
 from tmsite.mounts.namespace import Namespace
@@ -54,13 +55,6 @@ def hand_over(directory: Path, lines: str) -> None:
     os.replace(aside, directory / "send.jsonl")
 
 
-def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    end = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def heard() -> Iterator[Heard]:
     got = Heard()
@@ -80,7 +74,9 @@ def test_a_peers_notifications_become_updates_of_its_addresses(
     asked = tmp_path / "asked"
     try:
         with changes.listening([res("note://a"), f"{BASE}notes/tools/"]):
-            until(lambda: asked.exists() and "resources/subscribe note://a" in asked.read_text())
+            wait_until(
+                lambda: asked.exists() and "resources/subscribe note://a" in asked.read_text()
+            )
             client = notices.connected("notes")
             assert client is not None and client.pid is not None
             pid = client.pid
@@ -97,7 +93,7 @@ def test_a_peers_notifications_become_updates_of_its_addresses(
             tools = ns.read(f"{BASE}notes/tools/").body["children"]
             assert [t["name"] for t in tools] == ["first", "second"], "asked again, then told"
         assert heard.uris == [res("note://a"), f"{BASE}notes/tools/"]
-        until(lambda: "resources/unsubscribe note://a" in asked.read_text())
+        wait_until(lambda: "resources/unsubscribe note://a" in asked.read_text())
         assert gone(pid), "nobody listens: the server's process ends"
         assert notices.listened() == {}
     finally:
@@ -120,12 +116,12 @@ def test_a_flood_of_list_changed_costs_one_probe_a_period(
     remove = changes.add_interest_watcher(notices.interest)
     try:
         with changes.listening([f"{BASE}notes/tools/"]):
-            until(lambda: notices.connected("notes") is not None)
+            wait_until(lambda: notices.connected("notes") is not None)
             flood = json.dumps({"method": "notifications/tools/list_changed"})
             hand_over(tmp_path, "\n".join([flood] * 500))
             heard.wait_for(f"{BASE}notes/tools/")
             assert threading.active_count() < 50, "no thread a notification"
-            until(lambda: not notices.asking("notes"))
+            wait_until(lambda: not notices.asking("notes"))
             # The first notification is asked for at once; all that came while it was asked
             # are asked for once more, a period later.
             assert 1 <= len(probes) <= 2
@@ -147,12 +143,14 @@ def test_a_listened_peer_that_exits_is_met_again_and_its_notices_resume(
     asked = tmp_path / "asked"
     try:
         with changes.listening([res("note://a")]):
-            until(lambda: asked.exists() and "resources/subscribe note://a" in asked.read_text())
+            wait_until(
+                lambda: asked.exists() and "resources/subscribe note://a" in asked.read_text()
+            )
             client = notices.connected("notes")
             assert client is not None and client.pid is not None
             first = client.pid
             hand_over(tmp_path, '{"exit": true}')
-            until(lambda: gone(first))
+            wait_until(lambda: gone(first))
             # met again: a new process, asked again for the listened resource, its URI told once
             heard.wait_for(res("note://a"))
             again = notices.connected("notes")
@@ -161,10 +159,10 @@ def test_a_listened_peer_that_exits_is_met_again_and_its_notices_resume(
             assert heard.uris == [res("note://a")]
             update = {"method": "notifications/resources/updated", "params": {"uri": "note://a"}}
             hand_over(tmp_path, json.dumps(update))
-            until(lambda: len(heard.uris) == 2)  # the new process's notices are heard
+            wait_until(lambda: len(heard.uris) == 2)  # the new process's notices are heard
             assert heard.uris == [res("note://a")] * 2
             second = again.pid
-        until(lambda: gone(second))
+        wait_until(lambda: gone(second))
         assert notices.listened() == {}
     finally:
         remove()

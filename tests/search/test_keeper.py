@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.core.types import Document
 from tmsite.core.uri import TmUri
@@ -100,13 +101,6 @@ def within(bound: float, text: str, expected: list[str]) -> float:
             return time.monotonic() - start
         time.sleep(0.02)
     raise AssertionError(f"{text!r} did not find {expected} within {bound} s: {documents(text)}")
-
-
-def wait_until(done: Any, seconds: float = 10.0) -> None:
-    start = time.monotonic()
-    while not done():
-        assert time.monotonic() - start < seconds, "not within the time"
-        time.sleep(0.02)
 
 
 def test_a_changed_new_and_removed_file_within_two_seconds(checkout: Path, kept: Keeper) -> None:

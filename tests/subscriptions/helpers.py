@@ -11,14 +11,12 @@ import contextlib
 import json
 import socket
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from django.db import OperationalError
 
 from tests.transport.transport_helpers import MODERN_META, STATELESS
 
@@ -88,31 +86,6 @@ class Events:
 
 #: The host the tests' boxes answer for.
 HOST = "tinymachines"
-
-
-def wait_until(
-    predicate: Callable[[], Any], seconds: float = 10.0, what: str = "", step: float = 0.02
-) -> None:
-    """Return once ``predicate()`` is true; fail after ``seconds`` saying ``what`` was awaited.
-
-    A predicate that reads the database while the server's own thread writes the same table
-    meets the shared in-memory test database's table lock ("database table is locked": it
-    locks rather than waits); that read counts as not yet.
-    """
-    message = f"timed out waiting: {what}" if what else "timed out waiting"
-    deadline = time.monotonic() + seconds
-    while not _holds(predicate):
-        assert time.monotonic() < deadline, message
-        time.sleep(step)
-
-
-def _holds(predicate: Callable[[], Any]) -> bool:
-    try:
-        return bool(predicate())
-    except OperationalError as exc:
-        if "locked" not in str(exc):
-            raise
-        return False
 
 
 def stream_client(read: float = 20.0) -> httpx.Client:

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.subscriptions.helpers import wait_until
+from tests.waiting import wait_until
 
 VERSION = "2025-11-25"
 

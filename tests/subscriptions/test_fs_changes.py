@@ -23,9 +23,9 @@ from tests.subscriptions.helpers import (
     listen_body,
     listen_headers,
     own_box,
-    wait_until,
     write_files,
 )
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
 

@@ -20,8 +20,8 @@ from tests.subscriptions.helpers import (
     listen_headers,
     own_box,
     stream_client,
-    wait_until,
 )
+from tests.waiting import wait_until
 from tmsite.subscriptions import sources
 
 pytestmark = [pytest.mark.spec("SUB3"), pytest.mark.slow]

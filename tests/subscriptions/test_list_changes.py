@@ -18,9 +18,9 @@ from tests.subscriptions.helpers import (
     listen_headers,
     own_box,
     stream_client,
-    wait_until,
     write_files,
 )
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.subscriptions import sources
 from tmsite.subscriptions.lists import ListWatcher, resources_answer

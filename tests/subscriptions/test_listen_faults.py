@@ -26,9 +26,9 @@ from tests.subscriptions.helpers import (
     raw_listen,
     reset_connection,
     stream_client,
-    wait_until,
     write_files,
 )
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
 from tmsite.subscriptions import listen

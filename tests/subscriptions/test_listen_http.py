@@ -23,9 +23,9 @@ from tests.subscriptions.helpers import (
     listen_headers,
     listening,
     nothing_held,
-    wait_until,
 )
 from tests.transport.transport_helpers import modern_headers, modern_request
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog

@@ -24,10 +24,11 @@ import pytest
 from django.conf import settings
 
 from tests.clients.sdk_clients import SDK_VENV, client_env
-from tests.mcpmount.test_notices import Heard, hand_over, res, until
+from tests.mcpmount.test_notices import Heard, hand_over, res
 from tests.peers.processes import HttpPeer, start_http_peer, stop_http_peer
 from tests.services import missing
 from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_headers
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.core.uri import TmUri
 from tmsite.mcpclient import http as mcphttp
@@ -144,7 +145,7 @@ def test_a_session_peers_notifications_become_updates_of_its_addresses(
 ) -> None:
     record(session_peer.url())
     with changes.listening([res("note://a"), TOOLS]):
-        until(lambda: notices.streaming("notes"))
+        wait_until(lambda: notices.streaming("notes"))
         sid = session_of(notices)
         [get] = answered(peer_dir, "GET", sid)
         assert {k: get[k] for k in ("accept", "version", "last_event_id", "status")} == {
@@ -163,19 +164,19 @@ def test_a_session_peers_notifications_become_updates_of_its_addresses(
         assert heard.uris == [res("note://a"), TOOLS]
         with changes.listening([res("note://b")]):
             # the listened set changed: subscribed in the same session, the stream stays
-            until(lambda: len(subscriptions(peer_dir)) == 2)
+            wait_until(lambda: len(subscriptions(peer_dir)) == 2)
             assert subscriptions(peer_dir)[1] == ("subscribe", "note://b", sid)
             hand_over(peer_dir, json.dumps({"updated": "note://b"}))
             heard.wait_for(res("note://b"))
-        until(lambda: len(subscriptions(peer_dir)) == 3)
+        wait_until(lambda: len(subscriptions(peer_dir)) == 3)
         assert subscriptions(peer_dir)[2] == ("unsubscribe", "note://b", sid)
         hand_over(peer_dir, json.dumps({"updated": "note://b"}))  # unsubscribed: not sent
         hand_over_and_wait(peer_dir, json.dumps({"updated": "note://a"}))
-        until(lambda: heard.uris.count(res("note://a")) == 2)
+        wait_until(lambda: heard.uris.count(res("note://a")) == 2)
         assert len(answered(peer_dir, "GET", sid)) == 1, "one stream the whole time"
         assert answered(peer_dir, "DELETE", sid) == []
     # nothing listens any more: the session is ended, and said so to the peer
-    until(lambda: len(answered(peer_dir, "DELETE", sid)) == 1)
+    wait_until(lambda: len(answered(peer_dir, "DELETE", sid)) == 1)
     [delete] = answered(peer_dir, "DELETE", sid)
     assert delete["status"] == 200
     assert heard.uris == [res("note://a"), TOOLS, res("note://b"), res("note://a")]
@@ -186,7 +187,7 @@ def test_a_session_peers_notifications_become_updates_of_its_addresses(
 
 def hand_over_and_wait(directory: Path, lines: str) -> None:
     """Hand ``lines`` over once the peer took what it was handed before."""
-    until(lambda: not (directory / "send.jsonl").exists())
+    wait_until(lambda: not (directory / "send.jsonl").exists())
     hand_over(directory, lines)
 
 
@@ -196,21 +197,21 @@ def test_a_stream_the_peer_cuts_is_resumed_with_the_last_event_id(
 ) -> None:
     record(session_peer.url())
     with changes.listening([res("note://a")]):
-        until(lambda: notices.streaming("notes"))
+        wait_until(lambda: notices.streaming("notes"))
         sid = session_of(notices)
         hand_over(peer_dir, json.dumps({"updated": "note://a"}))
         heard.wait_for(res("note://a"))
         hand_over_and_wait(peer_dir, json.dumps({"cut": True}))
-        until(lambda: len(answered(peer_dir, "GET", sid)) == 2)
+        wait_until(lambda: len(answered(peer_dir, "GET", sid)) == 2)
         first, again = answered(peer_dir, "GET", sid)
         assert first["last_event_id"] is None
         assert again["last_event_id"] is not None and again["last_event_id"].isdigit()
         assert again["status"] == 200
         # what changed while not heard: told once as the stream opened again
-        until(lambda: heard.uris.count(res("note://a")) == 2)
-        until(lambda: notices.streaming("notes"))
+        wait_until(lambda: heard.uris.count(res("note://a")) == 2)
+        wait_until(lambda: notices.streaming("notes"))
         hand_over_and_wait(peer_dir, json.dumps({"updated": "note://a"}))
-        until(lambda: heard.uris.count(res("note://a")) == 3)
+        wait_until(lambda: heard.uris.count(res("note://a")) == 3)
         assert session_of(notices) == sid, "the same session"
         assert subscriptions(peer_dir) == [("subscribe", "note://a", sid)]
 
@@ -230,16 +231,16 @@ def test_a_peer_that_dies_is_met_again_in_a_new_session_once_it_is_back(
     try:
         record(peer.url())
         with changes.listening([res("note://a")]):
-            until(lambda: notices.streaming("notes"))
+            wait_until(lambda: notices.streaming("notes"))
             old = session_of(notices)
             stop_http_peer(peer)  # mid-stream: killed, the stream cut with it
-            until(lambda: not notices.streaming("notes"))
+            wait_until(lambda: not notices.streaming("notes"))
             started = time.monotonic()
             time.sleep(1.5)  # tried again meanwhile, with a doubling wait: nobody answers
             assert not notices.streaming("notes")
             assert threading.active_count() < 50
             peer = start_peer(peer_dir, port)
-            until(lambda: notices.streaming("notes"), timeout=15)
+            wait_until(lambda: notices.streaming("notes"), seconds=15)
             assert time.monotonic() - started < 10, "no hang"
             new = session_of(notices)
             assert new != old
@@ -247,11 +248,11 @@ def test_a_peer_that_dies_is_met_again_in_a_new_session_once_it_is_back(
             assert statuses[-1] == 404, "the old session is unknown to the new process"
             assert subscriptions(peer_dir)[-1] == ("subscribe", "note://a", new)
             # what changed while it was away: told once, as the new session's stream opened
-            until(lambda: res("note://a") in heard.uris)
+            wait_until(lambda: res("note://a") in heard.uris)
             count = heard.uris.count(res("note://a"))
             hand_over_and_wait(peer_dir, json.dumps({"updated": "note://a"}))
-            until(lambda: heard.uris.count(res("note://a")) == count + 1)
-        until(lambda: len(answered(peer_dir, "DELETE", new)) == 1)
+            wait_until(lambda: heard.uris.count(res("note://a")) == count + 1)
+        wait_until(lambda: len(answered(peer_dir, "DELETE", new)) == 1)
         assert notices.connected("notes") is None
     finally:
         stop_http_peer(peer)
@@ -268,8 +269,8 @@ def test_a_peer_without_a_session_stream_is_not_heard_nor_asked_again(
     try:
         record(no_stream.url())
         with changes.listening([res("note://a")]):
-            until(lambda: any("no session stream" in r.getMessage() for r in caplog.records))
-            until(lambda: notices.connected("notes") is None)
+            wait_until(lambda: any("no session stream" in r.getMessage() for r in caplog.records))
+            wait_until(lambda: notices.connected("notes") is None)
             time.sleep(1.0)  # the first waits are 0.2 s and 0.4 s: nothing is tried again
             assert [(r["verb"], r["method"], r["session"]) for r in requests(peer_dir)] == [
                 ("POST", "server/discover", None),
@@ -310,9 +311,9 @@ def test_an_event_past_the_cap_ends_the_session_stream_and_it_is_opened_again(
             assert f"cap of {mcphttp.LISTEN_EVENT_BYTES}" in ended[0]
             gets = [r for r in requests(peer_dir) if r["verb"] == "GET"]
             assert [g["session"] for g in gets] == ["s-1", "s-1"], "the same session, again"
-            until(lambda: heard.uris.count(res("note://a")) == 2)  # told once as it reopened
+            wait_until(lambda: heard.uris.count(res("note://a")) == 2)  # told once as it reopened
             assert notices.streaming("notes")
-        until(lambda: requests(peer_dir)[-1]["verb"] == "DELETE")
+        wait_until(lambda: requests(peer_dir)[-1]["verb"] == "DELETE")
     finally:
         stop_http_peer(huge)
 
@@ -339,7 +340,7 @@ def test_a_listen_on_the_box_is_told_what_a_session_peer_says_changed(
         ack = events.message()
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         assert ack["params"]["notifications"] == {"resourceSubscriptions": [uri]}
-        until(lambda: [v for v, u, _ in subscriptions(peer_dir)] == ["subscribe"], timeout=20)
+        wait_until(lambda: [v for v, u, _ in subscriptions(peer_dir)] == ["subscribe"], seconds=20)
         [(_, upstream, sid)] = subscriptions(peer_dir)
         assert upstream == "note://a"
         hand_over(peer_dir, json.dumps({"updated": "note://a"}))
@@ -349,7 +350,7 @@ def test_a_listen_on_the_box_is_told_what_a_session_peer_says_changed(
             "params": {"uri": uri, "_meta": {SUB_ID: "s-1"}},
         }
     # the listener went: the box ends its session with the peer
-    until(lambda: len(answered(peer_dir, "DELETE", sid)) == 1, timeout=20)
+    wait_until(lambda: len(answered(peer_dir, "DELETE", sid)) == 1, seconds=20)
 
 
 def test_an_event_id_is_kept_only_when_it_is_visible_ascii_and_short() -> None:

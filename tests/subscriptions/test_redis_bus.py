@@ -38,8 +38,8 @@ from tests.subscriptions.helpers import (
     end_streams,
     listen_body,
     listen_headers,
-    wait_until,
 )
+from tests.waiting import wait_until
 from tmsite.bus import changes, redis_bus
 from tmsite.bus.changes import Bus, Change
 from tmsite.bus.redis_bus import RedisBackend

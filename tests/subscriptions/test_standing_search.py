@@ -20,7 +20,8 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
 
-from tests.subscriptions.helpers import HOST, own_box, wait_until, write_files
+from tests.subscriptions.helpers import HOST, own_box, write_files
+from tests.waiting import wait_until
 from tmsite.search import index
 from tmsite.search.query import parse_query
 from tmsite.subscriptions import sources

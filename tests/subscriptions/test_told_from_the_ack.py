@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
 
-from tests.subscriptions.helpers import HOST, own_box, wait_until, write_files
+from tests.subscriptions.helpers import HOST, own_box, write_files
 from tests.subscriptions.sessions_helpers import (
     SseEvents,
     initialize,
@@ -33,6 +33,7 @@ from tests.subscriptions.sessions_helpers import (
     stream_headers,
     updated,
 )
+from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
 from tmsite.subscriptions import sessionstream
