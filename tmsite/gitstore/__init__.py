@@ -26,8 +26,9 @@ Public API:
   outside), directories first; raises ``NotATree``.
 * ``log(repo, commit, path="", n=20) -> list[LogEntry]`` — n 1–100 (``ValueError`` outside),
   ``git log -- path`` semantics (see :mod:`tmsite.gitstore.history`), no e-mail addresses.
-* ``blame(repo, commit, path) -> list[BlameLine]`` — full commit ids per line (see
-  :mod:`tmsite.gitstore.blame`).
+* ``blame(repo, commit, path, lines=None) -> list[BlameLine]`` — full commit ids per line, of
+  every line or of ``(first, last)`` alone (see :mod:`tmsite.gitstore.blame`);
+  ``line_count(repo, blob)`` — the lines it counts.
 * ``gitmodules(repo, commit) -> dict[path, url]``.
 * ``looks_binary(first_bytes)``, ``guess_mime(name, first_bytes)``, ``is_text_mime(mime)`` —
   from :mod:`tmsite.gitstore.mime`, which does not depend on git.
@@ -36,7 +37,7 @@ Public API:
 Reads at a commit are immutable and cached in process memory, bounded by bytes.
 """
 
-from tmsite.gitstore.blame import blame
+from tmsite.gitstore.blame import blame, line_count
 from tmsite.gitstore.cache import clear_all as clear_caches
 from tmsite.gitstore.errors import (
     AmbiguousRef,
@@ -93,6 +94,7 @@ __all__ = [
     "guess_mime",
     "has_commit",
     "is_text_mime",
+    "line_count",
     "list_refs",
     "list_tree",
     "log",
