@@ -26,7 +26,7 @@ Public API:
   outside), directories first; raises ``NotATree``.
 * ``log(repo, commit, path="", n=20) -> list[LogEntry]`` — n 1–100 (``ValueError`` outside),
   ``git log -- path`` semantics (see :mod:`tmsite.gitstore.history`), no e-mail addresses.
-* ``blame(repo, commit, path, lines=None) -> list[BlameLine]`` — full commit ids per line, of
+* ``blame(repo, commit, path, lines=None) -> Blame`` (``BlameLine`` records) — full commit ids, of
   every line or of ``(first, last)`` alone (see :mod:`tmsite.gitstore.blame`);
   ``line_count(repo, blob)`` — the lines it counts.
 * ``gitmodules(repo, commit) -> dict[path, url]``.
@@ -66,11 +66,12 @@ from tmsite.gitstore.refs import (
 )
 from tmsite.gitstore.repo import GitRepo, open_repo
 from tmsite.gitstore.tree import blob_size, gitmodules, list_tree, lookup, read_blob
-from tmsite.gitstore.types import BlameLine, LogEntry, Node, Resolved, TreeEntry
+from tmsite.gitstore.types import Blame, BlameLine, LogEntry, Node, Resolved, TreeEntry
 
 __all__ = [
     "AmbiguousRef",
     "BadRef",
+    "Blame",
     "BlameLine",
     "GitError",
     "GitRepo",

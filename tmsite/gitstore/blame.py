@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from array import array
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
@@ -52,7 +53,7 @@ from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
 from tmsite.gitstore.tree import PathReader, kind_of, lookup
-from tmsite.gitstore.types import BlameLine
+from tmsite.gitstore.types import Blame
 
 #: Suspects: lines of the final file from ``final`` on, lines ``here`` on in the current
 #: commit's version, ``count`` of them (git's ``blame_entry``).
@@ -287,7 +288,7 @@ def line_count(repo: GitRepo, sha: str) -> int:
 
 def blame(
     repo: GitRepo, commit: str, path: Iterable[str] | str, lines: tuple[int, int] | None = None
-) -> list[BlameLine]:
+) -> Blame:
     """Blame the lines of the file at ``path`` as of ``commit`` (see the module docstring).
 
     Args:
@@ -300,7 +301,8 @@ def blame(
             blame gives it.
 
     Returns:
-        One record per line, in order, each with the full id of the commit that introduced it.
+        One record per line, in order, each with the full id of the commit that introduced it
+        (:class:`~tmsite.gitstore.types.Blame`: the compact form, kept as it is).
 
     Raises:
         NotABlob: the path is a directory or a submodule.
@@ -325,26 +327,19 @@ def blame(
 
     walk = _Walk(repo, commit, join(parts), node.sha, len(final_lines), (first - 1, last))
     owner = walk.run()
-    who: dict[str, tuple[str, str]] = {}
-    for sha, _path in set(owner[first - 1 : last]):
-        info = repo.commit(sha)
-        who[sha] = (scrub(info.author_name), iso_utc(info.author_time))
-    out: list[BlameLine] = []
-    for index in range(first - 1, last):
-        text = final_lines[index]
-        sha, where = owner[index]
-        name, date = who[sha]
-        out.append(
-            BlameLine(
-                line_no=index + 1,
-                commit=sha,
-                author_name=name,
-                date=date,
-                text=text.decode("utf-8", "replace"),
-                path=where,
-            )
-        )
-    return read_put(key, out, 200 + sum(len(line.text) + 150 for line in out))
+    origins: dict[Origin, int] = {}
+    owners = array("I", (origins.setdefault(o, len(origins)) for o in owner[first - 1 : last]))
+    infos = [repo.commit(sha) for sha, _path in origins]
+    out = Blame(
+        tuple(sha for sha, _path in origins),
+        tuple(scrub(info.author_name) for info in infos),
+        tuple(iso_utc(info.author_time) for info in infos),
+        tuple(where for _sha, where in origins),
+        owners,
+        "\n".join(line.decode("utf-8", "replace") for line in final_lines[first - 1 : last]),
+        first,
+    )
+    return read_put(key, out, out.size())
 
 
 #: An origin: a commit and the file's path in it (git's ``blame_origin``).

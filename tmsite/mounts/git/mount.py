@@ -960,7 +960,7 @@ class GitMount(Mount):
         if body is None:
             lines = self.blamed(req, t, None)
             body = self.blame_body(req, t, lines, len(lines))
-            body = read_put(key, body, 400 + sum(len(x.text) + 160 for x in lines))
+            body = read_put(key, body, 400 + sum(len(x["text"]) + 160 for x in body["lines"]))
         return Content(req.text, vnd("blame"), body, links, kind="blame")
 
     def read_blame_lines(
@@ -996,9 +996,7 @@ class GitMount(Mount):
         cut = {**self.blame_body(req, t, lines, total), "uri": req.text}
         return Content(req.text, vnd("blame"), cut, links, "blame", part_applied=True)
 
-    def blamed(
-        self, req: Request, t: Target, span: tuple[int, int] | None
-    ) -> builtins.list[gitstore.BlameLine]:
+    def blamed(self, req: Request, t: Target, span: tuple[int, int] | None) -> gitstore.Blame:
         """The blame of the file (of lines ``span`` alone when given), kept for every worker."""
         what = () if span is None else span
         with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, None):
@@ -1009,7 +1007,7 @@ class GitMount(Mount):
             )
 
     def blame_body(
-        self, req: Request, t: Target, lines: builtins.list[gitstore.BlameLine], total: int
+        self, req: Request, t: Target, lines: gitstore.Blame, total: int
     ) -> dict[str, Any]:
         """The blame's answer: the file, the revision, and a record per line."""
         return {
@@ -1174,8 +1172,8 @@ class GitMount(Mount):
 # ---- helpers ---------------------------------------------------------------------------------
 
 
-def _blame_size(found: list[gitstore.BlameLine]) -> int:
-    return 200 + sum(len(x.text) + 150 for x in found)
+def _blame_size(found: gitstore.Blame) -> int:
+    return found.size()
 
 
 def _smaller_n(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
