@@ -42,7 +42,8 @@ CALLER = "203.0.113.9"
 
 
 def uri(path: str, facet: str = "blame") -> str:
-    return f"tm://{HOST}/git/big/{path}?as={facet}&lines=1-50"
+    # the whole blame: a ``?lines=`` range is blamed alone, walking less
+    return f"tm://{HOST}/git/big/{path}?as={facet}"
 
 
 def post(base: str, address: str, *, caller: str | None = None, timeout: float = 600) -> Any:

@@ -27,10 +27,14 @@ def git_cli() -> str:
     return found
 
 
-def run_git(repo: Path, *args: str, timeout: float = 60) -> str:
-    """``git -C repo args…``, its standard output (as UTF-8, bad bytes replaced)."""
+def run_git(repo: Path, *args: str, timeout: float = 60, stdin: str | None = None) -> str:
+    """``git -C repo args…`` (``stdin`` its input), its output (UTF-8, bad bytes replaced)."""
     done = subprocess.run(
-        [git_cli(), "-C", str(repo), *args], capture_output=True, check=True, timeout=timeout
+        [git_cli(), "-C", str(repo), *args],
+        capture_output=True,
+        check=True,
+        timeout=timeout,
+        input=stdin.encode("utf-8") if stdin is not None else None,
     )
     return done.stdout.decode("utf-8", "replace")
 

@@ -277,3 +277,32 @@ def test_copies_are_followed_by_log_alone(renames: tuple[Path, dict[str, str]]) 
     assert (log[0].commit, log[0].renamed_from) == (c["r6"], "doc/notes.md")
     assert log[-1].commit == c["r1"]
     assert {line.commit for line in blame} == {c["r6"]}
+
+
+#: (start, file, first, last): ranges across renames, merges, and past the end.
+RANGES = [
+    ("r10", "manual/notes.md", 1, 5),
+    ("r10", "manual/notes.md", 10, 31),
+    ("r10", "src/util.py", 6, 9),
+    ("r10", "plain.txt", 1, 1),
+    ("r10", "plain.txt", 12, 40),
+    ("m1", "doc/notes.md", 20, 22),
+]
+
+
+@needs_git
+@pytest.mark.parametrize(("start", "path", "first", "last"), RANGES)
+def test_a_range_is_blamed_alone_as_git_blame_l(
+    renames: tuple[Path, dict[str, str]], start: str, path: str, first: int, last: int
+) -> None:
+    root, c = renames
+    gitstore.clear_caches()
+    with gitstore.open_repo(root) as repo:
+        whole = gitstore.blame(repo, c[start], path)
+        mine = gitstore.blame(repo, c[start], path, (first, last))
+    end = min(last, len(whole))
+    oracle = _porcelain(
+        run_git(root, "blame", "--porcelain", f"-L{first},{end}", c[start], "--", path)
+    )
+    assert [(b.commit, b.path, b.text) for b in mine] == oracle
+    assert mine == whole[first - 1 : end]

@@ -1,10 +1,12 @@
 """Heavy git reads: priced after the cache, refused ``too-costly`` past a budget, abandoned.
 
 A real repository of 300 commits where ``notes.md`` changed only in the first (its history walks
-all 300), served over real loopback HTTP: the live server for the budget (a caller forwarded
-by a proxy on loopback, burst 10 refilled at 1 a second on a fake clock), and
-``tmsite.serve.app`` on uvicorn in a thread of the test for a client that goes away while
-another worker — a process of its own holding the answer's lock — computes what it asked.
+all 300) and each later commit ``i`` rewrote line ``7i mod 300`` of ``ladder.txt`` (a blame that
+walks them all to blame its first line, and blames lines scattered over the file on the way),
+served over real loopback HTTP: the live server for the budget (a caller forwarded by a proxy
+on loopback, burst 10 refilled at 1 a second on a fake clock), and ``tmsite.serve.app`` on
+uvicorn in a thread of the test for a client that goes away while another worker — a process
+of its own holding the answer's lock — computes what it asked.
 
 Spec: ANY2, ANY3.
 """
@@ -40,6 +42,7 @@ COMMITS = 300
 BURST = 10
 LOG = "tm://tinymachines/git/walk/notes.md?as=log&n=8"
 BLAME = "tm://tinymachines/git/walk/n.txt?as=blame"
+LADDER = "tm://tinymachines/git/walk/ladder.txt?as=blame"
 
 
 class _Lines(logging.Handler):
@@ -65,13 +68,26 @@ def lines() -> Iterator[list[dict[str, Any]]]:
     logger.setLevel(level)
 
 
+def _text(lines: list[str]) -> bytes:
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
 @pytest.fixture
 def walk(settings: Any, tmp_path: Path) -> Iterator[Path]:
     """The repository ``walk``, served; a ``var/`` of the test's own; empty caches."""
     builder = Builder.init(str(tmp_path / "walk"))
-    head = builder.commit("c0", {"notes.md": b"notes\n", "n.txt": b"0\n"}, when=0)
+    ladder = [f"line {i} from the start" for i in range(COMMITS)]
+    head = builder.commit(
+        "c0", {"notes.md": b"notes\n", "n.txt": b"0\n", "ladder.txt": _text(ladder)}, when=0
+    )
     for i in range(1, COMMITS):
-        head = builder.commit(f"c{i}", {"n.txt": f"{i}\n".encode()}, [head], when=60 * i)
+        ladder[7 * i % COMMITS] = f"line {7 * i % COMMITS} rewritten by c{i}"
+        head = builder.commit(
+            f"c{i}",
+            {"n.txt": f"{i}\n".encode(), "ladder.txt": _text(ladder)},
+            [head],
+            when=60 * i,
+        )
     builder.set_ref("refs/heads/main", head)
     builder.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
     settings.TM_GIT_REPOS = {"walk": tmp_path / "walk"}
@@ -136,6 +152,61 @@ def test_a_walk_past_a_whole_budget_is_refused_too_costly_then_at_once(
     assert "result" in kept_read.json()
     assert lines[-1]["kind"] == "history"
     assert lines[-1]["cost"] == 1  # a kept history costs what a file costs
+
+
+def _runs(lines: set[int]) -> list[tuple[int, int]]:
+    """The runs ``(first, last)`` of consecutive numbers in ``lines``."""
+    runs: list[tuple[int, int]] = []
+    for line in sorted(lines):
+        if runs and runs[-1][1] == line - 1:
+            runs[-1] = (runs[-1][0], line)
+        else:
+            runs.append((line, line))
+    return runs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_blame_past_a_whole_budget_offers_line_ranges_that_read(
+    walk: Path, limited: FakeClock, live_server: Any
+) -> None:
+    base = live_server.url
+    error = read(base, LADDER, 1).json()["error"]
+    data = error["data"]
+    assert error["code"] == -32002
+    assert (data["reason"], data["uri"], data["cost"], data["budget"]) == (
+        "too-costly",
+        LADDER,
+        11,
+        BURST,
+    )
+    # the 200 commits walked (c299 down to c100) blamed the lines they rewrote: the three
+    # longest runs of those lines are offered, each blamed alone
+    blamed = {7 * i % COMMITS + 1 for i in range(100, COMMITS)}
+    longest = sorted(_runs(blamed), key=lambda run: (run[0] - run[1], run[0]))[:3]
+    offered = [f"{LADDER}&lines={first}-{last}" for first, last in sorted(longest)]
+    assert data["narrower"] == offered
+    limited.advance(60)
+    again = read(base, LADDER, 2).json()["error"]["data"]
+    assert (again["reason"], again["narrower"]) == ("too-costly", offered)  # known: at once
+    for rid, ((first, last), uri) in enumerate(zip(sorted(longest), offered, strict=True), 3):
+        limited.advance(60)
+        answer = read(base, uri, rid).json()
+        assert "result" in answer, answer
+        body = json.loads(answer["result"]["contents"][0]["text"])
+        assert body["total"] == COMMITS
+        assert [line["line"] for line in body["lines"]] == list(range(first, last + 1))
+        assert all("rewritten" in line["text"] for line in body["lines"])
+    # a line the stopped walk had not reached (from the first commit) costs as much alone
+    limited.advance(60)
+    past = read(base, f"{LADDER}&lines=1-1", 9).json()["error"]["data"]
+    assert (past["reason"], past["narrower"]) == ("too-costly", [])
+    # a blame that had blamed nothing offers nothing: the file's history walks as far
+    limited.advance(60)
+    notes = read(base, "tm://tinymachines/git/walk/notes.md?as=blame", 10).json()["error"]["data"]
+    assert (notes["reason"], notes["narrower"]) == ("too-costly", [])
+    limited.advance(60)
+    history = read(base, "tm://tinymachines/git/walk/notes.md?as=log", 11).json()["error"]["data"]
+    assert history["reason"] == "too-costly"
 
 
 def hold_lock(var: Path, name: str) -> subprocess.Popen[str]:

@@ -62,12 +62,15 @@ class OverBudget(BaseException):
     Attributes:
         tokens: What it had cost when it was stopped (or what it is known to cost).
         allowance: The tokens it was allowed.
+        progress: What the computation had finished when it was stopped, in its own terms
+            (a blame: the lines it had blamed), for the refusal to offer narrower reads.
     """
 
-    def __init__(self, tokens: float, allowance: float) -> None:
+    def __init__(self, tokens: float, allowance: float, progress: object = None) -> None:
         super().__init__(f"{tokens:g} tokens of work, past the allowance of {allowance:g}")
         self.tokens = tokens
         self.allowance = allowance
+        self.progress = progress
 
 
 class Allowance:

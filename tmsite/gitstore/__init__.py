@@ -26,8 +26,9 @@ Public API:
   outside), directories first; raises ``NotATree``.
 * ``log(repo, commit, path="", n=20) -> list[LogEntry]`` — n 1–100 (``ValueError`` outside),
   ``git log -- path`` semantics (see :mod:`tmsite.gitstore.history`), no e-mail addresses.
-* ``blame(repo, commit, path) -> list[BlameLine]`` — full commit ids per line (see
-  :mod:`tmsite.gitstore.blame`).
+* ``blame(repo, commit, path, lines=None) -> Blame`` (``BlameLine`` records) — full commit ids, of
+  every line or of ``(first, last)`` alone (see :mod:`tmsite.gitstore.blame`);
+  ``line_count(repo, blob)`` — the lines it counts.
 * ``gitmodules(repo, commit) -> dict[path, url]``.
 * ``looks_binary(first_bytes)``, ``guess_mime(name, first_bytes)``, ``is_text_mime(mime)`` —
   from :mod:`tmsite.gitstore.mime`, which does not depend on git.
@@ -36,7 +37,7 @@ Public API:
 Reads at a commit are immutable and cached in process memory, bounded by bytes.
 """
 
-from tmsite.gitstore.blame import blame
+from tmsite.gitstore.blame import blame, line_count
 from tmsite.gitstore.cache import clear_all as clear_caches
 from tmsite.gitstore.errors import (
     AmbiguousRef,
@@ -65,11 +66,12 @@ from tmsite.gitstore.refs import (
 )
 from tmsite.gitstore.repo import GitRepo, open_repo
 from tmsite.gitstore.tree import blob_size, gitmodules, list_tree, lookup, read_blob
-from tmsite.gitstore.types import BlameLine, LogEntry, Node, Resolved, TreeEntry
+from tmsite.gitstore.types import Blame, BlameLine, LogEntry, Node, Resolved, TreeEntry
 
 __all__ = [
     "AmbiguousRef",
     "BadRef",
+    "Blame",
     "BlameLine",
     "GitError",
     "GitRepo",
@@ -93,6 +95,7 @@ __all__ = [
     "guess_mime",
     "has_commit",
     "is_text_mime",
+    "line_count",
     "list_refs",
     "list_tree",
     "log",

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from array import array
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
@@ -52,7 +53,7 @@ from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
 from tmsite.gitstore.tree import PathReader, kind_of, lookup
-from tmsite.gitstore.types import BlameLine
+from tmsite.gitstore.types import Blame
 
 #: Suspects: lines of the final file from ``final`` on, lines ``here`` on in the current
 #: commit's version, ``count`` of them (git's ``blame_entry``).
@@ -280,51 +281,65 @@ def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:
     return mapping
 
 
-def blame(repo: GitRepo, commit: str, path: Iterable[str] | str) -> list[BlameLine]:
-    """Blame every line of the file at ``path`` as of ``commit`` (see the module docstring).
+def line_count(repo: GitRepo, sha: str) -> int:
+    """How many lines blame counts in blob ``sha``."""
+    return len(_lines(repo, sha))
+
+
+def blame(
+    repo: GitRepo, commit: str, path: Iterable[str] | str, lines: tuple[int, int] | None = None
+) -> Blame:
+    """Blame the lines of the file at ``path`` as of ``commit`` (see the module docstring).
 
     Args:
         repo: The repository.
         commit: A full commit id.
         path: The file (a blob or a symlink, whose target text is blamed).
+        lines: Only lines ``first`` to ``last`` (from 1, both included; ``last`` past the end
+            means to the end), as ``git blame -L first,last``: only their suspects are walked,
+            and the walk stops once they are blamed — each line's commit is the one the whole
+            blame gives it.
 
     Returns:
-        One record per line, in order, each with the full id of the commit that introduced it.
+        One record per line, in order, each with the full id of the commit that introduced it
+        (:class:`~tmsite.gitstore.types.Blame`: the compact form, kept as it is).
 
     Raises:
         NotABlob: the path is a directory or a submodule.
         PathNotFound, OutOfRoot, HostileName: as :func:`~tmsite.gitstore.tree.lookup`.
+        OverBudget: the walk went past the request's allowance; its ``progress`` is the runs
+            ``(first, last)`` of lines it had blamed, each of which blames within it.
     """
     parts = normalise(path)
     node = lookup(repo, commit, parts)
     if node.kind not in ("blob", "symlink"):
         raise NotABlob(node.path, node.kind)
-    key = (repo.path, commit, join(parts), "blame-follow")
+    final_lines = _lines(repo, node.sha)
+    first, last = 1, len(final_lines)
+    if lines is not None:
+        first, last = lines[0], min(lines[1], last)
+        if first < 1 or first > lines[1]:
+            raise ValueError("lines must be FIRST-LAST with 1 <= FIRST <= LAST")
+    key = (repo.path, commit, join(parts), "blame-follow", first, last)
     cached = read_get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
 
-    final_lines = _lines(repo, node.sha)
-    owner = _Walk(repo, commit, join(parts), node.sha, len(final_lines)).run()
-    who: dict[str, tuple[str, str]] = {}
-    for sha, _path in set(owner):
-        info = repo.commit(sha)
-        who[sha] = (scrub(info.author_name), iso_utc(info.author_time))
-    out: list[BlameLine] = []
-    for index, text in enumerate(final_lines):
-        sha, where = owner[index]
-        name, date = who[sha]
-        out.append(
-            BlameLine(
-                line_no=index + 1,
-                commit=sha,
-                author_name=name,
-                date=date,
-                text=text.decode("utf-8", "replace"),
-                path=where,
-            )
-        )
-    return read_put(key, out, 200 + sum(len(t) + 150 for t in final_lines))
+    walk = _Walk(repo, commit, join(parts), node.sha, len(final_lines), (first - 1, last))
+    owner = walk.run()
+    origins: dict[Origin, int] = {}
+    owners = array("I", (origins.setdefault(o, len(origins)) for o in owner[first - 1 : last]))
+    infos = [repo.commit(sha) for sha, _path in origins]
+    out = Blame(
+        tuple(sha for sha, _path in origins),
+        tuple(scrub(info.author_name) for info in infos),
+        tuple(iso_utc(info.author_time) for info in infos),
+        tuple(where for _sha, where in origins),
+        owners,
+        "\n".join(line.decode("utf-8", "replace") for line in final_lines[first - 1 : last]),
+        first,
+    )
+    return read_put(key, out, out.size())
 
 
 #: An origin: a commit and the file's path in it (git's ``blame_origin``).
@@ -341,7 +356,9 @@ class _Walk:
     hands its suspects to its first parent without its id being decoded or a tree read.
     """
 
-    def __init__(self, repo: GitRepo, commit: str, path: str, sha: str, count: int) -> None:
+    def __init__(
+        self, repo: GitRepo, commit: str, path: str, sha: str, count: int, span: tuple[int, int]
+    ) -> None:
         self.repo = repo
         self.graph = repo.graph()
         self.readers: dict[str, PathReader] = {}
@@ -349,12 +366,14 @@ class _Walk:
         start = self.node(commit)
         self.blobs: dict[tuple[Node, str], str | None] = {(start, path): sha}
         self.owner: list[Origin] = [("", "")] * count
+        low, high = span
+        self.span = span
         self.pending: dict[Node, dict[str, list[Suspect]]] = {
-            start: {path: [(0, 0, count)] if count else []}
+            start: {path: [(low, low, high - low)] if high > low else []}
         }
         self.counter = 0
         self.queue: list[tuple[int, int, Node]] = [(-self.when(start), self.counter, start)]
-        self.left = count
+        self.left = max(0, high - low)
         self.reader(path)
 
     def node(self, sha: str) -> Node:
@@ -429,14 +448,39 @@ class _Walk:
         heapq.heappush(self.queue, (-self.when(parent), self.counter, parent))
 
     def run(self) -> list[Origin]:
-        """Walk until every line is blamed; for each line of the final file, its origin."""
-        while self.queue and self.left:
-            _t, _n, node = heapq.heappop(self.queue)
-            origins = self.pending.pop(node, None)
-            work.spend("commits")
-            for path, suspects in (origins or {}).items():
-                self.visit(node, path, suspects)
+        """Walk until every line is blamed; for each line of the final file, its origin.
+
+        Raises:
+            OverBudget: past the allowance, with the runs of lines blamed so far.
+        """
+        try:
+            while self.queue and self.left:
+                _t, _n, node = heapq.heappop(self.queue)
+                origins = self.pending.pop(node, None)
+                work.spend("commits")
+                for path, suspects in (origins or {}).items():
+                    self.visit(node, path, suspects)
+        except work.OverBudget as over:
+            over.progress = self.blamed()
+            raise
         return self.owner
+
+    def blamed(self) -> tuple[tuple[int, int], ...]:
+        """The runs ``(first, last)`` (from 1, both included) of lines blamed so far.
+
+        Blaming one of them alone walks only commits this walk had walked before blaming it.
+        """
+        runs: list[tuple[int, int]] = []
+        start = -1
+        low, high = self.span
+        for index in range(low, high + 1):
+            done = index < high and self.owner[index][0] != ""
+            if done and start < 0:
+                start = index
+            elif not done and start >= 0:
+                runs.append((start + 1, index))
+                start = -1
+        return tuple(runs)
 
     def visit(self, node: Node, path: str, suspects: list[Suspect]) -> None:
         """Hand the suspects of ``node``'s ``path`` to its parents (steps 3–5), blame the rest."""

@@ -8,7 +8,10 @@ each changed file and every directory leading to one, ten bits per path, seven h
 defaults, :mod:`tmsite.gitstore.bloom`), a commit changing more than 512 paths marked "too
 many" (one byte, every bit set) as git marks it. The file is the format git documents
 (``gitformat-commit-graph``) and git 2.39 reads and verifies it; its filters are the bytes git
-writes for the same commits. It replaces ``objects/info/commit-graph`` atomically.
+writes for the same commits. It replaces ``objects/info/commit-graph`` atomically, and, as
+git's own whole write does, then removes a split chain (``info/commit-graphs/``) it supersedes:
+every commit the chain holds is in the new file, which git and this reader take first, and
+git's next ``--split`` write starts its chain from that file.
 
 dulwich's own writer is not used: it computes generations recursively and writes chunk
 offsets git refuses ("improper chunk offset(s)").
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import struct
 import tempfile
 from dataclasses import dataclass
@@ -260,4 +264,18 @@ def write_commit_graph(repo: GitRepo, *, filters: bool = True) -> Written:
             raise
     except OSError as exc:
         raise GitError(f"the commit-graph could not be written: {exc}") from exc
+    _drop_chain(info / "commit-graphs")
     return Written(target, commits, made, too_many)
+
+
+def _drop_chain(folder: Path) -> None:
+    """Remove the split chain's list, then the layers it names (only those: none is guessed)."""
+    chain = folder / "commit-graph-chain"
+    try:
+        names = chain.read_bytes().split()
+        chain.unlink()
+    except OSError:
+        return  # no chain (or one already gone): nothing to supersede
+    for name in names:
+        if re.fullmatch(rb"[0-9a-f]{40}", name):
+            (folder / f"graph-{name.decode('ascii')}.graph").unlink(missing_ok=True)

@@ -239,9 +239,11 @@ class Costly:
 
     A rate-limited caller asking it again is refused at once, without the work; a caller with
     no limit (the operator, the box's own loopback) computes it, and the answer replaces this.
+    It keeps what the computation had finished (``OverBudget.progress``) for the refusal.
     """
 
     tokens: float
+    progress: object = None
 
 
 class _Flight:
@@ -268,9 +270,29 @@ def _usable(value: Any) -> Any:
     if isinstance(value, Costly):
         allowed = work.allowance()
         if allowed is not None and value.tokens > allowed:
-            raise work.OverBudget(value.tokens, allowed)
+            raise work.OverBudget(value.tokens, allowed, value.progress)
         return None  # no limit, or a larger budget than the one it went past: computed
     return value
+
+
+def peek(key: tuple[object, ...], size: Callable[[Any], int]) -> Any:
+    """The answer kept under ``key`` in this process or a shared store, else None.
+
+    Nothing is computed or waited for: a caller with a cheaper way to its answer (a part of a
+    kept whole) looks here first. An answer found in a shared store is kept in the process.
+    """
+    found = READS.get(key)
+    if found is not None:
+        return None if isinstance(found, Costly) else found
+    name = store_key(key)
+    for store in stores():
+        try:
+            found = store.get(name)
+        except sharedcache.SharedCacheDown:
+            continue
+        if found is not None and not isinstance(found, Costly):
+            return READS.put(key, found, size(found))
+    return None
 
 
 def once(key: tuple[object, ...], compute: Callable[[], T], size: Callable[[T], int]) -> T:
@@ -303,7 +325,7 @@ def once(key: tuple[object, ...], compute: Callable[[], T], size: Callable[[T], 
     try:
         value = _shared(key, compute)
     except work.OverBudget as over:
-        flight.value = READS.put(key, Costly(over.tokens), 64)
+        flight.value = READS.put(key, Costly(over.tokens, over.progress), 64)
         raise
     else:
         flight.value = READS.put(key, value, size(value))
@@ -343,7 +365,7 @@ def _through(store: FileStore | RedisStore, name: str, compute: Callable[[], T])
                         value = compute()
                 except work.OverBudget as over:
                     with contextlib.suppress(sharedcache.SharedCacheDown):
-                        store.put(name, Costly(over.tokens))
+                        store.put(name, Costly(over.tokens, over.progress))
                     raise
                 with contextlib.suppress(sharedcache.SharedCacheDown):
                     store.put(name, value)

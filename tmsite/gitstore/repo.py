@@ -11,8 +11,9 @@ pack index gives (searched directly in the index bytes dulwich has mapped): whol
 inflated in one call, deltas are resolved through their entry headers with dulwich's
 ``apply_delta``, and sizes and types come from the entry headers without inflating anything;
 whatever this reader does not understand is handed to dulwich's own ``Pack.get_raw``. Loose
-objects are read through the object store. The commit-graph file is split into chunks by
-dulwich's reader and its records decoded one at a time when asked for.
+objects are read through the object store. The commit-graph — one file, or the chain of
+layers a split write leaves — is split into chunks by dulwich's reader and its records decoded
+one at a time when asked for.
 
 Commits and trees are parsed here from the raw object text (client text never reaches a
 revision parser, and no porcelain is used): a commit keeps only what the library uses — its
@@ -23,6 +24,7 @@ Spec: GIT.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import heapq
 import mmap
@@ -37,6 +39,7 @@ from types import TracebackType
 from typing import Literal, TypeVar
 
 from dulwich.commit_graph import (
+    CHUNK_BASE_GRAPHS_LIST,
     CHUNK_BLOOM_FILTER_DATA,
     CHUNK_BLOOM_FILTER_INDEX,
     CHUNK_COMMIT_DATA,
@@ -406,13 +409,42 @@ class PackIndexReader:
         return int(value)
 
 
+@dataclass(slots=True)
+class GraphLayer:
+    """What one commit-graph file adds to the graph: its commits' place and its own tables.
+
+    Attributes:
+        start: Commits in the layers below it: its first commit's position in the graph.
+        count: Commits it holds.
+        fanout: Its ``OIDF`` fan-out (its ids are sorted within the layer only).
+        edges: Its ``EDGE`` list (parent positions in the whole graph's numbering).
+        bloom_index: Its ``BIDX`` table, empty when its filters are not read.
+        bloom_data: Its ``BDAT`` chunk, header included.
+        bloom_settings: The filter header's version, hashes and bits per entry.
+    """
+
+    start: int
+    count: int
+    fanout: tuple[int, ...]
+    edges: bytes
+    bloom_index: bytes = b""
+    bloom_data: bytes = b""
+    bloom_settings: tuple[int, int, int] = (0, 0, 0)
+
+
 class LazyCommitGraph(CommitGraph):
     """dulwich's commit-graph reader, with its records looked up one at a time when asked.
 
     dulwich reads the file and splits it into chunks; instead of building an entry object for
     every commit up front (tens of milliseconds for a few thousand commits, paid by every
-    new handle), a commit's record is found by bisecting the id table within its fan-out
+    new handle), a commit's record is found by searching the id table within its fan-out
     bucket and decoded alone.
+
+    A split graph (``git commit-graph write --split``: a chain of files, each adding the
+    commits its bases lack) is one graph of several :class:`GraphLayer` (:meth:`stack_on`):
+    a layer's positions follow those of the layers below it, and parent positions count across
+    every layer, so the id and commit-data tables are joined in layer order and read as one;
+    a commit's own layer is sought only for its extra edges and its Bloom filter.
     """
 
     def _parse_chunks(self) -> None:
@@ -421,41 +453,79 @@ class LazyCommitGraph(CommitGraph):
                 raise ValueError("the commit-graph lacks a required chunk")
         if self.object_format.oid_length != 20:
             raise ValueError("only SHA-1 commit-graphs are read")
-        self._fanout = struct.unpack(">256L", self.chunks[CHUNK_OID_FANOUT].data[:1024])
+        fanout = struct.unpack(">256L", self.chunks[CHUNK_OID_FANOUT].data[:1024])
         self._ids = self.chunks[CHUNK_OID_LOOKUP].data
         self._data = self.chunks[CHUNK_COMMIT_DATA].data
         edges = self.chunks.get(CHUNK_EXTRA_EDGE_LIST)
-        self._edges = edges.data if edges is not None else b""
         self._count = len(self._ids) // 20
-        if self._fanout[255] != self._count or len(self._data) != self._count * 36:
+        if fanout[255] != self._count or len(self._data) != self._count * 36:
             raise ValueError("the commit-graph's tables disagree")
-        self._read_filters()
+        layer = GraphLayer(0, self._count, fanout, edges.data if edges is not None else b"")
+        self._read_filters(layer)
+        self._layers = [layer]
+        self._starts = [0]
+        self._bloom_hashes = layer.bloom_settings[1] if layer.bloom_data else bloom.DEFAULT_HASHES
 
-    def _read_filters(self) -> None:
-        """The changed-path Bloom filters (``BIDX``, ``BDAT``), when present and well formed."""
-        self._bloom_index = b""
-        self._bloom_data = b""
-        self._bloom_hashes = bloom.DEFAULT_HASHES
+    def _read_filters(self, layer: GraphLayer) -> None:
+        """The layer's changed-path Bloom filters (``BIDX``, ``BDAT``), when well formed."""
         index = self.chunks.get(CHUNK_BLOOM_FILTER_INDEX)
         data = self.chunks.get(CHUNK_BLOOM_FILTER_DATA)
-        if index is None or data is None or len(index.data) != 4 * self._count:
+        if index is None or data is None or len(index.data) != 4 * layer.count:
             return
         if len(data.data) < 12:
             return
-        version, hashes, _bits = struct.unpack_from(">LLL", data.data, 0)
+        version, hashes, bits = struct.unpack_from(">LLL", data.data, 0)
         if version != 1 or not 1 <= hashes <= 32:
             return  # only the hash version git 2.39 writes is read
-        (last,) = struct.unpack_from(">L", index.data, 4 * (self._count - 1))
+        last = struct.unpack_from(">L", index.data, 4 * layer.count - 4)[0] if layer.count else 0
         if 12 + last > len(data.data):
             return
-        self._bloom_index = index.data
-        self._bloom_data = data.data
-        self._bloom_hashes = hashes
+        layer.bloom_index = index.data
+        layer.bloom_data = data.data
+        layer.bloom_settings = (version, hashes, bits)
+
+    def stack_on(self, bases: list[LazyCommitGraph]) -> None:
+        """Make this graph, the top file of a split chain, the whole chain: ``bases`` below it.
+
+        ``bases`` are the chain's other files as read, base first. Their tables are joined
+        once, in order. The filters' settings are the topmost layer's that has filters; a
+        layer below whose settings differ has its filters set aside, as git does (its commits
+        are then "maybe changed", and the trees tell).
+        """
+        files = [*bases, self]
+        self._layers = [graph._layers[0] for graph in files]
+        start = 0
+        for layer in self._layers:
+            layer.start = start
+            start += layer.count
+        self._starts = [layer.start for layer in self._layers]
+        self._ids = b"".join(graph._ids for graph in files)
+        self._data = b"".join(graph._data for graph in files)
+        self._count = start
+        settings = next(
+            (layer.bloom_settings for layer in reversed(self._layers) if layer.bloom_data), None
+        )
+        for layer in self._layers:
+            if layer.bloom_data and layer.bloom_settings != settings:
+                layer.bloom_index = layer.bloom_data = b""
+        self._bloom_hashes = settings[1] if settings is not None else bloom.DEFAULT_HASHES
+
+    @property
+    def layers(self) -> int:
+        """How many files make up the graph (more than one: a split chain)."""
+        return len(self._layers)
+
+    def _layer(self, position: int) -> GraphLayer:
+        """The layer holding the commit at a position."""
+        layers = self._layers
+        if len(layers) == 1 or position >= layers[-1].start:
+            return layers[-1]
+        return layers[bisect.bisect_right(self._starts, position) - 1]
 
     @property
     def has_filters(self) -> bool:
-        """Whether the file carries changed-path Bloom filters this reader can use."""
-        return bool(self._bloom_data)
+        """Whether the graph carries changed-path Bloom filters this reader can use."""
+        return any(layer.bloom_data for layer in self._layers)
 
     @property
     def filter_hashes(self) -> int:
@@ -463,18 +533,27 @@ class LazyCommitGraph(CommitGraph):
         return self._bloom_hashes
 
     def _position(self, binary: bytes) -> int | None:
-        """The commit's position in the id table, or None when the graph does not hold it."""
-        found = find_id(self._ids, 0, self._fanout, binary)
-        return None if found < 0 else found
+        """The commit's position in the id table, or None when the graph does not hold it.
+
+        Each layer's ids are sorted on their own: the newest layer is searched first.
+        """
+        for layer in reversed(self._layers):
+            found = find_id(self._ids, 20 * layer.start, layer.fanout, binary)
+            if found >= 0:
+                return layer.start + found
+        return None
 
     def _parent_positions(self, position: int) -> list[int]:
         """The positions of a commit's parents, in order, from its record and the edge list."""
         one, two = struct.unpack_from(">LL", self._data, position * 36 + 20)
         parents = [one] if one < GRAPH_PARENT_MISSING else []
         if two & GRAPH_EXTRA_EDGES_NEEDED:
+            edges = self._layer(position).edges  # indexed within the commit's own layer
             edge = (two & ~GRAPH_EXTRA_EDGES_NEEDED) * 4
             while True:
-                (value,) = struct.unpack_from(">L", self._edges, edge)
+                if edge + 4 > len(edges):
+                    raise ValueError("a commit-graph edge list is cut short")
+                (value,) = struct.unpack_from(">L", edges, edge)
                 parents.append(value & ~GRAPH_LAST_EDGE)
                 if value & GRAPH_LAST_EDGE:
                     break
@@ -515,15 +594,23 @@ class LazyCommitGraph(CommitGraph):
 
     def changed_at(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool:
         """:meth:`maybe_changed` for the commit at a position (True when there is no filter)."""
-        index = self._bloom_index
+        return self._filter_says(position, keys) is not False
+
+    def _filter_says(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool | None:
+        """The commit's own layer's filter on the keys: False rules the path out, None: none."""
+        layer = self._layers[-1]  # the newest layer holds the most of a walk's commits
+        if position < layer.start:
+            layer = self._layers[bisect.bisect_right(self._starts, position) - 1]
+        index = layer.bloom_index
         if not index:
-            return True
-        (end,) = struct.unpack_from(">L", index, 4 * position)
-        start = struct.unpack_from(">L", index, 4 * position - 4)[0] if position else 0
+            return None
+        local = position - layer.start
+        (end,) = struct.unpack_from(">L", index, 4 * local)
+        start = struct.unpack_from(">L", index, 4 * local - 4)[0] if local else 0
         if end <= start:
-            return True
+            return None
         for one in keys:
-            if bloom.contains(self._bloom_data, 12 + start, 12 + end, one) is False:
+            if bloom.contains(layer.bloom_data, 12 + start, 12 + end, one) is False:
                 return False
         return True
 
@@ -629,19 +716,8 @@ class LazyCommitGraph(CommitGraph):
         False when the path's filter rules it out (a key is missing), True when the filter
         may hold it, None when there is no filter for the commit (the trees must tell).
         """
-        if not self._bloom_data:
-            return None
         at = self._position(binary)
-        if at is None:
-            return None
-        (end,) = struct.unpack_from(">L", self._bloom_index, 4 * at)
-        start = struct.unpack_from(">L", self._bloom_index, 4 * at - 4)[0] if at else 0
-        if end <= start:
-            return None
-        for one in keys:
-            if bloom.contains(self._bloom_data, 12 + start, 12 + end, one) is False:
-                return False
-        return True
+        return None if at is None else self._filter_says(at, keys)
 
     def _id_at(self, index: int) -> str:
         if not 0 <= index < self._count:
@@ -655,23 +731,66 @@ class LazyCommitGraph(CommitGraph):
             return None
         at = position * 36
         tree = self._data[at : at + 20].hex()
-        one, two, high, low_time = struct.unpack_from(">LLLL", self._data, at + 20)
-        parents: list[str] = []
-        if one < GRAPH_PARENT_MISSING:
-            parents.append(self._id_at(one))
-        if two & GRAPH_EXTRA_EDGES_NEEDED:
-            edge = (two & ~GRAPH_EXTRA_EDGES_NEEDED) * 4
-            while True:
-                if edge + 4 > len(self._edges):
-                    raise ValueError("a commit-graph edge list is cut short")
-                (value,) = struct.unpack_from(">L", self._edges, edge)
-                parents.append(self._id_at(value & ~GRAPH_LAST_EDGE))
-                if value & GRAPH_LAST_EDGE:
-                    break
-                edge += 4
-        elif two < GRAPH_PARENT_MISSING:
-            parents.append(self._id_at(two))
-        return tree, tuple(parents), low_time | ((high & 0x3) << 32)
+        high, low_time = struct.unpack_from(">LL", self._data, at + 28)
+        parents = tuple(self._id_at(parent) for parent in self._parent_positions(position))
+        return tree, parents, low_time | ((high & 0x3) << 32)
+
+
+def _graph_file(path: str) -> tuple[LazyCommitGraph, int, bytes] | None:
+    """One commit-graph file, its header's count of base layers, and its checksum.
+
+    The checksum is the file's name in a chain. None when it is missing or unusable.
+    """
+    try:
+        with open(path, "rb") as handle:
+            graph = LazyCommitGraph.from_file(handle)
+            handle.seek(7)
+            bases = handle.read(1)[0]
+            handle.seek(-20, os.SEEK_END)
+            checksum = handle.read(20)
+    except (OSError, ValueError, KeyError, IndexError, struct.error):
+        return None  # a missing or damaged commit-graph only costs speed
+    return (graph, bases, checksum) if isinstance(graph, LazyCommitGraph) else None
+
+
+def read_commit_graph(info: str) -> LazyCommitGraph | None:
+    """The commit-graph of the object directory whose ``info/`` is given, as git finds it.
+
+    ``info/commit-graph`` when it reads, else the chain ``info/commit-graphs/commit-graph-chain``
+    names, base first, each ``graph-<checksum>.graph`` stacked on those before it. A layer is
+    taken only if its checksum is its name and its header and ``BASE`` chunk name the layers
+    below it;
+    the chain is cut at the first that is not (git keeps the layers below a bad one too: every
+    ancestor of a commit a layer holds is in that layer or below).
+    """
+    single = _graph_file(os.path.join(info, "commit-graph"))
+    if single is not None and single[1] == 0:
+        return single[0]
+    folder = os.path.join(info, "commit-graphs")
+    try:
+        with open(os.path.join(folder, "commit-graph-chain"), "rb") as handle:
+            names = handle.read(1 << 20).split()
+    except OSError:
+        return None
+    layers: list[LazyCommitGraph] = []
+    below = b""
+    for name in names:
+        if not _HEX40.fullmatch(name):
+            break
+        found = _graph_file(os.path.join(folder, f"graph-{name.decode('ascii')}.graph"))
+        if found is None:
+            break
+        layer, count, checksum = found
+        bases = layer.chunks.get(CHUNK_BASE_GRAPHS_LIST)
+        if checksum.hex().encode("ascii") != name or 20 * count != len(below):
+            break
+        if below and (bases is None or bases.data[: len(below)] != below):
+            break
+        layers.append(layer)
+        below += checksum
+    if len(layers) > 1:
+        layers[-1].stack_on(layers[:-1])
+    return layers[-1] if layers else None
 
 
 class GitRepo:
@@ -1186,7 +1305,7 @@ class GitRepo:
             return True  # a damaged filter only costs speed
 
     def _read_graph(self) -> None:
-        """Open the commit-graph file, as dulwich's object store would, but read it lazily."""
+        """Open the commit-graph (one file or a split chain), read lazily."""
         with self._lock:
             if self._graph_read:
                 return
@@ -1194,14 +1313,7 @@ class GitRepo:
             store = self._repo.object_store
             if not getattr(store, "_use_commit_graph", True):
                 return  # core.commitGraph = false
-            path = os.path.join(getattr(store, "path", ""), "info", "commit-graph")
-            try:
-                with open(path, "rb") as handle:
-                    graph = LazyCommitGraph.from_file(handle)
-            except (OSError, ValueError, KeyError, struct.error):
-                return  # a missing or damaged commit-graph only costs speed
-            if isinstance(graph, LazyCommitGraph):
-                self._graph = graph
+            self._graph = read_commit_graph(os.path.join(getattr(store, "path", ""), "info"))
 
     def tree_entry(self, tree: str, name: bytes) -> tuple[int, str] | None:
         """The ``(mode, id)`` of entry ``name`` in tree ``tree``, or None.

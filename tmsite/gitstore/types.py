@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 Kind = Literal["blob", "tree", "submodule", "symlink"]
 
@@ -111,3 +113,130 @@ class BlameLine:
     date: str
     text: str
     path: str = ""
+
+
+class Blame(Sequence[BlameLine]):
+    """The blame of consecutive lines of a file, in the compact form it is kept in.
+
+    Each distinct origin (commit, author, date, path) is held once, each line as an index
+    into them (one array), and the lines' text as one string: a kept blame of thousands of
+    lines is a handful of objects, which another worker unpickles in a millisecond or two
+    where a record per line made it allocate tens of thousands (and set off the collector
+    over the worker's whole heap). Lines are :class:`BlameLine` records when read.
+
+    A slice is a :class:`Blame` of those lines (sharing the origins); a blame equals any
+    sequence of the same records.
+
+    Args:
+        commits, authors, dates, paths: The origins, one item each.
+        owners: Each line's origin, by index.
+        text: The lines joined by newlines (a line holds none).
+        first: The first line's number.
+    """
+
+    __slots__ = ("_authors", "_commits", "_dates", "_first", "_owners", "_paths", "_split", "_text")
+
+    def __init__(
+        self,
+        commits: tuple[str, ...],
+        authors: tuple[str, ...],
+        dates: tuple[str, ...],
+        paths: tuple[str, ...],
+        owners: array[int],
+        text: str,
+        first: int = 1,
+    ) -> None:
+        self._commits = commits
+        self._authors = authors
+        self._dates = dates
+        self._paths = paths
+        self._owners = owners
+        self._text = text
+        self._first = first
+        self._split: list[str] | None = None
+
+    @classmethod
+    def of(cls, lines: Sequence[BlameLine]) -> Blame:
+        """The compact form of consecutive lines' records."""
+        index: dict[tuple[str, str, str, str], int] = {}
+        owners = array("I")
+        for line in lines:
+            origin = (line.commit, line.author_name, line.date, line.path)
+            owners.append(index.setdefault(origin, len(index)))
+        origins = list(index)
+
+        def column(at: int) -> tuple[str, ...]:
+            return tuple(origin[at] for origin in origins)
+
+        text = "\n".join(line.text for line in lines)
+        first = lines[0].line_no if lines else 1
+        return cls(column(0), column(1), column(2), column(3), owners, text, first)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        origins = (self._commits, self._authors, self._dates, self._paths)
+        return (Blame, (*origins, self._owners, self._text, self._first))
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+    @overload
+    def __getitem__(self, at: int) -> BlameLine: ...
+    @overload
+    def __getitem__(self, at: slice) -> Blame: ...
+    def __getitem__(self, at: int | slice) -> BlameLine | Blame:
+        if isinstance(at, slice):
+            start, stop, step = at.indices(len(self))
+            if step != 1:
+                raise ValueError("a blame is sliced in steps of one")
+            stop = max(start, stop)
+            return Blame(
+                self._commits,
+                self._authors,
+                self._dates,
+                self._paths,
+                self._owners[start:stop],
+                "\n".join(self._texts()[start:stop]),
+                self._first + start,
+            )
+        if at < 0:
+            at += len(self)
+        if not 0 <= at < len(self):
+            raise IndexError("blame line out of range")
+        return self._line(at, self._texts()[at])
+
+    def __iter__(self) -> Iterator[BlameLine]:
+        for at, text in enumerate(self._texts()):
+            yield self._line(at, text)
+
+    def _texts(self) -> list[str]:
+        if self._split is None:
+            self._split = self._text.split("\n") if self._owners else []
+        return self._split
+
+    def _line(self, at: int, text: str) -> BlameLine:
+        who = self._owners[at]
+        return BlameLine(
+            line_no=self._first + at,
+            commit=self._commits[who],
+            author_name=self._authors[who],
+            date=self._dates[who],
+            text=text,
+            path=self._paths[who],
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Blame({len(self)} lines from {self._first}, {len(self._commits)} origins)"
+
+    def size(self) -> int:
+        """About the bytes it holds in memory, its text split into lines once read."""
+        origins = sum(
+            len(a) + len(p) + 170 for a, p in zip(self._authors, self._paths, strict=True)
+        )
+        return 200 + 2 * len(self._text) + 60 * len(self._owners) + origins

@@ -7,7 +7,9 @@ every commit reachable from a ref, with the filters — for each served reposito
 checkout and ``TM_GIT_REPOS``), or the one ``--repo`` names, the same file
 ``git commit-graph write --reachable --changed-paths`` writes. Run it after the repository
 gains commits (``deploy/`` says when); a commit newer than the file is read the slow way until
-then, never wrongly.
+then, never wrongly. A split chain git keeps (``git commit-graph write --split``,
+``fetch.writeCommitGraph``, ``git maintenance``) is read as it is; ``maintain`` replaces it with
+the one file, as git's own whole write does, and git's next split write builds on that file.
 
 Spec: ANY2.
 """

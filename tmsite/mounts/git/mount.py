@@ -16,7 +16,7 @@ What a target reads as (``?as=``):
   ``log``;
 * a file or a symlink: ``raw`` (default; a symlink reads as its target text, never followed),
   ``stat``, ``log`` (``n`` 1–100, default 20), ``blame`` (JSON, one record per line; ``lines``
-  blames a span);
+  blames a span alone, as ``git blame -L``, unless the whole blame is kept);
 * a submodule: its pin record (default and ``stat``) or ``log`` (the commits that moved it).
 
 ``?at=`` stays on every URI a read emits; a read at another revision than the default links
@@ -777,13 +777,15 @@ class GitMount(Mount):
         """Refuse a heavy read that went (or is known to go) past the caller's whole budget.
 
         ``too-costly`` names what it cost when it was stopped (``cost``, at least), the whole
-        ``budget``, and ``narrower`` reads of the same path (:data:`NARROWER`).
+        ``budget``, and ``narrower`` reads of the same path (:data:`NARROWER`), from what the
+        computation had finished when it was stopped.
         """
         try:
             yield
         except work.OverBudget as over:
             facet = req.facets.facet or ("tree" if t.node.kind == "tree" else "raw")
-            narrower = [str(u) for u in NARROWER.get(facet, _none)(self, t, n or DEFAULT_LOG)]
+            offer = NARROWER.get(facet, _none)
+            narrower = [str(u) for u in offer(self, t, n or DEFAULT_LOG, over.progress)]
             raise TooCostly(
                 req.text,
                 f"computing this {facet} would cost more than a caller's whole budget "
@@ -949,41 +951,33 @@ class GitMount(Mount):
             )
         if (t.node.size or 0) > WHOLE_READ_LIMIT:  # no part of a blame reads: stat only
             raise too_large(req.uri, t.node.size or 0, (), cap=WHOLE_READ_LIMIT)
+        links = self.file_links(t, "blame")
         key = t.cache_key(self.host, "mount-blame")
         body = read_get(key)
-        if body is None:
-            with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, None):
-                lines = kept.once(
-                    ("blame", t.repo.path, t.at.commit, t.path),
-                    lambda: gitstore.blame(t.repo, t.at.commit, t.parts),
-                    lambda found: 200 + sum(len(x.text) + 150 for x in found),
-                )
-            body = {
-                "uri": str(req.uri.keeping("at", **{"as": "blame"})),
-                "repository": t.served.name,
-                "path": display(t.path),
-                "at": t.at.shown,
-                "commit": t.at.commit,
-                "total": len(lines),
-                "lines": [
-                    {
-                        "line": line.line_no,
-                        "commit": line.commit,
-                        "author": line.author_name,
-                        "date": line.date,
-                        "text": line.text,
-                        **({"path": line.path} if line.path not in ("", t.path) else {}),
-                    }
-                    for line in lines
-                ],
-            }
-            body = read_put(key, body, 400 + sum(len(x.text) + 160 for x in lines))
-        links = self.file_links(t, "blame")
         span = req.facets.lines
-        if span is None:
-            return Content(req.text, vnd("blame"), body, links, kind="blame")
+        if span is not None:
+            return self.read_blame_lines(req, t, span, body, links)
+        if body is None:
+            lines = self.blamed(req, t, None)
+            body = self.blame_body(req, t, lines, len(lines))
+            body = read_put(key, body, 400 + sum(len(x["text"]) + 160 for x in body["lines"]))
+        return Content(req.text, vnd("blame"), body, links, kind="blame")
+
+    def read_blame_lines(
+        self,
+        req: Request,
+        t: Target,
+        span: tuple[int, int],
+        body: dict[str, Any] | None,
+        links: builtins.list[Link],
+    ) -> Content:
+        """Lines ``first``–``last`` of the blame.
+
+        Cut from the whole one when it is kept, else blamed alone (``git blame -L``), which
+        walks only as far as those lines need.
+        """
         first, last = span
-        total = body["total"]
+        total = body["total"] if body is not None else gitstore.line_count(t.repo, t.node.sha)
         if first > total:
             raise BadFacet(
                 req.text,
@@ -991,8 +985,50 @@ class GitMount(Mount):
                 valid=[f"1-{max(total, 1)}"],
                 lines=total,
             )
-        cut = {**body, "uri": req.text, "lines": body["lines"][first - 1 : last]}
+        if body is not None:
+            cut = {**body, "uri": req.text, "lines": body["lines"][first - 1 : last]}
+            return Content(req.text, vnd("blame"), cut, links, "blame", part_applied=True)
+        whole = kept.peek(("blame", t.repo.path, t.at.commit, t.path), _blame_size)
+        if whole is not None:
+            lines = whole[first - 1 : last]
+        else:
+            lines = self.blamed(req, t, (first, min(last, total)))
+        cut = {**self.blame_body(req, t, lines, total), "uri": req.text}
         return Content(req.text, vnd("blame"), cut, links, "blame", part_applied=True)
+
+    def blamed(self, req: Request, t: Target, span: tuple[int, int] | None) -> gitstore.Blame:
+        """The blame of the file (of lines ``span`` alone when given), kept for every worker."""
+        what = () if span is None else span
+        with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, None):
+            return kept.once(
+                ("blame", t.repo.path, t.at.commit, t.path, *what),
+                lambda: gitstore.blame(t.repo, t.at.commit, t.parts, span),
+                _blame_size,
+            )
+
+    def blame_body(
+        self, req: Request, t: Target, lines: gitstore.Blame, total: int
+    ) -> dict[str, Any]:
+        """The blame's answer: the file, the revision, and a record per line."""
+        return {
+            "uri": str(req.uri.keeping("at", **{"as": "blame"})),
+            "repository": t.served.name,
+            "path": display(t.path),
+            "at": t.at.shown,
+            "commit": t.at.commit,
+            "total": total,
+            "lines": [
+                {
+                    "line": line.line_no,
+                    "commit": line.commit,
+                    "author": line.author_name,
+                    "date": line.date,
+                    "text": line.text,
+                    **({"path": line.path} if line.path not in ("", t.path) else {}),
+                }
+                for line in lines
+            ],
+        }
 
     def read_submodule(self, req: Request, t: Target) -> Content:
         """A submodule's pin record: its URL, the pinned commit, and ``tm:pins``.
@@ -1136,7 +1172,11 @@ class GitMount(Mount):
 # ---- helpers ---------------------------------------------------------------------------------
 
 
-def _smaller_n(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+def _blame_size(found: gitstore.Blame) -> int:
+    return found.size()
+
+
+def _smaller_n(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
     """The same history with a quarter of the commits asked (none when one was asked)."""
     if n <= 1:
         return []
@@ -1144,24 +1184,38 @@ def _smaller_n(mount: GitMount, t: Target, n: int) -> list[TmUri]:
     return [uri.with_params({"as": "log", "n": str(max(1, n // 4))})]
 
 
-def _history_instead(mount: GitMount, t: Target, n: int) -> list[TmUri]:
-    """The file's history, newest first: a walk without the blame's line-by-line diffs."""
-    return [mount.here_uri(t, "log")]
+#: Line ranges a ``too-costly`` blame offers at most.
+OFFERED_RUNS = 3
 
 
-def _shallower(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+def _blamed_lines(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
+    """The longest runs of lines the stopped blame had blamed, in file order.
+
+    Blamed alone (``?lines=``), a run walks only commits the stopped walk had walked before
+    blaming it, so it reads within the budget the whole went past. Lines it had not reached
+    have no such bound: no read of them is offered, nor the file's history, whose walk
+    visits every commit the blame passed over.
+    """
+    runs = progress if isinstance(progress, tuple) else ()
+    longest = sorted(runs, key=lambda run: (run[0] - run[1], run[0]))[:OFFERED_RUNS]
+    here = mount.here_uri(t, "blame")
+    return [here.with_params(lines=f"{first}-{last}") for first, last in sorted(longest)]
+
+
+def _shallower(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
     """The directory one level deep."""
     return [mount.here_uri(t, "tree")]
 
 
-def _none(mount: GitMount, t: Target, n: int) -> list[TmUri]:
+def _none(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
     return []
 
 
-#: For each heavy facet, the narrower reads a ``too-costly`` refusal offers.
-NARROWER: dict[str, Callable[[GitMount, Target, int], list[TmUri]]] = {
+#: For each heavy facet, the narrower reads a ``too-costly`` refusal offers, from the facet's
+#: target, ``n`` and what the stopped computation had finished (``OverBudget.progress``).
+NARROWER: dict[str, Callable[[GitMount, Target, int, object], list[TmUri]]] = {
     "log": _smaller_n,
-    "blame": _history_instead,
+    "blame": _blamed_lines,
     "tree": _shallower,
 }
 
