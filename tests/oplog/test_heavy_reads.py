@@ -1,12 +1,13 @@
 """Heavy git reads: priced after the cache, refused ``too-costly`` past a budget, abandoned.
 
 A real repository of 300 commits where ``notes.md`` changed only in the first (its history walks
-all 300) and each later commit ``i`` rewrote line ``7i mod 300`` of ``ladder.txt`` (a blame that
-walks them all to blame its first line, and blames lines scattered over the file on the way),
-served over real loopback HTTP: the live server for the budget (a caller forwarded by a proxy
-on loopback, burst 10 refilled at 1 a second on a fake clock), and ``tmsite.serve.app`` on
-uvicorn in a thread of the test for a client that goes away while another worker — a process
-of its own holding the answer's lock — computes what it asked.
+all 300), ``docs/sparse.md`` changed again only in ``c299``, ``c250``, ``c150`` and ``c50``, and
+each later commit ``i`` rewrote line ``7i mod 300`` of ``ladder.txt`` (a blame that walks them all
+to blame its first line, and blames lines scattered over the file on the way), served over
+real loopback HTTP: the live server for the budget (a caller forwarded by a proxy on loopback,
+burst 10 refilled at 1 a second on a fake clock), and ``tmsite.serve.app`` on uvicorn in a
+thread of the test for a client that goes away while another worker — a process of its own
+holding the answer's lock — computes what it asked.
 
 Spec: ANY2, ANY3.
 """
@@ -43,6 +44,8 @@ BURST = 10
 LOG = "tm://tinymachines/git/walk/notes.md?as=log&n=8"
 BLAME = "tm://tinymachines/git/walk/n.txt?as=blame"
 LADDER = "tm://tinymachines/git/walk/ladder.txt?as=blame"
+#: The commits after the first that changed ``docs/sparse.md``.
+SPARSE = (299, 250, 150, 50)
 
 
 class _Lines(logging.Handler):
@@ -78,16 +81,21 @@ def walk(settings: Any, tmp_path: Path) -> Iterator[Path]:
     builder = Builder.init(str(tmp_path / "walk"))
     ladder = [f"line {i} from the start" for i in range(COMMITS)]
     head = builder.commit(
-        "c0", {"notes.md": b"notes\n", "n.txt": b"0\n", "ladder.txt": _text(ladder)}, when=0
+        "c0",
+        {
+            "notes.md": b"notes\n",
+            "n.txt": b"0\n",
+            "ladder.txt": _text(ladder),
+            "docs/sparse.md": b"0\n",
+        },
+        when=0,
     )
     for i in range(1, COMMITS):
         ladder[7 * i % COMMITS] = f"line {7 * i % COMMITS} rewritten by c{i}"
-        head = builder.commit(
-            f"c{i}",
-            {"n.txt": f"{i}\n".encode(), "ladder.txt": _text(ladder)},
-            [head],
-            when=60 * i,
-        )
+        changes = {"n.txt": f"{i}\n".encode(), "ladder.txt": _text(ladder)}
+        if i in SPARSE:
+            changes["docs/sparse.md"] = f"{i}\n".encode()
+        head = builder.commit(f"c{i}", changes, [head], when=60 * i)
     builder.set_ref("refs/heads/main", head)
     builder.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
     settings.TM_GIT_REPOS = {"walk": tmp_path / "walk"}
@@ -135,7 +143,8 @@ def test_a_walk_past_a_whole_budget_is_refused_too_costly_then_at_once(
         "uri": LOG,
         "cost": 11,  # stopped at the 201st commit: 201 / 20 tokens, past the 10 of the budget
         "budget": BURST,
-        "narrower": ["tm://tinymachines/git/walk/notes.md?as=log&n=2"],
+        # none of its entries was found: no narrower log is known to fit (any n walks as far)
+        "narrower": [],
     }
     # what it spent until it stopped is charged: the caller is at the end of its budget
     assert first.headers["RateLimit"] == '"tm";r=0;t=11'
@@ -152,6 +161,36 @@ def test_a_walk_past_a_whole_budget_is_refused_too_costly_then_at_once(
     assert "result" in kept_read.json()
     assert lines[-1]["kind"] == "history"
     assert lines[-1]["cost"] == 1  # a kept history costs what a file costs
+    # a quarter of the entries (what was offered before) walks as far, and is refused too
+    limited.advance(60)
+    quarter = read(base, "tm://tinymachines/git/walk/notes.md?as=log&n=2", 5).json()["error"]
+    assert (quarter["data"]["reason"], quarter["data"]["narrower"]) == ("too-costly", [])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["docs/sparse.md", "docs/"])
+def test_a_log_past_a_whole_budget_offers_the_entries_it_found(
+    walk: Path, limited: FakeClock, live_server: Any, path: str
+) -> None:
+    base = live_server.url
+    uri = f"tm://tinymachines/git/walk/{path}?as=log&n=8"
+    error = read(base, uri, 1).json()["error"]
+    # the 200 commits walked (c299 down to c100) held three of its entries: that many are
+    # offered, a walk that stops at the third, within what the stopped one had walked
+    offered = [f"tm://tinymachines/git/walk/{path}?as=log&n=3"]
+    refusal = {"reason": "too-costly", "uri": uri, "cost": 11, "budget": BURST}
+    assert error["code"] == -32002
+    assert error["data"] == {**refusal, "narrower": offered}
+    limited.advance(60)
+    again = read(base, uri, 2).json()["error"]
+    assert again["data"] == {**refusal, "narrower": offered}  # known: refused at once, the same
+    for rid, address in enumerate(offered, 3):
+        limited.advance(60)
+        answer = read(base, address, rid).json()
+        assert "result" in answer, answer
+        body = json.loads(answer["result"]["contents"][0]["text"])
+        assert (body["uri"], body["n"]) == (address, 3)
+        assert [c["subject"] for c in body["commits"]] == [f"c{i}" for i in SPARSE[:3]]
 
 
 def _runs(lines: set[int]) -> list[tuple[int, int]]:

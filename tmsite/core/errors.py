@@ -190,7 +190,8 @@ class TooCostly(Refusal):
     """Computing it would cost more than a caller's whole budget: refused before spending it.
 
     ``cost`` (tokens, at least), ``budget`` (the whole budget), ``narrower``: reads of the same
-    thing that cost less (a smaller ``n``, a history instead of a blame).
+    thing that are known to cost less than the budget (the commits a history had found, the
+    lines a blame had blamed, when they were stopped).
     """
 
     reason = "too-costly"

@@ -63,7 +63,8 @@ class OverBudget(BaseException):
         tokens: What it had cost when it was stopped (or what it is known to cost).
         allowance: The tokens it was allowed.
         progress: What the computation had finished when it was stopped, in its own terms
-            (a blame: the lines it had blamed), for the refusal to offer narrower reads.
+            (a blame: the lines it had blamed; a history: the commits it had found), for the
+            refusal to offer narrower reads.
     """
 
     def __init__(self, tokens: float, allowance: float, progress: object = None) -> None:

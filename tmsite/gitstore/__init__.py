@@ -25,7 +25,9 @@ Public API:
 * ``list_tree(repo, commit, path="", depth=1) -> list[TreeEntry]`` — depth 1–8 (``ValueError``
   outside), directories first; raises ``NotATree``.
 * ``log(repo, commit, path="", n=20) -> list[LogEntry]`` — n 1–100 (``ValueError`` outside),
-  ``git log -- path`` semantics (see :mod:`tmsite.gitstore.history`), no e-mail addresses.
+  ``git log -- path`` semantics (see :mod:`tmsite.gitstore.history`), no e-mail addresses;
+  stopped past its allowance, ``OverBudget.progress`` is a ``Walked`` (entries found, commits
+  walked).
 * ``blame(repo, commit, path, lines=None) -> Blame`` (``BlameLine`` records) — full commit ids, of
   every line or of ``(first, last)`` alone (see :mod:`tmsite.gitstore.blame`);
   ``line_count(repo, blob)`` — the lines it counts.
@@ -52,7 +54,7 @@ from tmsite.gitstore.errors import (
     OutOfRoot,
     PathNotFound,
 )
-from tmsite.gitstore.history import log
+from tmsite.gitstore.history import Walked, log
 from tmsite.gitstore.mime import guess_mime, is_text_mime, looks_binary
 from tmsite.gitstore.paths import normalise
 from tmsite.gitstore.refs import (
@@ -88,6 +90,7 @@ __all__ = [
     "RefText",
     "Resolved",
     "TreeEntry",
+    "Walked",
     "blame",
     "blob_size",
     "clear_caches",

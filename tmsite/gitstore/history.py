@@ -42,7 +42,7 @@ import heapq
 import re
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from tmsite.core import work
@@ -80,8 +80,25 @@ def log_entry(sha: str, info: CommitInfo) -> LogEntry:
     )
 
 
+@dataclass(frozen=True)
+class Walked:
+    """How far a history walk stopped past its allowance had gone (``OverBudget.progress``).
+
+    It had found ``found`` entries of the log (newest first) in the ``commits`` it walked.
+    The log of ``found`` entries walks the same commits in the same order and stops at the
+    last of them, so it costs no more than what the stopped walk had spent.
+    """
+
+    found: int
+    commits: int
+
+
 def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable[str]:
-    """Yield, newest first, the commits that changed ``parts`` (see the module docstring)."""
+    """Yield, newest first, the commits that changed ``parts`` (see the module docstring).
+
+    Raises:
+        OverBudget: past the allowance, with how far it went (:class:`Walked`).
+    """
     entries: dict[str, tuple[int, str] | None] = {}
     reader = PathReader(repo, parts)
 
@@ -95,9 +112,15 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
     counter = 0
     queue: list[tuple[int, int, str]] = [(-repo.walk_info(commit)[2], counter, commit)]
     seen = {commit}
+    found = 0
     while queue:
         _neg_time, _n, sha = heapq.heappop(queue)
-        work.spend("commits")
+        try:
+            work.spend("commits")
+        except work.OverBudget as over:
+            # every commit seen was queued once; the one it stopped at is not walked
+            over.progress = Walked(found, len(seen) - len(queue) - 1)
+            raise
         parents: tuple[str, ...] = repo.walk_info(sha)[1]
         show = True
         if parts and parents and not repo.maybe_changed(sha, keys):
@@ -106,6 +129,7 @@ def walk_changes(repo: GitRepo, commit: str, parts: tuple[str, ...]) -> Iterable
         elif parts:
             show, parents = _changed(entry, sha, parents)
         if show:
+            found += 1
             yield sha
         for parent in parents:
             if parent not in seen:
@@ -163,25 +187,34 @@ def walk_follow(
     Each as ``(commit, the path there, the path it was renamed or copied from, first parent)``.
     Commits the commit-graph holds are walked by their position in it — dates, parents and
     Bloom filters read in place — and named only when their filter lets the path through.
+
+    Raises:
+        OverBudget: past the allowance, with how far it went (:class:`Walked`).
     """
     follow = _Follow(repo, path)
     walk = _DateWalk(repo, commit)
     graph = walk.graph
-    for node in walk:
-        if isinstance(node, int):
-            assert graph is not None
-            parents = walk.parents
-            if len(parents) > 1:
-                continue
-            if parents and not graph.changed_at(node, follow.keys[follow.current] or ()):
-                continue
-            sha = graph.id_at(node)
-        else:
-            sha = node
-        tree, parent_ids, _when = repo.walk_info(sha)
-        shown = follow.step(sha, tree, parent_ids)
-        if shown is not None:
-            yield shown
+    found = 0
+    try:
+        for node in walk:
+            if isinstance(node, int):
+                assert graph is not None
+                parents = walk.parents
+                if len(parents) > 1:
+                    continue
+                if parents and not graph.changed_at(node, follow.keys[follow.current] or ()):
+                    continue
+                sha = graph.id_at(node)
+            else:
+                sha = node
+            tree, parent_ids, _when = repo.walk_info(sha)
+            shown = follow.step(sha, tree, parent_ids)
+            if shown is not None:
+                found += 1
+                yield shown
+    except work.OverBudget as over:
+        over.progress = Walked(found, walk.walked())
+        raise
 
 
 class _DateWalk:
@@ -201,6 +234,13 @@ class _DateWalk:
         self.queue: list[tuple[int, int, int | str]] = [(-self._when(start), 0, start)]
         self.seen: set[int | str] = {start}
         self.counter = 0
+
+    def walked(self) -> int:
+        """The commits walked before the one it stopped at, which was taken from the queue.
+
+        Every commit seen was queued once, so those taken are the seen ones no longer queued.
+        """
+        return len(self.seen) - len(self.queue) - 1
 
     def _node(self, sha: str) -> int | str:
         if self.graph is not None:

@@ -405,7 +405,7 @@ class GitMount(Mount):
             leaf = str(uri.as_leaf().keeping(*self.sticky_params))
             raise NotFound(req.text, "that is not a directory: its URI has no trailing /", [leaf])
         depth = req.facets.depth or 1
-        with refusals(self.asked(uri, t.served, t.repo)), self.costly(req, t, None):
+        with refusals(self.asked(uri, t.served, t.repo)), self.costly(req, t):
             entries = (
                 kept.once(
                     ("tree", t.repo.path, t.at.commit, t.path, depth),
@@ -773,7 +773,7 @@ class GitMount(Mount):
         ]
 
     @contextlib.contextmanager
-    def costly(self, req: Request, t: Target, n: int | None) -> Iterator[None]:
+    def costly(self, req: Request, t: Target) -> Iterator[None]:
         """Refuse a heavy read that went (or is known to go) past the caller's whole budget.
 
         ``too-costly`` names what it cost when it was stopped (``cost``, at least), the whole
@@ -785,7 +785,7 @@ class GitMount(Mount):
         except work.OverBudget as over:
             facet = req.facets.facet or ("tree" if t.node.kind == "tree" else "raw")
             offer = NARROWER.get(facet, _none)
-            narrower = [str(u) for u in offer(self, t, n or DEFAULT_LOG, over.progress)]
+            narrower = [str(u) for u in offer(self, t, over.progress)]
             raise TooCostly(
                 req.text,
                 f"computing this {facet} would cost more than a caller's whole budget "
@@ -880,7 +880,7 @@ class GitMount(Mount):
         key = t.cache_key(self.host, "mount-log", n, t.node.kind)
         body = read_get(key)
         if body is None:
-            with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, n):
+            with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t):
                 entries = kept.once(
                     ("log", t.repo.path, t.at.commit, t.path, n),
                     lambda: gitstore.log(t.repo, t.at.commit, t.parts, n),
@@ -999,7 +999,7 @@ class GitMount(Mount):
     def blamed(self, req: Request, t: Target, span: tuple[int, int] | None) -> gitstore.Blame:
         """The blame of the file (of lines ``span`` alone when given), kept for every worker."""
         what = () if span is None else span
-        with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t, None):
+        with refusals(self.asked(req.uri, t.served, t.repo)), self.costly(req, t):
             return kept.once(
                 ("blame", t.repo.path, t.at.commit, t.path, *what),
                 lambda: gitstore.blame(t.repo, t.at.commit, t.parts, span),
@@ -1176,19 +1176,24 @@ def _blame_size(found: gitstore.Blame) -> int:
     return found.size()
 
 
-def _smaller_n(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
-    """The same history with a quarter of the commits asked (none when one was asked)."""
-    if n <= 1:
+def _found_entries(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
+    """The same history with as many commits as the stopped walk had found (none if none).
+
+    That log walks the commits the stopped walk had walked, in the same order, and stops at
+    the last it found, so it reads within the budget the whole went past. When it had found
+    none, no ``n`` has such a bound: even one walks as far as the whole did.
+    """
+    if not isinstance(progress, gitstore.Walked) or progress.found < 1:
         return []
     uri = mount.path_uri(t.served.name, t.parts, collection=t.node.kind == "tree", at=t.at.label)
-    return [uri.with_params({"as": "log", "n": str(max(1, n // 4))})]
+    return [uri.with_params({"as": "log", "n": str(progress.found)})]
 
 
 #: Line ranges a ``too-costly`` blame offers at most.
 OFFERED_RUNS = 3
 
 
-def _blamed_lines(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
+def _blamed_lines(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
     """The longest runs of lines the stopped blame had blamed, in file order.
 
     Blamed alone (``?lines=``), a run walks only commits the stopped walk had walked before
@@ -1202,19 +1207,20 @@ def _blamed_lines(mount: GitMount, t: Target, n: int, progress: object) -> list[
     return [here.with_params(lines=f"{first}-{last}") for first, last in sorted(longest)]
 
 
-def _shallower(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
-    """The directory one level deep."""
+def _shallower(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
+    """The directory one level deep: listed directly, not as heavy work, so it is never stopped."""
     return [mount.here_uri(t, "tree")]
 
 
-def _none(mount: GitMount, t: Target, n: int, progress: object) -> list[TmUri]:
+def _none(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
     return []
 
 
 #: For each heavy facet, the narrower reads a ``too-costly`` refusal offers, from the facet's
-#: target, ``n`` and what the stopped computation had finished (``OverBudget.progress``).
-NARROWER: dict[str, Callable[[GitMount, Target, int, object], list[TmUri]]] = {
-    "log": _smaller_n,
+#: target and what the stopped computation had finished (``OverBudget.progress``): only reads
+#: known to fit in the budget the whole went past.
+NARROWER: dict[str, Callable[[GitMount, Target, object], list[TmUri]]] = {
+    "log": _found_entries,
     "blame": _blamed_lines,
     "tree": _shallower,
 }
