@@ -15,7 +15,7 @@ LAYERS = {
     0: "core mime icon",
     1: "gitstore mcpclient check_registry admin_base version_rows bus",
     2: "blocks",
-    3: "entities servers kinds trails site.pages proposals subscriptions.models "
+    3: "entities servers kinds trails proposals subscriptions.models "
     "subscriptions.sessions subscriptions.migrations search",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",

@@ -43,8 +43,8 @@ from tmsite.core.types import Content
 from tmsite.core.uri import TmUri, parse
 from tmsite.entities.loaders import fill, read_checkout
 from tmsite.mounts import registry
+from tmsite.mounts.http import pages
 from tmsite.mounts.namespace import Namespace
-from tmsite.site import pages
 from tmsite.trails import index
 
 pytestmark = [

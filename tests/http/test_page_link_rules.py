@@ -33,8 +33,8 @@ from tests.gitstore.builder import Builder
 from tests.http.conftest import HOST, SITE, configure, uri, write
 from tmsite.core.types import Content
 from tmsite.mounts import registry
+from tmsite.mounts.http import pages
 from tmsite.mounts.namespace import Namespace
-from tmsite.site import pages
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("HTTP", "LK2", "LK5")]
 
@@ -47,7 +47,7 @@ VIEWS = '''
 
 from django.shortcuts import render
 
-from tmsite.site import pages
+from tmsite.mounts.http import pages
 
 from . import shelves
 from .shelves import tally
@@ -81,7 +81,7 @@ SHELVES = '''
 
 import json
 
-from tmsite.site import pages
+from tmsite.mounts.http import pages
 
 
 def read(path):

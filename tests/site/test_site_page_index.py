@@ -11,7 +11,7 @@ import pytest
 
 from tmsite.core.uri import parse
 from tmsite.mounts import registry
-from tmsite.site import pages
+from tmsite.mounts.http import pages
 
 pytestmark = pytest.mark.spec("OP3", "HTTP")
 

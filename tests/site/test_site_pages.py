@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tmsite.site import pages
+from tmsite.mounts.http import pages
 
 pytestmark = pytest.mark.spec("OP3", "HTTP")
 

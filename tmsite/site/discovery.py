@@ -2,7 +2,7 @@
 
 Both are made from what the box already says of itself — the ``serverInfo`` of
 :func:`tmsite.mcp.lifecycle.server_info` (title, version, icons, website) and the site's
-documents as the page rule finds them (:func:`tmsite.site.pages.all_pages`) — so neither can
+documents as the page rule finds them (:func:`tmsite.mounts.http.pages.all_pages`) — so neither can
 drift from what a client is told on ``initialize`` or what a visitor reads.
 
 * ``server.json`` (the MCP Registry's schema ``2025-12-11``): one ``remotes`` entry of type
@@ -30,7 +30,8 @@ from django.views.decorators.http import require_safe
 
 from tmsite.mcp import lifecycle
 from tmsite.mcp.endpoint import MCP_PATH
-from tmsite.site import pages, views
+from tmsite.mounts.http import pages
+from tmsite.site import views
 
 #: The MCP Registry schema ``server.json`` follows.
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"

@@ -5,7 +5,7 @@ it: its patterns with how many named routines show each, the lessons that measur
 named routines. The page rule is :func:`game_path`; the ``entity`` mount links a game
 ``tm:renders-as`` to this page, and the page ``tm:source`` back to the game. The pages are
 listed for the sitemap (and the ``http`` mount) through
-:func:`tmsite.site.pages.register_pages`.
+:func:`tmsite.mounts.http.pages.register_pages`.
 
 Spec: OP3.
 """
@@ -21,7 +21,8 @@ from django.views.decorators.http import require_safe
 
 from tmsite.entities import models as m
 from tmsite.entities import records as R
-from tmsite.site import pages, views
+from tmsite.mounts.http import pages
+from tmsite.site import views
 
 #: Where the game pages live.
 GAMES_PREFIX = "/autopsy/games/"

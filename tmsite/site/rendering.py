@@ -3,7 +3,7 @@
 The extensions are the site's fixed set: fenced code blocks, code highlighted by Pygments with
 CSS classes (the colours live in ``static/site.css``), tables, and a table of contents that
 gives every heading an ``id`` and a permalink. Relative links from one document to another
-Markdown file are rewritten to the page that file makes (:func:`tmsite.site.pages.link_for`).
+Markdown file are rewritten to the page that file makes (:func:`tmsite.mounts.http.pages.link_for`).
 
 Spec: OP3.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import markdown
 from markdown.extensions.toc import slugify_unicode
 
-from tmsite.site.pages import link_for
+from tmsite.mounts.http.pages import link_for
 
 EXTENSIONS = ["fenced_code", "codehilite", "tables", "toc"]
 EXTENSION_CONFIGS: dict[str, dict[str, Any]] = {

@@ -1,6 +1,6 @@
 """The site's routes. The project includes them at the root: ``path("", include(...))``.
 
-The documents routes take any slug and leave it to the page rule (:mod:`tmsite.site.pages`),
+The documents routes take any slug and leave it to the page rule (:mod:`tmsite.mounts.http.pages`),
 which answers only for files it found under ``docs/``.
 """
 
@@ -28,6 +28,6 @@ urlpatterns = [
     *(path(i.path, views.icon_file, {"name": i.file}, name=f"icon-{i.file}") for i in icon.ICONS),
     path("", include("tmsite.site.explorer")),  # /explore and its modules
     # The entity pages (another issue) add their routes here, and list themselves for the
-    # sitemap with tmsite.site.pages.register_pages("entity", ...).
+    # sitemap with tmsite.mounts.http.pages.register_pages("entity", ...).
     re_path(r"^autopsy/games/(?P<key>[0-9a-f]{12})\Z", entity_views.game, name="game"),
 ]

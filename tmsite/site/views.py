@@ -2,9 +2,9 @@
 
 Every page is a whole HTML5 document: a ``<nav>`` in the header (site links and the language
 switch), the content in ``<main>``. Documents come from the checkout's ``docs/`` through the page
-rule of :mod:`tmsite.site.pages`, rendered by :mod:`tmsite.site.rendering`. Every answer carries
-an ``ETag`` (and a ``Last-Modified`` where one file makes it) and honours conditional requests;
-HEAD answers like GET.
+rule of :mod:`tmsite.mounts.http.pages`, rendered by :mod:`tmsite.site.rendering`. Every answer
+carries an ``ETag`` (and a ``Last-Modified`` where one file makes it) and honours conditional
+requests; HEAD answers like GET.
 
 Spec: OP3.
 """
@@ -36,7 +36,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
 from tmsite import icon
-from tmsite.site import pages
+from tmsite.mounts.http import pages
 from tmsite.site.rendering import render_file
 
 #: How long a browser or proxy may reuse a page before asking again (seconds).

@@ -5,9 +5,10 @@ never an address: every fetch connects to that site's front door on loopback and
 only in ``Host`` (and SNI). Two kinds of site:
 
 * ``self`` — this Django project's own site. Its pages are listed from the page rule and the
-  page families (:func:`tmsite.site.pages.site_pages`), not crawled; a page links to the markdown
-  it is rendered from, to the view module that renders it (Django's resolver), and — read with
-  :mod:`ast` — to the records its code reads (:mod:`tmsite.mounts.http.sitegraph`).
+  page families (:func:`~tmsite.mounts.http.pages.site_pages`), not crawled; a page links to
+  the markdown it is rendered from, to the view module that renders it (Django's resolver),
+  and — read with :mod:`ast` — to the records its code reads
+  (:mod:`tmsite.mounts.http.sitegraph`).
 * ``static`` — a site the box serves but did not build: listed from its ``sitemap.xml``, fenced
   by its ``robots.txt``, described by its ``/.well-known/tm-manifest.json``
   (:mod:`tmsite.mounts.http.site`).
@@ -68,6 +69,7 @@ from tmsite.core.uri import TmUri
 from tmsite.mounts.base import ChangeSource, Mount, Watching
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
+from tmsite.mounts.http import pages
 from tmsite.mounts.http import sitegraph as graph
 from tmsite.mounts.http import uris as http_uris
 from tmsite.mounts.http.extract import decode, page_text, page_title
@@ -94,7 +96,6 @@ from tmsite.mounts.http.site import (
 )
 from tmsite.mounts.http.watch import PageWatcher, tick
 from tmsite.search.passages import digest
-from tmsite.site import pages
 
 #: The type of a page read as text.
 PAGE_TYPE = "text/vnd.tm.page"

@@ -43,7 +43,7 @@ from django.urls.exceptions import Resolver404
 
 import tmsite
 from tmsite.core.links import CONFIDENCES, Confidence
-from tmsite.site import pages
+from tmsite.mounts.http import pages
 
 #: The checkout the project's code lives in: module paths are relative to it.
 CODE_ROOT = Path(tmsite.__file__).resolve().parent.parent

@@ -4,7 +4,7 @@ A :class:`PageWatcher` is told which ``tm://<host>/http/…`` URIs are listened 
 :meth:`~PageWatcher.interest` is the bus's interest watcher) and sorts each page in one of two:
 
 * **Made from a file it can name**: a page of a ``self`` site rendered from a markdown document
-  (:func:`tmsite.site.pages.page_at`) whose root the fs mount serves. The watcher listens, on
+  (:func:`tmsite.mounts.http.pages.page_at`) whose root the fs mount serves. The watcher listens, on
   the bus, to that file's ``fs/`` URI, so the fs mount's own watch (inotify, or its polling
   fallback) follows it; when the file changes, the page's URI is published. Nothing is
   fetched for it. A change of the file is told even if it leaves the page's text the same.
@@ -34,8 +34,8 @@ from tmsite.bus import changes
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import parse
 from tmsite.mounts.fs import uris as fs_uris
+from tmsite.mounts.http import pages
 from tmsite.mounts.http import uris as http_uris
-from tmsite.site import pages
 
 if TYPE_CHECKING:
     from tmsite.mounts.http.mount import HttpMount
