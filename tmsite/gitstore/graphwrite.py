@@ -29,9 +29,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dulwich.objects import parse_tree
+
 from tmsite.gitstore import bloom
 from tmsite.gitstore.errors import GitError
-from tmsite.gitstore.repo import COMMIT, TAG, GitRepo, parse_walk
+from tmsite.gitstore.repo import COMMIT, TAG, TREE, GitRepo, parse_walk
 from tmsite.gitstore.tree import is_tree_mode
 
 #: git's ``commitGraph.maxNewFilters``-free defaults (``bloom.h``).
@@ -107,54 +109,73 @@ def _levels(commits: dict[str, tuple[str, tuple[str, ...], int]]) -> dict[str, i
 
 
 class _Differ:
-    """The paths that differ between two root trees, as git's recursive tree diff lists them."""
+    """The paths that differ between two root trees, as git's recursive tree diff lists them.
+
+    Entries are compared as the tree objects hold them (name bytes, mode, id), every name
+    included as git includes it, and only the entries that differ reach Python: the sets of a
+    tree's entries are subtracted in C.
+    """
+
+    #: Trees' entries kept for the next commits: a commit's trees are mostly its parent's.
+    KEPT = 1024
 
     def __init__(self, repo: GitRepo) -> None:
         self.repo = repo
+        self.kept: dict[str, set[tuple[bytes, int, bytes]]] = {}
 
-    def changed(self, old: str | None, new: str) -> tuple[int, set[str]]:
+    def changed(self, old: str | None, new: str) -> tuple[int, set[bytes]]:
         """How many file entries differ, and their paths with every leading directory."""
-        files: list[str] = []
-        self._diff(old, new, "", files)
-        paths: set[str] = set()
+        files: list[bytes] = []
+        self._diff(old, new, b"", files)
+        paths: set[bytes] = set()
         for path in files:
             while path and path not in paths:
                 paths.add(path)
-                path = path.rpartition("/")[0]
+                path = path.rpartition(b"/")[0]
         return len(files), paths
 
-    def _entries(self, tree: str | None) -> dict[str, tuple[int, str]]:
-        return self.repo.tree(tree) if tree is not None else {}
+    def _entries(self, tree: str | None) -> set[tuple[bytes, int, bytes]]:
+        if tree is None:
+            return set()
+        entries = self.kept.get(tree)
+        if entries is None:
+            kind, raw = self.repo.raw(tree)
+            if kind != TREE:
+                raise GitError(f"{tree} is not a tree")
+            entries = self.kept[tree] = set(parse_tree(raw, 20))
+            if len(self.kept) > self.KEPT:
+                del self.kept[next(iter(self.kept))]
+        return entries
 
-    def _diff(self, old: str | None, new: str | None, prefix: str, out: list[str]) -> None:
+    def _diff(self, old: str | None, new: str | None, prefix: bytes, out: list[bytes]) -> None:
         if len(out) > MAX_CHANGED_PATHS:
             return
         before, after = self._entries(old), self._entries(new)
-        for name in before.keys() | after.keys():
-            one, two = before.get(name), after.get(name)
-            if one == two:
-                continue
+        gone = {name: (mode, sha) for name, mode, sha in before - after}
+        came = {name: (mode, sha) for name, mode, sha in after - before}
+        for name in gone.keys() | came.keys():
+            one, two = gone.get(name), came.get(name)
             path = prefix + name
             one_tree = one is not None and is_tree_mode(one[0])
             two_tree = two is not None and is_tree_mode(two[0])
             if one_tree or two_tree:
                 self._diff(
-                    one[1] if one is not None and one_tree else None,
-                    two[1] if two is not None and two_tree else None,
-                    path + "/",
+                    one[1].decode("ascii") if one is not None and one_tree else None,
+                    two[1].decode("ascii") if two is not None and two_tree else None,
+                    path + b"/",
                     out,
                 )
             if (one is not None and not one_tree) or (two is not None and not two_tree):
                 out.append(path)
 
 
-def _filter(paths: set[str], hashes: int) -> bytes:
+def _filter(paths: set[bytes], hashes: int) -> bytes:
     """The Bloom filter of a set of paths, git's size: ten bits a path, whole bytes, ≥ 1."""
     length = max(1, (len(paths) * BITS_PER_ENTRY + 7) // 8)
     data = bytearray(length)
     bits = length * 8
     for path in paths:
-        for h in bloom.key(path.encode("utf-8", "surrogateescape"), hashes):
+        for h in bloom.key(path, hashes):
             at = h % bits
             data[at >> 3] |= 1 << (at & 7)
     return bytes(data)
@@ -210,18 +231,21 @@ def _filters(
     hashes = bloom.DEFAULT_HASHES
     index: list[int] = []
     body = bytearray(struct.pack(">LLL", 1, hashes, BITS_PER_ENTRY))
-    too_many = 0
-    for sha in ids:
+    made: dict[str, bytes] = {}
+    for sha in sorted(ids, key=lambda sha: commits[sha][2]):  # oldest first: parents' trees kept
         tree, parents, _when = commits[sha]
         old = commits[parents[0]][0] if parents and parents[0] in commits else None
         if parents and old is None:
             old = parse_walk(repo.raw(parents[0])[1])[0]
         count, paths = differ.changed(old, tree)
         if count > MAX_CHANGED_PATHS or len(paths) > MAX_CHANGED_PATHS:
-            body += b"\xff"
-            too_many += 1
+            made[sha] = b"\xff"
         else:
-            body += _filter(paths, hashes)
+            made[sha] = _filter(paths, hashes)
+    too_many = 0
+    for sha in ids:
+        body += made[sha]
+        too_many += made[sha] == b"\xff"
         index.append(len(body) - 12)
     return struct.pack(f">{len(index)}L", *index), bytes(body), len(ids), too_many
 
