@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tmsite.gitstore.cache import ByteLRU
-from tmsite.gitstore.mime import guess_mime, is_text_mime, looks_binary
+from tmsite.mime import guess_mime, is_text_mime, looks_binary
 
 pytestmark = pytest.mark.spec("GIT")
 

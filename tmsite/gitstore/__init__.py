@@ -33,7 +33,7 @@ Public API:
   ``line_count(repo, blob)`` — the lines it counts.
 * ``gitmodules(repo, commit) -> dict[path, url]``.
 * ``looks_binary(first_bytes)``, ``guess_mime(name, first_bytes)``, ``is_text_mime(mime)`` —
-  from :mod:`tmsite.gitstore.mime`, which does not depend on git.
+  from :mod:`tmsite.mime`, the one table every mount that holds files types by.
 * ``clear_caches()`` — empty the in-process caches (:mod:`tmsite.gitstore.cache`).
 
 Reads at a commit are immutable and cached in process memory, bounded by bytes.
@@ -55,7 +55,7 @@ from tmsite.gitstore.errors import (
     PathNotFound,
 )
 from tmsite.gitstore.history import Walked, log
-from tmsite.gitstore.mime import guess_mime, is_text_mime, looks_binary
+from tmsite.mime import guess_mime, is_text_mime, looks_binary
 from tmsite.gitstore.paths import normalise
 from tmsite.gitstore.refs import (
     RefText,
