@@ -1,9 +1,11 @@
 """Layers that point one way, read from every import in tmsite/ (type-only, in-function too).
 
 A module's unit is the longest prefix in the rank table (each ``tmsite.mounts.<kind>`` its own
-unit, rank 5). A back-edge imports a higher rank; a mount reaches another only through its pure
-modules (``uris``, the builders of its addresses; ``catalogue``, data), never its ``mount``; the
-core imports only the core; no units import each other in a cycle (``pytest
+unit, rank 5). Django finds an app's ``admin``, ``management`` commands and ``migrations`` by
+their names: those entry points stand at the top whatever their app's rank, and nothing of
+tmsite imports them. A back-edge imports a higher rank; a mount reaches another only through its
+pure modules (``uris``, the builders of its addresses; ``catalogue``, data), never its
+``mount``; the core imports only the core; no units import each other in a cycle (``pytest
 tests/test_layers.py -k cycles`` lists the package cycles).
 """
 
@@ -15,21 +17,32 @@ LAYERS = {
     0: "core mime icon",
     1: "gitstore mcpclient check_registry admin_base version_rows bus",
     2: "blocks",
-    3: "entities servers kinds trails proposals subscriptions.models "
-    "subscriptions.sessions subscriptions.migrations search",
+    3: "entities servers kinds trails proposals subscriptions.models subscriptions.sessions search",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
-    7: "operations prompts pieces probes schemas oplog proposals.intake proposals.decide",
-    8: "mcp rest proposals.admin",
-    9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions "
-    "proposals.management",
+    7: "operations oplog",
+    8: "mcp rest",
+    9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions",
     10: "serve",  # the ASGI application over ``wsgi``'s
 }
 RANKS = {f"tmsite.{name}": rank for rank, names in LAYERS.items() for name in names.split()}
+#: The modules Django imports by name in each app, above every layer.
+ENTRY_POINTS = ("admin", "management", "migrations")
+TOP = max(LAYERS)
+
+
+def entry_point(module: str) -> str | None:
+    """The app entry point ``module`` is or lies in (``tmsite.<app>.admin``), else None."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[0] == "tmsite" and parts[2] in ENTRY_POINTS:
+        return ".".join(parts[:3])
+    return None
 
 
 def unit(module: str) -> tuple[str, int]:
     """The unit a module belongs to, and its rank."""
+    if (entry := entry_point(module)) is not None:
+        return entry, TOP
     kind = ".".join(module.split(".")[:3])
     if kind.startswith("tmsite.mounts.") and kind not in RANKS:
         return kind, 5
@@ -70,6 +83,16 @@ def test_no_back_edges() -> None:
 
 #: The modules of a mount that another mount may import: pure data and builders, no mount.
 SHARED = ("uris", "catalogue")
+
+
+def test_no_module_imports_an_app_entry_point() -> None:
+    """An app's admin, commands and migrations are Django's to import, so they may sit on top."""
+    importing = [
+        f"{a} -> {b}"
+        for a, b in edges()
+        if entry_point(b) is not None and entry_point(a) != entry_point(b)
+    ]
+    assert not importing, "entry points imported:\n" + "\n".join(importing)
 
 
 def test_mounts_share_only_pure_modules() -> None:

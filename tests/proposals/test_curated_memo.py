@@ -17,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from tests.proposals.conftest import A, B, C, propose, read
 from tmsite.core.uri import parse
 from tmsite.mounts.registry import namespace
-from tmsite.proposals import curated, decide
+from tmsite.operations import decide
+from tmsite.proposals import curated
 from tmsite.proposals.models import CuratedLink, Proposal
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("PROP2", "LK2")]

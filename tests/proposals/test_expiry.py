@@ -19,7 +19,7 @@ from django.utils import timezone
 from tests.proposals.conftest import BASE, answer, browser, form, maintainer, propose
 from tmsite.core.errors import NotFound
 from tmsite.mounts import registry
-from tmsite.proposals import decide
+from tmsite.operations import decide
 from tmsite.proposals.models import Proposal
 
 pytestmark = [pytest.mark.django_db, pytest.mark.spec("PROP3", "OP4")]

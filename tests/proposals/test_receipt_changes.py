@@ -37,7 +37,7 @@ from tests.subscriptions.helpers import SUB_ID, Events, listen_body, listen_head
 from tmsite.bus import changes
 from tmsite.core.errors import Refusal
 from tmsite.mounts import registry
-from tmsite.proposals import decide
+from tmsite.operations import decide
 from tmsite.proposals.models import Proposal
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("PROP2", "SUB3")]

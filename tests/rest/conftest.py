@@ -22,7 +22,7 @@ import pytest
 
 from tests.namespace.conftest import checkout, process_namespace  # noqa: F401  (fixtures)
 from tests.oplog.conftest import clock, small_limit  # noqa: F401  (fixtures)
-from tmsite import probes
+from tmsite.operations import probes
 
 SHIPPED = Path(__file__).resolve().parents[2] / "data" / "pieces.json"
 #: The hosted pieces in the record's order, and what each one's host answers to ``HEAD``:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tmsite.pieces import (
+from tmsite.operations.pieces import (
     Piece,
     PiecesError,
     clear_cache,

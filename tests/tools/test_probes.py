@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tmsite import probes
-from tmsite.pieces import Piece
-from tmsite.probes import Measurement, Prober, measure, probe_all, probe_one
+from tmsite.operations import probes
+from tmsite.operations.pieces import Piece
+from tmsite.operations.probes import Measurement, Prober, measure, probe_all, probe_one
 
 pytestmark = pytest.mark.spec("TL4")
 

@@ -21,7 +21,7 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
-from tmsite import pieces, probes
+from tmsite.operations import pieces, probes
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("T12", "TL1", "NS7")]

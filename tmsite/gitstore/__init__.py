@@ -55,7 +55,6 @@ from tmsite.gitstore.errors import (
     PathNotFound,
 )
 from tmsite.gitstore.history import Walked, log
-from tmsite.mime import guess_mime, is_text_mime, looks_binary
 from tmsite.gitstore.paths import normalise
 from tmsite.gitstore.refs import (
     RefText,
@@ -69,6 +68,7 @@ from tmsite.gitstore.refs import (
 from tmsite.gitstore.repo import GitRepo, open_repo
 from tmsite.gitstore.tree import blob_size, gitmodules, list_tree, lookup, read_blob
 from tmsite.gitstore.types import Blame, BlameLine, LogEntry, Node, Resolved, TreeEntry
+from tmsite.mime import guess_mime, is_text_mime, looks_binary
 
 __all__ = [
     "AmbiguousRef",

@@ -16,7 +16,7 @@ from typing import Any
 from tmsite.core.parts import to_text
 from tmsite.core.types import Content, Entry, Template
 from tmsite.mcp.protocol import META_LINKS_KEY
-from tmsite.prompts import Answer, Message
+from tmsite.operations.prompts import Answer, Message
 
 
 def _item(content: Content) -> dict[str, Any]:

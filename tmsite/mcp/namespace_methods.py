@@ -13,12 +13,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tmsite import operations, prompts
+from tmsite import operations
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.core.types import Truncated
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.convert import read_result, resource, template
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
+from tmsite.operations import prompts
 
 COMPLETION_CAP = 100
 

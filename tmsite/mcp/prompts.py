@@ -1,4 +1,4 @@
-"""The prompt methods: ``prompts/list`` and ``prompts/get`` over the table in ``tmsite.prompts``.
+"""The prompt methods: ``prompts/list`` and ``prompts/get`` over ``operations.prompts``.
 
 Both eras answer the same; ``tmsite.mcp.methods`` stamps the 2026-07-28 result (``prompts/list``
 with its caching hints; a ``prompts/get`` reads live, so it carries none). A refusal — unknown
@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import Field
 
-from tmsite import prompts
 from tmsite.core.errors import BadCursor, Refusal
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.convert import prompt_result
 from tmsite.mcp.namespace_methods import ListParams, Params, parse_params
 from tmsite.mcp.protocol import CallContext
+from tmsite.operations import prompts
 
 
 class GetParams(Params):

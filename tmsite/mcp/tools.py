@@ -1,10 +1,10 @@
 """The six tools: one table of what is advertised, one of what runs, cross-checked at import.
 
 ``TOOLS`` says name → title, description (written for the model), input and output schemas
-(generated from the models in ``tmsite.schemas``, the same the REST routes use). ``RUNNERS``
-says name → the operation. An advertised tool without a runner, or a runner without a tool, is
-a start-up error (``check_tables``). A refusal inside a tool is a tool error (``isError``)
-whose text is the JSON of the refusal's fields.
+(generated from the models in ``tmsite.operations.schemas``, the same the REST routes use).
+``RUNNERS`` says name → the operation. An advertised tool without a runner, or a runner without
+a tool, is a start-up error (``check_tables``). A refusal inside a tool is a tool error
+(``isError``) whose text is the JSON of the refusal's fields.
 
 Spec: TL1, TL2, TL3, RJ3.
 """
@@ -23,9 +23,8 @@ from tmsite import icon, operations
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp.lifecycle import public_url
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
-from tmsite.oplog import metrics
-from tmsite.pieces import Licensing
-from tmsite.schemas import (
+from tmsite.operations.pieces import Licensing
+from tmsite.operations.schemas import (
     LicensingInput,
     Overview,
     OverviewInput,
@@ -38,6 +37,7 @@ from tmsite.schemas import (
     SearchInput,
     SearchResult,
 )
+from tmsite.oplog import metrics
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@
   it is never rendered as HTML.
 * A maintainer approves or rejects with a reason, one by one (the page's form) or in bulk
   (the list's actions, with the reason in the action bar). Approving applies the change in one
-  transaction (:func:`tmsite.proposals.decide.decide`); rejecting changes nothing but the
+  transaction (:func:`tmsite.operations.decide.decide`); rejecting changes nothing but the
   proposal's status.
 
 Spec: PROP1, PROP2, OP4.
@@ -35,7 +35,8 @@ from typing_extensions import override
 
 from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin
 from tmsite.core.uri import TmUri, parse
-from tmsite.proposals import decide, diff
+from tmsite.operations import decide
+from tmsite.proposals import diff
 from tmsite.proposals.models import STATUSES, CuratedLink, Proposal, expiry_cutoff
 
 DECISIONS = [("", "—"), ("approve", "approve"), ("reject", "reject")]

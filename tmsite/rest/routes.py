@@ -24,17 +24,14 @@ from django.utils import timezone
 from ninja import Query, Router, Schema
 from pydantic import Field
 
-from tmsite import operations, prompts
+from tmsite import operations
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.core.types import Truncated
 from tmsite.mcp import tools
 from tmsite.mcp.convert import prompt_result
-from tmsite.oplog import failures, hooks
-from tmsite.oplog.costs import Priced
-from tmsite.oplog.recorder import Row
-from tmsite.pieces import Licensing
-from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
-from tmsite.schemas import (
+from tmsite.operations import prompts
+from tmsite.operations.pieces import Licensing
+from tmsite.operations.schemas import (
     Overview,
     PieceStatus,
     ProposalReceipt,
@@ -43,6 +40,10 @@ from tmsite.schemas import (
     SearchInput,
     SearchResult,
 )
+from tmsite.oplog import failures, hooks
+from tmsite.oplog.costs import Priced
+from tmsite.oplog.recorder import Row
+from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 
 
 def _asked_uri(route: str, query: Mapping[str, str]) -> str | None:

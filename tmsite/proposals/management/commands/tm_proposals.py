@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 from typing_extensions import override
 
-from tmsite.proposals import intake
+from tmsite.operations import intake
 
 
 class Command(BaseCommand):

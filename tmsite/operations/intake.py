@@ -58,11 +58,11 @@ from tmsite.core.types import Content
 from tmsite.core.uri import TmUri, parse
 from tmsite.kinds import counter as kind_counter
 from tmsite.mounts.registry import namespace
+from tmsite.operations.schemas import PROPOSAL_FIELDS
 from tmsite.oplog import hooks
 from tmsite.proposals import receipts, targets
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
-from tmsite.schemas import PROPOSAL_FIELDS
 from tmsite.trails import index as trails
 
 KINDS = tuple(PROPOSAL_FIELDS)

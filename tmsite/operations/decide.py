@@ -22,7 +22,8 @@ from django.utils import timezone
 from tmsite.core.errors import Refusal
 from tmsite.core.uri import TmUri, parse
 from tmsite.mounts.registry import namespace
-from tmsite.proposals import intake, targets
+from tmsite.operations import intake
+from tmsite.proposals import targets
 from tmsite.proposals.models import CuratedLink, Proposal
 from tmsite.trails import corrections as trail_corrections
 from tmsite.trails import index as trails

@@ -28,7 +28,7 @@ from urllib.request import Request
 import httpx
 from pydantic import BaseModel, Field
 
-from tmsite.pieces import Piece
+from tmsite.operations.pieces import Piece
 
 __all__ = [
     "Measurement",

@@ -3,6 +3,10 @@
 MCP methods, MCP tools and REST views are adapters over these functions; each returns plain
 data or raises a ``Refusal`` from ``tmsite.core.errors``.
 
+Beside them, in this package: their input and output shapes (``schemas``), the pieces record
+(``pieces``) and its probes (``probes``), the prompt table (``prompts``), and a proposal's
+intake (``intake``) and decision (``decide``).
+
 Spec: TL4, TL5, TL6, PR1.
 """
 
@@ -15,15 +19,15 @@ from typing import Any
 
 from django.conf import settings
 
-from tmsite import pieces as piece_records
-from tmsite import probes
 from tmsite.core.errors import NotFound
 from tmsite.core.parts import to_text
 from tmsite.core.types import Content, Template
 from tmsite.core.uri import parse
 from tmsite.mounts.namespace import MapPage
 from tmsite.mounts.registry import namespace
-from tmsite.schemas import (
+from tmsite.operations import pieces as piece_records
+from tmsite.operations import probes
+from tmsite.operations.schemas import (
     Overview,
     PieceStatus,
     ProposalReceipt,
@@ -135,7 +139,7 @@ def propose(args: ProposeInput) -> ProposalReceipt:
     Raises ``Refusal``: ``bad-argument`` (naming what is valid), ``exists``, ``rate-limited``
     (the caller's daily cap), ``queue-full``.
     """
-    from tmsite.proposals import intake  # a Django app's models: imported once apps are ready
+    from tmsite.operations import intake  # a Django app's models: imported once apps are ready
 
     fields = args.model_dump(by_alias=True, exclude_none=True, mode="json")
     kind = fields.pop("kind")

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tmsite.pieces import Licensing, Piece
-from tmsite.probes import Measurement
+from tmsite.operations.pieces import Licensing, Piece
+from tmsite.operations.probes import Measurement
 
 
 class _Input(BaseModel):
