@@ -193,7 +193,7 @@ def outcome(answer: dict[str, Any]) -> str:
 def per_read(app: WsgiApp, lines: Lines, calls: int) -> None:
     from django.test import override_settings
 
-    from tmsite.oplog import buckets
+    from tmsite.callers import buckets
 
     print(f"{'per read':<28} {'CPU ms':>8} {'tokens':>7} {'CPU ms/token':>13}")
     with override_settings(TM_RATE_BURST=1e12):
@@ -233,8 +233,8 @@ def hammer(
     """
     from django.core.cache import caches
 
+    from tmsite.callers import buckets
     from tmsite.gitstore import cache
-    from tmsite.oplog import buckets
 
     buckets._stores.clear()
     cache.clear_all()  # each run walks the history anew, as the first did
@@ -260,7 +260,7 @@ def hammer(
 def hammering(app: WsgiApp, lines: Lines, cap: float) -> None:
     from django.test import override_settings
 
-    from tmsite.oplog.costs import UNIT_COSTS
+    from tmsite.callers.costs import UNIT_COSTS
 
     print()
     print("one caller as fast as it can, burst 120, refill 2 a second (of CPU time), until refused")

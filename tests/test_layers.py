@@ -20,7 +20,7 @@ LAYERS = {
     3: "entities servers kinds trails proposals subscriptions.models subscriptions.sessions search",
     4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
-    7: "operations oplog",
+    7: "operations oplog callers",
     8: "mcp rest",
     9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions",
     10: "serve",  # the ASGI application over ``wsgi``'s

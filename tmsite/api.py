@@ -21,7 +21,8 @@ from ninja.responses import NinjaJSONEncoder
 
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import endpoint
-from tmsite.oplog import failures, health, hooks, readiness
+from tmsite.oplog import failures, hooks
+from tmsite.rest import health, readiness
 from tmsite.rest import routes as rest
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 

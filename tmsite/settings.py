@@ -101,7 +101,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # X-Forwarded-Proto from a trusted proxy only, before the redirect to https (TM_TLS)
-    "tmsite.oplog.tls.ForwardedProtoMiddleware",
+    "tmsite.callers.tls.ForwardedProtoMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -435,7 +435,7 @@ TM_PUBLIC_URL = os.environ.get("TM_PUBLIC_URL", TM_FRONT_DOOR).rstrip("/")
 #: Served over TLS: the public front door is an https URL. That one fact turns on what
 #: ``manage.py check --deploy`` asks of a site served over TLS only: the redirect of plain http
 #: to https, HSTS (a year, subdomains, preload), Secure session and CSRF cookies, and
-#: ``X-Forwarded-Proto`` believed from ``TM_RATE_TRUSTED_PROXIES`` alone (tmsite.oplog.tls).
+#: ``X-Forwarded-Proto`` believed from ``TM_RATE_TRUSTED_PROXIES`` alone (tmsite.callers.tls).
 #: The box's own loopback reads (the http mount at ``TM_FRONT_DOOR``) are never redirected.
 TM_TLS = urlsplit(TM_PUBLIC_URL).scheme.lower() == "https"
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TM_TLS else None

@@ -21,7 +21,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tmsite.settings")
 
 MCP_PATH = "/api/mcp"
 ENDPOINT_MIDDLEWARE = [
-    "tmsite.oplog.tls.ForwardedProtoMiddleware",
+    "tmsite.callers.tls.ForwardedProtoMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
 ]

@@ -15,8 +15,8 @@ import pytest
 from django.core.cache import caches
 
 from tests.oplog.servers import ROOT
-from tmsite.oplog.buckets import Policy, RedisStore, decision
-from tmsite.oplog.clock import FakeClock
+from tmsite.callers.buckets import Policy, RedisStore, decision
+from tmsite.callers.clock import FakeClock
 
 pytestmark = pytest.mark.spec("OP1", "OP5")
 
@@ -25,7 +25,7 @@ SPENDER = textwrap.dedent(
     import os, sys, time
     import django
     django.setup()
-    from tmsite.oplog.buckets import Policy, RedisStore
+    from tmsite.callers.buckets import Policy, RedisStore
 
     start, attempts, caller = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     store = RedisStore()

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tmsite.oplog import buckets
-from tmsite.oplog.clock import FakeClock
+from tmsite.callers import buckets
+from tmsite.callers.clock import FakeClock
 
 #: A caller as a proxy forwards it (documentation range, RFC 5737).
 CALLER = "203.0.113.7"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tmsite.oplog import buckets, costs
-from tmsite.oplog.buckets import (
+from tmsite.callers import buckets, costs
+from tmsite.callers.buckets import (
     SWEEP_EVERY,
     FileStore,
     MemoryStore,
@@ -18,7 +18,7 @@ from tmsite.oplog.buckets import (
     digest,
     step,
 )
-from tmsite.oplog.clock import FakeClock
+from tmsite.callers.clock import FakeClock
 
 pytestmark = pytest.mark.spec("OP1")
 

@@ -24,11 +24,12 @@ import pytest
 
 from tests.gitstore.builder import Builder
 from tests.oplog.conftest import CALLER
+from tmsite.callers import buckets, costs
+from tmsite.callers.buckets import FileStore, MemoryStore, Policy, Store
+from tmsite.callers.clock import FakeClock
 from tmsite.core import work
 from tmsite.mounts import registry
-from tmsite.oplog import buckets, costs, recorder
-from tmsite.oplog.buckets import FileStore, MemoryStore, Policy, Store
-from tmsite.oplog.clock import FakeClock
+from tmsite.oplog import recorder
 from tmsite.oplog.logs import JsonFormatter
 from tmsite.oplog.models import RequestLog
 

@@ -22,7 +22,7 @@ import pytest
 
 from tests.oplog.servers import migrate, server_env, serving
 from tests.subscriptions.sessions_helpers import initialize, stream_headers
-from tmsite.oplog import buckets, caller
+from tmsite.callers import buckets, caller
 from tmsite.serve import guard
 
 pytestmark = pytest.mark.spec("OP1")

@@ -30,10 +30,10 @@ from tests.gitstore.builder import Builder
 from tests.oplog.conftest import CALLER
 from tests.serve.inthread import served as served_in_thread
 from tmsite import gitstore
+from tmsite.callers import buckets
+from tmsite.callers.clock import FakeClock
 from tmsite.gitstore import kept
 from tmsite.mounts import registry
-from tmsite.oplog import buckets
-from tmsite.oplog.clock import FakeClock
 from tmsite.oplog.logs import JsonFormatter
 from tmsite.serve.app import Application
 

@@ -25,10 +25,11 @@ from django.db import connection, transaction
 from django.test import Client
 
 from tests.oplog.conftest import CALLER
+from tmsite.callers import buckets
+from tmsite.callers.clock import FakeClock
 from tmsite.entities.loaders import fill, read_checkout
 from tmsite.entities.models import Pattern
-from tmsite.oplog import buckets, failures, recorder
-from tmsite.oplog.clock import FakeClock
+from tmsite.oplog import failures, recorder
 from tmsite.oplog.models import RequestLog
 
 pytestmark = pytest.mark.spec("OP2", "T6")

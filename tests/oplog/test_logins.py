@@ -19,8 +19,9 @@ from django.contrib.auth.hashers import MD5PasswordHasher
 from django.contrib.auth.models import User
 from django.test import Client
 
-from tmsite.oplog import buckets, caller, logins
-from tmsite.oplog.clock import FakeClock
+from tmsite.callers import buckets, caller
+from tmsite.callers.clock import FakeClock
+from tmsite.oplog import logins
 from tmsite.oplog.models import LoginEvent
 
 pytestmark = [pytest.mark.spec("OP4"), pytest.mark.django_db]

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tmsite.oplog import buckets, recorder
+from tmsite.callers import buckets
+from tmsite.oplog import recorder
 from tmsite.oplog.logs import JsonFormatter
 from tmsite.oplog.models import RequestLog
 

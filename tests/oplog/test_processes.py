@@ -26,7 +26,7 @@ SPENDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from tmsite.oplog.buckets import FileStore, Policy
+    from tmsite.callers.buckets import FileStore, Policy
 
     path, start, attempts = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
     store = FileStore(path)

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 
 from tests.oplog.test_health import UnreachableCache
-from tmsite.oplog import readiness
+from tmsite.rest import readiness
 
 pytestmark = pytest.mark.spec("OBS3")
 

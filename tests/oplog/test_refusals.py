@@ -21,8 +21,8 @@ from django.test import Client
 
 from tests.http.conftest import DEMO, demo_door  # noqa: F401  (fixture)
 from tests.oplog.conftest import CALLER
+from tmsite.callers.clock import FakeClock
 from tmsite.mounts import registry
-from tmsite.oplog.clock import FakeClock
 
 pytestmark = pytest.mark.spec("OP1", "RJ1", "RJ2")
 

@@ -412,7 +412,7 @@ def test_prompt_completion_refusals(box: str, http: httpx.Client, version: str) 
 
 
 def test_a_prompt_costs_its_reads_and_logs_only_its_name() -> None:
-    from tmsite.oplog import costs
+    from tmsite.callers import costs
 
     arguments = {"address": "tm://secret/what-was-asked"}
     asked = costs.of_message("prompts/get", {"name": "explain-address", "arguments": arguments})

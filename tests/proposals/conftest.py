@@ -20,11 +20,11 @@ from django.test import Client
 from tests.explorer.conftest import page  # noqa: F401  (fixture: a headless Chromium page)
 from tests.oplog.test_log_lines import written  # noqa: F401  (fixture: the request log's lines)
 from tests.subscriptions.conftest import asgi_url, listen_url  # noqa: F401  (fixtures: streams)
+from tmsite.callers import buckets
 from tmsite.entities.loaders import fill, parse_records
 from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import tools
 from tmsite.mounts import registry
-from tmsite.oplog import buckets
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "tinymachines"

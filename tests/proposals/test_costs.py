@@ -19,8 +19,9 @@ import pytest
 
 from tests.oplog.conftest import CALLER
 from tests.proposals.conftest import BASE, A
+from tmsite.callers import buckets
 from tmsite.mounts import registry
-from tmsite.oplog import buckets, recorder
+from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
 
 pytestmark = [pytest.mark.spec("PROP1", "OP1"), pytest.mark.django_db(transaction=True)]

@@ -22,8 +22,8 @@ import pytest
 from django.utils import timezone
 
 from tests.proposals.conftest import BASE
+from tmsite.callers import buckets
 from tmsite.mounts import registry
-from tmsite.oplog import buckets
 from tmsite.proposals.models import CallerDay, Proposal
 
 pytestmark = [pytest.mark.spec("PROP1", "PROP3", "OP1"), pytest.mark.django_db(transaction=True)]

@@ -17,7 +17,8 @@ import pytest
 from tests.oplog.test_log_lines import lines_of
 from tests.oplog.test_privacy import AGENT, COOKIE, FORWARDED, SECRETS, TOKEN
 from tests.proposals.conftest import BASE, A, B
-from tmsite.oplog import buckets, costs, recorder
+from tmsite.callers import buckets, costs
+from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal
 

@@ -27,10 +27,10 @@ from tests.namespace.world import HOST, SECRET
 from tests.oplog.conftest import CALLER
 from tests.rest.conftest import Hosts
 from tmsite.api import api
+from tmsite.callers.clock import FakeClock
 from tmsite.mcp.codes import RATE_LIMITED
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
-from tmsite.oplog import health, readiness
-from tmsite.oplog.clock import FakeClock
+from tmsite.rest import health, readiness
 from tmsite.rest import routes as rest
 
 pytestmark = [

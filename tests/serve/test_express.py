@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tmsite.bus import delivery
+from tmsite.callers import buckets
 from tmsite.mcp import express, prepared
-from tmsite.oplog import buckets, recorder
+from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
 from tmsite.serve import app
 from tmsite.subscriptions import sessions

@@ -18,7 +18,7 @@ cpu        milliseconds of CPU a heavy computation took beyond what its units ar
            (a blame's diffs): measured on its thread, for a rate-limited caller only
 =========  ==========================================================================
 
-``tmsite.oplog.costs`` turns them into tokens (one table); ``tmsite.oplog.hooks`` opens the
+``tmsite.callers.costs`` turns them into tokens (one table); ``tmsite.oplog.hooks`` opens the
 meter around each request and charges what the units cost beyond what was spent up front.
 A thread the read path starts sees the meter only if it runs in a copy of the context.
 

@@ -58,6 +58,7 @@ from django.views import defaults
 from ninja import Router
 
 from tmsite.bus import delivery
+from tmsite.callers import costs
 from tmsite.core.errors import RateLimited, Refusal
 from tmsite.mcp import observed
 from tmsite.mcp.codes import rpc_error
@@ -90,7 +91,7 @@ from tmsite.mcp.protocol import (
     StreamOffer,
     StreamResult,
 )
-from tmsite.oplog import costs, failures, hooks, recorder
+from tmsite.oplog import failures, hooks, recorder
 from tmsite.subscriptions import sessions
 
 logger = logging.getLogger("tmsite.mcp")

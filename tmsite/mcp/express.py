@@ -30,6 +30,7 @@ from django.http.request import split_domain_port, validate_host
 from django.utils.http import parse_header_parameters
 
 from tmsite.bus import delivery
+from tmsite.callers import caller
 from tmsite.core import tracing
 from tmsite.core.settled import settled
 from tmsite.mcp import endpoint, observed, prepared
@@ -48,7 +49,7 @@ from tmsite.mcp.protocol import (
     SUPPORTED_VERSIONS,
     CallContext,
 )
-from tmsite.oplog import caller, hooks
+from tmsite.oplog import hooks
 from tmsite.subscriptions import sessions
 
 Parts = tuple[int, list[tuple[bytes, bytes]], bytes]

@@ -17,12 +17,13 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
+from tmsite.callers import costs
 from tmsite.core.errors import Refusal
 from tmsite.mcp import envelope, lifecycle
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import Answer, Message
 from tmsite.mcp.protocol import INTERNAL_ERROR, CallContext
-from tmsite.oplog import costs, hooks
+from tmsite.oplog import hooks
 
 
 def observe_exchange(

@@ -27,8 +27,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from tmsite.callers import caller
 from tmsite.core.settled import settled
-from tmsite.oplog import caller, failures, metrics
+from tmsite.oplog import failures, metrics
 from tmsite.search import index
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network

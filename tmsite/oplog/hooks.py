@@ -48,7 +48,7 @@ Headers follow draft-ietf-httpapi-ratelimit-headers (-08 onwards): ``RateLimit-P
 "tm";q=<burst>;w=<seconds to refill from empty>`` and ``RateLimit: "tm";r=<whole tokens
 left>;t=<seconds>``, where ``t`` is the seconds until the bucket is full, or, on a refusal,
 until the refused request would pass (the ``Retry-After`` value). A plain read costs one token,
-so ``q`` and ``r`` count reads of files; ``tmsite.oplog.costs`` prices the rest.
+so ``q`` and ``r`` count reads of files; ``tmsite.callers.costs`` prices the rest.
 
 Spec: OP1, OP2, OBS2, ANY2.
 """
@@ -73,12 +73,13 @@ from django.db import connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 
-from tmsite.core import process, tracing, work
+from tmsite.callers import buckets, caller, costs
+from tmsite.callers.buckets import Decision
+from tmsite.callers.costs import Priced
+from tmsite.core import tracing, work
 from tmsite.core.errors import RateLimited, Refusal
 from tmsite.core.work import Unit
-from tmsite.oplog import buckets, caller, costs, failures, metrics, recorder
-from tmsite.oplog.buckets import Decision
-from tmsite.oplog.costs import Priced
+from tmsite.oplog import failures, metrics, process, recorder
 from tmsite.oplog.recorder import Row
 
 requests_log = logging.getLogger("tmsite.requests")
@@ -368,12 +369,12 @@ class Call(Generic[A]):
         surface: The log's ``surface`` column (``mcp-http``, ``mcp-stdio``).
         method: What was asked (the JSON-RPC method).
         protocol: The protocol version the request speaks.
-        priced: Its kind and cost (``tmsite.oplog.costs``).
+        priced: Its kind and cost (``tmsite.callers.costs``).
         uri: The URI it reads, named by a ``rate-limited`` refusal (None: no URI); asked for
             only when the bucket refuses, so an allowed call does not dig for it.
         run: Answer it.
         refuse: The surface's answer to a refusal before it ran: the bucket was short
-            (``rate-limited``), or the caller is :data:`~tmsite.oplog.caller.UNREADABLE`.
+            (``rate-limited``), or the caller is :data:`~tmsite.callers.caller.UNREADABLE`.
         fail: The surface's answer to an internal failure (the bucket or the run raised).
         outcome: How an answer reads in the log: ``ok``, a reason, ``rpc<code>``.
         size: The bytes of an answer.

@@ -2,7 +2,7 @@
 
 Every failed login is a :class:`~tmsite.oplog.models.LoginEvent` row keyed by the account name
 as typed (case folded; an account that does not exist is counted the same) and by the caller's
-key for the day (:func:`tmsite.oplog.caller.keyed`: an HMAC under the rate limit's daily
+key for the day (:func:`tmsite.callers.caller.keyed`: an HMAC under the rate limit's daily
 secret, never the address). When an account has had ``TM_LOGIN_FAILURES`` failures within
 ``TM_LOGIN_COOLOFF`` seconds (counted since its last lock-out ended or its last login), or a
 caller ``TM_LOGIN_CALLER_FAILURES`` failures across accounts, a lock-out row is written: until it
@@ -33,8 +33,8 @@ from django.conf import settings
 from django.db.models import F, Max, Q
 from django.http import HttpRequest
 
-from tmsite.oplog import caller
-from tmsite.oplog.clock import Clock, system_clock
+from tmsite.callers import caller
+from tmsite.callers.clock import Clock, system_clock
 from tmsite.oplog.models import LoginEvent
 
 #: The clock the throttle reads; tests replace it with a ``FakeClock``.

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 from typing_extensions import override
 
-from tmsite.core import process
+from tmsite.oplog import process
 
 #: The fields a record may carry into a line; anything else on the record is ignored.
 FIELDS = (

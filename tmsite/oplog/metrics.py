@@ -54,8 +54,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.multiprocess import mark_process_dead
 
-from tmsite.core import process
-from tmsite.oplog import metrics_dir
+from tmsite.oplog import metrics_dir, process
 
 if TYPE_CHECKING:
     from tmsite.oplog.recorder import Row

@@ -54,7 +54,7 @@ class RequestLog(models.Model):
 class LoginEvent(models.Model):
     """One admin login attempt that mattered, or one lock-out: never the caller's address.
 
-    ``caller`` is the caller's key for the day (:func:`tmsite.oplog.caller.keyed`), an HMAC
+    ``caller`` is the caller's key for the day (:func:`tmsite.callers.caller.keyed`), an HMAC
     under a secret that lives a day or two: it tells one caller's attempts of a day apart from
     another's, and once the secret is gone it links to nothing. A lock-out is one row (its
     ``until``, and how many attempts it refused), not one row per refused attempt. Rows older

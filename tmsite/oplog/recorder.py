@@ -56,9 +56,8 @@ from django.conf import settings
 from django.db import connections, models, transaction
 from django.utils import timezone
 
-from tmsite.core import process
 from tmsite.core.settled import settled
-from tmsite.oplog import failures, metrics, partitions
+from tmsite.oplog import failures, metrics, partitions, process
 
 if TYPE_CHECKING:
     from django.db.models import Field

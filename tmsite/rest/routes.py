@@ -25,6 +25,7 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from tmsite import operations
+from tmsite.callers.costs import Priced
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.core.types import Truncated
 from tmsite.mcp import tools
@@ -41,7 +42,6 @@ from tmsite.operations.schemas import (
     SearchResult,
 )
 from tmsite.oplog import failures, hooks
-from tmsite.oplog.costs import Priced
 from tmsite.oplog.recorder import Row
 from tmsite.rest.codes import HTTP_STATUS, REST_PREFIX, refusal_body
 

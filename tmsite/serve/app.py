@@ -66,6 +66,7 @@ from django.utils.module_loading import import_string
 
 from tmsite import wsgi
 from tmsite.bus import delivery
+from tmsite.callers import buckets, caller
 from tmsite.core import tracing, work
 from tmsite.mcp import endpoint, express, prepared
 from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
@@ -76,7 +77,7 @@ from tmsite.mcp.protocol import (
     CallContext,
     StreamResult,
 )
-from tmsite.oplog import buckets, caller, logs, metrics, recorder
+from tmsite.oplog import logs, metrics, recorder
 from tmsite.serve import guard, lifeline
 from tmsite.subscriptions import sessions, sessionstream, sources, stream
 

@@ -4,7 +4,7 @@ What ``tmsite.serve.app`` asks of it, for every HTTP request:
 
 * :func:`enter` and :func:`leave` — a cap on the requests one caller has in flight in this worker
   (``TM_CALLER_MAX_REQUESTS``, 16; 0 turns it off). The caller is the one the rate limit keys
-  (``tmsite.oplog.caller.address``: the socket's peer, or the forwarded address from a trusted
+  (``tmsite.callers.caller.address``: the socket's peer, or the forwarded address from a trusted
   proxy; the box's own loopback calls are exempt), held only as the HMAC of that address under
   this process's secret for the UTC day, and only while it has a request in flight. One past the
   cap is refused at once, before its body is read: 429 with ``Retry-After`` and the surface's
@@ -39,10 +39,11 @@ from typing import Any, Literal
 
 from django.utils import timezone
 
+from tmsite.callers import buckets, caller
 from tmsite.core.settled import settled
 from tmsite.mcp.codes import RATE_LIMITED
 from tmsite.mcp.protocol import INVALID_REQUEST
-from tmsite.oplog import buckets, caller, recorder
+from tmsite.oplog import recorder
 from tmsite.rest.codes import REST_PREFIX
 
 logger = logging.getLogger("tmsite.serve")

@@ -19,7 +19,7 @@ channel, until it unsubscribes or the session ends. Two transports hold sessions
   ``{"reason", "cap", "limit"}``: ``too-many-subscriptions`` for ``uris-per-session`` and
   ``uri-bytes-per-session``, ``too-many-sessions`` for ``sessions-per-caller``. The caller is
   kept on the rows only as the rate limit's key for the UTC day
-  (:func:`tmsite.oplog.caller.keyed`); the box's own loopback calls are not capped so.
+  (:func:`tmsite.callers.caller.keyed`); the box's own loopback calls are not capped so.
 
 Over HTTP, in this order: under a WSGI server (gunicorn, Django's live server) there is no stream
 to tell of changes: ``-32601`` saying where streams are served; without a session, ``-32600``
@@ -52,6 +52,7 @@ from django.utils import timezone
 
 from tmsite.bus import changes, delivery, env
 from tmsite.bus.changes import Change
+from tmsite.callers import caller
 from tmsite.core.errors import BadUri
 from tmsite.mcp import methods
 from tmsite.mcp.codes import rpc_error
@@ -63,7 +64,7 @@ from tmsite.mcp.protocol import (
     Era,
     RpcError,
 )
-from tmsite.oplog import caller, hooks
+from tmsite.oplog import hooks
 from tmsite.subscriptions import listen, sessions, sessionstream, sources
 from tmsite.subscriptions.models import URI_MAX, SessionSubscription
 

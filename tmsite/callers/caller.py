@@ -32,9 +32,9 @@ from typing import Any
 
 from django.conf import settings
 
+from tmsite.callers import buckets
 from tmsite.core.errors import BadArgument
 from tmsite.core.settled import settled
-from tmsite.oplog import buckets
 
 #: Where an environ carries the caller's address its ASGI front worked out (never logged).
 ADDRESS_KEY = "tm.caller_address"

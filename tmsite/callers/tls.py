@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core.exceptions import MiddlewareNotUsed
 from django.http import HttpRequest, HttpResponseBase
 
-from tmsite.oplog import caller
+from tmsite.callers import caller
 
 _PROTO = "HTTP_X_FORWARDED_PROTO"
 

@@ -45,9 +45,10 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
 from tmsite.bus import changes
+from tmsite.callers import buckets
 from tmsite.core import sharedcache
 from tmsite.mounts.base import Mount
-from tmsite.oplog import buckets, recorder
+from tmsite.oplog import recorder
 
 router = Router(tags=["operations"])
 

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from tmsite.oplog import health
+from tmsite.rest import health
 from tmsite.search import index
 
 router = Router(tags=["operations"])

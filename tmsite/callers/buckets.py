@@ -51,9 +51,9 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from tmsite.callers.clock import Clock, system_clock
 from tmsite.core import sharedcache
 from tmsite.core.settled import settled
-from tmsite.oplog.clock import Clock, system_clock
 
 #: Slack for float arithmetic: ``retryAfter`` seconds of refill always cover the cost.
 EPSILON = 1e-6
