@@ -161,7 +161,11 @@ def test_maintain_supersedes_a_chain_as_git_does(
     settings.TM_CHECKOUT = tmp_path / "not-a-repository"
     settings.TM_CHECKOUT_REPO = "tmsite"
     settings.TM_GIT_REPOS = {"renames": root}
-    call_command("tm_git", "maintain", stdout=_Sink())
+    out = _Sink()
+    call_command("tm_git", "maintain", stdout=out)  # the chain holds every commit: kept
+    assert "renames: the commit-graph holds every commit already" in out.text
+    assert len((folder / "commit-graph-chain").read_text().split()) == 3
+    call_command("tm_git", "maintain", "--whole", stdout=_Sink())
     # one file, every commit, the chain it replaces removed, as git's own whole write does
     assert (root / ".git" / "objects" / "info" / "commit-graph").exists()
     assert list(folder.iterdir()) == []
@@ -179,3 +183,88 @@ def test_maintain_supersedes_a_chain_as_git_does(
         graph = repo.graph()
         assert graph is not None and graph.layers == 2 and graph.position(later) is not None
     assert _answers(root, c) == plain
+
+
+def _commit(root: Path, message: str, *parents: str) -> str:
+    """A commit of main's tree with ``parents``, made the branch's tip (by the git CLI)."""
+    tree = run_git(root, "rev-parse", "main^{tree}").strip()
+    who = ("-c", "user.name=Ada", "-c", "user.email=ada@example.org")
+    made = run_git(root, *who, "commit-tree", tree, *(f"-p{p}" for p in parents), "-m", message)
+    run_git(root, "update-ref", "refs/heads/main", made.strip())
+    return made.strip()
+
+
+@needs_git
+def test_maintain_adds_the_commits_a_graph_lacks_as_git_splits(
+    settings: Any,
+    built: tuple[Path, dict[str, str]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    root, c = built
+    settings.TM_CHECKOUT = tmp_path / "not-a-repository"
+    settings.TM_CHECKOUT_REPO = "tmsite"
+    settings.TM_GIT_REPOS = {"renames": root}
+    info = root / ".git" / "objects" / "info"
+    call_command("tm_git", "maintain", stdout=_Sink())
+    single = (info / "commit-graph").read_bytes()
+    # two commits later: a merge of the tip with an older side branch, across the layers
+    later = _commit(root, "later", "main")
+    merged = _commit(root, "merge", later, c["s2"])
+    oracle = tmp_path / "oracle"
+    shutil.copytree(root, oracle)
+    out = _Sink()
+    call_command("tm_git", "maintain", stdout=out)
+    assert "2 commits, 2 Bloom filters" in out.text, out.text
+    # the one file became the chain's base under its checksum; the new layer is on top
+    folder = info / "commit-graphs"
+    names = (folder / "commit-graph-chain").read_text().split()
+    assert names[0] == single[-20:].hex() and len(names) == 2
+    assert not (info / "commit-graph").exists()
+    assert (folder / f"graph-{names[0]}.graph").read_bytes() == single
+    assert run_git(root, "commit-graph", "verify") == ""
+    # git's own split write over the same file writes the same layer, byte for byte
+    run_git(
+        oracle,
+        "-c",
+        "commitGraph.generationVersion=1",
+        "commit-graph",
+        "write",
+        "--split=no-merge",
+        "--changed-paths",
+        "--reachable",
+    )
+    theirs = oracle / ".git" / "objects" / "info" / "commit-graphs"
+    assert (theirs / "commit-graph-chain").read_text().split() == names
+    layer = (folder / f"graph-{names[1]}.graph").read_bytes()
+    assert (theirs / f"graph-{names[1]}.graph").read_bytes() == layer
+    gitstore.clear_caches()
+    with gitstore.open_repo(root) as repo:
+        graph = repo.graph()
+        assert graph is not None and graph.layer_sizes == [15, 2]
+        at = graph.position(merged)
+        assert at is not None and graph.level_at(at) == 1 + graph.level_at(graph.position(later))
+        assert graph.walk_record(bytes.fromhex(merged)) == (
+            parse_commit(repo.raw(merged)[1]).tree,
+            (later, c["s2"]),
+            parse_commit(repo.raw(merged)[1]).commit_time,
+        )
+        logged = gitstore.log(repo, merged, "src/util.py", n=100)
+    assert [e.commit for e in logged] == run_git(
+        root, "log", "--follow", "--format=%H", "main", "--", "src/util.py"
+    ).split()
+    # nothing new: nothing written
+    out = _Sink()
+    call_command("tm_git", "maintain", stdout=out)
+    assert "renames: the commit-graph holds every commit already" in out.text
+    assert (folder / "commit-graph-chain").read_text().split() == names
+    # more new commits than half the top layer's: the whole graph again, in one file
+    tip = merged
+    for n in range(2):
+        tip = _commit(root, f"more {n}", tip)
+    call_command("tm_git", "maintain", stdout=_Sink())
+    assert (info / "commit-graph").exists() and list(folder.iterdir()) == []
+    assert run_git(root, "commit-graph", "verify") == ""
+    gitstore.clear_caches()
+    with gitstore.open_repo(root) as repo:
+        graph = repo.graph()
+        assert graph is not None and graph.layer_sizes == [19]

@@ -10,8 +10,12 @@ many" (one byte, every bit set) as git marks it. The file is the format git docu
 (``gitformat-commit-graph``) and git 2.39 reads and verifies it; its filters are the bytes git
 writes for the same commits. It replaces ``objects/info/commit-graph`` atomically, and, as
 git's own whole write does, then removes a split chain (``info/commit-graphs/``) it supersedes:
-every commit the chain holds is in the new file, which git and this reader take first, and
-git's next ``--split`` write starts its chain from that file.
+every commit the chain holds is in the new file, which git and this reader take first.
+
+Where a graph is there already, the commits it lacks are written as a new layer of a split
+chain instead, the layer ``git commit-graph write --split`` writes byte for byte (a ``BASE``
+chunk naming the layers below, parent positions and levels counted across them); a single
+file becomes the chain's base under its checksum first, as git renames it.
 
 dulwich's own writer is not used: it computes generations recursively and writes chunk
 offsets git refuses ("improper chunk offset(s)").
@@ -33,7 +37,16 @@ from dulwich.objects import parse_tree
 
 from tmsite.gitstore import bloom
 from tmsite.gitstore.errors import GitError
-from tmsite.gitstore.repo import COMMIT, TAG, TREE, GitRepo, parse_walk
+from tmsite.gitstore.repo import (
+    COMMIT,
+    TAG,
+    TREE,
+    GitRepo,
+    LazyCommitGraph,
+    graph_file,
+    parse_walk,
+    read_commit_graph,
+)
 from tmsite.gitstore.tree import is_tree_mode
 
 #: git's ``commitGraph.maxNewFilters``-free defaults (``bloom.h``).
@@ -50,20 +63,22 @@ class Written:
     """What one write did.
 
     Attributes:
-        path: The commit-graph file written.
+        path: The commit-graph file written; None when the graph held every commit.
         commits: Commits in it.
         filters: Commits given a Bloom filter (0 when written without them).
         too_many: Of those, commits marked as changing more than 512 paths.
     """
 
-    path: Path
+    path: Path | None
     commits: int
     filters: int
     too_many: int
 
 
-def _reachable(repo: GitRepo) -> dict[str, tuple[str, tuple[str, ...], int]]:
-    """Every commit reachable from a ref: id → (root tree, parents, committer time)."""
+def _reachable(
+    repo: GitRepo, held: LazyCommitGraph | None = None
+) -> dict[str, tuple[str, tuple[str, ...], int]]:
+    """Every commit reachable from a ref that ``held`` lacks: id → (tree, parents, time)."""
     todo: list[str] = []
     for target in repo.refs().values():
         sha = target
@@ -77,8 +92,8 @@ def _reachable(repo: GitRepo) -> dict[str, tuple[str, tuple[str, ...], int]]:
     found: dict[str, tuple[str, tuple[str, ...], int]] = {}
     while todo:
         sha = todo.pop()
-        if sha in found:
-            continue
+        if sha in found or (held is not None and held.position(sha) is not None):
+            continue  # every ancestor of a commit a graph holds is in it too
         kind, data = repo.raw(sha)
         if kind != COMMIT:
             raise GitError(f"object {sha} is not a commit")
@@ -87,9 +102,14 @@ def _reachable(repo: GitRepo) -> dict[str, tuple[str, tuple[str, ...], int]]:
     return found
 
 
-def _levels(commits: dict[str, tuple[str, tuple[str, ...], int]]) -> dict[str, int]:
-    """Topological levels: 1 at a root, else one more than the highest parent's (no recursion)."""
-    level: dict[str, int] = {}
+def _levels(
+    commits: dict[str, tuple[str, tuple[str, ...], int]], below: dict[str, int] | None = None
+) -> dict[str, int]:
+    """Topological levels: 1 at a root, else one more than the highest parent's (no recursion).
+
+    ``below`` holds the levels of parents in the layers below, which ``commits`` lacks.
+    """
+    level: dict[str, int] = dict(below or {})
     for start in commits:
         stack = [start]
         while stack:
@@ -105,7 +125,7 @@ def _levels(commits: dict[str, tuple[str, tuple[str, ...], int]]) -> dict[str, i
             level[sha] = min(
                 MAX_LEVEL, 1 + max((level.get(p, 0) for p in commits[sha][1]), default=0)
             )
-    return level
+    return {sha: level[sha] for sha in commits}
 
 
 class _Differ:
@@ -183,10 +203,51 @@ def _filter(paths: set[bytes], hashes: int) -> bytes:
 
 def commit_graph_bytes(repo: GitRepo, *, filters: bool = True) -> tuple[bytes, int, int, int]:
     """The commit-graph file for ``repo``, and its counts (commits, filters, too many)."""
-    commits = _reachable(repo)
+    return _graph_bytes(repo, _reachable(repo), None, [], filters)
+
+
+def _graph_bytes(
+    repo: GitRepo,
+    commits: dict[str, tuple[str, tuple[str, ...], int]],
+    base: LazyCommitGraph | None,
+    base_names: list[str],
+    filters: bool,
+) -> tuple[bytes, int, int, int]:
+    """One graph file of ``commits``, above ``base`` (the layers ``base_names`` name) if any.
+
+    A layer's parent positions count the base's commits first, its levels go on from theirs,
+    and its ``BASE`` chunk lists the base's layers, as git's ``--split`` writes a layer.
+    """
     ids = sorted(commits)
-    position = {sha: i for i, sha in enumerate(ids)}
-    level = _levels(commits)
+    start = base.commit_count if base is not None else 0
+    position = {sha: start + i for i, sha in enumerate(ids)}
+    below: dict[str, int] = {}
+    if base is not None:
+        for sha in {p for _tree, parents, _when in commits.values() for p in parents}:
+            at = base.position(sha)
+            if at is not None:
+                position[sha] = at
+                below[sha] = base.level_at(at)
+    chunks = _commit_chunks(ids, commits, position, _levels(commits, below))
+    made = too_many = 0
+    if filters:
+        index, data, made, too_many = _filters(repo, ids, commits)
+        chunks += [(b"BIDX", index), (b"BDAT", data)]
+    if base_names:
+        chunks.append((b"BASE", b"".join(bytes.fromhex(name) for name in base_names)))
+    return _file(chunks, len(base_names)), len(ids), made, too_many
+
+
+MASK = 0xFFFFFFFF
+
+
+def _commit_chunks(
+    ids: list[str],
+    commits: dict[str, tuple[str, tuple[str, ...], int]],
+    position: dict[str, int],
+    level: dict[str, int],
+) -> list[tuple[bytes, bytes]]:
+    """``OIDF``, ``OIDL``, ``CDAT`` and, for octopus merges, ``EDGE``."""
     fanout = [0] * 256
     for sha in ids:
         fanout[int(sha[:2], 16)] += 1
@@ -207,21 +268,14 @@ def commit_graph_bytes(repo: GitRepo, *, filters: bool = True) -> tuple[bytes, i
         when = max(when, 0)
         cdat += bytes.fromhex(tree)
         cdat += struct.pack(">LLLL", one, two, (level[sha] << 2) | ((when >> 32) & 3), when & MASK)
-    chunks: list[tuple[bytes, bytes]] = [
+    chunks = [
         (b"OIDF", struct.pack(">256L", *fanout)),
         (b"OIDL", b"".join(bytes.fromhex(sha) for sha in ids)),
         (b"CDAT", bytes(cdat)),
     ]
     if edges:
         chunks.append((b"EDGE", struct.pack(f">{len(edges)}L", *edges)))
-    made = too_many = 0
-    if filters:
-        index, data, made, too_many = _filters(repo, ids, commits)
-        chunks += [(b"BIDX", index), (b"BDAT", data)]
-    return _file(chunks), len(ids), made, too_many
-
-
-MASK = 0xFFFFFFFF
+    return chunks
 
 
 def _filters(
@@ -250,12 +304,12 @@ def _filters(
     return struct.pack(f">{len(index)}L", *index), bytes(body), len(ids), too_many
 
 
-def _file(chunks: list[tuple[bytes, bytes]]) -> bytes:
+def _file(chunks: list[tuple[bytes, bytes]], bases: int = 0) -> bytes:
     """Header, chunk table, chunks, and the SHA-1 of all of it.
 
     The table gives each chunk's offset from the file's start, then the end's.
     """
-    head = b"CGPH" + bytes([1, 1, len(chunks), 0])
+    head = b"CGPH" + bytes([1, 1, len(chunks), bases])
     offset = len(head) + 12 * (len(chunks) + 1)
     table = bytearray()
     for chunk_id, data in chunks:
@@ -266,30 +320,99 @@ def _file(chunks: list[tuple[bytes, bytes]]) -> bytes:
     return content + hashlib.sha1(content, usedforsecurity=False).digest()
 
 
-def write_commit_graph(repo: GitRepo, *, filters: bool = True) -> Written:
-    """Write ``objects/info/commit-graph`` for every commit reachable from a ref.
+def write_commit_graph(repo: GitRepo, *, filters: bool = True, whole: bool = False) -> Written:
+    """Write the commit-graph for every commit reachable from a ref.
+
+    Where a graph is there already, only the commits it lacks are written, as a new layer of
+    a split chain on top of it (a single file becomes the chain's base under its checksum,
+    as git's ``--split`` does). Every commit goes into one new ``objects/info/commit-graph``,
+    which supersedes any chain, when ``whole`` is asked, when the graph has no filters and
+    filters are asked (or the other way), or when the new commits are more than half of the
+    top layer's: so each layer is at most half the one below and a chain stays short.
 
     Raises:
         GitError: an object cannot be read, or the file cannot be written.
     """
-    content, commits, made, too_many = commit_graph_bytes(repo, filters=filters)
     info = Path(repo.path) / "objects" / "info"
+    current = None if whole else _current(info, filters)
+    if current is not None:
+        graph, names, single = current
+        commits = _reachable(repo, graph)
+        if not commits:
+            return Written(None, 0, 0, 0)
+        if 2 * len(commits) <= graph.layer_sizes[-1]:
+            return _add_layer(repo, info, (graph, names, single), commits, filters)
+    content, count, made, too_many = commit_graph_bytes(repo, filters=filters)
     target = info / "commit-graph"
     try:
         info.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix="tmp_graph_", dir=info)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content)
-            os.chmod(temporary, 0o444)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        _write_file(target, content)
     except OSError as exc:
         raise GitError(f"the commit-graph could not be written: {exc}") from exc
     _drop_chain(info / "commit-graphs")
-    return Written(target, commits, made, too_many)
+    return Written(target, count, made, too_many)
+
+
+#: A graph there already: the graph, its files' checksums (base first), whether it is one file.
+Current = tuple[LazyCommitGraph, list[str], bool]
+
+
+def _current(info: Path, filters: bool) -> Current | None:
+    """The graph a new layer may go on, or None when there is none or it must be rewritten."""
+    graph = read_commit_graph(str(info))
+    if graph is None or graph.has_filters != filters:
+        return None
+    if filters and graph.filter_hashes != bloom.DEFAULT_HASHES:
+        return None
+    single = graph_file(str(info / "commit-graph"))
+    if single is not None and single[1] == 0:
+        return graph, [single[2].hex()], True
+    try:
+        names = (info / "commit-graphs" / "commit-graph-chain").read_text("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return graph, names[: graph.layers], False
+
+
+def _add_layer(
+    repo: GitRepo,
+    info: Path,
+    current: Current,
+    commits: dict[str, tuple[str, tuple[str, ...], int]],
+    filters: bool,
+) -> Written:
+    """Write ``commits`` as a layer on ``current``, then the chain that names it, last."""
+    graph, names, single = current
+    content, count, made, too_many = _graph_bytes(repo, commits, graph, names, filters)
+    folder = info / "commit-graphs"
+    target = folder / f"graph-{content[-20:].hex()}.graph"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_file(target, content)
+        if single:  # the file becomes the chain's base, under its checksum, as git renames it
+            base = folder / f"graph-{names[0]}.graph"
+            if not base.exists():
+                _write_file(base, (info / "commit-graph").read_bytes())
+        chain = "".join(f"{name}\n" for name in [*names, content[-20:].hex()])
+        _write_file(folder / "commit-graph-chain", chain.encode("ascii"))
+        if single:
+            (info / "commit-graph").unlink()  # else git and this reader would read it alone
+    except OSError as exc:
+        raise GitError(f"the commit-graph could not be written: {exc}") from exc
+    return Written(target, count, made, too_many)
+
+
+def _write_file(target: Path, content: bytes) -> None:
+    """``content`` at ``target``, read-only, replacing it at once (written beside it first)."""
+    fd, temporary = tempfile.mkstemp(prefix="tmp_graph_", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o444)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _drop_chain(folder: Path) -> None:

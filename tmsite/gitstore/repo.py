@@ -515,6 +515,21 @@ class LazyCommitGraph(CommitGraph):
         """How many files make up the graph (more than one: a split chain)."""
         return len(self._layers)
 
+    @property
+    def layer_sizes(self) -> list[int]:
+        """How many commits each file holds, base first."""
+        return [layer.count for layer in self._layers]
+
+    @property
+    def commit_count(self) -> int:
+        """How many commits the graph holds, every layer's."""
+        return self._count
+
+    def level_at(self, position: int) -> int:
+        """The topological level (generation number version 1) of the commit at a position."""
+        (value,) = struct.unpack_from(">L", self._data, position * 36 + 28)
+        return int(value >> 2)
+
     def _layer(self, position: int) -> GraphLayer:
         """The layer holding the commit at a position."""
         layers = self._layers
@@ -736,7 +751,7 @@ class LazyCommitGraph(CommitGraph):
         return tree, parents, low_time | ((high & 0x3) << 32)
 
 
-def _graph_file(path: str) -> tuple[LazyCommitGraph, int, bytes] | None:
+def graph_file(path: str) -> tuple[LazyCommitGraph, int, bytes] | None:
     """One commit-graph file, its header's count of base layers, and its checksum.
 
     The checksum is the file's name in a chain. None when it is missing or unusable.
@@ -763,7 +778,7 @@ def read_commit_graph(info: str) -> LazyCommitGraph | None:
     the chain is cut at the first that is not (git keeps the layers below a bad one too: every
     ancestor of a commit a layer holds is in that layer or below).
     """
-    single = _graph_file(os.path.join(info, "commit-graph"))
+    single = graph_file(os.path.join(info, "commit-graph"))
     if single is not None and single[1] == 0:
         return single[0]
     folder = os.path.join(info, "commit-graphs")
@@ -777,7 +792,7 @@ def read_commit_graph(info: str) -> LazyCommitGraph | None:
     for name in names:
         if not _HEX40.fullmatch(name):
             break
-        found = _graph_file(os.path.join(folder, f"graph-{name.decode('ascii')}.graph"))
+        found = graph_file(os.path.join(folder, f"graph-{name.decode('ascii')}.graph"))
         if found is None:
             break
         layer, count, checksum = found

@@ -6,10 +6,12 @@ filters that pass over the commits that left a path alone. ``maintain`` writes t
 every commit reachable from a ref, with the filters — for each served repository (the
 checkout and ``TM_GIT_REPOS``), or the one ``--repo`` names, the same file
 ``git commit-graph write --reachable --changed-paths`` writes. Run it after the repository
-gains commits (``deploy/`` says when); a commit newer than the file is read the slow way until
-then, never wrongly. A split chain git keeps (``git commit-graph write --split``,
-``fetch.writeCommitGraph``, ``git maintenance``) is read as it is; ``maintain`` replaces it with
-the one file, as git's own whole write does, and git's next split write builds on that file.
+gains commits (``deploy/`` says when); a commit newer than the graph is read the slow way until
+then, never wrongly. Once there is a graph, ``maintain`` writes only the commits it lacks, as a
+new layer of a split chain (``git commit-graph write --split``'s format; git reads and extends
+it), and the whole graph again as one file when the new commits are more than half the top
+layer's, so a chain stays short. ``--whole`` writes the one file now, superseding a chain, as
+git's own whole write does.
 
 Spec: ANY2.
 """
@@ -42,6 +44,9 @@ class Command(BaseCommand):
         maintain.add_argument(
             "--no-filters", action="store_true", help="Leave the Bloom filters out."
         )
+        maintain.add_argument(
+            "--whole", action="store_true", help="Write every commit into one file."
+        )
 
     @override
     def handle(self, *args: Any, **options: Any) -> None:
@@ -57,9 +62,14 @@ class Command(BaseCommand):
             started = time.perf_counter()
             try:
                 with gitstore.open_repo(path) as repo:
-                    done = write_commit_graph(repo, filters=not options["no_filters"])
+                    done = write_commit_graph(
+                        repo, filters=not options["no_filters"], whole=options["whole"]
+                    )
             except gitstore.GitError as exc:
                 raise CommandError(f"{name}: {exc}") from exc
+            if done.path is None:
+                self.stdout.write(f"{name}: the commit-graph holds every commit already")
+                continue
             self.stdout.write(
                 f"{name}: wrote {done.path} — {done.commits} commits, {done.filters} Bloom "
                 f"filters ({done.too_many} marked as changing too many paths) in "
