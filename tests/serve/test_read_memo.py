@@ -229,7 +229,7 @@ def test_addresses_spelled_otherwise_are_not_kept() -> None:
         _uri("docs", "guide.md") + "?as=stat",
         _uri("docs", "guide.md") + "#top",
         "tm://elsewhere/fs/docs/guide.md",
-        f"tm://{HOST}/git/tmsite/docs/guide.md",
+        f"tm://{HOST}/kinds/file",  # a mount that vouches for no read
     ):
         assert prepared.variant("resources/read", {"uri": uri}, ctx) is None, uri
 

@@ -592,6 +592,37 @@ class GitMount(Mount):
         return tuple(heads)
 
     @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The commit a read of ``uri`` is made at, resolved as the read resolves it.
+
+        A read of a path is fixed by its commit: at a full commit id it never changes, at a
+        branch, a tag or a date it moves with the ref. A read at another revision than the
+        default links the default (``latest-version``), so the default's commit is part of it;
+        the default read of a file links its copies on the fs mount, so those links are too (a
+        stat of the import manifest and of each copy). The refs are resolved by
+        :meth:`resolved`, trusted for ``REF_TTL`` as the read trusts them: within it a lookup in
+        memory, past it a read of HEAD and of the ref's file. None for a collection, a path
+        or revision the read refuses by its form, and a repository that does not open.
+        """
+        if uri.collection or len(uri.path) < 2:
+            return None
+        served = self.repos.get(uri.path[0])
+        if served is None:
+            return None
+        label = uri.param("at")
+        try:
+            parts = self.check_path(uri, served)
+            repo = served.handle()
+            found = self.resolved(served, repo, label)
+            default = found if found.is_default else self.resolved(served, repo, None)
+        except (Refusal, gitstore.GitStoreError, ValueError):
+            return None
+        copies: tuple[Link, ...] = ()
+        if label is None and uri.param("as") in (None, "raw"):
+            copies = tuple(self.copies(served.name, "/".join(parts)))
+        return found.commit, default.commit, parts, copies
+
+    @override
     def documents(self) -> Iterator[Document]:
         """The newest ``INDEXED_COMMITS`` commits of each repository at its default revision.
 
@@ -710,15 +741,19 @@ class GitMount(Mount):
 
         ``tm:working-copy`` for a file of the checkout, ``tm:generates`` for an import's origin.
         """
-        links: builtins.list[Link] = []
         if t.node.kind != "blob":
-            return links
+            return []
+        return self.copies(t.served.name, t.path)
+
+    def copies(self, repo: str, path: str) -> builtins.list[Link]:
+        """The links of the default read of the file ``path`` of ``repo`` to its fs copies."""
+        links: builtins.list[Link] = []
         manifest = self.imports.get()
-        if t.served.name == self.checkout_repo and t.path not in manifest.by_copy:
-            fs_uri = self.working_copy(t.path)
+        if repo == self.checkout_repo and path not in manifest.by_copy:
+            fs_uri = self.working_copy(path)
             if fs_uri is not None:
                 links.append(Link("tm:working-copy", str(fs_uri), "exact"))
-        for entry in manifest.by_origin.get((t.served.name, t.path), ()):
+        for entry in manifest.by_origin.get((repo, path), ()):
             copy = self.working_copy(entry.to)
             if copy is not None:
                 links.append(Link("tm:generates", str(copy), "exact", title="an imported copy"))
