@@ -883,6 +883,22 @@ class EntityMount(Mount):
         return watch.stamp()
 
     @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The records' stamp (:func:`watch.stamp`) for a read now; None for one at ``at``.
+
+        A read now is made from the tables alone: a reload writes every row's load token anew,
+        a correction is a new row. The address is checked by its shape first (no query): one
+        the read refuses so is None.
+        """
+        if uri.param("at") is not None:
+            return None
+        try:
+            self.target(uri)
+        except NotFound:
+            return None
+        return watch.stamp()
+
+    @override
     def documents(self) -> Iterator[Document]:
         """Each thing as it reads now: its fields' words (corrections applied), by their digest.
 

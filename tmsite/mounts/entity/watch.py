@@ -1,9 +1,11 @@
 """The entity mount's change source: a stamp of its records, read while they are listened to.
 
 The stamp is each kind's load token (a reload writes a new one) and the newest correction's id
-(corrections are only ever added): a few one-row reads by index, whatever the number of records
-or corrections. The entity models' and corrections' saves and deletes wake the watcher in the
-process that saved; another process's are seen at its next read of the stamp.
+(corrections are only ever added): one query of a few one-row reads by index, whatever the
+number of records or corrections. The entity models' and corrections' saves and deletes wake
+the watcher in the process that saved; another process's are seen at its next read of the
+stamp. The entity mount vouches for its reads with it too, so it is asked before every such
+read: spelled out as one statement rather than built by the ORM each time.
 
 Spec: SUB3, SRCH1.
 """
@@ -11,8 +13,9 @@ Spec: SUB3, SRCH1.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import cache
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection, models
 
 #: The models whose saves and deletes wake the watcher in the process that saved.
 SENDERS = (
@@ -24,16 +27,31 @@ SENDERS = (
 )
 
 
-def stamp() -> Hashable:
-    """Each entity kind's load token and the newest correction: moves on a reload or a fix."""
+@cache
+def _statement(vendor: str) -> str:
+    """The first row's load token of each kind, by primary key, and the newest correction."""
     from tmsite.entities import models as m
 
+    quote = connection.ops.quote_name
+
+    def table(model: type[models.Model]) -> str:
+        return quote(model._meta.db_table)
+
+    tokens = [
+        f"(SELECT {quote('load_token')} FROM {table(model)} "
+        f"ORDER BY {quote(model._meta.pk.column)} LIMIT 1)"
+        for model in (m.Pattern, m.Game, m.Routine, m.Lesson)
+    ]
+    newest = f"(SELECT MAX({quote(m.Correction._meta.pk.column)}) FROM {table(m.Correction)})"
+    return "SELECT " + ", ".join([*tokens, newest])
+
+
+def stamp() -> Hashable:
+    """Each entity kind's load token and the newest correction: moves on a reload or a fix."""
     try:
-        tokens = tuple(
-            model.objects.order_by().values_list("load_token", flat=True).first()
-            for model in (m.Pattern, m.Game, m.Routine, m.Lesson)
-        )
-        newest = m.Correction.objects.order_by("-id").values_list("id", flat=True).first()
+        with connection.cursor() as cursor:
+            cursor.execute(_statement(connection.vendor))
+            row = cursor.fetchone()
     except DatabaseError:
         return None
-    return (tokens, newest)
+    return (tuple(row[:4]), row[4])

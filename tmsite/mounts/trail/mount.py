@@ -147,6 +147,17 @@ class TrailMount(Mount):
         return Content(req.text, vnd("trail"), body, links, kind="trail")
 
     @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The trails as a read finds them (:func:`index.current`).
+
+        The files' stats and the corrections' version, trusted as long as a read trusts it.
+        """
+        if uri.collection or len(uri.path) != 1:
+            return None
+        files, version = index.current(self.checkout).signature
+        return tuple(files.items()), version
+
+    @override
     def links_stamp(self) -> Hashable:
         """How many times this process dropped its trails (a correction saved here)."""
         return index.forgotten()
