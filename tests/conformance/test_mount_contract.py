@@ -14,6 +14,7 @@ from tmsite.core.parts import to_text
 from tmsite.core.uri import parse
 from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
+from tmsite.mounts.fs import mount as fs_mount
 from tmsite.mounts.namespace import Namespace
 from tmsite.search import passages
 
@@ -368,3 +369,29 @@ def test_documents_are_what_reads_serve_and_never_the_secret(world: World) -> No
         assert documents[world.leaf].text.strip() and not documents[world.leaf].lines
     else:
         assert not documents, "a mount offers documents: say so with indexed=True in its world"
+
+
+def test_a_stamp_vouches_for_the_leaf_while_it_reads_the_same_and_never_for_the_hostile(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stamp`` never raises; a mount that stamps vouches for its leaf with a hashable value,
+    the same while nothing changes, and for no address its read refuses by its form."""
+    monkeypatch.setattr(fs_mount, "SETTLE_SECONDS", 0.0)  # the world's files were just written
+    ns = space(world)
+    leaf = parse(world.leaf)
+    first = world.mount.stamp(leaf)
+    if type(world.mount).stamp is Mount.stamp:
+        assert first is None
+        return
+    assert first is not None, "a mount that stamps vouches for its plain leaf"
+    hash(first)
+    body = ns.read(world.leaf).body
+    assert world.mount.stamp(leaf) == first
+    assert ns.read(world.leaf).body == body
+    for uri, reason in world.hostile.items():
+        try:
+            parsed = parse(uri)
+        except Refusal:
+            continue
+        if reason != "not-found":  # a well-formed name that names nothing may be stamped
+            assert world.mount.stamp(parsed) is None, uri

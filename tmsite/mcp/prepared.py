@@ -21,9 +21,10 @@ A request whose params could make the answer differ (a ``cursor`` on a list, a r
 spelled otherwise) takes the ordinary path. A root read counts its kind on every answer, as
 the ordinary read does.
 
-A plain read a mount vouches for (a small ``fs`` file: its stat) is kept too, against its
-stamp and the links other mounts give it (``tmsite.mcp.read_memo``, which says what is
-compared when); its kind is counted on every answer as well.
+A plain read a mount vouches for (a small ``fs`` file: its stat; a ``git`` file: its commit;
+an entity or a trail: its records' stamp) is kept too, against its stamp and the links other
+mounts give it (``tmsite.mcp.read_memo``, which says what is compared when); its kind is counted
+on every answer as well.
 
 Spec: T7, T10.
 """

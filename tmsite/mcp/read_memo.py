@@ -5,8 +5,10 @@
 its reads (``Mount.stamp``) once it was built by the ordinary path, and gives it again while
 the read's stamp is the same. The stamp, taken before the answer is built, is:
 
-* the mount's stamp of the address (fs: the file as a read resolves it, and its stat), taken
-  on every use; None for an address the mount cannot vouch for, whose read is built;
+* the mount's stamp of the address (fs: the file as a read resolves it, and its stat; git: the
+  commit its ref resolves to; entity: the load tokens and the newest correction; trail: the
+  files' stats and the corrections' version), taken on every use; None for an address the
+  mount cannot vouch for, whose read is built;
 * each mount's stamp of the links it gives others' things (``Mount.links_stamp``: the
   trails and curated links this process dropped, so a correction or an approved link saved
   here is in the next answer, as in a built one);
