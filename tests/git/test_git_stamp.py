@@ -178,3 +178,28 @@ def test_the_working_copy_link_is_in_the_stamp(fresh: Scenario) -> None:
     after = mount.stamp(uri)
     assert after is not None and after[:3] == before[:3] and after[3] == ()
     assert not any(link.rel == "tm:working-copy" for link in space.read(str(uri)).links)
+
+
+def test_rest_and_the_resolve_tool_share_the_kept_read(walk: Builder, reads: list[str]) -> None:
+    assert _text(_post(NOTES)) == "first notes\n"
+    count = len(reads)
+    rest = Client().get("/api/v1/resolve", {"uri": NOTES})
+    assert rest.status_code == 200 and rest.json()["text"] == "first notes\n"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "resolve", "arguments": {"uri": NOTES}},
+    }
+    tool = Client().post(
+        "/api/mcp",
+        json.dumps(call),
+        content_type="application/json",
+        headers={"MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert "first notes" in tool.content.decode()
+    assert len(reads) == count, "REST and the tool were given the namespace's kept read"
+    _commit(walk, b"second notes\n", 60)
+    git_watch.refs_moved()
+    assert Client().get("/api/v1/resolve", {"uri": NOTES}).json()["text"] == "second notes\n"
+    assert len(reads) == count + 1

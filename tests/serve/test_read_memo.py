@@ -21,8 +21,8 @@ import pytest
 from django.core import signals
 
 from tests.serve.inthread import served
-from tmsite.mcp import prepared, read_memo
-from tmsite.mounts import registry
+from tmsite.mcp import prepared
+from tmsite.mounts import memo, registry
 from tmsite.mounts.fs import mount as fs_mount
 from tmsite.serve.app import Application
 
@@ -209,13 +209,13 @@ def test_a_new_link_from_another_mount_reaches_the_kept_read(
     _write(checkout / "notes" / "trails" / "guide.json", json.dumps(trail))
     # Within the second the links are trusted the kept answer stands; once it has passed,
     # the links are compared again (on a thread: they may ask the database) and differ.
-    monkeypatch.setattr(read_memo, "LINKS_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 0.0)
     before = len(threaded)
     fresh, _ = _post(base, uri, 1)
     assert len(threaded) == before + 1, "links due are compared on a thread, not in the loop"
     assert "tm:step-of" in fresh.decode()
     assert fresh == _ordinary(base, uri, 1)[0]
-    monkeypatch.setattr(read_memo, "LINKS_RECHECK_SECONDS", 3600.0)
+    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 3600.0)
     again, _ = _post(base, uri, 1)
     assert again == fresh and len(threaded) == before + 2, "kept again, given in the loop"
 

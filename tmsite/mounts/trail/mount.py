@@ -159,8 +159,12 @@ class TrailMount(Mount):
 
     @override
     def links_stamp(self) -> Hashable:
-        """How many times this process dropped its trails (a correction saved here)."""
-        return index.forgotten()
+        """What moves when the trails' links change: a correction saved here, a file edited.
+
+        How many times this process dropped its trails, and the trail files as they are on
+        disk (a stat each), so a trail added or edited names its steps on the next read.
+        """
+        return index.forgotten(), tuple(index.scan(self.checkout).items())
 
     @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
