@@ -375,7 +375,7 @@ def test_a_stamp_vouches_for_the_leaf_while_it_reads_the_same_and_never_for_the_
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``stamp`` never raises; a mount that stamps vouches for its leaf with a hashable value,
-    the same while nothing changes, and for no address its read refuses by its form."""
+    the same while nothing changes; no hostile address is kept."""
     monkeypatch.setattr(fs_mount, "SETTLE_SECONDS", 0.0)  # the world's files were just written
     ns = space(world)
     leaf = parse(world.leaf)
@@ -388,10 +388,9 @@ def test_a_stamp_vouches_for_the_leaf_while_it_reads_the_same_and_never_for_the_
     body = ns.read(world.leaf).body
     assert world.mount.stamp(leaf) == first
     assert ns.read(world.leaf).body == body
-    for uri, reason in world.hostile.items():
-        try:
-            parsed = parse(uri)
-        except Refusal:
-            continue
-        if reason != "not-found":  # a well-formed name that names nothing may be stamped
-            assert world.mount.stamp(parsed) is None, uri
+    assert not ns.keeps(world.leaf) or ns.kept(world.leaf) is not None, "the leaf is kept"
+    for uri in world.hostile:  # refused, and never kept, whether the mount stamps it or not
+        with pytest.raises(Refusal):
+            ns.read(uri)
+        assert ns.kept(uri) is None, uri
+        assert uri not in ns.memo._entries, uri

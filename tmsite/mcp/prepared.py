@@ -23,8 +23,8 @@ the ordinary read does.
 
 A plain read a mount vouches for (a small ``fs`` file: its stat; a ``git`` file: its commit;
 an entity or a trail: its records' stamp) is kept by the namespace (``Namespace.kept``, which
-says what is compared when); its answer is kept here beside the kept read it was made from, and
-stands while the namespace gives that same one. Its kind is counted on every answer as well.
+says what is compared when); its answer is kept beside that kept read (``Kept.answers``), and
+goes with it. Its kind is counted on every answer as well.
 
 Spec: T7, T10.
 """
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -54,9 +53,8 @@ _USES_NAMESPACE = frozenset({"resources/templates/list", "resources/read"})
 class Depends(NamedTuple):
     """What one prepared answer depends on; the answer stands while it compares equal.
 
-    The namespace and a plain read's kept read are compared by identity (neither defines
-    equality), the settings' strings by value. A named tuple: it is built and compared on every
-    prepared answer, in C.
+    The namespace is compared by identity (``Namespace`` defines no equality), the settings'
+    strings by value. A named tuple: it is built and compared on every prepared answer, in C.
     """
 
     #: The row of the method table that answers the method (a new handler, anew).
@@ -67,8 +65,6 @@ class Depends(NamedTuple):
     namespace: Any = None
     #: What is delivered here, which ``server/discover`` and ``initialize`` advertise.
     delivered: tuple[bool, bool] | None = None
-    #: A plain read: the namespace's kept read (``Namespace.kept``; None: none vouched for).
-    kept: Any = None
     #: A plain read being built: its stamp before, which the read kept after must have.
     stamp: Hashable | None = None
 
@@ -110,11 +106,8 @@ class Prepared:
 
 
 Key = tuple[str, str, str]
-#: The most answers kept; past it the oldest plain read is forgotten.
-MAX_ENTRIES = 1100
 
 _entries: dict[Key, Prepared] = {}
-_lock = threading.Lock()
 #: The entry a request was judged answerable with, without waiting (``answering``).
 _chosen: ContextVar[tuple[Key, Prepared] | None] = ContextVar("tm_prepared_chosen", default=None)
 
@@ -142,16 +135,24 @@ def _file_read(key: Key) -> bool:
     return key[0] == "resources/read" and not key[2].endswith("/")
 
 
-def _depends(key: Key, *, wait: bool = True) -> Depends:
+def _depends(key: Key) -> Depends:
     method = key[0]
     row, host, public_url = METHODS.get(method), settings.TM_HOST, lifecycle.public_url()
     if method in _USES_NAMESPACE:
-        namespace = registry.namespace()
-        if _file_read(key):
-            kept = namespace.kept(key[2], wait=wait)
-            return Depends(row, host, public_url, namespace=namespace, kept=kept)
-        return Depends(row, host, public_url, namespace=namespace)
+        return Depends(row, host, public_url, namespace=registry.namespace())
     return Depends(row, host, public_url, delivered=delivery.delivered())
+
+
+def _find(key: Key, *, wait: bool) -> tuple[Prepared | None, Depends]:
+    depends = _depends(key)
+    if _file_read(key):
+        kept = depends.namespace.kept(key[2], wait=wait)
+        entry = None if kept is None else kept.answers.get(key)
+    else:
+        entry = _entries.get(key)
+    if entry is None or entry.depends != depends:
+        return None, depends
+    return entry, depends
 
 
 def lookup(key: Key) -> tuple[Prepared | None, Depends]:
@@ -159,20 +160,16 @@ def lookup(key: Key) -> tuple[Prepared | None, Depends]:
 
     An entry is current when what it depends on is as it was when it was built; the
     dependencies are returned for ``store`` to keep beside a new entry. A plain read's entry
-    stands while the namespace gives the kept read it was made from; one that does not carries
-    the read's stamp now, before it is built.
+    is the one kept beside the namespace's kept read; one not kept carries the read's stamp
+    now, before it is built.
     """
     chosen = _chosen.get()
     if chosen is not None and chosen[0] == key:
         return chosen[1], chosen[1].depends
-    depends = _depends(key)
-    entry = _entries.get(key)
-    plain = _file_read(key)
-    if entry is not None and entry.depends == depends and (depends.kept is not None or not plain):
-        return entry, depends
-    if plain:
+    entry, depends = _find(key, wait=True)
+    if entry is None and _file_read(key):
         return None, depends._replace(stamp=depends.namespace.stamp_of(key[2]))
-    return None, depends
+    return entry, depends
 
 
 def current(key: Key) -> Prepared | None:
@@ -181,13 +178,7 @@ def current(key: Key) -> Prepared | None:
     As ``lookup``, except that a plain read whose links are due to be compared (which may ask
     the database) is None: it is for a thread to answer.
     """
-    if not _file_read(key):
-        return lookup(key)[0]
-    depends = _depends(key, wait=False)
-    entry = _entries.get(key)
-    if entry is None or depends.kept is None or entry.depends != depends:
-        return None
-    return entry
+    return _find(key, wait=False)[0]
 
 
 @contextlib.contextmanager
@@ -203,13 +194,14 @@ def answering(key: Key, entry: Prepared) -> Iterator[None]:
 def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prepared:
     """Keep the result just built for ``key`` (``depends`` taken before building it)."""
     after: Callable[[], None] | None = None
-    keep = True
+    kept = None
     if _file_read(key):
-        # kept only when the namespace keeps the read at the stamp it had before this one
+        # kept only beside the read the namespace keeps at the stamp it had before this one
         kept = depends.namespace.kept(key[2])
-        keep = kept is not None and depends.stamp is not None and kept.stamp == depends.stamp
-        depends = depends._replace(kept=kept, stamp=None)
-        if keep:
+        if kept is not None and kept.stamp != depends.stamp:
+            kept = None
+        depends = depends._replace(stamp=None)
+        if kept is not None:
             after = _count_kind(kept.content)
     elif key[0] == "resources/read":
         with kind_counter.quiet():  # the read just answered was counted already
@@ -217,12 +209,10 @@ def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prep
         after = _count_kind(content)
     plain = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     entry = Prepared(depends, result, text, ascii_only=plain != text, after=after)
-    if keep:
-        with _lock:
-            _entries.pop(key, None)
-            _entries[key] = entry
-            if _file_read(key) and len(_entries) > MAX_ENTRIES:
-                del _entries[next(k for k in _entries if _file_read(k))]
+    if kept is not None:
+        depends.namespace.memo.answered(key[2], kept, key, entry, len(entry.tail))
+    elif not _file_read(key):
+        _entries[key] = entry
     return entry
 
 

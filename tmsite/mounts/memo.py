@@ -1,26 +1,17 @@
 """Plain reads given again while what they show is unchanged, whatever surface asked.
 
-``Namespace.read`` keeps the finished read of a plain address (``tm://<host>/<mount>/<path>``,
-no query, no trailing ``/``) of a mount that can vouch for its reads (``Mount.stamp``), and gives
-it again while the read's stamp is the same. The stamp, taken before the read is built, is:
+``Namespace.read`` keeps the read of a plain address (``tm://<host>/<mount>/<path>``, no query,
+no trailing ``/``) of a mount that vouches for its reads (``Mount.stamp``) and gives it again
+while its stamp, taken before the read (``Namespace.stamp``: the mount's, and each mount's
+``links_stamp``: a link approved, a trail saved or corrected), is the same. The rest of the
+links other mounts give it (``Namespace.links_into``) are compared again once
+``LINKS_RECHECK_SECONDS`` old: an import manifest or a page edited on disk reaches a kept read
+up to a second later, as a commit reaches a built one (the git mount trusts a ref as long).
 
-* the mount's stamp of the address (fs: the file as a read resolves it, and its stat; git: the
-  commit its ref resolves to; entity: the load tokens and the newest correction; trail: the
-  files' stats and the corrections' version), taken on every use; None for an address the
-  mount cannot vouch for, whose read is built;
-* each mount's stamp of the links it gives others' things (``Mount.links_stamp``: the
-  trails and curated links this process dropped, so a correction or an approved link saved
-  here is in the next answer, as in a built one);
-* the links other mounts give the thing (``Namespace.links_into``: its repository, its
-  pages, the trails it is a step of, …), compared again when they were last compared more
-  than ``LINKS_RECHECK_SECONDS`` ago. That second is the one the git mount trusts a resolved
-  ref for (``REF_TTL``) and the trail index another machine's corrections: a commit or such
-  a correction reaches a kept answer as late as it reaches a built one; a trail file, an
-  import manifest or a page edited on disk, up to a second later.
-
-At most ``MAX_ENTRIES`` reads are kept per namespace (the oldest forgotten first). A kept read
-is a :class:`Kept`, compared by identity: an answer made from it (the MCP endpoint keeps the
-serialised answer) stands while the namespace gives that same one.
+A surface keeps the answers it made of a kept read beside it (``Kept.answers``: the MCP
+endpoint's serialised answer per protocol version); they go with it. A namespace keeps at most
+``MAX_ENTRIES`` reads and ``MAX_BYTES`` of their bodies and answers, the oldest kept forgotten
+first (one read is under ``READ_CAP``, 256 KiB).
 
 Spec: T7, FS.
 """
@@ -33,14 +24,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
 from tmsite.core.errors import Refusal
 from tmsite.core.links import Link
+from tmsite.core.parts import wire_size
 from tmsite.core.types import Content
 from tmsite.core.uri import TmUri, parse
 
-#: The most reads kept by one namespace.
+#: The most reads one namespace keeps.
 MAX_ENTRIES = 1024
+#: The most bytes of kept bodies and the answers made of them, per namespace.
+MAX_BYTES = 32 * 1024 * 1024
 #: Seconds the links of a kept read are trusted before they are compared again.
 LINKS_RECHECK_SECONDS = 1.0
 #: The longest address kept.
@@ -48,45 +43,42 @@ MAX_ADDRESS = 1024
 
 
 class Kept:
-    """One kept read: its stamp, the links others gave it, the read, when links were compared.
+    """One kept read: its stamp, the links others gave it, the read, and the answers made of it.
 
-    Compared by identity (no ``__eq__``): a new read of the same address is a new ``Kept``.
+    Compared by identity: a new read of the same address is a new ``Kept``.
     """
 
-    __slots__ = ("checked", "content", "links", "stamp")
+    __slots__ = ("answers", "checked", "content", "links", "size", "stamp")
 
-    def __init__(
-        self, stamp: Hashable, links: tuple[Link, ...], content: Content, checked: float
-    ) -> None:
-        self.stamp = stamp
-        self.links = links
-        self.content = content
-        self.checked = checked
+    def __init__(self, stamp: Hashable, links: tuple[Link, ...], content: Content) -> None:
+        self.stamp, self.links, self.checked = stamp, links, time.monotonic()
+        self.content = replace(content, links=list(content.links))
+        self.size = wire_size(content)  # the bytes held: the body's, then each answer's too
+        self.answers: dict[Hashable, Any] = {}
 
     def given(self) -> Content:
         """The kept read as a read returns it (its own list of links, which callers may extend)."""
         return replace(self.content, links=list(self.content.links))
 
 
-def plain(text: str, host: str, stamped: frozenset[str]) -> bool:
-    """Whether ``text`` is spelled as a plain read of a thing of ``host`` in a ``stamped`` mount."""
+def plain(text: str, host: str, stamped: frozenset[str]) -> TmUri | None:
+    """``text`` parsed, when it is a plain address of ``host`` in a ``stamped`` mount."""
     prefix = f"tm://{host}/"
     if not text.startswith(prefix) or text.endswith("/") or "?" in text or "#" in text:
-        return False
+        return None
     mount, slash, _ = text[len(prefix) :].partition("/")
-    return bool(slash) and mount in stamped and len(text) <= MAX_ADDRESS
+    if not slash or mount not in stamped or len(text) > MAX_ADDRESS:
+        return None
+    return _parsed(text)
 
 
 @lru_cache(maxsize=MAX_ENTRIES)
-def parsed(text: str) -> TmUri | None:
-    """``text`` parsed, when it is a plain address below a mount (else None)."""
+def _parsed(text: str) -> TmUri | None:
     try:
         uri = parse(text)
     except Refusal:
         return None
-    if uri.mount is None or uri.params or uri.collection:
-        return None
-    return uri
+    return None if uri.mount is None or uri.params or uri.collection else uri
 
 
 class ReadMemo:
@@ -95,21 +87,17 @@ class ReadMemo:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, Kept] = OrderedDict()
+        self._bytes = 0
 
     def get(
-        self,
-        text: str,
-        stamp: Hashable | None,
-        links: Callable[[], tuple[Link, ...]] | None,
+        self, text: str, stamp: Hashable | None, links: Callable[[], tuple[Link, ...]] | None
     ) -> Kept | None:
         """The read kept for ``text`` while ``stamp`` is its stamp and its links are as they were.
 
         ``links`` gives the links others give the thing now; None: the links are not to be
-        compared now (the caller may not wait on them), and a read whose links are due is None.
+        compared now (the caller may not wait), and a read whose links are due is None.
         """
-        if stamp is None:
-            return None
-        kept = self._entries.get(text)
+        kept = self._entries.get(text) if stamp is not None else None
         if kept is None or kept.stamp != stamp:
             return None
         if time.monotonic() - kept.checked < LINKS_RECHECK_SECONDS:
@@ -119,17 +107,22 @@ class ReadMemo:
         kept.checked = time.monotonic()
         return kept
 
-    def put(self, text: str, stamp: Hashable, links: tuple[Link, ...], content: Content) -> Kept:
-        """Keep ``content``, the read of ``text`` built under ``stamp`` with ``links``."""
-        kept = Kept(stamp, links, replace(content, links=list(content.links)), time.monotonic())
+    def put(self, text: str, kept: Kept) -> None:
+        """Keep ``kept`` for ``text``, in place of what was."""
         with self._lock:
+            old = self._entries.pop(text, None)
             self._entries[text] = kept
-            self._entries.move_to_end(text)
-            while len(self._entries) > MAX_ENTRIES:
-                self._entries.popitem(last=False)
-        return kept
+            self._trim(kept.size - (0 if old is None else old.size))
 
-    def clear(self) -> None:
-        """Forget every kept read."""
+    def answered(self, text: str, kept: Kept, key: Hashable, answer: Any, size: int) -> None:
+        """Keep ``answer`` (``size`` bytes), made of ``kept``, beside it while it is kept."""
         with self._lock:
-            self._entries.clear()
+            if self._entries.get(text) is kept and key not in kept.answers:
+                kept.answers[key] = answer
+                kept.size += size
+                self._trim(size)
+
+    def _trim(self, added: int) -> None:
+        self._bytes += added
+        while len(self._entries) > MAX_ENTRIES or self._bytes > MAX_BYTES:
+            self._bytes -= self._entries.popitem(last=False)[1].size

@@ -90,7 +90,8 @@ class Namespace:
             for mount in self.mounts.values()
             if type(mount).links_stamp is not Mount.links_stamp
         )
-        self._memo = memo.ReadMemo()
+        #: The plain reads kept while their stamp vouches for them.
+        self.memo = memo.ReadMemo()
 
     # ---- addresses ----------------------------------------------------------------------
 
@@ -117,29 +118,28 @@ class Namespace:
     def read(self, text: object) -> Content:
         """Read one tm:// URI: the content with its links ordered and capped.
 
-        A plain address of a mount that stamps is given from the kept read while its stamp
-        vouches for it (:meth:`kept`), else built and kept.
+        A plain address of a mount that stamps is given kept while its stamp vouches for it.
 
         Raises:
             Refusal: the one rejection tree; nothing else escapes.
         """
-        if isinstance(text, str) and self.keeps(text):
-            uri = memo.parsed(text)
-            stamp = None if uri is None else self.stamp(uri)
-            if uri is not None and stamp is not None:
-                kept = self._memo.get(text, stamp, lambda: tuple(self.links_into(uri)))
-                if kept is not None:
-                    kind_counter.record(kept.content)
-                    return kept.given()
-                links = tuple(self.links_into(uri))  # taken before the read, as the stamp
-                content = self._read(text)
-                self._memo.put(text, stamp, links, content)
-                return content
-        return self._read(text)
+        uri = memo.plain(text, self.host, self.stamped) if isinstance(text, str) else None
+        stamp = None if uri is None else self.stamp(uri)
+        if uri is None or stamp is None:
+            return self._read(text)
+        assert isinstance(text, str)
+        kept = self.memo.get(text, stamp, lambda: tuple(self.links_into(uri)))
+        if kept is not None:
+            kind_counter.record(kept.content)
+            return kept.given()
+        links = tuple(self.links_into(uri))  # taken before the read, as the stamp
+        content = self._read(text)
+        self.memo.put(text, memo.Kept(stamp, links, content))
+        return content
 
     def keeps(self, text: str) -> bool:
         """Whether a read of ``text`` may be kept: a plain address of a mount that stamps."""
-        return memo.plain(text, self.host, self.stamped)
+        return memo.plain(text, self.host, self.stamped) is not None
 
     def kept(self, text: str, *, wait: bool = True) -> memo.Kept | None:
         """The read kept for ``text`` while its stamp vouches for it; None when a read builds it.
@@ -147,15 +147,15 @@ class Namespace:
         ``wait`` False: None too when the links others give it are due to be compared (which
         may ask the database), for a caller that may not wait.
         """
-        uri = memo.parsed(text) if self.keeps(text) else None
+        uri = memo.plain(text, self.host, self.stamped)
         if uri is None:
             return None
         links = (lambda: tuple(self.links_into(uri))) if wait else None
-        return self._memo.get(text, self.stamp(uri), links)
+        return self.memo.get(text, self.stamp(uri), links)
 
     def stamp_of(self, text: str) -> Hashable | None:
         """The stamp of a plain read of ``text`` (:meth:`stamp`), None when it is not kept."""
-        uri = memo.parsed(text) if self.keeps(text) else None
+        uri = memo.plain(text, self.host, self.stamped)
         return None if uri is None else self.stamp(uri)
 
     def _read(self, text: object) -> Content:
