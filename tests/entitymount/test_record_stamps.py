@@ -151,12 +151,11 @@ def test_records_loaded_again_are_read_at_once(served: Records, reads: list[str]
     assert len(reads) > count, "but read anew"
 
 
-def test_a_read_at_a_revision_or_refused_by_its_form_has_no_stamp(served: Records) -> None:
+def test_a_read_refused_by_its_form_has_no_stamp(served: Records) -> None:
     mount = registry.namespace().mounts["entity"]
     assert mount.stamp(parse(PAD)) is not None
     assert mount.stamp(parse(f"tm://{HOST}/entity/pattern/")) is not None
     for uri in (
-        f"{PAD}?at=main",
         f"tm://{HOST}/entity/nokind/x",
         f"tm://{HOST}/entity/game/zz",
         f"tm://{HOST}/entity/lesson/" + "a" * 300,

@@ -140,22 +140,13 @@ def test_past_the_time_a_ref_is_trusted_the_move_is_read_untold(
     assert _post(NOTES) == _ordinary(NOTES)
 
 
-def test_a_read_at_a_commit_keeps_its_stamp_while_the_branch_moves(walk: Builder) -> None:
+def test_the_stamp_is_the_commit_the_branch_resolves_to(walk: Builder) -> None:
     mount = registry.namespace().mounts["git"]
     first = walk.repo.refs[b"refs/heads/main"].decode()
-    at_commit = parse(f"{NOTES}?at={first}&as=stat")
-    at_branch = parse(f"{NOTES}?at=main")
-    pinned, branch = mount.stamp(at_commit), mount.stamp(at_branch)
-    plain = mount.stamp(parse(NOTES))
-    assert pinned is not None and branch is not None and plain is not None
-    assert pinned[0] == branch[0] == plain[0] == first
+    assert mount.stamp(parse(NOTES))[0] == first
     second = _commit(walk, b"moved\n", 60)
     git_watch.refs_moved()
-    assert mount.stamp(at_commit)[0] == first, "a commit id names the same commit for good"
-    assert mount.stamp(at_branch)[0] == second
     assert mount.stamp(parse(NOTES))[0] == second
-    # the read at the commit links the default (latest-version): the default's commit is in it
-    assert mount.stamp(at_commit) != pinned
 
 
 def test_addresses_the_read_refuses_by_their_form_have_no_stamp(walk: Builder) -> None:
@@ -165,8 +156,6 @@ def test_addresses_the_read_refuses_by_their_form_have_no_stamp(walk: Builder) -
         f"tm://{HOST}/git/walk",
         f"tm://{HOST}/git/nowhere/notes.md",
         f"tm://{HOST}/git/walk/.env",
-        f"tm://{HOST}/git/walk/notes.md?at=no..such",
-        f"tm://{HOST}/git/walk/notes.md?at=nosuchbranch",
     ):
         assert mount.stamp(parse(uri)) is None, uri
 
@@ -177,12 +166,12 @@ def test_the_working_copy_link_is_in_the_stamp(fresh: Scenario) -> None:
     mount = space.mounts["git"]
     uri = parse(f"{REPO}notes/n.md")
     before = mount.stamp(uri)
-    assert before is not None and before[3], "the working copy is linked"
+    assert before is not None and before[2], "the working copy is linked"
     read = space.read(str(uri))
     assert any(link.href == f"{FS}notes/n.md" for link in read.links)
     (fresh.checkout / "notes" / "n.md").unlink()
     after = mount.stamp(uri)
-    assert after is not None and after[:3] == before[:3] and after[3] == ()
+    assert after is not None and after[:2] == before[:2] and after[2] == ()
     assert not any(link.rel == "tm:working-copy" for link in space.read(str(uri)).links)
 
 

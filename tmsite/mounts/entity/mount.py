@@ -884,14 +884,10 @@ class EntityMount(Mount):
 
     @override
     def stamp(self, uri: TmUri) -> Hashable | None:
-        """The records' stamp (:func:`watch.stamp`) for a read now; None for one at ``at``.
+        """The records' stamp (:func:`watch.stamp`): a plain read is made from the tables alone.
 
-        A read now is made from the tables alone: a reload writes every row's load token anew,
-        a correction is a new row. The address is checked by its shape first (no query): one
-        the read refuses so is None.
+        The address is checked by its shape first (no query): one the read refuses so is None.
         """
-        if uri.param("at") is not None:
-            return None
         try:
             self.target(uri)
         except NotFound:

@@ -593,34 +593,19 @@ class GitMount(Mount):
 
     @override
     def stamp(self, uri: TmUri) -> Hashable | None:
-        """The commit a read of ``uri`` is made at, resolved as the read resolves it.
+        """The commit the default revision resolves to, and the file's links to its fs copies.
 
-        A read of a path is fixed by its commit: at a full commit id it never changes, at a
-        branch, a tag or a date it moves with the ref. A read at another revision than the
-        default links the default (``latest-version``), so the default's commit is part of it;
-        the default read of a file links its copies on the fs mount, so those links are too (a
-        stat of the import manifest and of each copy). The refs are resolved by
-        :meth:`resolved`, trusted for ``REF_TTL`` as the read trusts them: within it a lookup in
-        memory, past it a read of HEAD and of the ref's file. None for a collection, a path
-        or revision the read refuses by its form, and a repository that does not open.
+        The ref is resolved as a read resolves it (:meth:`resolved`); None for a path refused.
         """
-        if uri.collection or len(uri.path) < 2:
-            return None
-        served = self.repos.get(uri.path[0])
+        served = self.repos.get(uri.path[0]) if len(uri.path) > 1 else None
         if served is None:
             return None
-        label = uri.param("at")
         try:
             parts = self.check_path(uri, served)
-            repo = served.handle()
-            found = self.resolved(served, repo, label)
-            default = found if found.is_default else self.resolved(served, repo, None)
+            found = self.resolved(served, served.handle(), None)
         except (Refusal, gitstore.GitStoreError, ValueError):
             return None
-        copies: tuple[Link, ...] = ()
-        if label is None and uri.param("as") in (None, "raw"):
-            copies = tuple(self.copies(served.name, "/".join(parts)))
-        return found.commit, default.commit, parts, copies
+        return found.commit, parts, tuple(self.copies(served.name, "/".join(parts)))
 
     @override
     def documents(self) -> Iterator[Document]:

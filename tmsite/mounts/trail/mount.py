@@ -148,11 +148,8 @@ class TrailMount(Mount):
 
     @override
     def stamp(self, uri: TmUri) -> Hashable | None:
-        """The trails as a read finds them (:func:`index.current`).
-
-        The files' stats and the corrections' version, trusted as long as a read trusts it.
-        """
-        if uri.collection or len(uri.path) != 1:
+        """The trails' files (a stat each) and corrections' version, as a read trusts them."""
+        if len(uri.path) != 1:
             return None
         files, version = index.current(self.checkout).signature
         return tuple(files.items()), version
