@@ -142,6 +142,17 @@ def test_a_correction_in_the_admin_is_read_at_once(
     assert _post(PAD) == corrected and len(reads) == count, "and kept again"
 
 
+def test_a_record_saved_by_hand_is_read_at_once(served: Records, reads: list[str]) -> None:
+    assert _description(_post(PAD)) != CORRECTED
+    pattern = m.Pattern.objects.get(key="pad-poll")
+    pattern.description = CORRECTED
+    pattern.save()  # neither a reload nor a correction: the load token and corrections stay
+    count = len(reads)
+    saved = _post(PAD)
+    assert _description(saved) == CORRECTED and len(reads) > count, "read anew"
+    assert saved == _ordinary(PAD)
+
+
 def test_records_loaded_again_are_read_at_once(served: Records, reads: list[str]) -> None:
     first = _post(PAD)
     count = len(reads)
