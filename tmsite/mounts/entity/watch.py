@@ -53,16 +53,13 @@ def _statement(vendor: str) -> str:
     from tmsite.entities import models as m
 
     quote = connection.ops.quote_name
-
-    def table(model: type[models.Model]) -> str:
-        return quote(model._meta.db_table)
-
+    first = "(SELECT {} FROM {} ORDER BY {} LIMIT 1)"
     tokens = [
-        f"(SELECT {quote('load_token')} FROM {table(model)} "
-        f"ORDER BY {quote(model._meta.pk.column)} LIMIT 1)"
-        for model in (m.Pattern, m.Game, m.Routine, m.Lesson)
+        first.format(quote("load_token"), quote(kind._meta.db_table), quote(kind._meta.pk.column))
+        for kind in (m.Pattern, m.Game, m.Routine, m.Lesson)
     ]
-    newest = f"(SELECT MAX({quote(m.Correction._meta.pk.column)}) FROM {table(m.Correction)})"
+    fixes = m.Correction._meta
+    newest = f"(SELECT MAX({quote(fixes.pk.column)}) FROM {quote(fixes.db_table)})"
     return "SELECT " + ", ".join([*tokens, newest])
 
 
