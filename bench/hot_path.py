@@ -9,7 +9,10 @@ this checkout, then calls the WSGI application (``tmsite.wsgi.application``) dir
 prepared environ (or, with ``--interface asgi``, the ASGI application ``python -m tmsite.serve``
 serves, ``tmsite.serve.app.application``, in an event loop, each body in two messages as granian
 hands it over), ``--calls`` times per scenario and repetition: ``ping``, ``tools/list`` and
-``resources/read`` of a small ``fs`` file (``docs/README.md``), all under protocol 2025-11-25.
+``resources/read`` of a small ``fs`` file (``docs/README.md``), of the same file in the
+checkout's repository (``git/tmsite/docs/README.md``, when the checkout is one) and of an entity
+(``entity/pattern/pad-poll``, the checkout's records loaded first), all under protocol
+2025-11-25.
 Every answer must be 200 with a ``result``. It prints, per scenario, the median over the
 repetitions of the CPU microseconds per call (``time.process_time``: the machine may be shared)
 with the smallest and largest beside, the calling thread's own CPU (``time.thread_time``; for
@@ -46,6 +49,8 @@ SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("ping", "ping", {}),
     ("tools/list", "tools/list", {}),
     ("resources/read, small fs file", "resources/read", {"uri": "tm://bench/fs/docs/README.md"}),
+    ("resources/read, git file", "resources/read", {"uri": "tm://bench/git/tmsite/docs/README.md"}),
+    ("resources/read, entity", "resources/read", {"uri": "tm://bench/entity/pattern/pad-poll"}),
 )
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -64,6 +69,7 @@ def configure(var_dir: Path) -> WsgiApp:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
+    call_command("tm_load_records", verbosity=0)
     import logging
 
     from tmsite.wsgi import application  # sets up Django again: logging is configured anew

@@ -14,6 +14,7 @@ from tmsite.core.parts import to_text
 from tmsite.core.uri import parse
 from tmsite.mounts import registry
 from tmsite.mounts.base import Mount
+from tmsite.mounts.fs import mount as fs_mount
 from tmsite.mounts.namespace import Namespace
 from tmsite.search import passages
 
@@ -368,3 +369,28 @@ def test_documents_are_what_reads_serve_and_never_the_secret(world: World) -> No
         assert documents[world.leaf].text.strip() and not documents[world.leaf].lines
     else:
         assert not documents, "a mount offers documents: say so with indexed=True in its world"
+
+
+def test_a_stamp_vouches_for_the_leaf_while_it_reads_the_same_and_never_for_the_hostile(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stamp`` never raises; a mount that stamps vouches for its leaf with a hashable value,
+    the same while nothing changes; no hostile address is kept."""
+    monkeypatch.setattr(fs_mount, "SETTLE_SECONDS", 0.0)  # the world's files were just written
+    ns = space(world)
+    leaf = parse(world.leaf)
+    first = world.mount.stamp(leaf)
+    if type(world.mount).stamp is Mount.stamp:
+        assert first is None
+        return
+    assert first is not None, "a mount that stamps vouches for its plain leaf"
+    hash(first)
+    body = ns.read(world.leaf).body
+    assert world.mount.stamp(leaf) == first
+    assert ns.read(world.leaf).body == body
+    assert not ns.keeps(world.leaf) or ns.kept(world.leaf) is not None, "the leaf is kept"
+    for uri in world.hostile:  # refused, and never kept, whether the mount stamps it or not
+        with pytest.raises(Refusal):
+            ns.read(uri)
+        assert ns.kept(uri) is None, uri
+        assert uri not in ns.memo._entries, uri

@@ -21,8 +21,8 @@ import pytest
 from django.core import signals
 
 from tests.serve.inthread import served
-from tmsite.mcp import prepared, read_memo
-from tmsite.mounts import registry
+from tmsite.mcp import prepared
+from tmsite.mounts import memo, registry
 from tmsite.mounts.fs import mount as fs_mount
 from tmsite.serve.app import Application
 
@@ -106,6 +106,12 @@ def _ordinary(base: str, uri: str, rid: int) -> tuple[bytes, dict[str, str]]:
         prepared.variant = saved  # type: ignore[assignment]
 
 
+def _answer_kept(uri: str) -> bool:
+    """Whether the namespace keeps the read of ``uri`` with its MCP answer beside it."""
+    kept = registry.namespace().kept(uri)
+    return kept is not None and ("resources/read", "2025-11-25", uri) in kept.answers
+
+
 def _uri(*path: str) -> str:
     return f"tm://{HOST}/fs/" + "/".join(path)
 
@@ -123,7 +129,7 @@ def _kept_and_given_in_the_loop(base: str, uri: str, threaded: list[str]) -> byt
     before = len(threaded)
     first, first_headers = _post(base, uri, 1)
     assert len(threaded) == before + 1, "the first read is built on a thread"
-    assert ("resources/read", "2025-11-25", uri) in prepared._entries, "and kept"
+    assert _answer_kept(uri), "and kept"
     again, headers = _post(base, uri, 1)
     third, _ = _post(base, uri, 1)
     assert len(threaded) == before + 1, "the next ones are given in the loop"
@@ -192,7 +198,7 @@ def test_a_file_changed_just_now_is_read_not_kept(
     second, _ = _post(base, uri, 1)
     assert first == second == _ordinary(base, uri, 1)[0]
     assert len(threaded) == 3, "each read built on a thread"
-    assert ("resources/read", "2025-11-25", uri) not in prepared._entries
+    assert not _answer_kept(uri)
 
 
 def test_a_new_link_from_another_mount_reaches_the_kept_read(
@@ -209,13 +215,13 @@ def test_a_new_link_from_another_mount_reaches_the_kept_read(
     _write(checkout / "notes" / "trails" / "guide.json", json.dumps(trail))
     # Within the second the links are trusted the kept answer stands; once it has passed,
     # the links are compared again (on a thread: they may ask the database) and differ.
-    monkeypatch.setattr(read_memo, "LINKS_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 0.0)
     before = len(threaded)
     fresh, _ = _post(base, uri, 1)
     assert len(threaded) == before + 1, "links due are compared on a thread, not in the loop"
     assert "tm:step-of" in fresh.decode()
     assert fresh == _ordinary(base, uri, 1)[0]
-    monkeypatch.setattr(read_memo, "LINKS_RECHECK_SECONDS", 3600.0)
+    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 3600.0)
     again, _ = _post(base, uri, 1)
     assert again == fresh and len(threaded) == before + 2, "kept again, given in the loop"
 
@@ -229,7 +235,7 @@ def test_addresses_spelled_otherwise_are_not_kept() -> None:
         _uri("docs", "guide.md") + "?as=stat",
         _uri("docs", "guide.md") + "#top",
         "tm://elsewhere/fs/docs/guide.md",
-        f"tm://{HOST}/git/tmsite/docs/guide.md",
+        f"tm://{HOST}/kinds/file",  # a mount that vouches for no read
     ):
         assert prepared.variant("resources/read", {"uri": uri}, ctx) is None, uri
 

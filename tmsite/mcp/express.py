@@ -1,6 +1,6 @@
 """The endpoint's answer to a request a prepared answer serves, worked out from its environ alone.
 
-For ``ping``, ``tools/list``, ``initialize``, a kept file's read and the rest of
+For ``ping``, ``tools/list``, ``initialize``, a kept plain read and the rest of
 ``tmsite.mcp.prepared``, building Django's request and running its middleware and the endpoint's
 view costs several times what the answer does. :func:`answer` gives such a request the response
 the endpoint's chain (``tmsite.wsgi.ENDPOINT_MIDDLEWARE`` around ``endpoint.mcp_endpoint``)

@@ -21,9 +21,10 @@ A request whose params could make the answer differ (a ``cursor`` on a list, a r
 spelled otherwise) takes the ordinary path. A root read counts its kind on every answer, as
 the ordinary read does.
 
-A plain read a mount vouches for (a small ``fs`` file: its stat) is kept too, against its
-stamp and the links other mounts give it (``tmsite.mcp.read_memo``, which says what is
-compared when); its kind is counted on every answer as well.
+A plain read a mount vouches for (a small ``fs`` file: its stat; a ``git`` file: its commit;
+an entity or a trail: its records' stamp) is kept by the namespace (``Namespace.kept``, which
+says what is compared when); its answer is kept beside that kept read (``Kept.answers``), and
+goes with it. Its kind is counted on every answer as well.
 
 Spec: T7, T10.
 """
@@ -40,9 +41,8 @@ from typing import Any, NamedTuple
 from django.conf import settings
 
 from tmsite.bus import delivery
-from tmsite.core.links import Link
 from tmsite.kinds import counter as kind_counter
-from tmsite.mcp import lifecycle, read_memo
+from tmsite.mcp import lifecycle
 from tmsite.mcp.methods import METHODS
 from tmsite.mcp.protocol import CallContext
 from tmsite.mounts import registry
@@ -54,9 +54,7 @@ class Depends(NamedTuple):
     """What one prepared answer depends on; the answer stands while it compares equal.
 
     The namespace is compared by identity (``Namespace`` defines no equality), the settings'
-    strings by value. ``links`` is taken only for a file's read, and only when it is kept: it is
-    compared apart, when due (``read_memo``), never with the rest (``same``). A named tuple: it
-    is built and compared on every prepared answer, in C.
+    strings by value. A named tuple: it is built and compared on every prepared answer, in C.
     """
 
     #: The row of the method table that answers the method (a new handler, anew).
@@ -67,14 +65,8 @@ class Depends(NamedTuple):
     namespace: Any = None
     #: What is delivered here, which ``server/discover`` and ``initialize`` advertise.
     delivered: tuple[bool, bool] | None = None
-    #: A file's read: the stamp of the file it reads (None: not a file that can be kept).
+    #: A plain read being built: its stamp before, which the read kept after must have.
     stamp: Hashable | None = None
-    #: A kept file's read: the links other mounts gave the file when it was kept.
-    links: tuple[Link, ...] | None = None
-
-    def same(self, other: Depends) -> bool:
-        """Whether ``other`` is this, the links (the last field) aside."""
-        return self[:-1] == other[:-1]
 
 
 @dataclass(frozen=True)
@@ -134,8 +126,7 @@ def variant(method: str, params: dict[str, Any], ctx: CallContext) -> Key | None
         uri = params.get("uri")
         if isinstance(uri, str) and uri == f"tm://{settings.TM_HOST}/":
             return (method, ctx.version, uri)
-        stamped = registry.namespace().stamped
-        if isinstance(uri, str) and read_memo.candidate(uri, settings.TM_HOST, stamped):
+        if isinstance(uri, str) and registry.namespace().keeps(uri):
             return (method, ctx.version, uri)
     return None
 
@@ -148,67 +139,46 @@ def _depends(key: Key) -> Depends:
     method = key[0]
     row, host, public_url = METHODS.get(method), settings.TM_HOST, lifecycle.public_url()
     if method in _USES_NAMESPACE:
-        namespace = registry.namespace()
-        if _file_read(key):
-            found = read_memo.stamp(namespace, key[2])
-            return Depends(row, host, public_url, namespace=namespace, stamp=found)
-        return Depends(row, host, public_url, namespace=namespace)
+        return Depends(row, host, public_url, namespace=registry.namespace())
     return Depends(row, host, public_url, delivered=delivery.delivered())
+
+
+def _find(key: Key, *, wait: bool) -> tuple[Prepared | None, Depends]:
+    depends = _depends(key)
+    if _file_read(key):
+        kept = depends.namespace.kept(key[2], wait=wait)
+        entry = None if kept is None else kept.answers.get(key)
+    else:
+        entry = _entries.get(key)
+    if entry is None or entry.depends != depends:
+        return None, depends
+    return entry, depends
 
 
 def lookup(key: Key) -> tuple[Prepared | None, Depends]:
     """The entry for ``key`` if still current (else None), and what it depends on now.
 
     An entry is current when what it depends on is as it was when it was built; the
-    dependencies are returned for ``store`` to keep beside a new entry. A file's read depends
-    on its stamp, compared every time, and on its links, compared when due (``read_memo``):
-    they are taken, for ``store``, only when the entry is not current.
+    dependencies are returned for ``store`` to keep beside a new entry. A plain read's entry
+    is the one kept beside the namespace's kept read; one not kept carries the read's stamp
+    now, before it is built.
     """
     chosen = _chosen.get()
     if chosen is not None and chosen[0] == key:
         return chosen[1], chosen[1].depends
-    depends = _depends(key)
-    entry = _entries.get(key)
-    if _file_read(key):
-        return _file_lookup(key, entry, depends)
-    if entry is None or entry.depends != depends:
-        return None, depends
+    entry, depends = _find(key, wait=True)
+    if entry is None and _file_read(key):
+        return None, depends._replace(stamp=depends.namespace.stamp_of(key[2]))
     return entry, depends
-
-
-def _file_lookup(
-    key: Key, entry: Prepared | None, depends: Depends
-) -> tuple[Prepared | None, Depends]:
-    found = depends.stamp
-    if entry is not None and found is not None and entry.depends.same(depends):
-        if not read_memo.due(key):
-            return entry, depends
-        if read_memo.links(depends.namespace, key[2]) == entry.depends.links:
-            read_memo.checked(key)
-            return entry, depends
-    if found is None:
-        return None, depends  # read, not kept: no links to compare later
-    return None, depends._replace(links=read_memo.links(depends.namespace, key[2]))
 
 
 def current(key: Key) -> Prepared | None:
     """The entry for ``key`` when it is current and can be given without waiting on anything.
 
-    As ``lookup``, except that a file's read whose links are due to be compared (which may
-    ask the database) is None: it is for a thread to answer.
+    As ``lookup``, except that a plain read whose links are due to be compared (which may ask
+    the database) is None: it is for a thread to answer.
     """
-    if not _file_read(key):
-        return lookup(key)[0]
-    depends = _depends(key)
-    entry = _entries.get(key)
-    if (
-        entry is None
-        or depends.stamp is None
-        or not entry.depends.same(depends)
-        or read_memo.due(key)
-    ):
-        return None
-    return entry
+    return _find(key, wait=False)[0]
 
 
 @contextlib.contextmanager
@@ -224,17 +194,25 @@ def answering(key: Key, entry: Prepared) -> Iterator[None]:
 def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prepared:
     """Keep the result just built for ``key`` (``depends`` taken before building it)."""
     after: Callable[[], None] | None = None
-    keep = not _file_read(key) or depends.links is not None
-    if key[0] == "resources/read" and keep:
+    kept = None
+    if _file_read(key):
+        # kept only beside the read the namespace keeps at the stamp it had before this one
+        kept = depends.namespace.kept(key[2])
+        if kept is not None and kept.stamp != depends.stamp:
+            kept = None
+        depends = depends._replace(stamp=None)
+        if kept is not None:
+            after = _count_kind(kept.content)
+    elif key[0] == "resources/read":
         with kind_counter.quiet():  # the read just answered was counted already
             content = depends.namespace.read(key[2])
         after = _count_kind(content)
     plain = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     entry = Prepared(depends, result, text, ascii_only=plain != text, after=after)
-    if keep:
+    if kept is not None:
+        depends.namespace.memo.answered(key[2], kept, key, entry, len(entry.tail))
+    elif not _file_read(key):
         _entries[key] = entry
-        if _file_read(key):
-            read_memo.kept(key, _entries)
     return entry
 
 
@@ -250,4 +228,3 @@ def _count_kind(content: Any) -> Callable[[], None]:
 def clear() -> None:
     """Forget every prepared answer (tests)."""
     _entries.clear()
-    read_memo.clear()

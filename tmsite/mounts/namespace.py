@@ -1,7 +1,9 @@
 """The namespace: the hosts, the root, the mounts, and what every read gets on its way out.
 
 ``Namespace.read`` is the one path every read takes, whatever surface asked: parse, dispatch
-to the mount, fill ``nearest``, ``?as=links``, parts, the read cap, link order and link cap.
+to the mount, fill ``nearest``, ``?as=links``, parts, the read cap, link order and link cap. A
+plain read a mount vouches for (``Mount.stamp``) is kept and given again while its stamp is the
+same (:mod:`tmsite.mounts.memo`), for MCP, REST and the tools alike.
 
 Spec: NS1, NS6, NS7, LK4.
 """
@@ -31,6 +33,7 @@ from tmsite.core.types import (
 )
 from tmsite.core.uri import TmUri, parse
 from tmsite.kinds import counter as kind_counter
+from tmsite.mounts import memo
 from tmsite.mounts.base import PAGE_SIZE, Mount
 
 #: Entries per ``resources/list`` page.
@@ -87,6 +90,8 @@ class Namespace:
             for mount in self.mounts.values()
             if type(mount).links_stamp is not Mount.links_stamp
         )
+        #: The plain reads kept while their stamp vouches for them.
+        self.memo = memo.ReadMemo()
 
     # ---- addresses ----------------------------------------------------------------------
 
@@ -113,9 +118,47 @@ class Namespace:
     def read(self, text: object) -> Content:
         """Read one tm:// URI: the content with its links ordered and capped.
 
+        A plain address of a mount that stamps is given kept while its stamp vouches for it.
+
         Raises:
             Refusal: the one rejection tree; nothing else escapes.
         """
+        uri = memo.plain(text, self.host, self.stamped) if isinstance(text, str) else None
+        stamp = None if uri is None else self.stamp(uri)
+        if uri is None or stamp is None:
+            return self._read(text)
+        assert isinstance(text, str)
+        kept = self.memo.get(text, stamp, lambda: tuple(self.links_into(uri)))
+        if kept is not None:
+            kind_counter.record(kept.content)
+            return kept.given()
+        links = tuple(self.links_into(uri))  # taken before the read, as the stamp
+        content = self._read(text)
+        self.memo.put(text, memo.Kept(stamp, links, content))
+        return content
+
+    def keeps(self, text: str) -> bool:
+        """Whether a read of ``text`` may be kept: a plain address of a mount that stamps."""
+        return memo.plain(text, self.host, self.stamped) is not None
+
+    def kept(self, text: str, *, wait: bool = True) -> memo.Kept | None:
+        """The read kept for ``text`` while its stamp vouches for it; None when a read builds it.
+
+        ``wait`` False: None too when the links others give it are due to be compared (which
+        may ask the database), for a caller that may not wait.
+        """
+        uri = memo.plain(text, self.host, self.stamped)
+        if uri is None:
+            return None
+        links = (lambda: tuple(self.links_into(uri))) if wait else None
+        return self.memo.get(text, self.stamp(uri), links)
+
+    def stamp_of(self, text: str) -> Hashable | None:
+        """The stamp of a plain read of ``text`` (:meth:`stamp`), None when it is not kept."""
+        uri = memo.plain(text, self.host, self.stamped)
+        return None if uri is None else self.stamp(uri)
+
+    def _read(self, text: object) -> Content:
         uri = parse(text)
         facet = uri.param("as")
         assembler = self.assemblers.get(facet) if facet is not None else None

@@ -13,7 +13,7 @@ body that breaks off, is refused here (``guard.refuse_framing``, ``guard.refuse_
 Then, for ``POST /api/mcp``:
 
 * a request ``tmsite.mcp.prepared`` holds a current answer for (``ping``, ``tools/list``,
-  ``initialize``, a small file's read whose links are not due to be compared, …) is answered
+  ``initialize``, a kept read whose links are not due to be compared, …) is answered
   in the event loop with that answer, with no thread hop: by ``tmsite.mcp.express``, which
   gives the answer the endpoint's chain would give (the same checks, headers, rate limit and
   request-log row) without building Django's request, or, for what it leaves to the chain, by

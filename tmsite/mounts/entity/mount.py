@@ -883,6 +883,18 @@ class EntityMount(Mount):
         return watch.stamp()
 
     @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The records' stamp (:func:`watch.stamp`): a plain read is made from the tables alone.
+
+        The address is checked by its shape first (no query): one the read refuses so is None.
+        """
+        try:
+            self.target(uri)
+        except NotFound:
+            return None
+        return watch.stamp()
+
+    @override
     def documents(self) -> Iterator[Document]:
         """Each thing as it reads now: its fields' words (corrections applied), by their digest.
 

@@ -592,6 +592,22 @@ class GitMount(Mount):
         return tuple(heads)
 
     @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The commit the default revision resolves to, and the file's links to its fs copies.
+
+        The ref is resolved as a read resolves it (:meth:`resolved`); None for a path refused.
+        """
+        served = self.repos.get(uri.path[0]) if len(uri.path) > 1 else None
+        if served is None:
+            return None
+        try:
+            parts = self.check_path(uri, served)
+            found = self.resolved(served, served.handle(), None)
+        except (Refusal, gitstore.GitStoreError, ValueError):
+            return None
+        return found.commit, parts, tuple(self.copies(served.name, "/".join(parts)))
+
+    @override
     def documents(self) -> Iterator[Document]:
         """The newest ``INDEXED_COMMITS`` commits of each repository at its default revision.
 
@@ -710,15 +726,19 @@ class GitMount(Mount):
 
         ``tm:working-copy`` for a file of the checkout, ``tm:generates`` for an import's origin.
         """
-        links: builtins.list[Link] = []
         if t.node.kind != "blob":
-            return links
+            return []
+        return self.copies(t.served.name, t.path)
+
+    def copies(self, repo: str, path: str) -> builtins.list[Link]:
+        """The links of the default read of the file ``path`` of ``repo`` to its fs copies."""
+        links: builtins.list[Link] = []
         manifest = self.imports.get()
-        if t.served.name == self.checkout_repo and t.path not in manifest.by_copy:
-            fs_uri = self.working_copy(t.path)
+        if repo == self.checkout_repo and path not in manifest.by_copy:
+            fs_uri = self.working_copy(path)
             if fs_uri is not None:
                 links.append(Link("tm:working-copy", str(fs_uri), "exact"))
-        for entry in manifest.by_origin.get((t.served.name, t.path), ()):
+        for entry in manifest.by_origin.get((repo, path), ()):
             copy = self.working_copy(entry.to)
             if copy is not None:
                 links.append(Link("tm:generates", str(copy), "exact", title="an imported copy"))

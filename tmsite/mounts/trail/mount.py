@@ -147,9 +147,21 @@ class TrailMount(Mount):
         return Content(req.text, vnd("trail"), body, links, kind="trail")
 
     @override
+    def stamp(self, uri: TmUri) -> Hashable | None:
+        """The trails' files (a stat each) and corrections' version, as a read trusts them."""
+        if len(uri.path) != 1:
+            return None
+        files, version = index.current(self.checkout).signature
+        return tuple(files.items()), version
+
+    @override
     def links_stamp(self) -> Hashable:
-        """How many times this process dropped its trails (a correction saved here)."""
-        return index.forgotten()
+        """What moves when the trails' links change: a correction saved here, a file edited.
+
+        How many times this process dropped its trails, and the trail files as they are on
+        disk (a stat each), so a trail added or edited names its steps on the next read.
+        """
+        return index.forgotten(), tuple(index.scan(self.checkout).items())
 
     @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
