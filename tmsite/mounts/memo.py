@@ -5,8 +5,9 @@ no trailing ``/``) of a mount that vouches for its reads (``Mount.stamp``) and g
 while its stamp, taken before the read (``Namespace.stamp``: the mount's, and each mount's
 ``links_stamp``: a link approved, a trail saved or corrected), is the same. The rest of the
 links other mounts give it (``Namespace.links_into``) are compared again once
-``LINKS_RECHECK_SECONDS`` old: an import manifest or a page edited on disk reaches a kept read
-up to a second later, as a commit reaches a built one (the git mount trusts a ref as long).
+``LINKS_RECHECK_SECONDS`` old: a trail file, an import manifest or a page edited on disk
+reaches a kept read up to a second later, as a commit reaches a built one (the git mount
+trusts a ref as long).
 
 A surface keeps the answers it made of a kept read beside it (``Kept.answers``: the MCP
 endpoint's serialised answer per protocol version); they go with it. A namespace keeps at most

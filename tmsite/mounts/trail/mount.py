@@ -156,12 +156,12 @@ class TrailMount(Mount):
 
     @override
     def links_stamp(self) -> Hashable:
-        """What moves when the trails' links change: a correction saved here, a file edited.
+        """How many times this process dropped its trails (a correction saved here).
 
-        How many times this process dropped its trails, and the trail files as they are on
-        disk (a stat each), so a trail added or edited names its steps on the next read.
+        A trail file added or edited on disk is not stat-ed here, before every kept read of
+        every mount: the kept read's links are compared again once a second old.
         """
-        return index.forgotten(), tuple(index.scan(self.checkout).items())
+        return index.forgotten()
 
     @override
     def links_into(self, uri: TmUri) -> builtins.list[Link]:
