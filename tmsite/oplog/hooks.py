@@ -3,11 +3,12 @@
 The log knows no surface: each surface describes itself to it (its name, how it refuses, how
 an answer reads in the log), so the MCP and REST wire tables stay with their surfaces.
 
-* ``observe_exchange(request, answer, surface=…, protocol=…)`` wraps an HTTP endpoint that
-  answers requests one message at a time (MCP): it finds the caller, runs the endpoint, then
-  writes one log row per request it answered (or one for the exchange when there was none: an
-  envelope refusal, a notification), adds the ``RateLimit-Policy`` and ``RateLimit`` headers,
-  and logs a JSON line per row.
+* ``observe_answer(answer, …)`` wraps an HTTP endpoint that answers requests one message at a
+  time (MCP), over plain values (the caller, its address, the trace headers), and
+  ``observe_exchange(request, answer, …)`` one that has a Django request: it finds the
+  caller, runs the endpoint, then writes one log row per request it answered (or one for the
+  exchange when there was none: an envelope refusal, a notification), gives the
+  ``RateLimit-Policy`` and ``RateLimit`` headers, and logs a JSON line per row.
 * ``observe_call(call)`` runs one request a surface describes as a ``Call`` (its run and its
   refusal): over HTTP it spends the request's price from the caller's bucket first and answers
   the surface's refusal when the bucket is short; outside an observed exchange (stdio, the
@@ -15,8 +16,6 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
 * ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
   (REST): each request is an exchange of one ``Call`` (the surface's refusal, with
   ``Retry-After`` when the bucket is short, its span named by the route).
-* ``observe_answer(answer, …)`` is ``observe_exchange`` over plain values (the caller, its
-  address, the trace headers), for an endpoint that builds no Django request (MCP).
 
 One exchange (``_exchange``) and one ``observe_call`` under all four: what varies by surface is
 data (the ``Call``), not another copy of the order above.
