@@ -314,7 +314,8 @@ def _host_settings() -> tuple[bool, list[str]]:
     return bool(settings.USE_X_FORWARDED_HOST), allowed
 
 
-def _version_header(headers: Mapping[str, str]) -> str | None:
+def version_header(headers: Mapping[str, str]) -> str | None:
+    """The ``MCP-Protocol-Version`` a request names (None: none)."""
     header = headers.get("mcp-protocol-version")
     return header.strip(" \t") if header is not None else None
 
@@ -429,7 +430,7 @@ def _session_of(headers: Mapping[str, str], value: Any) -> sessions.Session | No
         EnvelopeRefusal: 404 for a session id that is not valid, with the request's id.
     """
     token = headers.get("mcp-session-id")
-    if token is None or not delivery.here() or _version_header(headers) == STATELESS_VERSION:
+    if token is None or not delivery.here() or version_header(headers) == STATELESS_VERSION:
         return None
     session = sessions.valid(token)
     if session is None:
@@ -483,7 +484,7 @@ def _session_request(
 
     # priced as a listen, its row named session-stream
     return observed.session_stream(
-        _version_header(headers) or "",
+        version_header(headers) or "",
         opened,
         refuse,
         fail,
@@ -554,7 +555,7 @@ def _dispatch(
         EnvelopeRefusal: -32022 for a ``MCP-Protocol-Version`` not served (echoing the body's id
             when it is a valid one), and every envelope refusal of ``_single`` and ``_batch``.
     """
-    header_version = _version_header(asked.headers)
+    header_version = version_header(asked.headers)
     version = header_version or DEFAULT_HEADERLESS_VERSION
     if header_version is not None and header_version not in SUPPORTED_VERSIONS:
         rid = value.get("id") if isinstance(value, dict) else None

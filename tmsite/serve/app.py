@@ -246,15 +246,13 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
     if not isinstance(params, dict) or not _local_buckets() or not recorder.may_defer():
         return None
     token = asked.headers.get("mcp-session-id")
-    header = asked.headers.get("mcp-protocol-version")
-    version = header.strip(" \t") if header is not None else DEFAULT_HEADERLESS_VERSION
+    version = endpoint.version_header(asked.headers) or DEFAULT_HEADERLESS_VERSION
     # a session not found live yet is checked on the thread
     if (token is not None and not sessions.known_live(token)) or version not in SUPPORTED_VERSIONS:
         return None
     try:
         key = prepared.variant(method, params, CallContext(version=version, transport="http"))
-        with delivery.serving(sessions=True):  # as the answer would be made here
-            entry = prepared.current(key) if key is not None else None
+        entry = prepared.current(key) if key is not None else None
     except Exception:  # a namespace not built yet, …: the thread builds it
         return None
     return None if key is None or entry is None else (key, entry)
@@ -262,12 +260,13 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
 
 def answered_in_loop(asked: endpoint.Asked) -> endpoint.Answered | None:
     """The answer to ``asked`` made in the event loop, or None when it needs a thread."""
-    chosen = _in_loop(asked)
-    if chosen is None:
-        return None
-    # a batch due meanwhile is the flusher's to write; the answer is the one chosen
-    with recorder.deferred(), delivery.serving(sessions=True), prepared.answering(*chosen):
-        return endpoint.serve(asked)
+    # a batch due meanwhile is the flusher's to write
+    with recorder.deferred(), delivery.serving(sessions=True):
+        chosen = _in_loop(asked)
+        if chosen is None:
+            return None
+        with prepared.answering(*chosen):  # the answer is the one chosen
+            return endpoint.serve(asked)
 
 
 # --- the rest of the site, through its WSGI application --------------------------------------
