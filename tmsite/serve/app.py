@@ -12,7 +12,7 @@ body that breaks off, is refused here (``guard.refuse_framing``, ``guard.refuse_
 
 Then ``/api/mcp`` is answered by the endpoint itself (``tmsite.mcp.endpoint.serve``, over the
 request's method, headers and body: no Django request, no middleware; the fields Django's
-``SecurityMiddleware`` would add over plain http are added here). The body is parsed once, here,
+``SecurityMiddleware`` would add are added here). The body is parsed once, here,
 and handed on parsed:
 
 * a request ``tmsite.mcp.prepared`` holds a current answer for (``ping``, ``tools/list``,
@@ -28,9 +28,10 @@ and handed on parsed:
   threads, 8 unless set), with Django's ``request_started`` and ``request_finished`` signals
   around it as Django's own handler sends them.
 
-Where Django's middleware could do more than add those fields (served over TLS: HSTS, the
-redirect to https; ``PREPEND_WWW``, ``DISALLOWED_USER_AGENTS``), the MCP request goes through
-the site's WSGI application like every other URL, to the same endpoint.
+Which requests came over TLS is judged as ``oplog/tls.py`` and Django judge it (HSTS on
+those). Where Django's middleware would do more than add fields (the redirect to https of one
+that did not, ``PREPEND_WWW``, ``DISALLOWED_USER_AGENTS``), the MCP request goes through the
+site's WSGI application like every other URL, to the same endpoint.
 
 Every other URL (the site, REST, the admin) is the ordinary synchronous Django application
 (``tmsite.wsgi.application``) run on a thread of the same pool, its answer sent back to the
@@ -51,6 +52,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -165,21 +167,89 @@ def _served_on_thread(
         signals.request_finished.send(sender=Application)
 
 
-def parts_of(answered: endpoint.Answered) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """The endpoint's answer as it is sent: its fields, the security fields, its length."""
+Fields = tuple[tuple[bytes, bytes], ...]
+
+
+def parts_of(
+    answered: endpoint.Answered, security: Fields
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The endpoint's answer as it is sent: its fields, the ``security`` fields, its length."""
     headers = [
         (name.lower().encode("latin-1"), value.encode("latin-1"))
         for name, value in answered.headers
     ]
-    headers += _security_headers()
+    headers += security
     if answered.stream is None:
         headers.append((b"content-length", str(len(answered.body)).encode("ascii")))
     return answered.status, headers, answered.body
 
 
+def security_fields(scope: Scope, asked: endpoint.Asked) -> Fields | None:
+    """The fields Django's middleware would add to the answer to ``asked``.
+
+    None where it would do more than add fields (the redirect to https, ``PREPEND_WWW``, a user
+    agent refused): such a request is served through the site's WSGI application, middleware
+    and all. Which requests came over TLS is judged as ``oplog/tls.py`` and Django judge it.
+    """
+    settled_fields = _security_settings()
+    if settled_fields is None:
+        return None
+    fields, hsts, redirect = settled_fields
+    if not _secure(scope, asked):
+        return None if redirect else fields
+    return hsts + fields
+
+
+#: The header ``ForwardedProtoMiddleware`` settles, by its lower-cased name.
+_PROTO = "x-forwarded-proto"
+
+
+def _secure(scope: Scope, asked: endpoint.Asked) -> bool:
+    """``request.is_secure()`` behind ``ForwardedProtoMiddleware`` (on under ``TM_TLS``)."""
+    tls, proxy = _tls_settings()
+    if proxy is None:
+        return bool(scope.get("scheme", "http") == "https")
+    name, secure_value = proxy
+    told = asked.headers.get(name)
+    if tls and name == _PROTO and not caller.trusted(asked.peer):
+        told = None  # the middleware drops it: not from a trusted proxy
+    if told is not None:
+        secure = told.split(",", 1)[0].strip() == secure_value
+    else:
+        secure = bool(scope.get("scheme", "http") == "https")
+    if secure or not tls or name != _PROTO:
+        return secure
+    # the box's own reads over loopback: the middleware says https
+    address = asked.address
+    if address is None:
+        address = caller.address(asked.peer, asked.headers.get("x-forwarded-for"))
+    return caller.loopback(address) and secure_value == "https"
+
+
 @settled
-def _security_headers() -> tuple[tuple[bytes, bytes], ...]:
-    """What Django's ``SecurityMiddleware`` adds to an answer over plain http."""
+def _tls_settings() -> tuple[bool, tuple[str, str] | None]:
+    """``TM_TLS``, and the proxy's TLS header (lower-cased name, value) Django believes."""
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    header = None
+    if proxy is not None:
+        name = str(proxy[0]).removeprefix("HTTP_").replace("_", "-").lower()
+        header = (name, str(proxy[1]))
+    return bool(getattr(settings, "TM_TLS", False)), header
+
+
+@settled
+def _security_settings() -> tuple[Fields, Fields, bool] | None:
+    """What ``SecurityMiddleware`` adds (always, over TLS) and whether it redirects to https.
+
+    None when ``CommonMiddleware`` may redirect or refuse (``PREPEND_WWW``,
+    ``DISALLOWED_USER_AGENTS``), or Django would take the scheme from a ``META`` key that is
+    not a header's.
+    """
+    if settings.PREPEND_WWW or settings.DISALLOWED_USER_AGENTS:
+        return None
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    if proxy is not None and not str(proxy[0]).startswith("HTTP_"):
+        return None
     fields: list[tuple[str, str]] = []
     if settings.SECURE_CONTENT_TYPE_NOSNIFF:
         fields.append(("X-Content-Type-Options", "nosniff"))
@@ -190,39 +260,23 @@ def _security_headers() -> tuple[tuple[bytes, bytes], ...]:
     opener = settings.SECURE_CROSS_ORIGIN_OPENER_POLICY
     if opener:
         fields.append(("Cross-Origin-Opener-Policy", opener))
+    hsts: list[tuple[str, str]] = []
+    if settings.SECURE_HSTS_SECONDS:
+        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+            value += "; includeSubDomains"
+        if settings.SECURE_HSTS_PRELOAD:
+            value += "; preload"
+        hsts.append(("Strict-Transport-Security", value))
+    path = endpoint.MCP_PATH.lstrip("/")
+    exempt = any(re.compile(pattern).search(path) for pattern in settings.SECURE_REDIRECT_EXEMPT)
+    return _encoded(fields), _encoded(hsts), bool(settings.SECURE_SSL_REDIRECT) and not exempt
+
+
+def _encoded(fields: list[tuple[str, str]]) -> Fields:
     return tuple(
         (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in fields
     )
-
-
-def _plain(scope: Scope) -> bool:
-    """Whether Django's middleware could only add :func:`_security_headers` to the answer.
-
-    Not so under TLS (HSTS, the redirect), for a request Django would take for a secure one,
-    or where the middleware may redirect or refuse by user agent: such a request is served
-    through the site's WSGI application, middleware and all.
-    """
-    proxy_header = _plain_settings()
-    if proxy_header is None or scope.get("scheme", "http") != "http":
-        return False
-    return not proxy_header or all(name.lower() != proxy_header for name, _ in scope["headers"])
-
-
-@settled
-def _plain_settings() -> bytes | None:
-    """None when a setting can make the middleware redirect or refuse; else the TLS header."""
-    if (
-        getattr(settings, "TM_TLS", False)
-        or settings.SECURE_SSL_REDIRECT
-        or settings.PREPEND_WWW
-        or settings.DISALLOWED_USER_AGENTS
-    ):
-        return None
-    proxy = settings.SECURE_PROXY_SSL_HEADER
-    if proxy is None:
-        return b""
-    name = str(proxy[0]).removeprefix("HTTP_").replace("_", "-").lower()
-    return name.encode("latin-1")
 
 
 def _local_buckets() -> bool:
@@ -564,9 +618,11 @@ class Application:
         body = await self._body(scope, receive, send, is_mcp)
         if body is None:
             return  # answered already
+        asked = asked_of(scope, body) if is_mcp else None
+        security = security_fields(scope, asked) if asked is not None else None
         try:
-            if is_mcp and _plain(scope):
-                parts = await self._mcp(scope, receive, send, body)
+            if asked is not None and security is not None:
+                parts = await self._mcp(scope, receive, send, asked, security)
                 if parts is None:
                     return  # held as a stream
             else:
@@ -588,10 +644,9 @@ class Application:
         await _send_whole(send, status, headers, b"" if scope["method"] == "HEAD" else content)
 
     async def _mcp(
-        self, scope: Scope, receive: Receive, send: Send, body: bytes
+        self, scope: Scope, receive: Receive, send: Send, asked: endpoint.Asked, security: Fields
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
         """The endpoint's answer to an MCP request; None when it was held as a stream."""
-        asked = asked_of(scope, body)
         _parsed(asked)
         loop = asyncio.get_running_loop()
         script = scope.get("root_path") or "/"
@@ -602,7 +657,7 @@ class Application:
                 answered = await loop.run_in_executor(
                     self.pool, _served_on_thread, asked, None, script
                 )
-                return (*parts_of(answered), answered.stream)
+                return (*parts_of(answered, security), answered.stream)
 
             await stream.serve(receive, send, held)
             return None
@@ -614,19 +669,19 @@ class Application:
                 answered = await loop.run_in_executor(
                     self.pool, context.run, _served_on_thread, asked, None, script
                 )
-                return parts_of(answered)
+                return parts_of(answered, security)
 
             await sessionstream.serve(receive, send, asked.headers, opened)
             return None
         if asked.method == "POST" and (answered := answered_in_loop(asked)) is not None:
-            return parts_of(answered)
+            return parts_of(answered, security)
         gone = threading.Event()
         answered = await _unless_gone(
             receive,
             gone,
             lambda: loop.run_in_executor(self.pool, _served_on_thread, asked, gone, script),
         )
-        return parts_of(answered)
+        return parts_of(answered, security)
 
     async def _body(self, scope: Scope, receive: Receive, send: Send, is_mcp: bool) -> bytes | None:
         """The request's body, read against its deadline (chunked or not).
