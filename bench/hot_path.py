@@ -12,12 +12,12 @@ hands it over), ``--calls`` times per scenario and repetition: ``ping``, ``tools
 ``resources/read`` of a small ``fs`` file (``docs/README.md``), of the same file in the
 checkout's repository (``git/tmsite/docs/README.md``, when the checkout is one) and of an entity
 (``entity/pattern/pad-poll``, the checkout's records loaded first), all under protocol
-2025-11-25.
-Every answer must be 200 with a ``result``. It prints, per scenario, the median over the
-repetitions of the CPU microseconds per call (``time.process_time``: the machine may be shared)
-with the smallest and largest beside, the calling thread's own CPU (``time.thread_time``; for
-``asgi`` the event loop's: what a worker's one thread spends, the request log's writer threads
-apart), and the wall microseconds per call.
+2025-11-25. ``tools/call resolve`` of the fs file and a read of a file that is not there (a miss)
+follow. Every answer must be 200 with a ``result`` (the miss: its ``error``). It prints, per
+scenario, the median over the repetitions of the CPU microseconds per call
+(``time.process_time``: the machine may be shared) with the smallest and largest beside, the
+calling thread's own CPU (``time.thread_time``; for ``asgi`` the event loop's: what a worker's
+one thread spends, the request log's writer threads apart), and the wall microseconds per call.
 
 ``--caller forwarded`` (the default) sends every request as nginx on the same machine would,
 from loopback with ``X-Forwarded-For``, so the rate limit keys and charges a bucket (kept in
@@ -51,7 +51,15 @@ SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("resources/read, small fs file", "resources/read", {"uri": "tm://bench/fs/docs/README.md"}),
     ("resources/read, git file", "resources/read", {"uri": "tm://bench/git/tmsite/docs/README.md"}),
     ("resources/read, entity", "resources/read", {"uri": "tm://bench/entity/pattern/pad-poll"}),
+    (
+        "tools/call resolve, same file",
+        "tools/call",
+        {"name": "resolve", "arguments": {"uri": "tm://bench/fs/docs/README.md"}},
+    ),
+    ("resources/read, a miss", "resources/read", {"uri": "tm://bench/fs/docs/absent.md"}),
 )
+#: What each answer must hold: a result, or (a miss) the error that says so.
+ANSWERED = (b'"result"', b'"error"')
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -123,9 +131,13 @@ def call(app: WsgiApp, environ: dict[str, Any], body: bytes) -> bytes:
         close = getattr(result, "close", None)
         if close is not None:
             close()
-    if not status or not status[0].startswith("200") or b'"result"' not in answer:
+    if not status or not status[0].startswith("200") or not _answered(answer):
         raise RuntimeError(f"unexpected answer {status[:1]}: {answer[:200]!r}")
     return answer
+
+
+def _answered(answer: bytes) -> bool:
+    return any(mark in answer for mark in ANSWERED)
 
 
 def scope_of(environ: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +184,7 @@ async def asgi_calls(app: Any, environ: dict[str, Any], body: bytes, calls: int)
             sent.append(message)
 
         await app(dict(scope), receive, send)
-        if sent[0].get("status") != 200 or b'"result"' not in sent[-1].get("body", b""):
+        if sent[0].get("status") != 200 or not _answered(sent[-1].get("body", b"")):
             raise RuntimeError(f"unexpected answer: {sent[:2]!r}")
 
 
@@ -220,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("wsgi", "asgi"),
         default="wsgi",
         help="the WSGI application (the endpoint's chain), or the ASGI one python -m "
-        "tmsite.serve serves (prepared answers by the express lane, in its event loop)",
+        "tmsite.serve serves (prepared answers in its event loop)",
     )
     args = parser.parse_args(argv)
     var_dir = Path(tempfile.mkdtemp(prefix="tm-hot-path-"))

@@ -507,32 +507,40 @@ _served_installed = False
 
 
 def install_on_serve() -> None:
-    """Check the answers of the ASGI serving model too: it runs the endpoint without Django's
-    handler (``tmsite.serve.app._run_endpoint``), so the wrap of ``get_response`` never sees them.
+    """Check the answers of the ASGI serving model too: it calls the endpoint without Django's
+    handler (``tmsite.serve.app``: in its event loop or on a thread), so the wrap of
+    ``get_response`` never sees them.
     """
     global _served_installed
     if _served_installed:
         return
     _served_installed = True
 
-    from django.http import HttpResponseBase
-    from django.http.request import HttpHeaders
-
+    from tmsite.mcp import endpoint
     from tmsite.serve import app
 
-    run_endpoint = app._run_endpoint
+    def checked(answered: endpoint.Answered | None, asked: endpoint.Asked) -> None:
+        if answered is not None and answered.stream is None:
+            _guarded(
+                "http",
+                http_problems,
+                asked.headers,
+                asked.body,
+                answered.header("Content-Type") or "",
+                answered.body,
+            )
 
-    def checked_run(environ: dict[str, Any]) -> HttpResponseBase:
-        response = run_endpoint(environ)
-        environ["wsgi.input"].seek(0)
-        _guarded(
-            "http",
-            http_problems,
-            HttpHeaders(environ),
-            environ["wsgi.input"].read(),
-            response.get("Content-Type", ""),
-            response.content,  # type: ignore[attr-defined]
-        )
-        return response
+    on_thread, in_loop = app._served_on_thread, app.answered_in_loop
 
-    app._run_endpoint = checked_run
+    def checked_on_thread(asked: endpoint.Asked, *args: Any) -> endpoint.Answered:
+        answered = on_thread(asked, *args)
+        checked(answered, asked)
+        return answered
+
+    def checked_in_loop(asked: endpoint.Asked) -> endpoint.Answered | None:
+        answered = in_loop(asked)
+        checked(answered, asked)
+        return answered
+
+    app._served_on_thread = checked_on_thread  # type: ignore[assignment]
+    app.answered_in_loop = checked_in_loop

@@ -2,8 +2,8 @@
 tmsite.serve`` on loopback, httpx streaming its bodies and raw sockets.
 
 * A chunked body (``Transfer-Encoding: chunked``, no ``Content-Length``: what a client that
-  streams its body sends) is read whole, by the MCP endpoint's express lane and its Django
-  chain, by REST and the site alike: each answer is the one the same body gets with a
+  streams its body sends) is read whole, by the MCP endpoint in the event loop and on a
+  thread, by REST and the site alike: each answer is the one the same body gets with a
   ``Content-Length``. Past 4 MiB an MCP body gets the endpoint's own 413, past 16 MiB another
   URL's body the site's.
 * Both ``Content-Length`` and ``Transfer-Encoding``, in either order: granian (hyper) never
@@ -93,14 +93,14 @@ def _checked(reply: httpx.Response, sent: bytes) -> None:
 # --- chunked bodies -----------------------------------------------------------------------------
 
 
-def test_a_chunked_mcp_body_is_read_by_the_express_lane_and_the_chain(
+def test_a_chunked_mcp_body_is_read_in_the_loop_and_on_a_thread(
     machine: tuple[Machine, Path],
 ) -> None:
     running, _ = machine
     url = f"{running.url}/api/mcp"
     bodies = [
-        PING,  # answered in the event loop once prepared (the express lane)
-        {"jsonrpc": "2.0", "id": "n", "method": "no/such"},  # the endpoint's chain, on a thread
+        PING,  # answered in the event loop once prepared
+        {"jsonrpc": "2.0", "id": "n", "method": "no/such"},  # answered on a thread
         {
             "jsonrpc": "2.0",
             "id": 3,

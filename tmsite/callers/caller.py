@@ -183,7 +183,7 @@ def unreadable(caller: str | None) -> BadArgument | None:
     )
 
 
-# --- a request's META (or a WSGI environ) -----------------------------------------------------
+# --- a request's META ------------------------------------------------------------------------
 
 
 def seen(meta: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -193,7 +193,7 @@ def seen(meta: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 def address_in(meta: Mapping[str, Any]) -> str:
-    """:func:`address` of a request's ``META`` (or a WSGI environ).
+    """:func:`address` of a request's ``META``.
 
     An environ the ASGI server made carries the caller its front worked out already
     (``ADDRESS_KEY``, ``tmsite.serve``): it is not worked out twice.
@@ -203,7 +203,7 @@ def address_in(meta: Mapping[str, Any]) -> str:
 
 
 def limited_in(meta: Mapping[str, Any]) -> str | None:
-    """:func:`limited` of a request's ``META`` (or a WSGI environ), worked out once a request."""
+    """:func:`limited` of a request's ``META``, worked out once a request."""
     if not _limit_on():
         return None
     return limited(address_in(meta), seen(meta)[1])

@@ -1,7 +1,7 @@
 """Values worked out from the settings once, and again only when a setting changes.
 
 Every request reads a few values derived from the settings (the rate limit's store and policy,
-the cost tables, the request log's thresholds, what the express lane checks). Reading them
+the cost tables, the request log's thresholds, the hosts the MCP endpoint serves). Reading them
 through Django's lazy settings and rebuilding them costs more than the answer to a ``ping``;
 a function decorated with :func:`settled` computes its value once and forgets it when Django
 says a setting changed (``setting_changed``, which ``override_settings`` and the tests'

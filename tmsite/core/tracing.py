@@ -201,7 +201,14 @@ def carried(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def http_carrier(meta: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The trace context of an HTTP request's headers (its ``META`` or WSGI environ)."""
+    """The trace context of an HTTP request's headers (its ``META``)."""
     if not _state["on"] and not enabled():
         return None
     return {key: meta.get(f"HTTP_{key.upper()}") for key in KEYS}
+
+
+def header_carrier(headers: Mapping[str, str]) -> dict[str, Any] | None:
+    """The trace context of an HTTP request's headers, by lower-cased name."""
+    if not _state["on"] and not enabled():
+        return None
+    return {key: headers.get(key) for key in KEYS}

@@ -1,13 +1,18 @@
 """The Streamable HTTP endpoint: ``POST /api/mcp``, stateless, JSON only.
 
-Hand-written on a django-ninja route that takes no parameters, so ninja never validates (or
-answers for) the JSON-RPC envelope: the view reads the body itself. The HTTP-level rules, in the
+One function over plain values, :func:`serve`: the request's method, headers and body in
+(``Asked``), its status, headers and body or stream out (``Answered``); no Django request is
+built. The ASGI application (``tmsite.serve.app``) calls it directly, in its event loop or on a
+thread; under WSGI, gunicorn and the test client the django-ninja route below (the endpoint of
+record in the API schema) hands it the request's values. The route takes no parameters, so
+ninja never validates (or answers for) the JSON-RPC envelope. The HTTP-level rules, in the
 order they are applied (the JSON-RPC rules are in ``envelope.py``, with their sources):
 
 1. ``Origin`` present and not allowed → 403 (2025-11-25 and 2026-07-28 transports: "If the
    Origin header is present and invalid, servers MUST respond with HTTP 403"). Allowed: the
    configured ``TM_ALLOWED_ORIGINS`` and loopback origins (http/https on 127.0.0.1, localhost,
-   [::1], any port). ``Host`` is checked by Django against ``ALLOWED_HOSTS``.
+   [::1], any port). A ``Host`` that ``ALLOWED_HOSTS`` does not serve → 400, as Django's
+   ``get_host`` judges it, before the request is logged.
 2. ``OPTIONS`` answers the CORS preflight; the origin is echoed only when allowed.
 3. Anything but POST → 405 with ``Allow: POST`` (every revision: GET MUST open a stream or be
    answered 405). Where streams are delivered (``python -m tmsite.serve``), a ``GET`` or
@@ -46,20 +51,26 @@ Spec: T1, T2, T3, T4, T5, T6, T8, T12, SUB2.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
+from django.http.request import split_domain_port, validate_host
 from django.utils import timezone
+from django.utils.http import parse_header_parameters
 from django.views import defaults
 from ninja import Router
 
 from tmsite.bus import delivery
-from tmsite.callers import costs
+from tmsite.callers import caller, costs
+from tmsite.core import tracing
 from tmsite.core.errors import RateLimited, Refusal
+from tmsite.core.settled import settled
 from tmsite.mcp import observed
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import (
@@ -94,9 +105,8 @@ from tmsite.mcp.protocol import (
 from tmsite.oplog import failures, hooks, recorder
 from tmsite.subscriptions import sessions
 
-logger = logging.getLogger("tmsite.mcp")
-
 router = Router(tags=["mcp"])
+_host_log = logging.getLogger("django.security.DisallowedHost")
 
 #: Request headers a browser may send cross-origin (the preflight's allow list).
 CORS_ALLOWED_HEADERS = (
@@ -108,8 +118,6 @@ CORS_ALLOWED_HEADERS = (
     "mcp-session-id",
 )
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-#: The environ key the ASGI server sets on a request it can hold open as a stream (a listen).
-STREAM_KEY = "tm.stream"
 #: The 405's message where no stream is delivered (no session is kept: rule 3a)…
 METHOD_NOT_ALLOWED_SENTENCE = (
     "This MCP endpoint takes JSON-RPC messages by POST only: this server keeps no session and "
@@ -121,10 +129,59 @@ SESSION_HEADER_SENTENCE = (
     "stream and a DELETE ends that session, each with the Mcp-Session-Id header that "
     "initialize answered."
 )
+HOST_SENTENCE = "This Host is not served here."
 #: The endpoint's path.
 MCP_PATH = "/api/mcp"
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
 _READ_CHUNK = 64 * 1024
+#: ``Asked.value`` of a body not parsed yet.
+UNPARSED: Any = object()
+#: The most values of one header remembered with their verdict (a client sends the same ones).
+MAX_REMEMBERED = 256
+
+
+@dataclasses.dataclass(slots=True)
+class Asked:
+    """One request to the endpoint, as plain values.
+
+    Attributes:
+        method: The HTTP method.
+        headers: The request's headers by lower-cased name (repeated ones joined by commas).
+        body: The body; None when it was longer than ``MAX_BODY_BYTES`` (the rest unread).
+        peer: The socket's peer address.
+        server: The server's own name and port: the host of a request that names none.
+        address: The caller's address when the server worked it out already (``caller``).
+        value: The body parsed already (``loads_strict``), else ``UNPARSED``.
+        held: Whether the server can hold the answer open as a stream (a listen).
+    """
+
+    method: str
+    headers: Mapping[str, str]
+    body: bytes | None = b""
+    peer: str = ""
+    server: str = ""
+    address: str | None = None
+    value: Any = UNPARSED
+    held: bool = False
+
+
+@dataclasses.dataclass(slots=True)
+class Answered:
+    """The endpoint's answer: a status, header fields, a body, or a stream to hold.
+
+    ``internal`` marks the answer to a failure inside the server (its log row says so).
+    """
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    stream: StreamResult | None = None
+    internal: bool = False
+
+    def header(self, name: str) -> str | None:
+        """The value of field ``name`` (any case), or None."""
+        lowered = name.lower()
+        return next((v for k, v in self.headers if k.lower() == lowered), None)
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -150,44 +207,29 @@ def origin_allowed(origin: str) -> bool:
     )
 
 
-def _json(
-    body: Any,
-    status: int = 200,
-    origin: str | None = None,
-    text: str | None = None,
-    data: bytes | None = None,
-) -> HttpResponse:
-    response = HttpResponse(
-        data if data is not None else text if text is not None else dumps(body),
-        status=status,
-        content_type="application/json",
-    )
-    _finish(response, origin)
-    return response
-
-
-def _finish(response: HttpResponse, origin: str | None) -> None:
-    response["Cache-Control"] = "no-store"
+def _fields(
+    origin: str | None, content_type: str | None = "application/json"
+) -> list[tuple[str, str]]:
+    fields = [("Content-Type", content_type)] if content_type is not None else []
+    fields.append(("Cache-Control", "no-store"))
     if origin is not None:
-        response["Access-Control-Allow-Origin"] = origin
-        response["Vary"] = "Origin"
+        fields += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+    return fields
 
 
-class StreamResponse(HttpResponse):
-    """A request the ASGI server holds open as a stream: ``result`` says what it delivers.
-
-    Its headers are the endpoint's (CORS, ``RateLimit``); the server sends the stream's own
-    body in place of this empty one.
-    """
-
-    def __init__(self, result: StreamResult, origin: str | None) -> None:
-        super().__init__(status=200, content_type="text/event-stream")
-        self.result = result
-        _finish(self, origin)
+def _json(
+    body: Any, status: int = 200, origin: str | None = None, data: bytes | None = None
+) -> Answered:
+    content = data if data is not None else dumps(body).encode()
+    return Answered(status, _fields(origin), content)
 
 
-def _refuse(status: int, code: int, message: str, origin: str | None = None) -> HttpResponse:
+def _refuse(status: int, code: int, message: str, origin: str | None = None) -> Answered:
     return _json(error_response(None, code, message), status, origin)
+
+
+def _accepted(origin: str | None, status: int = 202) -> Answered:
+    return Answered(status, _fields(origin, None))
 
 
 def accepts_json(accept: str) -> bool:
@@ -211,55 +253,116 @@ def accepts_json(accept: str) -> bool:
     return False
 
 
-def _content_type_ok(request: HttpRequest) -> bool:
-    if (request.content_type or "").lower() != "application/json":
+def _json_content_type(value: str) -> bool:
+    """Rule 5: whether a ``Content-Type`` is JSON (in UTF-8, when a charset is named)."""
+    media, params = parse_header_parameters(value)
+    if media.lower() != "application/json":
         return False
-    charset = request.content_params.get("charset") if request.content_params else None
+    charset = params.get("charset")
     return charset is None or charset.strip('"').lower() in ("utf-8", "utf8")
 
 
-def _read_body(request: HttpRequest) -> bytes | None:
-    """Read at most ``MAX_BODY_BYTES``; ``None`` when the body is longer (the rest is drained)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = request.read(_READ_CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            _drain(request)
-            return None
-        chunks.append(chunk)
+#: ``Host``, ``Content-Type`` and ``Accept`` values judged so far (each emptied past
+#: ``MAX_REMEMBERED``).
+_hosts: dict[str, bool] = {}
+_content_types: dict[str, bool] = {}
+_accepts: dict[str, bool] = {}
 
 
-def _drain(request: HttpRequest) -> None:
-    """Discard what is left of an oversized body (bounded), so the client reads our answer."""
-    left = 4 * MAX_BODY_BYTES
-    while left > 0:
-        chunk = request.read(min(_READ_CHUNK, left))
-        if not chunk:
-            return
-        left -= len(chunk)
+def _judged(judged: dict[str, bool], value: str, judge: Any) -> bool:
+    verdict = judged.get(value)
+    if verdict is None:
+        if len(judged) >= MAX_REMEMBERED:
+            judged.clear()
+        verdict = judged[value] = bool(judge(value))
+    return verdict
 
 
-# --- the view -------------------------------------------------------------------------------
+def host_allowed(headers: Mapping[str, str], server: str) -> bool:
+    """Whether ``ALLOWED_HOSTS`` serves the request's host, as Django's ``get_host`` judges it.
+
+    A refusal is logged as Django logs it (``django.security.DisallowedHost``).
+    """
+    forwarded, allowed = _host_settings()
+    if forwarded and "x-forwarded-host" in headers:
+        host = headers["x-forwarded-host"]
+    else:
+        host = headers.get("host") or server
+    if _judged(_hosts, host, lambda value: _served(value, allowed)):
+        return True
+    domain, _port = split_domain_port(host)
+    why = (
+        f" You may need to add {domain!r} to ALLOWED_HOSTS."
+        if domain
+        else " The domain name provided is not valid according to RFC 1034/1035."
+    )
+    _host_log.error(f"Invalid HTTP_HOST header: {host!r}.{why}", extra={"status_code": 400})
+    return False
 
 
-@router.api_operation(_ALL_METHODS, "/mcp", auth=None, include_in_schema=False)
-def mcp_endpoint(request: HttpRequest) -> HttpResponse:
-    """The MCP endpoint: rate limit, request log and timing (``tmsite.oplog``) around it."""
-    return observed.observe_exchange(request, _answer)
+def _served(host: str, allowed: list[str]) -> bool:
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
 
 
-def _answer(request: HttpRequest) -> HttpResponse:
-    """Never raises: every failure is a JSON body with a 4xx, a 200 or (no id known) a 500."""
+@settled
+def _host_settings() -> tuple[bool, list[str]]:
+    """``USE_X_FORWARDED_HOST``, and the hosts served as ``get_host`` takes them."""
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    _hosts.clear()
+    return bool(settings.USE_X_FORWARDED_HOST), allowed
+
+
+def version_header(headers: Mapping[str, str]) -> str | None:
+    """The ``MCP-Protocol-Version`` a request names (None: none)."""
+    header = headers.get("mcp-protocol-version")
+    return header.strip(" \t") if header is not None else None
+
+
+# --- the endpoint ---------------------------------------------------------------------------
+
+
+def serve(asked: Asked) -> Answered:
+    """The endpoint's answer to ``asked``: rate limit, request log and timing around the rules.
+
+    Never raises: every failure is a JSON body with a 4xx, a 200 or (no id known) a 500.
+    """
+    headers = asked.headers
+    if not host_allowed(headers, asked.server):  # refused before the request is logged
+        return _refuse(400, INVALID_REQUEST, HOST_SENTENCE)
+    forwarded = headers.get("x-forwarded-for")
+    address = asked.address if asked.address is not None else caller.address(asked.peer, forwarded)
+    answered, decision = hooks.observe_answer(
+        lambda: _answer(asked),
+        surface="mcp-http",
+        protocol=headers.get("mcp-protocol-version") or "",
+        who=caller.limited(address, forwarded),
+        address=address,
+        trace=tracing.header_carrier(headers),
+        status=lambda answered: answered.status,
+        size=lambda answered: len(answered.body),
+        outcome=_outcome,
+    )
+    if decision is not None:
+        answered.headers.extend(hooks.rate_fields(decision))
+    return answered
+
+
+def _outcome(answered: Answered) -> str:
+    if answered.internal:
+        return hooks.INTERNAL
+    return hooks.outcome_of(answered.status, answered.header("Content-Type"), answered.body)
+
+
+def _answer(asked: Asked) -> Answered:
     read: list[Any] = []
     try:
-        return _serve(request, read)
+        return _serve(asked, read)
     except Exception as exc:
         failures.report("mcp-http endpoint", exc)
-        return internal_error(read[0] if read else None, request.headers.get("Origin"))
+        return internal_error(read[0] if read else None, asked.headers.get("origin"))
 
 
 def _ids(value: Any) -> list[Any]:
@@ -274,40 +377,42 @@ def _ids(value: Any) -> list[Any]:
     ]
 
 
-def internal_error(value: Any, origin: str | None = None) -> HttpResponse:
+def internal_error(value: Any, origin: str | None = None) -> Answered:
     """-32603 for each request ``value`` (the parsed body, or None) holds, or id-less in a 500."""
     allowed = origin if origin is not None and origin_allowed(origin) else None
     ids = _ids(value)
     if not ids:
-        response = _json(error_response(None, INTERNAL_ERROR, "Internal error."), 500, allowed)
+        answered = _json(error_response(None, INTERNAL_ERROR, "Internal error."), 500, allowed)
     else:
         errors = [error_response(rid, INTERNAL_ERROR, "Internal error.") for rid in ids]
-        response = _json(errors if isinstance(value, list) else errors[0], 200, allowed)
-    hooks.mark_internal(response)
-    return response
+        answered = _json(errors if isinstance(value, list) else errors[0], 200, allowed)
+    answered.internal = True
+    return answered
 
 
-def _serve(request: HttpRequest, read: list[Any]) -> HttpResponse:
+def _serve(asked: Asked, read: list[Any]) -> Answered:
     """Apply the module's rules in order; the first that refuses answers."""
-    origin = request.headers.get("Origin")
-    refused = _refuse_caller(request, origin)
-    if refused is not None:
-        return refused
-    method = request.method or ""
+    headers = asked.headers
+    origin = headers.get("origin")
+    if origin is not None and not origin_allowed(origin):
+        # not echoed: the caller is not one this endpoint answers
+        return _refuse(403, INVALID_REQUEST, "This Origin may not call this endpoint.")
+    method = asked.method
     if method == "OPTIONS":
-        return _preflight(request, origin)
+        return _preflight(headers, origin)
     if method in ("GET", "DELETE") and delivery.here():
-        answered = _session_request(request, method, origin)
+        answered = _session_request(headers, method, origin)
         if answered is not None:
             return answered
     if method != "POST":
-        response = _refuse(405, INVALID_REQUEST, _not_allowed_sentence(method), origin)
-        response["Allow"] = "POST"
-        return response
+        answered = _refuse(405, INVALID_REQUEST, _not_allowed_sentence(method), origin)
+        answered.headers.append(("Allow", "POST"))
+        return answered
     try:
-        value = _parse_body(_checked_body(request))
+        raw = _checked_body(asked)
+        value = asked.value if asked.value is not UNPARSED else _parse_body(raw)
         read.append(value)
-        return _dispatch(value, request, origin, _session_of(request, value))
+        return _dispatch(value, asked, origin, _session_of(headers, value))
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
@@ -319,15 +424,14 @@ def _not_allowed_sentence(method: str) -> str:
     return METHOD_NOT_ALLOWED_SENTENCE
 
 
-def _session_of(request: HttpRequest, value: Any) -> sessions.Session | None:
+def _session_of(headers: Mapping[str, str], value: Any) -> sessions.Session | None:
     """Rule 3a for a POST: its valid session, or None when it carries none (or none is kept).
 
     Raises:
         EnvelopeRefusal: 404 for a session id that is not valid, with the request's id.
     """
-    token = request.headers.get(sessions.HEADER)
-    version = (request.headers.get("MCP-Protocol-Version") or "").strip(" \t")
-    if token is None or not delivery.here() or version == STATELESS_VERSION:
+    token = headers.get("mcp-session-id")
+    if token is None or not delivery.here() or version_header(headers) == STATELESS_VERSION:
         return None
     session = sessions.valid(token)
     if session is None:
@@ -338,9 +442,11 @@ def _session_of(request: HttpRequest, value: Any) -> sessions.Session | None:
     return session
 
 
-def _session_request(request: HttpRequest, method: str, origin: str | None) -> HttpResponse | None:
+def _session_request(
+    headers: Mapping[str, str], method: str, origin: str | None
+) -> Answered | None:
     """Rule 3a for a GET or DELETE; None when it carries no session (405 as any other)."""
-    token = request.headers.get(sessions.HEADER)
+    token = headers.get("mcp-session-id")
     if token is None:
         return None
     session = sessions.valid(token)
@@ -348,15 +454,12 @@ def _session_request(request: HttpRequest, method: str, origin: str | None) -> H
         return _refuse(404, INVALID_REQUEST, sessions.GONE_SENTENCE, origin)
     if method == "DELETE":
         sessions.end(session)
-        response = HttpResponse(status=204)
-        _finish(response, origin)
-        del response["Content-Type"]
-        return response
+        return _accepted(origin, 204)
     offer = sessions.stream_offer()
     if offer is None:  # answered on a thread of its own: no stream can be held here
         return None
 
-    def opened() -> HttpResponse:
+    def opened() -> Answered:
         if not sessions.accepts_stream(offer.accept):
             return _refuse(
                 406,
@@ -368,65 +471,72 @@ def _session_request(request: HttpRequest, method: str, origin: str | None) -> H
         offer.log = hooks.hold()
         return _accepted(origin, 200)
 
-    def refuse(refused: Refusal) -> HttpResponse:  # a listen's refusal: 429, or 400 (a caller)
+    def refuse(refused: Refusal) -> Answered:  # a listen's refusal: 429, or 400 (a caller)
         error = rpc_error(refused, "2025")
         limited = isinstance(refused, RateLimited)
         body = error_response(None, error.code, error.message, error.data)
-        response = _json(body, 429 if limited else 400, origin)
+        answered = _json(body, 429 if limited else 400, origin)
         if limited:
-            response["Retry-After"] = str((error.data or {}).get("retryAfter", 1))
-        return response
+            answered.headers.append(("Retry-After", str((error.data or {}).get("retryAfter", 1))))
+        return answered
 
-    def fail() -> HttpResponse:
+    def fail() -> Answered:
         return _json(error_response(None, INTERNAL_ERROR, "Internal error."), 500, origin)
 
     # priced as a listen, its row named session-stream
-    return observed.session_stream(request, opened, refuse, fail)
+    return observed.session_stream(
+        version_header(headers) or "",
+        opened,
+        refuse,
+        fail,
+        outcome=_stream_outcome,
+        size=lambda answered: len(answered.body),
+    )
 
 
-def _refuse_caller(request: HttpRequest, origin: str | None) -> HttpResponse | None:
-    """Rule 1: the 403 for a foreign ``Origin``, the 400 for a ``Host`` not served, else None.
-
-    Neither refusal echoes the origin: the caller is not one this endpoint answers.
-    """
-    if origin is not None and not origin_allowed(origin):
-        return _refuse(403, INVALID_REQUEST, "This Origin may not call this endpoint.")
+def _stream_outcome(answered: Answered) -> str:
+    """``ok``, the JSON-RPC error's reason, its ``rpc<code>``, else ``http-<status>``."""
+    if answered.status < 400:
+        return "ok"
     try:
-        request.get_host()
-    except DisallowedHost:
-        return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
-    return None
+        error = json.loads(answered.body).get("error", {})
+    except (ValueError, AttributeError):
+        error = {}
+    data = error.get("data") if isinstance(error, dict) else None
+    reason = data.get("reason") if isinstance(data, dict) else None
+    if isinstance(reason, str):
+        return reason[:32]
+    code = error.get("code") if isinstance(error, dict) else None
+    return f"rpc{code}" if isinstance(code, int) else f"http-{answered.status}"
 
 
-def _checked_body(request: HttpRequest) -> bytes:
+def _checked_body(asked: Asked) -> bytes:
     """Rules 4–6: the body of a POST whose length, ``Content-Type`` and ``Accept`` pass.
 
     Raises:
         EnvelopeRefusal: 400 for a ``Content-Length`` that is not a number, 413 for a body over
-            4 MiB (announced or found while reading; the rest is drained), 415, 406.
+            4 MiB (announced or found while reading), 415, 406.
     """
-    length = request.META.get("CONTENT_LENGTH") or "0"
+    headers = asked.headers
     try:
-        announced = int(length)
+        announced = int(headers.get("content-length") or "0")
     except ValueError:
         raise EnvelopeRefusal(
             400, INVALID_REQUEST, "The Content-Length header is not a number."
         ) from None
     if announced > MAX_BODY_BYTES:
-        _drain(request)
         raise EnvelopeRefusal(413, INVALID_REQUEST, "The body is larger than 4 MiB.")
-    if not _content_type_ok(request):
+    if not _judged(_content_types, headers.get("content-type", ""), _json_content_type):
         raise EnvelopeRefusal(
             415, INVALID_REQUEST, "The body must be sent as Content-Type: application/json."
         )
-    if not accepts_json(request.headers.get("Accept", "")):
+    if not _judged(_accepts, headers.get("accept", ""), accepts_json):
         raise EnvelopeRefusal(
             406, INVALID_REQUEST, "The Accept header must allow application/json."
         )
-    raw = _read_body(request)
-    if raw is None:
+    if asked.body is None or len(asked.body) > MAX_BODY_BYTES:
         raise EnvelopeRefusal(413, INVALID_REQUEST, "The body is larger than 4 MiB.")
-    return raw
+    return asked.body
 
 
 def _parse_body(raw: bytes) -> Any:
@@ -438,52 +548,48 @@ def _parse_body(raw: bytes) -> Any:
 
 
 def _dispatch(
-    value: Any, request: HttpRequest, origin: str | None, session: sessions.Session | None
-) -> HttpResponse:
+    value: Any, asked: Asked, origin: str | None, session: sessions.Session | None
+) -> Answered:
     """Rules 7–8: check the version header, then answer one message or a batch.
 
     Raises:
         EnvelopeRefusal: -32022 for a ``MCP-Protocol-Version`` not served (echoing the body's id
             when it is a valid one), and every envelope refusal of ``_single`` and ``_batch``.
     """
-    headers = {k.lower(): v for k, v in request.headers.items()}
-    header_version = headers.get("mcp-protocol-version")
-    if header_version is not None:
-        header_version = header_version.strip(" \t")
+    header_version = version_header(asked.headers)
     version = header_version or DEFAULT_HEADERLESS_VERSION
     if header_version is not None and header_version not in SUPPORTED_VERSIONS:
         rid = value.get("id") if isinstance(value, dict) else None
         raise unsupported_version(header_version, rid if valid_id(rid) else None)
     if isinstance(value, list):
         return _batch(value, version, origin, session)
-    held = request.META.get(STREAM_KEY) is True
-    return _single(classify(value), version, headers, origin, held, session)
+    return _single(classify(value), version, asked, origin, session)
 
 
-def _preflight(request: HttpRequest, origin: str | None) -> HttpResponse:
-    response = HttpResponse(status=204)
-    _finish(response, origin)
-    asked = request.headers.get("Access-Control-Request-Headers", "")
+def _preflight(headers: Mapping[str, str], origin: str | None) -> Answered:
+    asked = headers.get("access-control-request-headers", "")
     allowed = list(CORS_ALLOWED_HEADERS)
     for name in (h.strip().lower() for h in asked.split(",")):
         if name.startswith("mcp-param-") and name not in allowed and name.isascii():
             allowed.append(name)
     # a session's GET stream and DELETE exist only where streams are delivered (rule 3a)
     methods = "GET, POST, DELETE, OPTIONS" if delivery.here() else "POST, OPTIONS"
-    response["Access-Control-Allow-Methods"] = methods
-    response["Access-Control-Allow-Headers"] = ", ".join(allowed)
-    response["Access-Control-Max-Age"] = "600"
-    return response
+    answered = _accepted(origin, 204)
+    answered.headers += [
+        ("Access-Control-Allow-Methods", methods),
+        ("Access-Control-Allow-Headers", ", ".join(allowed)),
+        ("Access-Control-Max-Age", "600"),
+    ]
+    return answered
 
 
 def _single(
     message: Message,
     version: str,
-    headers: dict[str, str],
+    asked: Asked,
     origin: str | None,
-    held: bool = False,
     session: sessions.Session | None = None,
-) -> HttpResponse:
+) -> Answered:
     modern = version == STATELESS_VERSION
     if message.kind == "response":
         if modern:
@@ -495,7 +601,7 @@ def _single(
         return _accepted(origin)
     observed.asked(message)
     if modern:
-        ctx = check_modern(message, headers)
+        ctx = check_modern(message, asked.headers)
     else:
         meta = modern_meta(message)
         if meta is not None:
@@ -507,23 +613,24 @@ def _single(
                 message.id,
             )
         ctx = CallContext(version=version, transport="http", session=session)
-    if held:
-        ctx = dataclasses.replace(ctx, stream=StreamOffer(message.id, headers.get("accept", "")))
+    if asked.held:
+        offer = StreamOffer(message.id, asked.headers.get("accept", ""))
+        ctx = dataclasses.replace(ctx, stream=offer)
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     if answer.stream is not None:
-        return StreamResponse(answer.stream, origin)
+        return Answered(200, _fields(origin, "text/event-stream"), stream=answer.stream)
     status = answer.status or (404 if modern and answer.error_code == METHOD_NOT_FOUND else 200)
-    response = _json(None, status, origin, data=answer.encoded())
+    answered = _json(None, status, origin, data=answer.encoded())
     if message.method == "initialize" and answer.error_code is None and delivery.here():
-        response[sessions.HEADER] = sessions.issue()  # rule 3a: for subscriptions alone
+        answered.headers.append((sessions.HEADER, sessions.issue()))  # rule 3a
         if origin is not None:
-            response["Access-Control-Expose-Headers"] = sessions.HEADER
-    return response
+            answered.headers.append(("Access-Control-Expose-Headers", sessions.HEADER))
+    return answered
 
 
 def _batch(
     items: list[Any], version: str, origin: str | None, session: sessions.Session | None
-) -> HttpResponse:
+) -> Answered:
     if not items:
         raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
     if version not in BATCH_VERSIONS:
@@ -548,14 +655,70 @@ def _batch(
         parts.append(answer.text)
     if not parts:
         return _accepted(origin)
-    return _json(None, 200, origin, text="[" + ",".join(parts) + "]")
+    return _json(None, 200, origin, data=("[" + ",".join(parts) + "]").encode())
 
 
-def _accepted(origin: str | None, status: int = 202) -> HttpResponse:
-    response = HttpResponse(status=status)
-    _finish(response, origin)
-    del response["Content-Type"]
+# --- under Django (WSGI, gunicorn, the test client) -----------------------------------------
+
+
+@router.api_operation(_ALL_METHODS, "/mcp", auth=None, include_in_schema=False)
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    """The endpoint of record: :func:`serve` over the request's values."""
+    meta = request.META
+    body = _read_body(request) if request.method == "POST" else b""
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    server = f"{meta.get('SERVER_NAME', '')}:{meta.get('SERVER_PORT', '')}"
+    asked = Asked(request.method or "", headers, body, str(meta.get("REMOTE_ADDR") or ""), server)
+    response = response_of(serve(asked))
+    meta[hooks.LOGGED] = True
     return response
+
+
+def response_of(answered: Answered) -> HttpResponse:
+    """``answered`` as Django's response."""
+    response = HttpResponse(answered.body, status=answered.status)
+    if answered.header("Content-Type") is None:
+        del response["Content-Type"]
+    for name, value in answered.headers:
+        response[name] = value
+    if answered.internal:
+        hooks.mark_internal(response)
+    return response
+
+
+def _read_body(request: HttpRequest) -> bytes | None:
+    """At most ``MAX_BODY_BYTES`` of the body; None when it is longer (the rest is drained).
+
+    Nothing is read when the announced length is past the limit or is not a number.
+    """
+    try:
+        announced = int(request.META.get("CONTENT_LENGTH") or "0")
+    except ValueError:
+        return b""
+    if announced > MAX_BODY_BYTES:
+        _drain(request)
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = request.read(_READ_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            _drain(request)
+            return None
+        chunks.append(chunk)
+
+
+def _drain(request: HttpRequest) -> None:
+    """Discard what is left of an oversized body (bounded), so the client reads our answer."""
+    left = 4 * MAX_BODY_BYTES
+    while left > 0:
+        chunk = request.read(min(_READ_CHUNK, left))
+        if not chunk:
+            return
+        left -= len(chunk)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -566,8 +729,8 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """
     if request.path.startswith(MCP_PATH):
         if isinstance(exception, DisallowedHost):
-            return _refuse(400, INVALID_REQUEST, "This Host is not served here.")
-        return _refuse(400, INVALID_REQUEST, "Bad request.")
+            return response_of(_refuse(400, INVALID_REQUEST, HOST_SENTENCE))
+        return response_of(_refuse(400, INVALID_REQUEST, "Bad request."))
     return defaults.bad_request(request, exception)
 
 
@@ -587,7 +750,7 @@ def failure_outside(
             value = loads_strict(raw) if raw else None
     except Exception:  # an unreadable body: answered without an id
         value = None
-    response = internal_error(value, request.headers.get("Origin"))
+    response = response_of(internal_error(value, request.headers.get("Origin")))
     row = recorder.Row(
         at=timezone.now(),
         surface="mcp-http",

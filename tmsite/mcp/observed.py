@@ -4,7 +4,7 @@
 request to the log as a ``Call`` — its cost, the URI a ``rate-limited`` refusal names, the
 JSON-RPC error that refusal is in the client's era (-32000, HTTP 200, ``data.retryAfter``), the
 answer to an internal failure (-32603 with the request's id), and how an answer reads in the log
-(an internal failure is ``internal``). ``observe_exchange`` wraps the HTTP endpoint.
+(an internal failure is ``internal``).
 
 Spec: OP1, OP2.
 """
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
-
-from django.http import HttpRequest, HttpResponse
+from typing import Any, TypeVar
 
 from tmsite.callers import costs
 from tmsite.core.errors import Refusal
@@ -25,13 +23,8 @@ from tmsite.mcp.envelope import Answer, Message
 from tmsite.mcp.protocol import INTERNAL_ERROR, CallContext
 from tmsite.oplog import hooks
 
-
-def observe_exchange(
-    request: HttpRequest, answer: Callable[[HttpRequest], HttpResponse]
-) -> HttpResponse:
-    """Run the MCP endpoint's ``answer`` for ``request`` inside an observed exchange."""
-    header = request.headers.get("MCP-Protocol-Version") or ""
-    return hooks.observe_exchange(request, answer, surface="mcp-http", protocol=header)
+#: What a session stream's request is answered with (the endpoint's answer).
+A = TypeVar("A")
 
 
 def asked(message: Message) -> None:
@@ -81,11 +74,14 @@ def answer_outcome(answer: Answer) -> str:
 
 
 def session_stream(
-    request: HttpRequest,
-    run: Callable[[], HttpResponse],
-    refuse: Callable[[Refusal], HttpResponse],
-    fail: Callable[[], HttpResponse],
-) -> HttpResponse:
+    protocol: str,
+    run: Callable[[], A],
+    refuse: Callable[[Refusal], A],
+    fail: Callable[[], A],
+    *,
+    outcome: Callable[[A], str],
+    size: Callable[[A], int],
+) -> A:
     """A 2025-11-25 session's GET stream behind the caller's bucket, priced as a listen.
 
     Its row's method is ``session-stream`` (``costs.SESSION_STREAM``); a stream that opens
@@ -95,31 +91,16 @@ def session_stream(
         hooks.Call(
             surface="mcp-http",
             method=costs.SESSION_STREAM,
-            protocol=(request.headers.get("MCP-Protocol-Version") or "").strip(" \t"),
+            protocol=protocol,
             priced=costs.of_message(costs.SESSION_STREAM, None),
             uri=lambda: None,
             run=run,
             refuse=refuse,
             fail=fail,
-            outcome=_response_outcome,
-            size=lambda response: len(response.content),
+            outcome=outcome,
+            size=size,
         )
     )
-
-
-def _response_outcome(response: HttpResponse) -> str:
-    if response.status_code < 400:
-        return "ok"
-    try:
-        error = json.loads(response.content).get("error", {})
-    except (ValueError, AttributeError):
-        error = {}
-    data = error.get("data") if isinstance(error, dict) else None
-    reason = data.get("reason") if isinstance(data, dict) else None
-    if isinstance(reason, str):
-        return reason[:32]
-    code = error.get("code") if isinstance(error, dict) else None
-    return f"rpc{code}" if isinstance(code, int) else f"http-{response.status_code}"
 
 
 def run_request(message: Message, ctx: CallContext) -> Answer:

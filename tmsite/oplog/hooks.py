@@ -3,11 +3,12 @@
 The log knows no surface: each surface describes itself to it (its name, how it refuses, how
 an answer reads in the log), so the MCP and REST wire tables stay with their surfaces.
 
-* ``observe_exchange(request, answer, surface=…, protocol=…)`` wraps an HTTP endpoint that
-  answers requests one message at a time (MCP): it finds the caller, runs the endpoint, then
-  writes one log row per request it answered (or one for the exchange when there was none: an
-  envelope refusal, a notification), adds the ``RateLimit-Policy`` and ``RateLimit`` headers,
-  and logs a JSON line per row.
+* ``observe_answer(answer, …)`` wraps an HTTP endpoint that answers requests one message at a
+  time (MCP), over plain values (the caller, its address, the trace headers), and
+  ``observe_exchange(request, answer, …)`` one that has a Django request: it finds the
+  caller, runs the endpoint, then writes one log row per request it answered (or one for the
+  exchange when there was none: an envelope refusal, a notification), gives the
+  ``RateLimit-Policy`` and ``RateLimit`` headers, and logs a JSON line per row.
 * ``observe_call(call)`` runs one request a surface describes as a ``Call`` (its run and its
   refusal): over HTTP it spends the request's price from the caller's bucket first and answers
   the surface's refusal when the bucket is short; outside an observed exchange (stdio, the
@@ -15,8 +16,6 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
 * ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
   (REST): each request is an exchange of one ``Call`` (the surface's refusal, with
   ``Retry-After`` when the bucket is short, its span named by the route).
-* ``observe_bare(call, …)`` is ``observe_exchange`` of one ``call`` over plain values, for an
-  answer made without a Django request.
 
 One exchange (``_exchange``) and one ``observe_call`` under all four: what varies by surface is
 data (the ``Call``), not another copy of the order above.
@@ -94,6 +93,8 @@ LOGGED = "tm.logged"
 A = TypeVar("A")
 #: What an HTTP endpoint answers.
 R = TypeVar("R", bound=HttpResponseBase)
+#: What an exchange answers (a Django response, or the MCP endpoint's own answer).
+T = TypeVar("T")
 
 
 @dataclass
@@ -202,19 +203,26 @@ def mark_internal(response: HttpResponseBase) -> HttpResponseBase:
 def _status_outcome(response: HttpResponseBase) -> str:
     if getattr(response, "_tm_internal", False):
         return INTERNAL
-    status = response.status_code
+    content = response.content if isinstance(response, HttpResponse) else b""
+    return outcome_of(response.status_code, response.get("Content-Type"), content)
+
+
+def outcome_of(status: int, content_type: str | None, body: bytes) -> str:
+    """How an HTTP answer reads in the log.
+
+    ``accepted``, ``ok``, a JSON refusal's reason, a JSON-RPC error's ``rpc<code>``, else
+    ``http-<status>``.
+    """
     if status == 202:
         return "accepted"
     if status < 400:
         return "ok"
-    if isinstance(response, HttpResponse) and response.get("Content-Type", "").startswith(
-        "application/json"
-    ):
-        found = reason_of_text(response.content.decode("utf-8", "replace"))
+    if (content_type or "").startswith("application/json"):
+        found = reason_of_text(body.decode("utf-8", "replace"))
         if found:
             return found
         try:
-            code = json.loads(response.content).get("error", {}).get("code")
+            code = json.loads(body).get("error", {}).get("code")
         except (ValueError, AttributeError):
             code = None
         if isinstance(code, int):
@@ -420,48 +428,55 @@ def observe_exchange(
 ) -> R:
     """Run an endpoint's ``answer`` for ``request`` inside an observed exchange."""
     meta = request.META
-    exchange = Exchange(
-        surface,
-        caller.limited_in(meta),
-        timezone.now(),
-        time.perf_counter(),
-        protocol=protocol.strip()[:16],
+    response, decision = observe_answer(
+        lambda: answer(request),
+        surface=surface,
+        protocol=protocol,
+        who=caller.limited_in(meta),
+        address=caller.address_in(meta),
         trace=tracing.http_carrier(meta),
+        status=lambda response: response.status_code,
+        size=_body_size,
+        outcome=_status_outcome,
     )
-    with _exchange(exchange, caller.address_in(meta)):
-        response = answer(request)
-    if exchange.decision is not None:
-        rate_headers(response, exchange.decision)
-    _finish(exchange, response.status_code, _body_size(response), lambda: _status_outcome(response))
+    if decision is not None:
+        rate_headers(response, decision)
     meta[LOGGED] = True
     return response
 
 
-def observe_bare(
-    call: Call[A],
+def observe_answer(
+    answer: Callable[[], T],
     *,
     surface: str,
     protocol: str,
     who: str | None,
     address: str,
-    status: int,
-    trace: Mapping[str, Any] | None = None,
-) -> tuple[A, Decision | None]:
-    """:func:`observe_exchange` of one ``call`` answered without a Django request.
+    trace: Mapping[str, Any] | None,
+    status: Callable[[T], int],
+    size: Callable[[T], int],
+    outcome: Callable[[T], str],
+) -> tuple[T, Decision | None]:
+    """Run ``answer()`` inside an observed exchange over plain values.
 
-    For ``tmsite.mcp.express``: ``who`` is the rate limit's caller (None: not limited),
-    ``address`` the one :func:`caller_key` keeps in memory, ``status`` the answer's. The row is
-    the one the exchange would write (the exchange's duration, ``status``); the caller's
-    decision is returned for the answer's ``RateLimit`` fields; ``trace`` is the request's trace
-    context headers (``tracing.http_carrier``).
+    ``who`` is the rate limit's caller (None: not limited), ``address`` the one
+    :func:`caller_key` keeps in memory, ``trace`` the request's trace context headers. The
+    exchange's rows are written with the answer's ``status`` (and, for one row, its ``size``);
+    ``outcome`` is how the answer reads when no call was observed. Returns the answer and the
+    caller's decision, for its ``RateLimit`` fields.
     """
     exchange = Exchange(
-        surface, who, timezone.now(), time.perf_counter(), protocol=protocol, trace=trace
+        surface,
+        who,
+        timezone.now(),
+        time.perf_counter(),
+        protocol=protocol.strip()[:16],
+        trace=trace,
     )
     with _exchange(exchange, address):
-        answer = observe_call(call)
-    _finish(exchange, status, None, lambda: "ok")
-    return answer, exchange.decision
+        answered = answer()
+    _finish(exchange, status(answered), size(answered), lambda: outcome(answered))
+    return answered, exchange.decision
 
 
 def asked(what: Callable[[], tuple[str, Priced]]) -> None:

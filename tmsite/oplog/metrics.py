@@ -3,7 +3,7 @@
 Every request the box answers over MCP (HTTP or stdio) or REST, and every one the serving
 model refuses before it reaches them, becomes one request-log row (``recorder.record``); that
 row is what :func:`observe` counts, whether or not the log keeps it. So every serving path
-(``tmsite.mcp.express``, the endpoint's chain, the REST routes, ``tmsite.serve.guard``) is
+(the MCP endpoint in the event loop or on a thread, the REST routes, ``tmsite.serve.guard``) is
 counted by the one call, with the row's own outcome and duration.
 
 ================================================  =========  =====================================

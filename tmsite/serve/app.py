@@ -10,24 +10,28 @@ tmsite.serve``.) Only a complete request reaches a thread. A chunked body (no
 so everything behind reads it as any other; a framing that is ambiguous or not served, or a
 body that breaks off, is refused here (``guard.refuse_framing``, ``guard.refuse_unreadable``).
 
-Then, for ``POST /api/mcp``:
+Then ``/api/mcp`` is answered by the endpoint itself (``tmsite.mcp.endpoint.serve``, over the
+request's method, headers and body: no Django request, no middleware; the fields Django's
+``SecurityMiddleware`` would add are added here). The body is parsed once, here,
+and handed on parsed:
 
 * a request ``tmsite.mcp.prepared`` holds a current answer for (``ping``, ``tools/list``,
-  ``initialize``, a kept read whose links are not due to be compared, …) is answered
-  in the event loop with that answer, with no thread hop: by ``tmsite.mcp.express``, which
-  gives the answer the endpoint's chain would give (the same checks, headers, rate limit and
-  request-log row) without building Django's request, or, for what it leaves to the chain, by
-  the endpoint's own view behind the endpoint's own middleware
-  (``tmsite.wsgi.ENDPOINT_MIDDLEWARE``). It is taken only when nothing in it can wait on the
+  ``initialize``, a small file's read whose links are not due to be compared, …) is answered
+  in the event loop, with no thread hop. It is taken only when nothing in it can wait on the
   network or write the database: the rate-limit buckets are in this machine (not Redis), and
   the row is only queued (``recorder.deferred``): a batch it makes due wakes the request log's
   own thread, which writes it;
-* a ``subscriptions/listen`` POST and a session's ``GET`` (``Mcp-Session-Id``) pass the same
-  view on a thread, then are held as event streams in the loop (``tmsite.subscriptions.stream``,
+* a ``subscriptions/listen`` POST and a session's ``GET`` (``Mcp-Session-Id``) are answered on
+  a thread, then held as event streams in the loop (``tmsite.subscriptions.stream``,
   ``tmsite.subscriptions.sessionstream``);
-* every other MCP request runs the same view and middleware on a thread of the bounded pool
-  (``TM_WORKER_THREADS`` threads, 8 unless set), with Django's ``request_started`` and
-  ``request_finished`` signals around it as Django's own handler sends them.
+* every other MCP request is answered on a thread of the bounded pool (``TM_WORKER_THREADS``
+  threads, 8 unless set), with Django's ``request_started`` and ``request_finished`` signals
+  around it as Django's own handler sends them.
+
+Which requests came over TLS is judged as ``callers/tls.py`` and Django judge it (HSTS on
+those). Where Django's middleware would do more than add fields (the redirect to https of one
+that did not, ``PREPEND_WWW``, ``DISALLOWED_USER_AGENTS``), the MCP request goes through the
+site's WSGI application like every other URL, to the same endpoint.
 
 Every other URL (the site, REST, the admin) is the ordinary synchronous Django application
 (``tmsite.wsgi.application``) run on a thread of the same pool, its answer sent back to the
@@ -45,31 +49,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import contextvars
 import logging
 import os
+import re
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
-from typing import Any, cast
+from typing import Any
 
+from django.conf import settings
 from django.core import signals
-from django.core.exceptions import MiddlewareNotUsed
-from django.core.handlers.exception import convert_exception_to_response
-from django.core.handlers.wsgi import WSGIRequest
-from django.http import HttpResponse, HttpResponseBase
 from django.urls import set_script_prefix
-from django.utils.module_loading import import_string
 
 from tmsite import wsgi
 from tmsite.bus import delivery
 from tmsite.callers import buckets, caller
 from tmsite.core import tracing, work
-from tmsite.mcp import endpoint, express, prepared
-from tmsite.mcp.envelope import MAX_BODY_BYTES, valid_id
+from tmsite.core.settled import settled
+from tmsite.mcp import endpoint, prepared
+from tmsite.mcp.envelope import MAX_BODY_BYTES, ParseFailure, loads_strict, valid_id
 from tmsite.mcp.methods import METHODS
 from tmsite.mcp.protocol import (
     DEFAULT_HEADERLESS_VERSION,
@@ -110,138 +112,216 @@ def pool_size() -> int:
     return int(declared) if declared.isdigit() and int(declared) > 0 else 8
 
 
-# --- the endpoint's chain, without Django's handler -----------------------------------------
-
-
-def _endpoint_chain() -> Callable[[WSGIRequest], HttpResponseBase]:
-    """The MCP view behind ``ENDPOINT_MIDDLEWARE``.
-
-    Each layer converts exceptions as Django's handler does (a ``DisallowedHost`` is
-    ``handler400``'s JSON refusal).
-    """
-    handler = cast(
-        "Callable[[WSGIRequest], HttpResponseBase]",
-        convert_exception_to_response(endpoint.mcp_endpoint),
-    )
-    for path in reversed(wsgi.ENDPOINT_MIDDLEWARE):
-        try:
-            layer = import_string(path)(handler)
-        except MiddlewareNotUsed:  # as Django's handler: this layer is off under these settings
-            continue
-        handler = cast(
-            "Callable[[WSGIRequest], HttpResponseBase]", convert_exception_to_response(layer)
-        )
-    return handler
-
-
-_chain = _endpoint_chain()
+# --- the MCP endpoint ---------------------------------------------------------------------------
 
 
 #: The environ key of the event set when the request's client went away.
 GONE_KEY = "tm.gone"
 
 
-def _run_endpoint(environ: dict[str, Any]) -> HttpResponseBase:
-    set_script_prefix(environ.get("SCRIPT_NAME") or "/")
-    # this server holds streams, and sessions' ones
-    with delivery.serving(sessions=True), work.abandoned_when(environ.get(GONE_KEY)):
-        return _chain(WSGIRequest(environ))
-
-
-def _endpoint_on_thread(environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """The endpoint on a pool thread, between ``request_started`` and ``request_finished``."""
-    status, headers, content, _ = _held_on_thread(environ)
-    return status, headers, content
-
-
-def _held_on_thread(
-    environ: dict[str, Any],
-) -> tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]:
-    """As :func:`_endpoint_on_thread`, with the answer's stream result (None: none)."""
-    signals.request_started.send(sender=wsgi.EndpointHandler, environ=environ)
-    response = _run_endpoint(environ)
-    try:
-        held = response.result if isinstance(response, endpoint.StreamResponse) else None
-        return (*_parts(response), held)
-    finally:
-        response.close()  # request_finished: old database connections closed, counts flushed
-
-
-def _parts(response: HttpResponseBase) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    if isinstance(response, HttpResponse):
-        content = response.content
-    else:  # the endpoint never streams; kept whole all the same
-        content = b"".join(response)
-    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.items()]
-    headers.extend(
-        (b"set-cookie", cookie.output(header="").strip().encode("latin-1"))
-        for cookie in response.cookies.values()
+def asked_of(scope: Scope, body: bytes) -> endpoint.Asked:
+    """The MCP request of an ASGI HTTP ``scope`` whose body is ``body``, as plain values."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        headers[name] = headers[name] + "," + value if name in headers else value
+    server = scope.get("server") or ("127.0.0.1", 80)
+    client = scope.get("client") or ("", 0)
+    address = scope.get(caller.ADDRESS_KEY)  # worked out by the caller's cap (guard.py)
+    return endpoint.Asked(
+        scope["method"],
+        headers,
+        body,
+        peer=str(client[0]),
+        server=f"{server[0]}:{server[1] if server[1] is not None else 80}",
+        address=address if isinstance(address, str) else None,
     )
-    if not response.has_header("Content-Length"):
-        headers.append((b"content-length", str(len(content)).encode()))
-    return response.status_code, headers, content
+
+
+def _parsed(asked: endpoint.Asked) -> None:
+    """Parse a POST's body once, for the endpoint and for routing (a listen, an answer here)."""
+    body = asked.body
+    if asked.method != "POST" or body is None or len(body) > MAX_BODY_BYTES:
+        return
+    with contextlib.suppress(ParseFailure):  # the endpoint refuses it, with its reason
+        asked.value = loads_strict(body)
+
+
+def _served_on_thread(
+    asked: endpoint.Asked, gone: threading.Event | None, script: str
+) -> endpoint.Answered:
+    """The endpoint on a pool thread, between ``request_started`` and ``request_finished``."""
+    # what a receiver may read of the request, as under Django's handler
+    environ = {
+        "REQUEST_METHOD": asked.method,
+        "PATH_INFO": endpoint.MCP_PATH,
+        "SCRIPT_NAME": script,
+    }
+    signals.request_started.send(sender=Application, environ=environ)
+    try:
+        set_script_prefix(script)
+        # this server holds streams, and sessions' ones
+        with delivery.serving(sessions=True), work.abandoned_when(gone):
+            return endpoint.serve(asked)
+    finally:
+        # old database connections closed, counts flushed
+        signals.request_finished.send(sender=Application)
+
+
+Fields = tuple[tuple[bytes, bytes], ...]
+
+
+def parts_of(
+    answered: endpoint.Answered, security: Fields
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The endpoint's answer as it is sent: its fields, the ``security`` fields, its length."""
+    headers = [
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in answered.headers
+    ]
+    headers += security
+    if answered.stream is None:
+        headers.append((b"content-length", str(len(answered.body)).encode("ascii")))
+    return answered.status, headers, answered.body
+
+
+def security_fields(scope: Scope, asked: endpoint.Asked) -> Fields | None:
+    """The fields Django's middleware would add to the answer to ``asked``.
+
+    None where it would do more than add fields (the redirect to https, ``PREPEND_WWW``, a user
+    agent refused): such a request is served through the site's WSGI application, middleware
+    and all. Which requests came over TLS is judged as ``callers/tls.py`` and Django judge it.
+    """
+    settled_fields = _security_settings()
+    if settled_fields is None:
+        return None
+    fields, hsts, redirect = settled_fields
+    if not _secure(scope, asked):
+        return None if redirect else fields
+    return hsts + fields
+
+
+#: The header ``ForwardedProtoMiddleware`` settles, by its lower-cased name.
+_PROTO = "x-forwarded-proto"
+
+
+def _secure(scope: Scope, asked: endpoint.Asked) -> bool:
+    """``request.is_secure()`` behind ``ForwardedProtoMiddleware`` (on under ``TM_TLS``)."""
+    tls, proxy = _tls_settings()
+    if proxy is None:
+        return bool(scope.get("scheme", "http") == "https")
+    name, secure_value = proxy
+    told = asked.headers.get(name)
+    if tls and name == _PROTO and not caller.trusted(asked.peer):
+        told = None  # the middleware drops it: not from a trusted proxy
+    if told is not None:
+        secure = told.split(",", 1)[0].strip() == secure_value
+    else:
+        secure = bool(scope.get("scheme", "http") == "https")
+    if secure or not tls or name != _PROTO:
+        return secure
+    # the box's own reads over loopback: the middleware says https
+    address = asked.address
+    if address is None:
+        address = caller.address(asked.peer, asked.headers.get("x-forwarded-for"))
+    return caller.loopback(address) and secure_value == "https"
+
+
+@settled
+def _tls_settings() -> tuple[bool, tuple[str, str] | None]:
+    """``TM_TLS``, and the proxy's TLS header (lower-cased name, value) Django believes."""
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    header = None
+    if proxy is not None:
+        name = str(proxy[0]).removeprefix("HTTP_").replace("_", "-").lower()
+        header = (name, str(proxy[1]))
+    return bool(getattr(settings, "TM_TLS", False)), header
+
+
+@settled
+def _security_settings() -> tuple[Fields, Fields, bool] | None:
+    """What ``SecurityMiddleware`` adds (always, over TLS) and whether it redirects to https.
+
+    None when ``CommonMiddleware`` may redirect or refuse (``PREPEND_WWW``,
+    ``DISALLOWED_USER_AGENTS``), or Django would take the scheme from a ``META`` key that is
+    not a header's.
+    """
+    if settings.PREPEND_WWW or settings.DISALLOWED_USER_AGENTS:
+        return None
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    if proxy is not None and not str(proxy[0]).startswith("HTTP_"):
+        return None
+    fields: list[tuple[str, str]] = []
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        fields.append(("X-Content-Type-Options", "nosniff"))
+    policy = settings.SECURE_REFERRER_POLICY
+    if policy:  # a comma-separated string or a list of values, as the middleware joins them
+        values = [v.strip() for v in policy.split(",")] if isinstance(policy, str) else policy
+        fields.append(("Referrer-Policy", ",".join(values)))
+    opener = settings.SECURE_CROSS_ORIGIN_OPENER_POLICY
+    if opener:
+        fields.append(("Cross-Origin-Opener-Policy", opener))
+    hsts: list[tuple[str, str]] = []
+    if settings.SECURE_HSTS_SECONDS:
+        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+            value += "; includeSubDomains"
+        if settings.SECURE_HSTS_PRELOAD:
+            value += "; preload"
+        hsts.append(("Strict-Transport-Security", value))
+    path = endpoint.MCP_PATH.lstrip("/")
+    exempt = any(re.compile(pattern).search(path) for pattern in settings.SECURE_REDIRECT_EXEMPT)
+    return _encoded(fields), _encoded(hsts), bool(settings.SECURE_SSL_REDIRECT) and not exempt
+
+
+def _encoded(fields: list[tuple[str, str]]) -> Fields:
+    return tuple(
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in fields
+    )
 
 
 def _local_buckets() -> bool:
     return buckets.store_kind() != "redis"
 
 
-def _candidate(body: bytes) -> tuple[str, dict[str, Any]] | None:
-    """The method and params of a body that may have a prepared answer, else None."""
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):  # the thread refuses it, as the endpoint does
-        return None
-    if not isinstance(value, dict):
+def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | None:
+    """The prepared answer this MCP POST may be answered with in the event loop, else None.
+
+    Only where nothing in the answer can wait on the network or write the database: the
+    rate-limit buckets are in this machine (not Redis), the row is only queued
+    (``recorder.deferred``), a session is one this process found live (no query).
+    """
+    body, value = asked.body, asked.value
+    if body is None or len(body) > PREPARED_BODY_MAX or not isinstance(value, dict):
         return None
     method, rid, params = value.get("method"), value.get("id"), value.get("params")
+    params = {} if params is None else params
     if method not in PREPARED_METHODS or rid is None or not valid_id(rid):
         return None
-    if params is None:
-        return str(method), {}
-    return (str(method), params) if isinstance(params, dict) else None
-
-
-def _express(
-    environ: dict[str, Any], body: bytes
-) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
-    """The prepared answer to this MCP POST without Django's request (``tmsite.mcp.express``).
-
-    Under the conditions of the event loop's answers (see the module's text); None otherwise.
-    """
-    if len(body) > PREPARED_BODY_MAX or not _local_buckets() or not recorder.may_defer():
+    if not isinstance(params, dict) or not _local_buckets() or not recorder.may_defer():
         return None
-    with recorder.deferred(), delivery.serving(sessions=True):
-        return express.answer(environ, body)
-
-
-def answerable_in_loop(environ: dict[str, Any], body: bytes) -> bool:
-    """Whether this MCP POST may be answered in the event loop (see the module's text)."""
-    return _in_loop(environ, body) is not None
-
-
-def _in_loop(environ: dict[str, Any], body: bytes) -> tuple[prepared.Key, prepared.Prepared] | None:
-    """The prepared answer this MCP POST may be answered with in the event loop, else None."""
-    if len(body) > PREPARED_BODY_MAX or not _local_buckets() or not recorder.may_defer():
-        return None
-    token = environ.get("HTTP_MCP_SESSION_ID")
-    if token is not None and not sessions.known_live(token):  # checked on the thread
-        return None
-    found = _candidate(body)
-    if found is None:
-        return None
-    method, params = found
-    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-    version = header.strip(" \t") if header is not None else DEFAULT_HEADERLESS_VERSION
-    if version not in SUPPORTED_VERSIONS:
+    token = asked.headers.get("mcp-session-id")
+    version = endpoint.version_header(asked.headers) or DEFAULT_HEADERLESS_VERSION
+    # a session not found live yet is checked on the thread
+    if (token is not None and not sessions.known_live(token)) or version not in SUPPORTED_VERSIONS:
         return None
     try:
         key = prepared.variant(method, params, CallContext(version=version, transport="http"))
-        with delivery.serving(sessions=True):  # as the answer would be made here
-            entry = prepared.current(key) if key is not None else None
+        entry = prepared.current(key) if key is not None else None
     except Exception:  # a namespace not built yet, …: the thread builds it
         return None
     return None if key is None or entry is None else (key, entry)
+
+
+def answered_in_loop(asked: endpoint.Asked) -> endpoint.Answered | None:
+    """The answer to ``asked`` made in the event loop, or None when it needs a thread."""
+    # a batch due meanwhile is the flusher's to write
+    with recorder.deferred(), delivery.serving(sessions=True):
+        chosen = _in_loop(asked)
+        if chosen is None:
+            return None
+        with prepared.answering(*chosen):  # the answer is the one chosen
+            return endpoint.serve(asked)
 
 
 # --- the rest of the site, through its WSGI application --------------------------------------
@@ -386,10 +466,6 @@ def _environ_key(raw_name: bytes) -> str:
     if len(_ENVIRON_KEYS) < MAX_ENVIRON_KEYS:
         _ENVIRON_KEYS[raw_name] = key
     return key
-
-
-def _names_session(scope: Scope) -> bool:
-    return any(name.lower() == b"mcp-session-id" for name, _ in scope["headers"])
 
 
 def _announced(scope: Scope) -> int | None:
@@ -539,14 +615,20 @@ class Application:
             guard.leave(key)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
-        is_mcp = scope["path"] == wsgi.MCP_PATH
+        is_mcp = scope["path"] == endpoint.MCP_PATH
         body = await self._body(scope, receive, send, is_mcp)
         if body is None:
             return  # answered already
-        environ = environ_of(scope, body)
-        loop = asyncio.get_running_loop()
+        asked = asked_of(scope, body) if is_mcp else None
+        security = security_fields(scope, asked) if asked is not None else None
         try:
-            if not is_mcp:
+            if asked is not None and security is not None:
+                parts = await self._mcp(scope, receive, send, asked, security)
+                if parts is None:
+                    return  # held as a stream
+            else:
+                environ = environ_of(scope, body)
+                loop = asyncio.get_running_loop()
                 gathered = await _unless_gone(
                     receive,
                     environ,
@@ -555,42 +637,52 @@ class Application:
                 if gathered is None:
                     return  # streamed
                 parts = gathered
-            elif scope["method"] == "POST" and stream.is_listen(body):
-                await stream.serve(
-                    receive,
-                    send,
-                    environ,
-                    lambda: loop.run_in_executor(self.pool, _held_on_thread, environ),
-                )
-                return
-            elif scope["method"] == "GET" and _names_session(scope):  # its stream (SUB2)
-                await sessionstream.serve(
-                    receive,
-                    send,
-                    environ,
-                    lambda context: loop.run_in_executor(
-                        self.pool, context.run, _endpoint_on_thread, environ
-                    ),
-                )
-                return
-            elif scope["method"] == "POST" and (bare := _express(environ, body)) is not None:
-                parts = bare
-            elif scope["method"] == "POST" and (chosen := _in_loop(environ, body)) is not None:
-                # A batch due meanwhile is the flusher's to write; the answer is the one chosen.
-                with recorder.deferred(), prepared.answering(*chosen):
-                    parts = _parts(_run_endpoint(environ))
-            else:
-                parts = await _unless_gone(
-                    receive,
-                    environ,
-                    lambda: loop.run_in_executor(self.pool, _endpoint_on_thread, environ),
-                )
         except _Disconnected:
             return
         status, headers, content = parts
         if is_mcp:
             headers = _closing_if_unread(scope, body, headers)
         await _send_whole(send, status, headers, b"" if scope["method"] == "HEAD" else content)
+
+    async def _mcp(
+        self, scope: Scope, receive: Receive, send: Send, asked: endpoint.Asked, security: Fields
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        """The endpoint's answer to an MCP request; None when it was held as a stream."""
+        _parsed(asked)
+        loop = asyncio.get_running_loop()
+        script = scope.get("root_path") or "/"
+        if asked.method == "POST" and stream.is_listen(asked.value):
+            asked.held = True
+
+            async def held() -> tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]:
+                answered = await loop.run_in_executor(
+                    self.pool, _served_on_thread, asked, None, script
+                )
+                return (*parts_of(answered, security), answered.stream)
+
+            await stream.serve(receive, send, held)
+            return None
+        if asked.method == "GET" and "mcp-session-id" in asked.headers:  # its stream (SUB2)
+
+            async def opened(
+                context: contextvars.Context,
+            ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+                answered = await loop.run_in_executor(
+                    self.pool, context.run, _served_on_thread, asked, None, script
+                )
+                return parts_of(answered, security)
+
+            await sessionstream.serve(receive, send, asked.headers, opened)
+            return None
+        if asked.method == "POST" and (answered := answered_in_loop(asked)) is not None:
+            return parts_of(answered, security)
+        gone = threading.Event()
+        answered = await _unless_gone(
+            receive,
+            gone,
+            lambda: loop.run_in_executor(self.pool, _served_on_thread, asked, gone, script),
+        )
+        return parts_of(answered, security)
 
     async def _body(self, scope: Scope, receive: Receive, send: Send, is_mcp: bool) -> bytes | None:
         """The request's body, read against its deadline (chunked or not).
@@ -625,27 +717,30 @@ class Application:
 
 
 async def _unless_gone(
-    receive: Receive, environ: dict[str, Any], run: Callable[[], Awaitable[Any]]
+    receive: Receive, gone: dict[str, Any] | threading.Event, run: Callable[[], Awaitable[Any]]
 ) -> Any:
-    """``run()``'s result, while the client is heard: gone, ``environ[GONE_KEY]`` is set.
+    """``run()``'s result, while the client is heard: gone, its event is set.
 
-    The body was read whole before, so the next message the server sends is the client's
-    ``http.disconnect``; the thread sees the event at its next unit of work.
+    The event is ``gone``, or a WSGI environ's ``GONE_KEY``. The body was read whole before,
+    so the next message the server sends is the client's ``http.disconnect``; the thread sees
+    the event at its next unit of work.
 
     Raises:
         _Disconnected: the client went away: there is nobody to answer.
     """
-    gone = environ.setdefault(GONE_KEY, threading.Event())
+    event = (
+        gone if isinstance(gone, threading.Event) else gone.setdefault(GONE_KEY, threading.Event())
+    )
 
     async def listen() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
-        gone.set()
+        event.set()
 
     listening = asyncio.ensure_future(listen())
     try:
         result = await run()
-        if gone.is_set():
+        if event.is_set():
             raise _Disconnected
         return result
     finally:

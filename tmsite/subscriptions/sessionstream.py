@@ -45,7 +45,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -464,11 +464,10 @@ def watched() -> dict[str, set[str]]:
 # --- the request -----------------------------------------------------------------------------
 
 
-async def serve(receive: Receive, send: Send, environ: dict[str, Any], run: RunEndpoint) -> None:
-    """Answer one ``GET /api/mcp`` (see the module's text)."""
+async def serve(receive: Receive, send: Send, asked: Mapping[str, str], run: RunEndpoint) -> None:
+    """Answer one ``GET /api/mcp`` (see the module's text); ``asked``: its headers by name."""
     offer = sessions.StreamOffer(
-        accept=str(environ.get("HTTP_ACCEPT", "")),
-        last_event_id=environ.get("HTTP_LAST_EVENT_ID"),
+        accept=asked.get("accept", ""), last_event_id=asked.get("last-event-id")
     )
     token = sessions.offered(offer)
     try:

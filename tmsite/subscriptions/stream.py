@@ -36,7 +36,6 @@ from typing import Any
 
 from tmsite.bus import changes
 from tmsite.bus.changes import Change
-from tmsite.mcp import endpoint
 from tmsite.mcp.protocol import StreamResult
 from tmsite.oplog import hooks, metrics
 from tmsite.subscriptions import listen, sources
@@ -57,14 +56,8 @@ KEEPALIVE = b": keep-alive\n\n"
 _open: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[str], None]]] = {}
 
 
-def is_listen(body: bytes) -> bool:
-    """Whether ``body`` is one ``subscriptions/listen`` request (with an id)."""
-    if b"subscriptions/listen" not in body:
-        return False
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
+def is_listen(value: Any) -> bool:
+    """Whether a parsed body is one ``subscriptions/listen`` request (with an id)."""
     return isinstance(value, dict) and value.get("method") == listen.METHOD and "id" in value
 
 
@@ -91,9 +84,8 @@ def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     return head + b"event: message\ndata: " + data + b"\n\n"
 
 
-async def serve(receive: Receive, send: Send, environ: dict[str, Any], run: RunHeld) -> None:
+async def serve(receive: Receive, send: Send, run: RunHeld) -> None:
     """Answer one ``subscriptions/listen`` POST (see the module's text)."""
-    environ[endpoint.STREAM_KEY] = True  # this request may be held as a stream
     started = time.perf_counter()
     status, headers, body, held = await run()
     if not isinstance(held, listen.Plan):
