@@ -79,7 +79,8 @@ def change_sources_stay_in_their_test() -> Iterator[None]:
     removed after the test: a later test's listeners would otherwise also hear the sources
     built over an earlier test's settings. So are the 2025-11-25 sessions a process watches."""
     yield
-    from tmsite.subscriptions import sessionstream, sources
+    from tmsite.streams import sessionstream
+    from tmsite.subscriptions import sources
 
     if sources.installed():
         sources.uninstall()

@@ -17,12 +17,12 @@ LAYERS = {
     0: "core mime icon",
     1: "gitstore mcpclient check_registry admin_base version_rows bus",
     2: "blocks",
-    3: "entities servers kinds trails proposals subscriptions.models subscriptions.sessions search",
+    3: "entities servers kinds trails proposals search",
     4: "mounts mounts.base mounts.memo",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
-    7: "operations oplog callers",
+    7: "operations oplog callers subscriptions",
     8: "mcp rest",
-    9: "api urls admin_site site management demo checks apps settings wsgi asgi subscriptions",
+    9: "api urls admin_site site management demo checks apps settings wsgi asgi streams",
     10: "serve",  # the ASGI application over ``wsgi``'s
 }
 RANKS = {f"tmsite.{name}": rank for rank, names in LAYERS.items() for name in names.split()}

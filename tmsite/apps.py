@@ -20,7 +20,7 @@ class TmsiteConfig(AppConfig):
 
         registry.discover_blocks()  # each mount's blocks assemblers register themselves
 
-        from tmsite.subscriptions import listen, subscribe
+        from tmsite.streams import listen, subscribe
 
         listen.install()  # answered by the ASGI server and stdio, refused (saying so) elsewhere
         subscribe.install()  # answered for a session: stdio, or HTTP under the ASGI server

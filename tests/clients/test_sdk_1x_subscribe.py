@@ -22,7 +22,7 @@ import pytest
 from tests.clients import sdk_clients
 from tests.clients.sdk_clients import HOST
 from tmsite.mcp.protocol import LATEST_INITIALIZE_VERSION
-from tmsite.subscriptions import sessionstream
+from tmsite.streams import sessionstream
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("SUB2"), pytest.mark.slow]
 

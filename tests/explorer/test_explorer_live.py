@@ -20,7 +20,7 @@ from tests.subscriptions.helpers import Events, listen_body, listen_headers
 from tmsite.mounts import registry
 from tmsite.mounts.fs import watch as fswatch
 from tmsite.serve.app import Application
-from tmsite.subscriptions import listen
+from tmsite.streams import listen
 
 pytestmark = [pytest.mark.slow, pytest.mark.spec("SUB3")]
 

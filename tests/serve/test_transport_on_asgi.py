@@ -37,7 +37,7 @@ from tests.transport import (
 )
 from tmsite.oplog.models import RequestLog
 from tmsite.serve.app import Application
-from tmsite.subscriptions import stream
+from tmsite.streams import stream
 
 pytestmark = [
     pytest.mark.spec("T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9", "T10", "T12", "OP5"),

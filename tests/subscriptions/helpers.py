@@ -104,7 +104,7 @@ def complete(rid: Any) -> dict[str, Any]:
 
 def end_streams() -> None:
     """End every stream this process serves, gracefully, in its event loop (the worker stops)."""
-    from tmsite.subscriptions import stream
+    from tmsite.streams import stream
 
     for loop in stream.loops():
         loop.call_soon_threadsafe(stream.close_all)
@@ -112,7 +112,7 @@ def end_streams() -> None:
 
 def nothing_held() -> bool:
     """Whether no stream and no subscribed URI holds a slot of this process's caps."""
-    from tmsite.subscriptions import listen
+    from tmsite.streams import listen
 
     return listen.SLOTS.status() == {"streams": 0, "uris": 0, "callers": 0}
 

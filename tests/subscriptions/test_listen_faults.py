@@ -31,7 +31,7 @@ from tests.subscriptions.helpers import (
 from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
-from tmsite.subscriptions import listen
+from tmsite.streams import listen
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 

@@ -29,7 +29,7 @@ from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
-from tmsite.subscriptions import listen, stream
+from tmsite.streams import listen, stream
 
 pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from tmsite.mcp.protocol import (
     StreamOffer,
     StreamResult,
 )
-from tmsite.subscriptions import listen
+from tmsite.streams import listen
 
 pytestmark = [pytest.mark.spec("SUB1"), pytest.mark.django_db(transaction=True)]
 

@@ -44,7 +44,7 @@ from tmsite.bus import changes, redis_bus
 from tmsite.bus.changes import Bus, Change
 from tmsite.bus.redis_bus import RedisBackend
 from tmsite.core import sharedcache
-from tmsite.subscriptions import listen
+from tmsite.streams import listen
 
 pytestmark = [pytest.mark.spec("SUB3"), pytest.mark.slow]
 

@@ -35,7 +35,8 @@ from tmsite.mounts import registry
 from tmsite.mounts.fs import watch as fswatch
 from tmsite.oplog import recorder
 from tmsite.oplog.models import RequestLog
-from tmsite.subscriptions import listen, sessions, sessionstream, subscribe
+from tmsite.streams import listen, sessionstream, subscribe
+from tmsite.subscriptions import sessions
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
 pytestmark = [pytest.mark.spec("SUB2"), pytest.mark.slow]

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from tests.subscriptions.sessions_helpers import rpc, stream_headers
-from tmsite.subscriptions import sessions, subscribe
+from tmsite.streams import subscribe
+from tmsite.subscriptions import sessions
 
 pytestmark = [pytest.mark.spec("SUB2"), pytest.mark.django_db(transaction=True)]
 

@@ -36,7 +36,7 @@ from tests.subscriptions.sessions_helpers import (
 from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
-from tmsite.subscriptions import sessionstream
+from tmsite.streams import sessionstream
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB2", "SUB3"), pytest.mark.slow]
 

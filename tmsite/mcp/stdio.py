@@ -21,7 +21,7 @@ initialize-era version before any handshake. Batches are accepted only while tha
 allows them (2025-03-26 and older).
 
 Subscriptions: ``serve`` may be given what holds them (:class:`Held`, built over the
-:class:`Writer`; ``manage.py mcp_stdio`` gives :mod:`tmsite.subscriptions.stdio_stream`, a layer
+:class:`Writer`; ``manage.py mcp_stdio`` gives :mod:`tmsite.streams.stdio_stream`, a layer
 above this one). It answers the methods it names (``subscriptions/listen``,
 ``resources/subscribe``, ``resources/unsubscribe``) with the ordinary run of the request at
 hand, writes their notifications itself, hears the client's notifications

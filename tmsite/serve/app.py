@@ -22,8 +22,8 @@ and handed on parsed:
   the row is only queued (``recorder.deferred``): a batch it makes due wakes the request log's
   own thread, which writes it;
 * a ``subscriptions/listen`` POST and a session's ``GET`` (``Mcp-Session-Id``) are answered on
-  a thread, then held as event streams in the loop (``tmsite.subscriptions.stream``,
-  ``tmsite.subscriptions.sessionstream``);
+  a thread, then held as event streams in the loop (``tmsite.streams.stream``,
+  ``tmsite.streams.sessionstream``);
 * every other MCP request is answered on a thread of the bounded pool (``TM_WORKER_THREADS``
   threads, 8 unless set), with Django's ``request_started`` and ``request_finished`` signals
   around it as Django's own handler sends them.
@@ -81,7 +81,8 @@ from tmsite.mcp.protocol import (
 )
 from tmsite.oplog import logs, metrics, recorder
 from tmsite.serve import guard, lifeline
-from tmsite.subscriptions import sessions, sessionstream, sources, stream
+from tmsite.streams import sessionstream, stream
+from tmsite.subscriptions import sessions, sources
 
 logger = logging.getLogger("tmsite.serve")
 

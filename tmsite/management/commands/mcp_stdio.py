@@ -1,6 +1,6 @@
 """``python manage.py mcp_stdio``: serve MCP over newline-delimited JSON on stdin/stdout.
 
-Subscriptions of both eras are held (:mod:`tmsite.subscriptions.stdio_stream`): their
+Subscriptions of both eras are held (:mod:`tmsite.streams.stdio_stream`): their
 notifications are lines on stdout too.
 
 Spec: T11, SUB1, SUB2.
@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 from typing_extensions import override
 
 from tmsite.mcp.stdio import serve
-from tmsite.subscriptions.stdio_stream import StdioSubscriptions
+from tmsite.streams.stdio_stream import StdioSubscriptions
 
 
 class Command(BaseCommand):

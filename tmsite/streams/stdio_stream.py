@@ -4,7 +4,7 @@ What :func:`tmsite.mcp.stdio.serve` is given to hold (:class:`StdioSubscriptions
 
 * **2026-07-28 ``subscriptions/listen``** runs as every request does (the envelope, the method
   table, the request log), a stream offered in its context (``CallContext.stream``), so its
-  checks are HTTP's (:func:`tmsite.subscriptions.listen.plan`: the filter, each URI refused on
+  checks are HTTP's (:func:`tmsite.streams.listen.plan`: the filter, each URI refused on
   its own in the acknowledgement's ``_meta``, the caps — the process is the caller). The request
   stays open: the acknowledgement is written first, then each notification the filter asked
   for, tagged with the subscription id (the listen's request id). Several listens may be open
@@ -18,7 +18,7 @@ What :func:`tmsite.mcp.stdio.serve` is given to hold (:class:`StdioSubscriptions
   row of a listen is written when it ends, as over HTTP: its whole duration, the bytes written
   for it (the acknowledgement, what it was told, its end) and how it ended.
 * **2025-11-25 ``resources/subscribe`` / ``resources/unsubscribe``**: the process is the session
-  (:class:`~tmsite.subscriptions.subscribe.Session`); ``notifications/resources/updated {uri}``
+  (:class:`~tmsite.streams.subscribe.Session`); ``notifications/resources/updated {uri}``
   lines for the URIs subscribed to.
 * stdin closing ends every listen (nothing more is written) and the session.
 
@@ -47,7 +47,8 @@ from tmsite.mcp.envelope import Answer, Message, dumps, error_response
 from tmsite.mcp.protocol import INVALID_REQUEST, CallContext, StreamOffer
 from tmsite.mcp.stdio import Writer
 from tmsite.oplog import failures, hooks
-from tmsite.subscriptions import listen, sources, subscribe
+from tmsite.streams import listen, subscribe
+from tmsite.subscriptions import sources
 
 log = logging.getLogger("tmsite.subscriptions")
 

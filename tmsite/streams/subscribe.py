@@ -11,7 +11,7 @@ channel, until it unsubscribes or the session ends. Two transports hold sessions
 * **HTTP**, where streams are delivered (``python -m tmsite.serve``), for a request carrying a
   valid ``Mcp-Session-Id`` (:mod:`tmsite.subscriptions.sessions`): each subscription is a row
   keyed by the session's hash, the changes are told on the session's GET stream
-  (:mod:`tmsite.subscriptions.sessionstream`) wherever it is held, and the stream's worker
+  (:mod:`tmsite.streams.sessionstream`) wherever it is held, and the stream's worker
   learns the rows from the database (at once, when it is this process). The session's cap is
   ``Limits.uris_per_caller`` (``TM_LISTEN_URIS_PER_CALLER``, 256) URIs of at most
   ``TM_SESSION_URI_BYTES`` (65,536) characters in all; a caller may hold subscriptions in at
@@ -27,7 +27,7 @@ to tell of changes: ``-32601`` saying where streams are served; without a sessio
 session id that is not valid never gets here: the endpoint answers it 404).
 
 Everywhere: a request without ``params.uri`` is ``-32602``; the URI is checked as a listen
-checks each of its own (:func:`tmsite.subscriptions.listen.check_uri`: a ``tm://`` URI of this
+checks each of its own (:func:`tmsite.streams.listen.check_uri`: a ``tm://`` URI of this
 host naming a mount it serves), a refusal being the era's error for its reason (``bad-uri``
 -32602, ``not-found`` -32002, with the refusal's ``data``). The matching rule is the bus's
 (:func:`changes.affects`): a subscription to a collection is told each change beneath it, with
@@ -65,7 +65,8 @@ from tmsite.mcp.protocol import (
     RpcError,
 )
 from tmsite.oplog import hooks
-from tmsite.subscriptions import listen, sessions, sessionstream, sources
+from tmsite.streams import listen, sessionstream
+from tmsite.subscriptions import sessions, sources
 from tmsite.subscriptions.models import URI_MAX, SessionSubscription
 
 SUBSCRIBE = "resources/subscribe"

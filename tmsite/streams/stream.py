@@ -2,7 +2,7 @@
 
 The ASGI application hands a POST whose body is a ``subscriptions/listen`` request to
 :func:`serve`. The request runs the endpoint on a pool thread like any other (its checks, its
-rate-limit bucket, :mod:`tmsite.subscriptions.listen`); an answer that is not a stream (a
+rate-limit bucket, :mod:`tmsite.streams.listen`); an answer that is not a stream (a
 refusal) is sent as it is. One whose stream result is the listen's plan is an event stream held
 by a coroutine once the thread is done — no thread per stream:
 
@@ -38,7 +38,8 @@ from tmsite.bus import changes
 from tmsite.bus.changes import Change
 from tmsite.mcp.protocol import StreamResult
 from tmsite.oplog import hooks, metrics
-from tmsite.subscriptions import listen, sources
+from tmsite.streams import listen
+from tmsite.subscriptions import sources
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -106,7 +107,7 @@ class Held:
     """An event stream held in the event loop: its headers, queue, keep-alives and ends.
 
     What the listen stream and the 2025-11-25 session's GET stream
-    (:mod:`tmsite.subscriptions.sessionstream`) share: events are queued as bytes (from the
+    (:mod:`tmsite.streams.sessionstream`) share: events are queued as bytes (from the
     loop, :meth:`put`) and written by :meth:`pump` until the stream ends (:meth:`end`, from the
     loop), with a keep-alive comment when nothing was sent for a while and the idle end.
     """

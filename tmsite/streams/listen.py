@@ -1,8 +1,8 @@
 """``subscriptions/listen`` (2026-07-28, ``basic/patterns/subscriptions``): the request's checks.
 
-The method is answered by ``python -m tmsite.serve`` (:mod:`tmsite.subscriptions.stream` holds
+The method is answered by ``python -m tmsite.serve`` (:mod:`tmsite.streams.stream` holds
 the stream in the event loop) and by ``manage.py mcp_stdio``
-(:mod:`tmsite.subscriptions.stdio_stream`, the stream as lines on stdout). Over HTTP the
+(:mod:`tmsite.streams.stdio_stream`, the stream as lines on stdout). Over HTTP the
 request goes through the endpoint as every other one does — ``Origin`` and ``Host``, the
 envelope's rules, the 2026-07-28 ``_meta`` and headers, the caller's rate-limit bucket (a
 listen is priced ``listen``) — and reaches :func:`listen`, which checks what only a listen

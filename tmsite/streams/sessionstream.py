@@ -3,7 +3,7 @@
 ``GET /api/mcp`` with ``Accept: text/event-stream`` and a valid ``Mcp-Session-Id`` runs the
 endpoint on a pool thread like any request (``Origin``, ``Host``, the session's check:
 :mod:`tmsite.mcp.endpoint` rule 3a); when it says the stream may open, the stream is a coroutine
-(:class:`tmsite.subscriptions.stream.Held`, the listen stream's pieces): ``200``,
+(:class:`tmsite.streams.stream.Held`, the listen stream's pieces): ``200``,
 ``text/event-stream``, ``X-Accel-Buffering: no``, a keep-alive comment every
 ``TM_LISTEN_KEEPALIVE`` seconds, the end (the body closes) after ``TM_LISTEN_IDLE`` seconds
 without an event. Each event is ``notifications/resources/updated {uri}`` for a change that
@@ -29,7 +29,7 @@ process — and holds the bus's interest in them, so the change sources watch th
   comes. After a stream is cut its process goes on watching the session's URIs and keeping
   their events for the replay window, unless a newer stream of the session opened anywhere.
 * **Caps**: each open stream takes a slot of the listen streams' caps
-  (:data:`tmsite.subscriptions.listen.SLOTS`: per caller and in all); over one, the GET is
+  (:data:`tmsite.streams.listen.SLOTS`: per caller and in all); over one, the GET is
   answered 429 with the cap's refusal.
 
 Spec: SUB2.
@@ -56,9 +56,10 @@ from tmsite.bus.changes import Change
 from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
 from tmsite.oplog import hooks
-from tmsite.subscriptions import listen, sessions, sources
+from tmsite.streams import listen
+from tmsite.streams.stream import Held, Receive, RunEndpoint, Send, event, whole
+from tmsite.subscriptions import sessions, sources
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
-from tmsite.subscriptions.stream import Held, Receive, RunEndpoint, Send, event, whole
 
 log = logging.getLogger("tmsite.subscriptions")
 T = TypeVar("T")
