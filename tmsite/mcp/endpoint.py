@@ -153,6 +153,8 @@ class Asked:
         address: The caller's address when the server worked it out already (``caller``).
         value: The body parsed already (``loads_strict``), else ``UNPARSED``.
         held: Whether the server can hold the answer open as a stream (a listen).
+        offer: A session's GET stream the server can hold, which the endpoint fills in when it
+            opens one; None where no stream can be held.
     """
 
     method: str
@@ -163,6 +165,7 @@ class Asked:
     address: str | None = None
     value: Any = UNPARSED
     held: bool = False
+    offer: sessions.StreamOffer | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -401,7 +404,7 @@ def _serve(asked: Asked, read: list[Any]) -> Answered:
     if method == "OPTIONS":
         return _preflight(headers, origin)
     if method in ("GET", "DELETE") and delivery.here():
-        answered = _session_request(headers, method, origin)
+        answered = _session_request(headers, method, origin, asked.offer)
         if answered is not None:
             return answered
     if method != "POST":
@@ -443,7 +446,10 @@ def _session_of(headers: Mapping[str, str], value: Any) -> sessions.Session | No
 
 
 def _session_request(
-    headers: Mapping[str, str], method: str, origin: str | None
+    headers: Mapping[str, str],
+    method: str,
+    origin: str | None,
+    offer: sessions.StreamOffer | None,
 ) -> Answered | None:
     """Rule 3a for a GET or DELETE; None when it carries no session (405 as any other)."""
     token = headers.get("mcp-session-id")
@@ -455,8 +461,7 @@ def _session_request(
     if method == "DELETE":
         sessions.end(session)
         return _accepted(origin, 204)
-    offer = sessions.stream_offer()
-    if offer is None:  # answered on a thread of its own: no stream can be held here
+    if offer is None:  # no stream can be held here
         return None
 
     def opened() -> Answered:

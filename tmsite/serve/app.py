@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import os
 import re
@@ -664,16 +663,15 @@ class Application:
             await stream.serve(receive, send, held)
             return None
         if asked.method == "GET" and "mcp-session-id" in asked.headers:  # its stream (SUB2)
+            asked.offer = sessionstream.offer_of(asked.headers)
 
-            async def opened(
-                context: contextvars.Context,
-            ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+            async def opened() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
                 answered = await loop.run_in_executor(
-                    self.pool, context.run, _served_on_thread, asked, None, script
+                    self.pool, _served_on_thread, asked, None, script
                 )
                 return parts_of(answered, security)
 
-            await sessionstream.serve(receive, send, asked.headers, opened)
+            await sessionstream.serve(receive, send, asked.offer, opened)
             return None
         if asked.method == "POST" and (answered := answered_in_loop(asked)) is not None:
             return parts_of(answered, security)

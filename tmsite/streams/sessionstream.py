@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import datetime as dt
 import json
 import logging
@@ -465,18 +464,19 @@ def watched() -> dict[str, set[str]]:
 # --- the request -----------------------------------------------------------------------------
 
 
-async def serve(receive: Receive, send: Send, asked: Mapping[str, str], run: RunEndpoint) -> None:
-    """Answer one ``GET /api/mcp`` (see the module's text); ``asked``: its headers by name."""
-    offer = sessions.StreamOffer(
+def offer_of(asked: Mapping[str, str]) -> sessions.StreamOffer:
+    """The stream a ``GET /api/mcp`` with these headers (by name) may open."""
+    return sessions.StreamOffer(
         accept=asked.get("accept", ""), last_event_id=asked.get("last-event-id")
     )
-    token = sessions.offered(offer)
-    try:
-        context = contextvars.copy_context()
-    finally:
-        sessions.withdraw(token)
+
+
+async def serve(
+    receive: Receive, send: Send, offer: sessions.StreamOffer, run: RunEndpoint
+) -> None:
+    """Answer one ``GET /api/mcp`` (the module's text); its endpoint ``run`` fills ``offer``."""
     started = time.perf_counter()
-    status, headers, body = await run(context)
+    status, headers, body = await run()
     session = offer.session
     if session is None or status != 200:
         await whole(send, status, headers, body)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -45,9 +44,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 #: Runs the endpoint on a pool thread in a context; returns (status, headers, body).
-RunEndpoint = Callable[
-    [contextvars.Context], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]
-]
+RunEndpoint = Callable[[], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]]
 #: Runs the endpoint on a pool thread; returns (status, headers, body) and the answer's stream
 #: result (None: the answer is whole).
 RunHeld = Callable[[], Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes, StreamResult | None]]]

@@ -35,9 +35,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.core import signing
 from django.db import transaction
@@ -219,19 +217,6 @@ class StreamOffer:
     log: Callable[[int, int, str], None] | None = field(default=None)
 
 
-_offer: ContextVar[StreamOffer | None] = ContextVar("tm_session_stream_offer", default=None)
-
-
-def offered(offer: StreamOffer) -> Any:
-    """Set ``offer`` for the endpoint run in this context; returns the reset token."""
-    return _offer.set(offer)
-
-
-def stream_offer() -> StreamOffer | None:
-    """The GET stream offer of the request being answered (None: no stream can be held)."""
-    return _offer.get()
-
-
 def accepts_stream(accept: str) -> bool:
     """Whether ``Accept`` lists ``text/event-stream`` (or a wildcard over it) with q > 0."""
     for item in accept.split(","):
@@ -242,8 +227,3 @@ def accepts_stream(accept: str) -> bool:
             continue
         return True
     return False
-
-
-def withdraw(token: Any) -> None:
-    """Undo :func:`offered`."""
-    _offer.reset(token)
