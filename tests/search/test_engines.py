@@ -363,7 +363,7 @@ def test_a_word_ranked_by_tiers_has_the_hits_of_every_match_ranked(
     index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
     asked = [("kestrel", "tm://test/"), ("kestrel", "tm://test/fs/docs/tiers/"), ("kes", "tm://")]
     asked += [("kestrel section", "tm://test/"), ("kestrels plain", "tm://test/")]
-    asked += [("索", "tm://test/"), ("接続する", "tm://test/")]
+    asked += [("索", "tm://test/"), ("接続する", "tm://test/"), ("the", "tm://test/")]
 
     def hits() -> list[list[tuple[str, float]]]:
         return [

@@ -130,9 +130,9 @@ class Dialect:
         everything: The ``id`` and ``score`` of every matching passage without reading the
             passage table, or ``""`` where that saves nothing.
         tiered: Given ``where``, a statement for the ``id`` and ``score`` of the best ``FETCH``
-            passages matching it that scores fewer passages than all that match, and how many
-            times it holds ``where``; None where the engine has none. Its parameters: the
-            words, then ``where``'s for each time.
+            passages matching a query of one word and ``where``, scoring fewer passages than
+            all that match, and how many times it holds ``where``; None where the engine has
+            none. Its parameters: the words, then ``where``'s for each time.
     """
 
     word: str
@@ -208,14 +208,15 @@ def best(
     keeps each document's best, and reads whole only the ``want`` it returns. When those hold
     fewer documents than ``want`` (a few long documents full of the words), every matching
     passage is grouped instead. Ties go to more inbound links, then to the passage indexed
-    first.
+    first. A query of one word is cut by the dialect's ``tiered`` where it has one: the same
+    ``FETCH``, scoring only the passages that may be among them.
     """
     words = expression(dialect, query, any_word)
     every = f"SELECT p.id, {dialect.score} AS score FROM {dialect.matched} AND {where}"
     first = (f"{every} ORDER BY score DESC, p.id LIMIT {FETCH}", [words, *params])
     if everywhere and dialect.everything:
         first = (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words])
-    elif dialect.tiered is not None:
+    elif dialect.tiered is not None and _one_word(query):
         tiered, times = dialect.tiered(where)
         first = (tiered, [words, *params * times])
     found: list[Found] = []
@@ -226,6 +227,14 @@ def best(
         if len(found) >= want or not rows or rows[0][-1] < FETCH:  # the cut held every match
             break
     return found
+
+
+def _one_word(query: Query) -> bool:
+    """Whether ``query`` needs one term: one word, not 1 or 3+ CJK characters (prefix, phrase)."""
+    if len(query.needed) != 1:
+        return False
+    word = query.needed[0]
+    return not is_cjk(word) or len(word) == 2
 
 
 def _best_sql(dialect: Dialect, top: str, where: str) -> str:
