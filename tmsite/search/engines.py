@@ -366,9 +366,7 @@ class SqliteFts:
 _RANK = "ts_rank('{0.1, 0.2, 0.4, 1.0}', p.vec, q)"
 #: The lexemes of a passage's vector ``{0}`` weighted above the body (its title's, its
 #: heading's), and those found in the body alone, more than once; stripped of positions.
-TITLED = (
-    "array_to_tsvector(ARRAY(SELECT u.lexeme FROM unnest({0}) u WHERE NOT 'D' = ALL(u.weights)))"
-)
+TITLED = "strip(ts_filter({0}, '{{a,b,c}}'))"
 REPEATED = (
     "array_to_tsvector(ARRAY(SELECT u.lexeme FROM unnest({0}) u "
     "WHERE cardinality(u.positions) > 1 AND 'D' = ALL(u.weights)))"
