@@ -457,16 +457,28 @@ class PostgresFts:
         return bool(cursor.fetchone()[0])
 
     def add(self, cursor: Cursor, rows: Sequence[Row]) -> None:
-        """Store passages, one batch."""
-        cursor.executemany(
-            "WITH made AS (SELECT setweight(to_tsvector('english', %s), 'A') || "
-            "setweight(to_tsvector('english', %s), 'B') || "
-            "setweight(to_tsvector('english', %s), 'D') AS vec) "
-            "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, "
-            "heading, body, links, vec, titled, repeated) "
-            "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, vec, "
-            f"{TITLED.format('vec')}, {REPEATED.format('vec')} FROM made",
-            [[row.index_title, row.index_heading, row.index_body, *row.stored()] for row in rows],
+        """Store passages, one batch in one statement (in their order: their ids follow it).
+
+        Each column goes as an array: the statement is planned once a batch, not once a passage.
+        """
+        if not rows:
+            return
+        values = [
+            [*row.stored(), row.index_title, row.index_heading, row.index_body] for row in rows
+        ]
+        arrays = [list(column) for column in zip(*values, strict=True)]
+        types = ["text"] * 8 + ["int"] + ["text"] * 3
+        cursor.execute(
+            "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, heading, "
+            "body, links, vec, titled, repeated) "
+            "SELECT r.uri, r.address, r.mount, r.kind, r.mime_type, r.title, r.heading, r.body, "
+            f"r.links, made.vec, {TITLED.format('made.vec')}, {REPEATED.format('made.vec')} "
+            f"FROM unnest({', '.join(f'%s::{kind}[]' for kind in types)}) WITH ORDINALITY AS "
+            "r(uri, address, mount, kind, mime_type, title, heading, body, links, t, h, b, n), "
+            "LATERAL (SELECT setweight(to_tsvector('english', r.t), 'A') || "
+            "setweight(to_tsvector('english', r.h), 'B') || "
+            "setweight(to_tsvector('english', r.b), 'D') AS vec) made ORDER BY r.n",
+            arrays,
         )
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
