@@ -295,6 +295,26 @@ def test_a_search_inside_a_transaction_leaves_its_settings_as_they_were(
         assert found(using, "transports") == ["tm://test/fs/docs/connect.md"]
 
 
+def _explained(monkeypatch: pytest.MonkeyPatch, explain: str) -> list[str]:
+    """The plans of PostgreSQL's search statements from now on (``explain`` each, then run it)."""
+    plans: list[str] = []
+    bounded = engines.PostgresFts.bounded
+
+    @contextlib.contextmanager
+    def explained(self: engines.PostgresFts, connection: Any, seconds: float) -> Iterator[Any]:
+        with bounded(self, connection, seconds) as run:
+
+            def explaining(cursor: Any, sql: str, params: list[Any]) -> None:
+                run(cursor, f"{explain} {sql}", params)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+                run(cursor, sql, params)
+
+            yield explaining
+
+    monkeypatch.setattr(engines.PostgresFts, "bounded", explained)
+    return plans
+
+
 def test_a_word_in_most_passages_is_matched_through_the_index(
     checkout: Path, using: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,21 +328,7 @@ def test_a_word_in_most_passages_is_matched_through_the_index(
     index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
     with connections[using].cursor() as cursor:
         cursor.execute("ANALYZE search_passage")
-    plans: list[str] = []
-    bounded = engines.PostgresFts.bounded
-
-    @contextlib.contextmanager
-    def explained(self: engines.PostgresFts, connection: Any, seconds: float) -> Iterator[Any]:
-        with bounded(self, connection, seconds) as run:
-
-            def explaining(cursor: Any, sql: str, params: list[Any]) -> None:
-                run(cursor, f"EXPLAIN {sql}", params)
-                plans.append("\n".join(row[0] for row in cursor.fetchall()))
-                run(cursor, sql, params)
-
-            yield explaining
-
-    monkeypatch.setattr(engines.PostgresFts, "bounded", explained)
+    plans = _explained(monkeypatch, "EXPLAIN")
     assert len(found(using, "common")) == 10
     assert plans and all("Bitmap Index Scan on search_passage_vec" in plan for plan in plans)
     assert not any("Seq Scan" in plan for plan in plans)
@@ -391,21 +397,7 @@ def test_a_word_in_many_titles_ranks_only_the_passages_it_keeps(
         pytest.skip("a PostgreSQL plan")
     _tiers(checkout, "kestrel", engines.FETCH + 5, onces=250)
     index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
-    plans: list[str] = []
-    bounded = engines.PostgresFts.bounded
-
-    @contextlib.contextmanager
-    def explained(self: engines.PostgresFts, connection: Any, seconds: float) -> Iterator[Any]:
-        with bounded(self, connection, seconds) as run:
-
-            def explaining(cursor: Any, sql: str, params: list[Any]) -> None:
-                run(cursor, f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", params)
-                plans.append("\n".join(row[0] for row in cursor.fetchall()))
-                run(cursor, sql, params)
-
-            yield explaining
-
-    monkeypatch.setattr(engines.PostgresFts, "bounded", explained)
+    plans = _explained(monkeypatch, "EXPLAIN (ANALYZE, COSTS OFF)")
     hits = index.search(parse_query("kestrel"), "tm://test/", (), 10, using)
     assert [hit.title for hit in hits] == [f"The kestrel {n}" for n in range(10)]
     (plan,) = plans
@@ -414,3 +406,30 @@ def test_a_word_in_many_titles_ranks_only_the_passages_it_keeps(
     assert "search_passage_titled" in scans[0]
     assert f"rows={engines.FETCH + 5 + 12} " in scans[0]  # the titles and the headings
     assert all("(never executed)" in scan for scan in scans[1:])
+
+
+def test_a_rare_word_reads_only_the_passages_that_hold_it(
+    checkout: Path, using: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a small index (a few hundred passages) a word in few of them is matched through the
+    GIN index in every tier: no passage is read but by its id or the index's match (the tiers'
+    query, computed once for all, hid the word from the planner: it walked every passage in
+    ``id`` order for those holding it once, 6 ms a search on this checkout against 1.3)."""
+    if connections[using].vendor != "postgresql":
+        pytest.skip("a PostgreSQL plan")
+    for n in range(300):
+        rare = " An osprey." if n in (5, 150) else ""
+        (checkout / "docs" / f"note{n:03d}.md").write_text(f"# Note {n}\n\nA plain note.{rare}\n")
+    index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
+    with connections[using].cursor() as cursor:
+        cursor.execute("ANALYZE search_passage")
+    plans = _explained(monkeypatch, "EXPLAIN (ANALYZE, COSTS OFF)")
+    assert found(using, "osprey") == [f"tm://test/fs/docs/note{n}.md" for n in ("005", "150")]
+    (plan,) = plans
+    lines = plan.splitlines()
+    reads = [(line, lines[n + 1].strip()) for n, line in enumerate(lines) if " Scan " in line]
+    passages = [(line, then) for line, then in reads if "on search_passage" in line]
+    assert passages and all(
+        then.startswith(("Index Cond: ", "Recheck Cond: ")) for _, then in passages
+    ), plan
+    assert "Bitmap Index Scan on search_passage_vec" in plan

@@ -132,7 +132,7 @@ class Dialect:
         tiered: Given ``where``, a statement for the ``id`` and ``score`` of the best ``FETCH``
             passages matching a query of one word and ``where``, scoring fewer passages than
             all that match, and how many times it holds ``where``; None where the engine has
-            none. Its parameters: the words, then ``where``'s for each time.
+            none. Its parameters: the words, then the words and ``where``'s for each time.
     """
 
     word: str
@@ -218,7 +218,7 @@ def best(
         first = (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words])
     elif dialect.tiered is not None and _one_word(query):
         tiered, times = dialect.tiered(where)
-        first = (tiered, [words, *params * times])
+        first = (tiered, [words, *[words, *params] * times])
     found: list[Found] = []
     for top, top_params in (first, (every, [words, *params])):
         run(cursor, _best_sql(dialect, top, where), [*top_params, *params, want])
@@ -384,15 +384,23 @@ def _tiered(where: str) -> tuple[str, int]:
     the order of their ids, all their scores equal: only the passages kept are ranked, not
     every one that holds a common word. Any other query (several lexemes, as the parser may
     cut one word; a prefix) is ranked over every match. The statement holds ``where`` 4 times.
+
+    Each tier matches against its own ``to_tsquery`` of the words, which the planner folds to
+    a constant and prices by the word, and the passages holding it once are all found through
+    the GIN index before the first are kept: below a few thousand passages the planner would
+    otherwise walk the table in ``id`` order for them, reading every passage's vector.
     """
-    lone = "(SELECT numnode(q) = 1 AND querytree(q) NOT LIKE '%%:*' FROM asked)"
 
     def top(tier: str, room: str, ranked: bool = True) -> str:
-        columns = f"p.id, {_RANK} AS score" if ranked else "p.id"
-        order = "score DESC, p.id" if ranked else "p.id"
+        matched = f"search_passage p, to_tsquery('english', %s) q WHERE {tier} AND {where}"
+        limit = f"LIMIT (SELECT CASE WHEN lone THEN {room} END FROM asked)"
+        if ranked:
+            return f"SELECT p.id, {_RANK} AS score FROM {matched} ORDER BY score DESC, p.id {limit}"
+        # Every match of the tier first, then the first by id: asked for them in id order, the
+        # planner walks the passages by id, reading each one's vector (TOAST it does not price).
         return (
-            f"SELECT {columns} FROM asked, search_passage p WHERE {tier} AND {where} "
-            f"ORDER BY {order} LIMIT (SELECT CASE WHEN {lone} THEN {room} END)"
+            f"WITH matched AS MATERIALIZED (SELECT p.id FROM {matched}) "
+            f"SELECT id FROM matched ORDER BY id {limit}"
         )
 
     titled = top("p.titled @@ q", f"{FETCH} ELSE 0")
@@ -403,7 +411,8 @@ def _tiered(where: str) -> tuple[str, int]:
     once = top("p.vec @@ q AND NOT p.titled @@ q AND NOT p.repeated @@ q", left, ranked=False)
     every = top("p.vec @@ q", f"0 ELSE {FETCH}")
     sql = (
-        "WITH asked AS (SELECT to_tsquery('english', %s) AS q), "
+        "WITH asked AS (SELECT q, numnode(q) = 1 AND querytree(q) NOT LIKE '%%:*' AS lone "
+        "FROM to_tsquery('english', %s) q), "
         f"titled AS ({titled}), repeated AS ({repeated}), once AS ({once}), every AS ({every}) "
         "SELECT id, score FROM titled UNION ALL SELECT id, score FROM repeated "
         f"UNION ALL SELECT p.id, {_RANK} FROM asked, once JOIN search_passage p ON p.id = once.id "
