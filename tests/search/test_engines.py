@@ -408,6 +408,60 @@ def test_a_word_in_many_titles_ranks_only_the_passages_it_keeps(
     assert all("(never executed)" in scan for scan in scans[1:])
 
 
+def _asked_both_ways(
+    monkeypatch: pytest.MonkeyPatch, using: str, asked: list[tuple[str, str, tuple[str, ...]]]
+) -> tuple[list[list[tuple[str, float]]], list[list[tuple[str, float]]]]:
+    """The hits (addresses, scores) of each of ``asked`` (text, scope, kinds), 10 and ``FETCH``
+    deep, ranked as the engine ranks, then ranked over every match."""
+
+    def hits() -> list[list[tuple[str, float]]]:
+        return [
+            [
+                (hit.address, hit.score)
+                for hit in index.search(parse_query(text), scope, kinds, want, using)
+            ]
+            for text, scope, kinds in asked
+            for want in (10, engines.FETCH)
+        ]
+
+    tiered = hits()
+    with monkeypatch.context() as patch:
+        _ranked_over_every_match(patch)
+        return tiered, hits()
+
+
+def test_a_common_word_and_a_rare_one_have_the_hits_of_every_match_ranked(
+    checkout: Path, using: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Among 400 passages a word in most of them (in titles, headings, repeated and once, some
+    documents with links) and a word in three: by tiers, the same hits, scores and order as
+    ranking every match, below the root, a directory and a kind."""
+    if connections[using].vendor != "postgresql":
+        pytest.skip("PostgreSQL's tiers")
+    docs = checkout / "docs" / "many"
+    docs.mkdir()
+    for n in range(400):
+        title = "Harbour" if n % 40 == 7 else f"Note {n}"
+        heading = "\n\n## The harbour side\n" if n % 50 == 3 else ""
+        body = " ".join(["harbour"] * (1 + n % 3)) if n % 5 else "nothing of it"
+        rare = " and a rare osprey" if n in (13, 250, 399) else ""
+        link = f" See [note](n{n - 1:03d}.md)." if n % 9 == 0 and n else ""
+        (docs / f"n{n:03d}.md").write_text(f"# {title}\n\nA {body}{rare}.{link}{heading}\n")
+    index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
+    asked = [
+        (word, scope, kinds)
+        for word in ("harbour", "harbours", "osprey")
+        for scope, kinds in [
+            ("tm://test/", ()),
+            ("tm://test/fs/docs/many/", ()),
+            ("tm://", ("fs",)),
+        ]
+    ]
+    tiered, every = _asked_both_ways(monkeypatch, using, asked)
+    assert tiered == every
+    assert len(tiered[1]) == engines.FETCH and len(tiered[-1]) == 3
+
+
 def test_a_rare_word_reads_only_the_passages_that_hold_it(
     checkout: Path, using: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -433,3 +487,43 @@ def test_a_rare_word_reads_only_the_passages_that_hold_it(
         then.startswith(("Index Cond: ", "Recheck Cond: ")) for _, then in passages
     ), plan
     assert "Bitmap Index Scan on search_passage_vec" in plan
+
+
+def test_the_tiers_migration_fills_the_passages_already_indexed(
+    checkout: Path, using: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index built before the tiers (its passages without the two columns) is migrated in
+    place: every passage gets its titled and repeated lexemes, and a word's hits are those of
+    ranking every match."""
+    if connections[using].vendor != "postgresql":
+        pytest.skip("PostgreSQL's tiers")
+    from django.db.migrations.executor import MigrationExecutor
+
+    _tiers(checkout, "kestrel", 30, onces=engines.FETCH + 40)
+    index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
+    connection = connections[using]
+    MigrationExecutor(connection).migrate([("tm_search", "0003_passage_tiers")])
+    MigrationExecutor(connection).migrate([("tm_search", "0002_passage_links")])
+
+    def columns() -> set[str]:
+        with connection.cursor() as cursor:
+            described = connection.introspection.get_table_description(cursor, "search_passage")
+        return {column.name for column in described}
+
+    assert not {"titled", "repeated"} & columns()  # as before the tiers
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM search_passage")
+        passages = cursor.fetchone()[0]
+    MigrationExecutor(connection).migrate([("tm_search", "0003_passage_tiers")])
+    assert {"titled", "repeated"} <= columns()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(*) FILTER (WHERE titled @@ 'kestrel'), "
+            "count(*) FILTER (WHERE repeated @@ 'kestrel') FROM search_passage"
+        )
+        assert cursor.fetchone() == (passages, 30 + 12, 12)
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'search_passage'")
+        assert {"search_passage_titled", "search_passage_repeated"} <= {r[0] for r in cursor}
+    tiered, every = _asked_both_ways(monkeypatch, using, [("kestrel", "tm://test/", ())])
+    assert tiered == every
+    assert len(tiered[1]) == engines.FETCH
