@@ -527,3 +527,23 @@ def test_the_tiers_migration_fills_the_passages_already_indexed(
     tiered, every = _asked_both_ways(monkeypatch, using, [("kestrel", "tm://test/", ())])
     assert tiered == every
     assert len(tiered[1]) == engines.FETCH
+
+
+def test_a_search_after_a_build_reads_no_pending_gin_entries(checkout: Path, using: str) -> None:
+    """GIN gathers new entries in a pending list that every search reads whole until a vacuum
+    merges it: three lists for a word's tiers. The index merges them as it writes (a word in
+    14 of 2,000 new passages: 1.2-7.4 ms for the vector's index scan before, all of it the
+    list)."""
+    if connections[using].vendor != "postgresql":
+        pytest.skip("PostgreSQL's GIN indexes")
+    _tiers(checkout, "kestrel", 30, onces=60)
+    index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
+    (checkout / "docs" / "tiers" / "late.md").write_text("# A late kestrel\n\nkestrel kestrel\n")
+    index.sync({"fs": FsMount("test", checkout, ["docs"])}, using)
+    with connections[using].cursor() as cursor:
+        names = [f"search_passage_{column}" for column in ("vec", "titled", "repeated")]
+        cursor.execute(
+            "SELECT gin_clean_pending_list(name::regclass) FROM unnest(%s::text[]) name", [names]
+        )
+        assert [pages for (pages,) in cursor.fetchall()] == [0, 0, 0]  # nothing left to merge
+    assert found(using, "kestrel")[0] == "tm://test/fs/docs/tiers/late.md"

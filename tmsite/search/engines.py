@@ -422,6 +422,8 @@ def _tiered(where: str) -> tuple[str, int]:
     return sql, 4
 
 
+#: The passages' vectors, each under a GIN index ``search_passage_<column>``.
+_VECTORS = ("vec", "titled", "repeated")
 #: Settings local to each PostgreSQL search statement. The planner prices matching a passage's
 #: ``tsvector`` as if the row held it, not TOAST: for a word in a fifth of the passages it would
 #: read every passage's vector rather than the GIN index's matches, three times slower.
@@ -454,7 +456,7 @@ class PostgresFts:
             "repeated TSVECTOR NOT NULL)"
         )
         cursor.execute("CREATE INDEX IF NOT EXISTS search_passage_uri ON search_passage (uri)")
-        for column in ("vec", "titled", "repeated"):
+        for column in _VECTORS:
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS search_passage_{column} "
                 f"ON search_passage USING GIN ({column})"
@@ -489,6 +491,12 @@ class PostgresFts:
             "setweight(to_tsvector('english', r.b), 'D') AS vec) made ORDER BY r.n",
             arrays,
         )
+        # GIN gathers new entries in a pending list that every search of the index reads whole
+        # until a vacuum merges it: merged here, a search after a build reads only its word's.
+        merged = (
+            f"gin_clean_pending_list('search_passage_{column}'::regclass)" for column in _VECTORS
+        )
+        cursor.execute(f"SELECT {', '.join(merged)}")
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
