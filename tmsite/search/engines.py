@@ -7,7 +7,10 @@ differ only in how a passage is matched and scored, which :class:`Dialect` holds
 * SQLite: an FTS5 table over (title, heading, body) with the ``porter`` stemmer; scored by
   ``bm25`` with the title weighted 10 and the heading 4 against the body's 1.
 * PostgreSQL: a ``tsvector`` column under a GIN index, the ``english`` configuration (stems,
-  stopwords), the title weighted A, the heading B, the body D; scored by ``ts_rank``.
+  stopwords), the title weighted A, the heading B, the body D; scored by ``ts_rank``. Two small
+  vectors beside it, each under its own GIN index, name the lexemes that can score above a
+  single mention in the body (``titled``, ``repeated``): a query of one word ranks only the
+  passages that may be among its best (:func:`_tiered`).
 
 One query (:func:`best`) ranks on both: every matching passage is scored with only the few
 columns that name its document, the engine keeps the best ``FETCH`` of them and of those each
@@ -126,6 +129,10 @@ class Dialect:
         score: A matched passage's score, higher better.
         everything: The ``id`` and ``score`` of every matching passage without reading the
             passage table, or ``""`` where that saves nothing.
+        tiered: Given ``where``, a statement for the ``id`` and ``score`` of the best ``FETCH``
+            passages matching a query of one word and ``where``, scoring fewer passages than
+            all that match, and how many times it holds ``where``; None where the engine has
+            none. Its parameters: the words, then the words and ``where``'s for each time.
     """
 
     word: str
@@ -137,6 +144,7 @@ class Dialect:
     matched: str
     score: str
     everything: str
+    tiered: Callable[[str], tuple[str, int]] | None = None
 
 
 class Engine(Protocol):
@@ -200,13 +208,17 @@ def best(
     keeps each document's best, and reads whole only the ``want`` it returns. When those hold
     fewer documents than ``want`` (a few long documents full of the words), every matching
     passage is grouped instead. Ties go to more inbound links, then to the passage indexed
-    first.
+    first. A query of one word is cut by the dialect's ``tiered`` where it has one: the same
+    ``FETCH``, scoring only the passages that may be among them.
     """
     words = expression(dialect, query, any_word)
     every = f"SELECT p.id, {dialect.score} AS score FROM {dialect.matched} AND {where}"
     first = (f"{every} ORDER BY score DESC, p.id LIMIT {FETCH}", [words, *params])
     if everywhere and dialect.everything:
         first = (f"{dialect.everything} ORDER BY score DESC, id LIMIT {FETCH}", [words])
+    elif dialect.tiered is not None and _one_word(query):
+        tiered, times = dialect.tiered(where)
+        first = (tiered, [words, *[words, *params] * times])
     found: list[Found] = []
     for top, top_params in (first, (every, [words, *params])):
         run(cursor, _best_sql(dialect, top, where), [*top_params, *params, want])
@@ -215,6 +227,14 @@ def best(
         if len(found) >= want or not rows or rows[0][-1] < FETCH:  # the cut held every match
             break
     return found
+
+
+def _one_word(query: Query) -> bool:
+    """Whether ``query`` needs one term: one word, not 1 or 3+ CJK characters (prefix, phrase)."""
+    if len(query.needed) != 1:
+        return False
+    word = query.needed[0]
+    return not is_cjk(word) or len(word) == 2
 
 
 def _best_sql(dialect: Dialect, top: str, where: str) -> str:
@@ -340,6 +360,70 @@ class SqliteFts:
             raw.set_progress_handler(None, PROGRESS_STEPS)
 
 
+#: ``ts_rank``'s weights in its order D, C, B, A: body, —, heading, title. A word's repeats
+#: count less and less, so one title match stays above a body that repeats the word;
+#: ``ts_rank_cd`` adds them up, and costs nearly twice as much on a common word.
+_RANK = "ts_rank('{0.1, 0.2, 0.4, 1.0}', p.vec, q)"
+#: The lexemes of a passage's vector ``{0}`` weighted above the body (its title's, its
+#: heading's), and those found in the body alone, more than once; stripped of positions.
+TITLED = "strip(ts_filter({0}, '{{a,b,c}}'))"
+REPEATED = (
+    "array_to_tsvector(ARRAY(SELECT u.lexeme FROM unnest({0}) u "
+    "WHERE cardinality(u.positions) > 1 AND 'D' = ALL(u.weights)))"
+)
+
+
+def _tiered(where: str) -> tuple[str, int]:
+    """The best ``FETCH`` passages for a query of one word, ranking only those that may be.
+
+    For one lexeme ``ts_rank`` adds up the weights of the word's places in the passage: where
+    one is a title's or a heading's it scores at least 0.2 / (pi² / 6) = 0.12; where the body
+    alone holds it more than once, from 0.076 to below 0.1; once, exactly 0.1 / (pi² / 6) =
+    0.061. So the best ``FETCH`` are the best of those with the word in their ``titled``
+    lexemes, then the best of its ``repeated`` ones, then the passages that hold it once, in
+    the order of their ids, all their scores equal: only the passages kept are ranked, not
+    every one that holds a common word. Any other query (several lexemes, as the parser may
+    cut one word; a prefix) is ranked over every match. The statement holds ``where`` 4 times.
+
+    Each tier matches against its own ``to_tsquery`` of the words, which the planner folds to
+    a constant and prices by the word, and the passages holding it once are all found through
+    the GIN index before the first are kept: below a few thousand passages the planner would
+    otherwise walk the table in ``id`` order for them, reading every passage's vector.
+    """
+
+    def top(tier: str, room: str, ranked: bool = True) -> str:
+        matched = f"search_passage p, to_tsquery('english', %s) q WHERE {tier} AND {where}"
+        limit = f"LIMIT (SELECT CASE WHEN lone THEN {room} END FROM asked)"
+        if ranked:
+            return f"SELECT p.id, {_RANK} AS score FROM {matched} ORDER BY score DESC, p.id {limit}"
+        # Every match of the tier first, then the first by id: asked for them in id order, the
+        # planner walks the passages by id, reading each one's vector (TOAST it does not price).
+        return (
+            f"WITH matched AS MATERIALIZED (SELECT p.id FROM {matched}) "
+            f"SELECT id FROM matched ORDER BY id {limit}"
+        )
+
+    titled = top("p.titled @@ q", f"{FETCH} ELSE 0")
+    repeated = top(
+        "p.repeated @@ q AND NOT p.titled @@ q", f"{FETCH} - (SELECT count(*) FROM titled) ELSE 0"
+    )
+    left = f"{FETCH} - (SELECT count(*) FROM titled) - (SELECT count(*) FROM repeated) ELSE 0"
+    once = top("p.vec @@ q AND NOT p.titled @@ q AND NOT p.repeated @@ q", left, ranked=False)
+    every = top("p.vec @@ q", f"0 ELSE {FETCH}")
+    sql = (
+        "WITH asked AS (SELECT q, numnode(q) = 1 AND querytree(q) NOT LIKE '%%:*' AS lone "
+        "FROM to_tsquery('english', %s) q), "
+        f"titled AS ({titled}), repeated AS ({repeated}), once AS ({once}), every AS ({every}) "
+        "SELECT id, score FROM titled UNION ALL SELECT id, score FROM repeated "
+        f"UNION ALL SELECT p.id, {_RANK} FROM asked, once JOIN search_passage p ON p.id = once.id "
+        "UNION ALL SELECT id, score FROM every "
+        f"ORDER BY score DESC, id LIMIT {FETCH}"
+    )
+    return sql, 4
+
+
+#: The passages' vectors, each under a GIN index ``search_passage_<column>``.
+_VECTORS = ("vec", "titled", "repeated")
 #: Settings local to each PostgreSQL search statement. The planner prices matching a passage's
 #: ``tsvector`` as if the row held it, not TOAST: for a word in a fifth of the passages it would
 #: read every passage's vector rather than the GIN index's matches, three times slower.
@@ -357,11 +441,9 @@ class PostgresFts:
         either=" | ",
         passages="search_passage p",
         matched="search_passage p, to_tsquery('english', %s) q WHERE p.vec @@ q",
-        # Weights in ``ts_rank``'s order D, C, B, A: body, —, heading, title. A word's repeats
-        # count less and less, so one title match stays above a body that repeats the word;
-        # ``ts_rank_cd`` adds them up, and costs nearly twice as much on a common word.
-        score="ts_rank('{0.1, 0.2, 0.4, 1.0}', p.vec, q)",
+        score=_RANK,
         everything="",  # the text is in the row that names the document
+        tiered=_tiered,
     )
 
     def create(self, cursor: Cursor) -> None:
@@ -370,12 +452,15 @@ class PostgresFts:
             cursor.execute(sql)
         cursor.execute(
             "CREATE TABLE IF NOT EXISTS search_passage (id BIGSERIAL PRIMARY KEY, "
-            f"{_PASSAGE_COLUMNS}, vec TSVECTOR NOT NULL)"
+            f"{_PASSAGE_COLUMNS}, vec TSVECTOR NOT NULL, titled TSVECTOR NOT NULL, "
+            "repeated TSVECTOR NOT NULL)"
         )
         cursor.execute("CREATE INDEX IF NOT EXISTS search_passage_uri ON search_passage (uri)")
-        cursor.execute(
-            "CREATE INDEX IF NOT EXISTS search_passage_vec ON search_passage USING GIN (vec)"
-        )
+        for column in _VECTORS:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS search_passage_{column} "
+                f"ON search_passage USING GIN ({column})"
+            )
 
     def lock(self, cursor: Cursor) -> bool:
         """Whether this transaction may write the index."""
@@ -383,15 +468,35 @@ class PostgresFts:
         return bool(cursor.fetchone()[0])
 
     def add(self, cursor: Cursor, rows: Sequence[Row]) -> None:
-        """Store passages, one batch."""
-        cursor.executemany(
-            "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, "
-            "heading, body, links, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-            "setweight(to_tsvector('english', %s), 'A') || "
-            "setweight(to_tsvector('english', %s), 'B') || "
-            "setweight(to_tsvector('english', %s), 'D'))",
-            [[*row.stored(), row.index_title, row.index_heading, row.index_body] for row in rows],
+        """Store passages, one batch in one statement (in their order: their ids follow it).
+
+        Each column goes as an array: the statement is planned once a batch, not once a passage.
+        """
+        if not rows:
+            return
+        values = [
+            [*row.stored(), row.index_title, row.index_heading, row.index_body] for row in rows
+        ]
+        arrays = [list(column) for column in zip(*values, strict=True)]
+        types = ["text"] * 8 + ["int"] + ["text"] * 3
+        cursor.execute(
+            "INSERT INTO search_passage (uri, address, mount, kind, mime_type, title, heading, "
+            "body, links, vec, titled, repeated) "
+            "SELECT r.uri, r.address, r.mount, r.kind, r.mime_type, r.title, r.heading, r.body, "
+            f"r.links, made.vec, {TITLED.format('made.vec')}, {REPEATED.format('made.vec')} "
+            f"FROM unnest({', '.join(f'%s::{kind}[]' for kind in types)}) WITH ORDINALITY AS "
+            "r(uri, address, mount, kind, mime_type, title, heading, body, links, t, h, b, n), "
+            "LATERAL (SELECT setweight(to_tsvector('english', r.t), 'A') || "
+            "setweight(to_tsvector('english', r.h), 'B') || "
+            "setweight(to_tsvector('english', r.b), 'D') AS vec) made ORDER BY r.n",
+            arrays,
         )
+        # GIN gathers new entries in a pending list that every search of the index reads whole
+        # until a vacuum merges it: merged here, a search after a build reads only its word's.
+        merged = (
+            f"gin_clean_pending_list('search_passage_{column}'::regclass)" for column in _VECTORS
+        )
+        cursor.execute(f"SELECT {', '.join(merged)}")
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
