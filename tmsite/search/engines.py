@@ -493,10 +493,16 @@ class PostgresFts:
         )
         # GIN gathers new entries in a pending list that every search of the index reads whole
         # until a vacuum merges it: merged here, a search after a build reads only its word's.
+        # Only the indexes' owner may merge; another role leaves it to autovacuum.
         merged = (
             f"gin_clean_pending_list('search_passage_{column}'::regclass)" for column in _VECTORS
         )
-        cursor.execute(f"SELECT {', '.join(merged)}")
+        cursor.execute("SAVEPOINT tm_search_pending")
+        try:
+            cursor.execute(f"SELECT {', '.join(merged)}")
+        except DatabaseError:
+            cursor.execute("ROLLBACK TO SAVEPOINT tm_search_pending")
+        cursor.execute("RELEASE SAVEPOINT tm_search_pending")
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
