@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 
 from tests.entitymount.conftest import HOST, ROOT
-from tmsite.core.types import Content, Request
+from tests.kept_reads import answer_kept, count_reads, ordinary_read, post_read
 from tmsite.core.uri import parse
 from tmsite.entities import models as m
 from tmsite.entities.loaders import Records, fill
@@ -51,42 +51,7 @@ def served(settings: Any, shipped: Records) -> Iterator[Records]:
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """One item per read that reached the entity mount."""
-    seen: list[str] = []
-    original = entity_mount.EntityMount.read
-
-    def counted(self: entity_mount.EntityMount, req: Request) -> Content:
-        seen.append(req.text)
-        return original(self, req)
-
-    monkeypatch.setattr(entity_mount.EntityMount, "read", counted)
-    return seen
-
-
-def _post(uri: str, rid: int = 1) -> bytes:
-    body = {"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
-    reply = Client().post(
-        "/api/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={"MCP-Protocol-Version": "2025-11-25"},
-    )
-    assert reply.status_code == 200, reply.content
-    return reply.content
-
-
-def _ordinary(uri: str, rid: int = 1) -> bytes:
-    saved = prepared.variant
-    prepared.variant = lambda *args: None  # type: ignore[assignment]
-    try:
-        return _post(uri, rid)
-    finally:
-        prepared.variant = saved  # type: ignore[assignment]
-
-
-def _answer_kept(uri: str) -> bool:
-    """Whether the namespace keeps the read of ``uri`` with its MCP answer beside it."""
-    kept = registry.namespace().kept(uri)
-    return kept is not None and ("resources/read", "2025-11-25", uri) in kept.answers
+    return count_reads(monkeypatch, entity_mount.EntityMount)
 
 
 def _description(answer: bytes) -> str:
@@ -113,19 +78,19 @@ def _admin_form(client: Client, url: str) -> dict[str, str]:
 def test_an_unchanged_read_is_given_again_without_reading(
     served: Records, reads: list[str]
 ) -> None:
-    first = _post(PAD)
+    first = post_read(PAD)
     built = len(reads)
     assert built >= 1
-    assert _answer_kept(PAD), "kept"
-    assert _post(PAD) == _post(PAD) == first
+    assert answer_kept(PAD), "kept"
+    assert post_read(PAD) == post_read(PAD) == first
     assert len(reads) == built, "given again: the mount was not read"
-    assert _post(PAD, 9) == _ordinary(PAD, 9)
+    assert post_read(PAD, 9) == ordinary_read(PAD, 9)
 
 
 def test_a_correction_in_the_admin_is_read_at_once(
     served: Records, reads: list[str], admin_client: Client
 ) -> None:
-    before = _post(PAD)
+    before = post_read(PAD)
     assert _description(before) != CORRECTED
     pattern = m.Pattern.objects.get(key="pad-poll")
     url = f"/admin/tm_entities/pattern/{pattern.pk}/change/"
@@ -134,31 +99,31 @@ def test_a_correction_in_the_admin_is_read_at_once(
     assert admin_client.post(url, data).status_code == 302
     assert m.Correction.objects.count() == 1
     count = len(reads)
-    corrected = _post(PAD)
+    corrected = post_read(PAD)
     assert _description(corrected) == CORRECTED
     assert len(reads) > count, "read anew"
-    assert corrected == _ordinary(PAD)
+    assert corrected == ordinary_read(PAD)
     count = len(reads)
-    assert _post(PAD) == corrected and len(reads) == count, "and kept again"
+    assert post_read(PAD) == corrected and len(reads) == count, "and kept again"
 
 
 def test_a_record_saved_by_hand_is_read_at_once(served: Records, reads: list[str]) -> None:
-    assert _description(_post(PAD)) != CORRECTED
+    assert _description(post_read(PAD)) != CORRECTED
     pattern = m.Pattern.objects.get(key="pad-poll")
     pattern.description = CORRECTED
     pattern.save()  # neither a reload nor a correction: the load token and corrections stay
     count = len(reads)
-    saved = _post(PAD)
+    saved = post_read(PAD)
     assert _description(saved) == CORRECTED and len(reads) > count, "read anew"
-    assert saved == _ordinary(PAD)
+    assert saved == ordinary_read(PAD)
 
 
 def test_records_loaded_again_are_read_at_once(served: Records, reads: list[str]) -> None:
-    first = _post(PAD)
+    first = post_read(PAD)
     count = len(reads)
-    assert _post(PAD) == first and len(reads) == count, "kept"
+    assert post_read(PAD) == first and len(reads) == count, "kept"
     fill(served)  # another load writes every row's load token anew: no save signal
-    assert _post(PAD) == first, "the same records read the same"
+    assert post_read(PAD) == first, "the same records read the same"
     assert len(reads) > count, "but read anew"
 
 
@@ -201,26 +166,19 @@ def trails(settings: Any, shipped: Records, tmp_path: Path) -> Iterator[Path]:
 def test_a_trail_corrected_or_edited_is_read_at_once(
     trails: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[str] = []
-    original = trail_mount.TrailMount.read
-
-    def counted(self: trail_mount.TrailMount, req: Request) -> Content:
-        seen.append(req.text)
-        return original(self, req)
-
-    monkeypatch.setattr(trail_mount.TrailMount, "read", counted)
+    seen = count_reads(monkeypatch, trail_mount.TrailMount)
     walk = f"tm://{HOST}/trail/walk"
-    first = _post(walk)
+    first = post_read(walk)
     count = len(seen)
-    assert _post(walk) == first and len(seen) == count, "given again: the mount was not read"
+    assert post_read(walk) == first and len(seen) == count, "given again: the mount was not read"
     corrections.correct("walk", json.loads(_trail("Corrected")), None, "maintainer")
-    corrected = _post(walk)
+    corrected = post_read(walk)
     assert json.loads(json.loads(corrected)["result"]["contents"][0]["text"])["title"] == (
         "Corrected"
     )
-    assert corrected == _ordinary(walk)
+    assert corrected == ordinary_read(walk)
     (trails / "notes" / "trails" / "other.json").write_text(_trail("Another"))
     count = len(seen)
-    assert _post(walk) == _ordinary(walk) and len(seen) > count, "a new file: read anew"
+    assert post_read(walk) == ordinary_read(walk) and len(seen) > count, "a new file: read anew"
     assert registry.namespace().mounts["trail"].stamp(parse(f"tm://{HOST}/trail/")) is None
     assert index.current(trails).served("other") is not None

@@ -18,8 +18,8 @@ from django.test import Client
 
 from tests.git.scenario import FS, REPO, Scenario
 from tests.gitstore.builder import Builder
+from tests.kept_reads import answer_kept, count_reads, ordinary_read, post_read
 from tmsite import gitstore
-from tmsite.core.types import Content, Request
 from tmsite.core.uri import parse
 from tmsite.mcp import prepared
 from tmsite.mounts import registry
@@ -55,43 +55,7 @@ def walk(settings: Any, tmp_path: Path) -> Iterator[Builder]:
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """One item per read that reached the git mount."""
-    seen: list[str] = []
-    original = git_mount.GitMount.read
-
-    def counted(self: git_mount.GitMount, req: Request) -> Content:
-        seen.append(req.text)
-        return original(self, req)
-
-    monkeypatch.setattr(git_mount.GitMount, "read", counted)
-    return seen
-
-
-def _post(uri: str, rid: int = 1) -> bytes:
-    body = {"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
-    reply = Client().post(
-        "/api/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={"MCP-Protocol-Version": "2025-11-25"},
-    )
-    assert reply.status_code == 200, reply.content
-    return reply.content
-
-
-def _ordinary(uri: str, rid: int = 1) -> bytes:
-    """The answer built with nothing kept or looked up."""
-    saved = prepared.variant
-    prepared.variant = lambda *args: None  # type: ignore[assignment]
-    try:
-        return _post(uri, rid)
-    finally:
-        prepared.variant = saved  # type: ignore[assignment]
-
-
-def _answer_kept(uri: str) -> bool:
-    """Whether the namespace keeps the read of ``uri`` with its MCP answer beside it."""
-    kept = registry.namespace().kept(uri)
-    return kept is not None and ("resources/read", "2025-11-25", uri) in kept.answers
+    return count_reads(monkeypatch, git_mount.GitMount)
 
 
 def _text(answer: bytes) -> str:
@@ -106,38 +70,40 @@ def _commit(builder: Builder, text: bytes, when: int) -> str:
 
 
 def test_an_unchanged_read_is_given_again_without_reading(walk: Builder, reads: list[str]) -> None:
-    first = _post(NOTES)
+    first = post_read(NOTES)
     built = len(reads)
     assert built >= 1 and _text(first) == "first notes\n"
-    assert _answer_kept(NOTES), "kept"
-    assert _post(NOTES) == _post(NOTES) == first
+    assert answer_kept(NOTES), "kept"
+    assert post_read(NOTES) == post_read(NOTES) == first
     assert len(reads) == built, "given again: the mount was not read"
-    assert _post(NOTES, 41) == _ordinary(NOTES, 41)
+    assert post_read(NOTES, 41) == ordinary_read(NOTES, 41)
 
 
 def test_a_new_commit_on_the_branch_is_read_at_once(walk: Builder, reads: list[str]) -> None:
-    assert _text(_post(NOTES)) == "first notes\n"
+    assert _text(post_read(NOTES)) == "first notes\n"
     _commit(walk, b"second notes\n", 60)
     git_watch.refs_moved()  # as the ref watcher does when it sees main move
     before = len(reads)
-    moved = _post(NOTES)
+    moved = post_read(NOTES)
     assert _text(moved) == "second notes\n"
     assert len(reads) > before, "read anew"
-    assert moved == _ordinary(NOTES)
+    assert moved == ordinary_read(NOTES)
     again = len(reads)
-    assert _post(NOTES) == moved and len(reads) == again, "and kept again"
+    assert post_read(NOTES) == moved and len(reads) == again, "and kept again"
 
 
 def test_past_the_time_a_ref_is_trusted_the_move_is_read_untold(
     walk: Builder, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(git_mount, "REF_TTL", 0.0)  # every stamp reads the ref store
-    assert _text(_post(NOTES)) == "first notes\n"
+    assert _text(post_read(NOTES)) == "first notes\n"
     count = len(reads)
-    assert _text(_post(NOTES)) == "first notes\n" and len(reads) == count, "kept while main stays"
+    assert _text(post_read(NOTES)) == "first notes\n" and len(reads) == count, (
+        "kept while main stays"
+    )
     _commit(walk, b"third notes\n", 120)
-    assert _text(_post(NOTES)) == "third notes\n"
-    assert _post(NOTES) == _ordinary(NOTES)
+    assert _text(post_read(NOTES)) == "third notes\n"
+    assert post_read(NOTES) == ordinary_read(NOTES)
 
 
 def test_the_stamp_is_the_commit_the_branch_resolves_to(walk: Builder) -> None:
@@ -176,7 +142,7 @@ def test_the_working_copy_link_is_in_the_stamp(fresh: Scenario) -> None:
 
 
 def test_rest_and_the_resolve_tool_share_the_kept_read(walk: Builder, reads: list[str]) -> None:
-    assert _text(_post(NOTES)) == "first notes\n"
+    assert _text(post_read(NOTES)) == "first notes\n"
     count = len(reads)
     rest = Client().get("/api/v1/resolve", {"uri": NOTES})
     assert rest.status_code == 200 and rest.json()["text"] == "first notes\n"

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from django.core import signals
 
+from tests.kept_reads import answer_kept
 from tests.serve.inthread import served
 from tmsite.mcp import prepared
 from tmsite.mounts import memo, registry
@@ -106,12 +107,6 @@ def _ordinary(base: str, uri: str, rid: int) -> tuple[bytes, dict[str, str]]:
         prepared.variant = saved  # type: ignore[assignment]
 
 
-def _answer_kept(uri: str) -> bool:
-    """Whether the namespace keeps the read of ``uri`` with its MCP answer beside it."""
-    kept = registry.namespace().kept(uri)
-    return kept is not None and ("resources/read", "2025-11-25", uri) in kept.answers
-
-
 def _uri(*path: str) -> str:
     return f"tm://{HOST}/fs/" + "/".join(path)
 
@@ -129,7 +124,7 @@ def _kept_and_given_in_the_loop(base: str, uri: str, threaded: list[str]) -> byt
     before = len(threaded)
     first, first_headers = _post(base, uri, 1)
     assert len(threaded) == before + 1, "the first read is built on a thread"
-    assert _answer_kept(uri), "and kept"
+    assert answer_kept(uri), "and kept"
     again, headers = _post(base, uri, 1)
     third, _ = _post(base, uri, 1)
     assert len(threaded) == before + 1, "the next ones are given in the loop"
@@ -198,7 +193,7 @@ def test_a_file_changed_just_now_is_read_not_kept(
     second, _ = _post(base, uri, 1)
     assert first == second == _ordinary(base, uri, 1)[0]
     assert len(threaded) == 3, "each read built on a thread"
-    assert not _answer_kept(uri)
+    assert not answer_kept(uri)
 
 
 def test_a_new_link_from_another_mount_reaches_the_kept_read(
