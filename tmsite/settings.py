@@ -172,6 +172,7 @@ def database_from_url(url: str) -> dict[str, object]:
         raise ValueError("it names no SQLite file (an in-memory database is not shared)")
     else:
         options.setdefault("timeout", 20)
+        options.setdefault("transaction_mode", "IMMEDIATE")  # see _database
     if not options:
         del config["OPTIONS"]
     return config
@@ -205,9 +206,13 @@ def _database() -> tuple[dict[str, object], str]:
             # synced and removed each time (the request log writes a batch every few hundred
             # requests), and readers never wait for a writer. NORMAL syncs at checkpoints: a
             # process that dies loses nothing committed; a power cut may lose the last commits.
+            # A transaction takes the write lock as it begins (IMMEDIATE), waiting up to the
+            # timeout: a deferred one that read first is refused at once ("database is locked")
+            # when another process wrote since, and every transaction here writes.
             "OPTIONS": {
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
             },
         }
         return sqlite, ""

@@ -61,12 +61,12 @@ BIN = Path(sys.executable).parent
             {
                 "ENGINE": "django.db.backends.sqlite3",
                 "NAME": "/srv/tmsite/db.sqlite3",
-                "OPTIONS": {"timeout": 20},
+                "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
             },
         ),
         (
             "sqlite:///tmsite.sqlite3?timeout=5",
-            {"NAME": "tmsite.sqlite3", "OPTIONS": {"timeout": 5}},
+            {"NAME": "tmsite.sqlite3", "OPTIONS": {"timeout": 5, "transaction_mode": "IMMEDIATE"}},
         ),
     ],
 )
