@@ -102,7 +102,9 @@ def test_nginx_two_machines_postgresql_redis(
     lines = [line for log in logs for line in json_lines(log) if line["method"]]
     spent = sum(line["cost"] for line in lines if line["outcome"] != "rate-limited")
     assert spent <= 24 and spent > 24 - 4
-    assert len({line["pid"] for line in lines}) >= 3, "requests spread over the workers"
+    # nginx spreads them over both machines; which of a machine's workers accepts a connection
+    # nginx keeps open is the kernel's choice (the Prometheus test below opens one a request)
+    assert len({line["pid"] for line in lines}) >= 2, "requests spread over the machines"
     assert {log.name for log in logs if json_lines(log)} == {"machine-a.log", "machine-b.log"}
 
     # stopped, a machine fails its liveness check: the unit that restarts it follows
