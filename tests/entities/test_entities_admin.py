@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from django.test import Client
 
+from tests.admin_forms import change_form
 from tmsite.entities import models as m
 from tmsite.entities import records as R
 from tmsite.entities.loaders import Records, fill
@@ -16,25 +16,6 @@ pytestmark = [
     pytest.mark.urls("tests.entities.entities_admin_urls"),
     pytest.mark.spec("OP4", "ENT"),
 ]
-
-
-def _form(client: Client, url: str) -> dict[str, str]:
-    """The change form's inputs as the browser would post them (hidden management forms too)."""
-    html = client.get(url).content.decode()
-    data = {}
-    for tag in re.findall(r"<input[^>]*>", html):
-        name = re.search(r'name="([^"]+)"', tag)
-        value = re.search(r'value="([^"]*)"', tag)
-        if name and 'type="submit"' not in tag:
-            data[name.group(1)] = value.group(1) if value else ""
-    for name, value in re.findall(
-        r'<textarea[^>]*name="([^"]+)"[^>]*>\s*(.*?)</textarea>', html, re.S
-    ):
-        data[name] = value
-    for name, block in re.findall(r'<select[^>]*name="([^"]+)"[^>]*>(.*?)</select>', html, re.S):
-        chosen = re.search(r'<option value="([^"]*)"[^>]*selected', block)
-        data[name] = chosen.group(1) if chosen else ""
-    return data
 
 
 @pytest.mark.django_db
@@ -93,7 +74,7 @@ def test_a_correction_is_kept_with_who_and_when_and_outlives_reloads(
     pattern = m.Pattern.objects.get(key="pad-poll")
     original = pattern.description
     url = f"/admin/tm_entities/pattern/{pattern.pk}/change/"
-    data = _form(admin_client, url)
+    data = change_form(admin_client, url)
     data["description"] = "Strobes $4016, then reads eight buttons one bit at a time."
     data["key"] = "hacked"  # read-only: ignored
     response = admin_client.post(url, data)
@@ -137,7 +118,7 @@ def test_a_routine_correction_follows_its_key_across_reloads(
     record = game.routines[5]
     routine = m.Routine.objects.get(game__key=game.key, bank=record.bank, addr=record.addr)
     url = f"/admin/tm_entities/routine/{routine.pk}/change/"
-    data = _form(admin_client, url)
+    data = change_form(admin_client, url)
     other_kind = "dispatch" if record.kind != "dispatch" else "call"
     data["kind"] = other_kind
     data["addr"] = "1"  # read-only: ignored
@@ -162,7 +143,7 @@ def test_a_routine_correction_follows_its_key_across_reloads(
 def test_saving_without_a_change_records_nothing(admin_client: Client, loaded: Records) -> None:
     lesson = m.Lesson.objects.get(key="jump")
     url = f"/admin/tm_entities/lesson/{lesson.pk}/change/"
-    response = admin_client.post(url, _form(admin_client, url))
+    response = admin_client.post(url, change_form(admin_client, url))
     assert response.status_code == 302
     assert m.Correction.objects.count() == 0
 

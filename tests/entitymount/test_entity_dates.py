@@ -23,8 +23,8 @@ from mcp_types import _v2025_11_25 as v2025
 from mcp_types import _v2026_07_28 as v2026
 from mcp_types.methods import validate_server_result
 
+from tests.admin_forms import change_form
 from tests.entities.conftest import dump, make_large
-from tests.entities.test_entities_admin import _form
 from tests.entitymount.conftest import HOST, ROOT, make_space
 from tests.gitstore.builder import Builder
 from tests.transport.transport_helpers import STATELESS, modern_headers, modern_request, post
@@ -109,7 +109,7 @@ def test_a_correction_in_the_admin_moves_the_date_to_when_it_was_made(
     ns = make_space(dated)
     pattern = m.Pattern.objects.get(key="pad-poll")
     url = f"/admin/tm_entities/pattern/{pattern.pk}/change/"
-    form = _form(admin_client, url)
+    form = change_form(admin_client, url)
     form["description"] = "Strobes $4016, then reads eight bits."
     answer = admin_client.post(url, form)
     assert answer.status_code == 302, answer.content.decode()[:2000]

@@ -10,7 +10,6 @@ reads into the mount counted; each answer is the one the ordinary path builds wi
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from tests.admin_forms import change_form
 from tests.entitymount.conftest import HOST, ROOT
 from tests.kept_reads import answer_kept, count_reads, ordinary_read, post_read
 from tmsite.core.uri import parse
@@ -59,22 +59,6 @@ def _description(answer: bytes) -> str:
     return str(json.loads(text)["fields"]["description"])
 
 
-def _admin_form(client: Client, url: str) -> dict[str, str]:
-    """The change form's inputs as a browser posts them."""
-    html = client.get(url).content.decode()
-    data = {}
-    for tag in re.findall(r"<input[^>]*>", html):
-        name = re.search(r'name="([^"]+)"', tag)
-        value = re.search(r'value="([^"]*)"', tag)
-        if name and 'type="submit"' not in tag:
-            data[name.group(1)] = value.group(1) if value else ""
-    for name, value in re.findall(
-        r'<textarea[^>]*name="([^"]+)"[^>]*>\s*(.*?)</textarea>', html, re.S
-    ):
-        data[name] = value
-    return data
-
-
 def test_an_unchanged_read_is_given_again_without_reading(
     served: Records, reads: list[str]
 ) -> None:
@@ -94,7 +78,7 @@ def test_a_correction_in_the_admin_is_read_at_once(
     assert _description(before) != CORRECTED
     pattern = m.Pattern.objects.get(key="pad-poll")
     url = f"/admin/tm_entities/pattern/{pattern.pk}/change/"
-    data = _admin_form(admin_client, url)
+    data = change_form(admin_client, url)
     data["description"] = CORRECTED
     assert admin_client.post(url, data).status_code == 302
     assert m.Correction.objects.count() == 1
