@@ -32,6 +32,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port that refuses every connection while the block runs: bound, never
+    listening, and without SO_REUSEADDR, so no server started meanwhile (by a test run in
+    parallel) can take it, as one could take a port that was merely free."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
 def server_env(var_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a server under test: its own var/, no inherited TM_ settings."""
     var_dir.mkdir(parents=True, exist_ok=True)

@@ -542,21 +542,22 @@ def test_the_logins_in_the_admin_are_read_only(clock: FakeClock, maintainer: Use
 def test_with_the_rate_limits_redis_down_the_throttle_keys_callers_by_the_machines_secret(
     clock: FakeClock, maintainer: User, settings: Any, caplog: Any
 ) -> None:
-    """A Redis nothing listens on (a free loopback port): the login still counts failures, and
-    the caller's key is the machine's own for the day (its bucket file's, which every worker
-    of the machine shares), the same for each of its attempts."""
-    from tests.oplog.servers import free_port
+    """A Redis nothing listens on (a loopback port held refusing): the login still counts
+    failures, and the caller's key is the machine's own for the day (its bucket file's, which
+    every worker of the machine shares), the same for each of its attempts."""
+    from tests.oplog.servers import refusing_port
 
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+    with refusing_port() as port:
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": f"redis://127.0.0.1:{port}/0",
+            }
         }
-    }
-    settings.TM_RATE_STORE = "redis"
-    buckets._stores.clear()
-    door = Door(ALICE)
-    answers = [answer(door.post("maintainer", f"guess-{n}")) for n in range(6)]
+        settings.TM_RATE_STORE = "redis"
+        buckets._stores.clear()
+        door = Door(ALICE)
+        answers = [answer(door.post("maintainer", f"guess-{n}")) for n in range(6)]
     assert answers == [wrong()] * 4 + [wrong(ACCOUNT_LOCKED), refused(ACCOUNT_LOCKED)]
     keys = set(LoginEvent.objects.values_list("caller", flat=True))
     machine = buckets.FileStore(Path(settings.TM_RATE_FILE)).day_secret(clock())

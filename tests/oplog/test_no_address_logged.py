@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.oplog.servers import ROOT, free_port, gunicorn, migrate, nginx, server_env
+from tests.oplog.servers import ROOT, gunicorn, migrate, nginx, refusing_port, server_env
 
 pytestmark = pytest.mark.spec("OP2", "OP5")
 
@@ -79,8 +79,8 @@ def test_nginx_error_log_holds_no_client_address(tmp_path: Path) -> None:
     upstream log says what happened without the caller."""
     env = server_env(tmp_path / "var")
     migrate(env)
-    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     with ExitStack() as stack:
+        dead = f"http://127.0.0.1:{stack.enter_context(refusing_port())}"  # nothing listens
         live = stack.enter_context(gunicorn(env, workers=1, log=tmp_path / "g.log"))
         front = stack.enter_context(nginx([dead, live], tmp_path / "nginx"))
         for _ in range(4):

@@ -30,7 +30,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
-from tests.oplog.servers import ROOT, RedisProcess, free_port, redis_server, server_env
+from tests.oplog.servers import ROOT, RedisProcess, redis_server, refusing_port, server_env
 from tests.subscriptions.helpers import (
     SUB_ID,
     Events,
@@ -325,28 +325,31 @@ def test_past_the_bound_a_change_is_dropped_and_health_says_what_is_held(
     channel: str,
 ) -> None:
     # a real port nothing listens on: every PUBLISH is refused
-    bus = changes.bus()
-    backend = RedisBackend(bus, f"redis://127.0.0.1:{free_port()}/0", channel, held_max=3)
-    previous = bus.attach(backend)
-    try:
-        for n in range(5):
-            bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
-        wait_until(lambda: backend.status()["publishing"] == "failing", what="the first PUBLISH")
-        reply = Client().get("/api/v1/health")
-        assert reply.status_code == 200
-        body = reply.json()
-        assert body["status"] == "degraded"
-        found = body["bus"]
-        assert found["backend"] == "redis" and found["publishing"] == "failing"
-        assert found["held"] == 3 and found["dropped"] == 2 and found["sent"] == 0
-        assert found["publishFailed"] >= 1 and "Connection refused" in found["publishError"]
-        assert (
-            f"the change bus cannot publish to Redis ({found['publishError']}): 3 change(s) "
-            "held for the other machines, tried again"
-        ) in body["reasons"]
-    finally:
-        bus.attach(previous)
-        backend.close()
+    with refusing_port() as port:
+        bus = changes.bus()
+        backend = RedisBackend(bus, f"redis://127.0.0.1:{port}/0", channel, held_max=3)
+        previous = bus.attach(backend)
+        try:
+            for n in range(5):
+                bus.publish(Change("updated", uri=f"{H}/fs/docs/{n}.md"))
+            wait_until(
+                lambda: backend.status()["publishing"] == "failing", what="the first PUBLISH"
+            )
+            reply = Client().get("/api/v1/health")
+            assert reply.status_code == 200
+            body = reply.json()
+            assert body["status"] == "degraded"
+            found = body["bus"]
+            assert found["backend"] == "redis" and found["publishing"] == "failing"
+            assert found["held"] == 3 and found["dropped"] == 2 and found["sent"] == 0
+            assert found["publishFailed"] >= 1 and "Connection refused" in found["publishError"]
+            assert (
+                f"the change bus cannot publish to Redis ({found['publishError']}): 3 change(s) "
+                "held for the other machines, tried again"
+            ) in body["reasons"]
+        finally:
+            bus.attach(previous)
+            backend.close()
 
 
 # --- a listen stream on this process, a change from another --------------------------------
