@@ -18,7 +18,9 @@ log following renames (``git log --follow``), a whole-history log, a read at ``?
 (``git rev-list -1 --before`` and ``git cat-file``), the root tree to depth 3 (``git ls-tree -r
 -t -l``, which lists deeper) and the largest directory's listing, beside the git CLI. Give the
 repository a commit-graph with changed-path Bloom filters first (``manage.py tm_git maintain``
-or ``git commit-graph write --reachable --changed-paths``): both sides read it.
+or ``git commit-graph write --reachable --changed-paths``): both sides read it. ``maintain``
+also writes each pack's size table, which listings read and git has no counterpart of; the
+header line says how many packs have one.
 ``bench/git_agreement.py`` checks the answers line for line on files of the same repository.
 
 Each operation is timed *cold* (in-process caches cleared and a new repository handle opened,
@@ -365,10 +367,12 @@ def large(repo: Path, git: str, repeat: int) -> None:
     with gitstore.open_repo(repo) as probe:
         found = probe.graph()
         filters = found is not None and found.has_filters
+        packs = probe.pack_indexes()
+        tables = sum(reader.sizes is not None for reader, _buf in packs)
     print(
         f"commit-graph: {'yes' if graph.exists() else 'no'}; git verifies it: "
         f"{'yes' if verified.returncode == 0 else 'no'}; Bloom filters read: "
-        f"{'yes' if filters else 'no'}"
+        f"{'yes' if filters else 'no'}; size tables: {tables} of {len(packs)} packs"
     )
     count = subprocess.run(
         [git, "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True

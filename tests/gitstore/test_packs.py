@@ -7,17 +7,23 @@ resolution, and every answer is checked against dulwich's own reader and the git
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.core.management import call_command
 from dulwich.repo import Repo
 
 from tests.git_oracle import git_cli, needs_git, run_git
 from tests.gitstore.conftest import World
 from tmsite import gitstore
+from tmsite.gitstore.graphwrite import write_size_tables
 from tmsite.gitstore.repo import COMMIT, TYPE_NAMES, inflate, parse_commit, parse_walk
 
 pytestmark = pytest.mark.spec("GIT")
@@ -150,8 +156,6 @@ def test_parse_walk_falls_back_on_unusual_headers() -> None:
 def test_what_the_direct_reader_refuses_dulwich_reads(
     packed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sys
-
     module = sys.modules["tmsite.gitstore.repo"]
 
     def refuse(*_args: object) -> bytes:
@@ -165,3 +169,110 @@ def test_what_the_direct_reader_refuses_dulwich_reads(
             assert repo.raw(sha) == plain.object_store.get_raw(sha.encode("ascii"))
             assert repo.header(sha) == (repo.raw(sha)[0], size)
             assert TYPE_NAMES[repo.object_type(sha)] == kind
+
+
+# --- a pack's size table (``tm_git maintain``) ----------------------------------------------
+
+
+def _size_tables(path: Path) -> list[Path]:
+    folder = path / ".git" / "objects" / "info" / "sizes"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def _listed_sizes(path: Path) -> list[int]:
+    """The sizes a whole listing gives (``tree.py`` asks for them all at once)."""
+    gitstore.clear_caches()
+    with gitstore.open_repo(path) as repo:
+        head = gitstore.resolve(repo, None).commit
+        return [e.size for e in gitstore.list_tree(repo, head, "", depth=8) if e.size is not None]
+
+
+@needs_git
+def test_a_size_table_holds_every_size_git_gives_in_the_index_order(
+    packed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(packed, copy, symlinks=True)
+    without = _listed_sizes(copy)
+    settings.TM_CHECKOUT = tmp_path / "not-a-repository"
+    settings.TM_GIT_REPOS = {"packed": copy}
+    out = io.StringIO()
+    call_command("tm_git", "maintain", stdout=out)
+    assert "packed: wrote the size table of 1 pack(s)" in out.getvalue()
+    [table] = _size_tables(copy)
+    pack = next((copy / ".git" / "objects" / "pack").glob("*.pack"))
+    assert table.name == pack.with_suffix(".sizes").name  # named by the pack's checksum
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        assert write_size_tables(repo) == 0  # the pack has its table
+        [(reader, _buf)] = repo.pack_indexes()
+        assert reader.sizes is not None
+        git_sizes = {sha: size for sha, _kind, size in _all_objects(copy)}
+        in_order = sorted(git_sizes)  # the index's order: by id
+        assert list(reader.sizes) == [git_sizes[sha] for sha in in_order]
+
+        def unread(*_args: object) -> int:
+            raise AssertionError("an entry was read for its size")
+
+        monkeypatch.setattr(sys.modules["tmsite.gitstore.repo"], "packed_size", unread)
+        assert repo.sizes(in_order) == [git_sizes[sha] for sha in in_order]
+    assert _listed_sizes(copy) == without
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[:-4],  # cut short
+        lambda data: data + b"\0\0\0\0",  # one size too many
+        lambda data: b"XXXX" + data[4:],  # not a table
+        lambda data: data[:4] + b"\2\0\0\0" + data[8:],  # a version this reader does not know
+        lambda data: (
+            data[:8]
+            + (int.from_bytes(data[8:12], "little") - 1).to_bytes(4, "little")
+            + data[12:-4]
+        ),  # counts one object fewer than the pack
+    ],
+    ids=["cut", "long", "magic", "version", "count"],
+)
+def test_a_size_table_that_does_not_fit_its_pack_is_not_read(
+    packed: Path, tmp_path: Path, damage: Callable[[bytes], bytes]
+) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(packed, copy, symlinks=True)
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        write_size_tables(repo)
+    [table] = _size_tables(copy)
+    table.chmod(0o644)
+    table.write_bytes(damage(table.read_bytes()))
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        [(reader, _buf)] = repo.pack_indexes()
+        assert reader.sizes is None
+    assert _listed_sizes(copy) == _listed_sizes(packed)
+
+
+@needs_git
+def test_a_size_table_whose_pack_is_gone_is_removed(packed: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(packed, copy, symlinks=True)
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        write_size_tables(repo)
+    [old] = _size_tables(copy)
+    (copy / "more.txt").write_text("more\n")
+    _git(copy, "add", "more.txt")
+    _git(copy, "-c", "user.name=A", "-c", "user.email=a@x", "commit", "-q", "-m", "more")
+    _git(copy, "repack", "-a", "-d")  # one new pack of every object, the old one removed
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        assert write_size_tables(repo) == 1
+    [new] = _size_tables(copy)
+    pack = next((copy / ".git" / "objects" / "pack").glob("*.pack"))
+    assert new != old and new.name == pack.with_suffix(".sizes").name
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        [(reader, _buf)] = repo.pack_indexes()
+        git_sizes = {sha: size for sha, _kind, size in _all_objects(copy)}
+        assert reader.sizes is not None and sorted(reader.sizes) == sorted(git_sizes.values())

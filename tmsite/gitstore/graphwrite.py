@@ -20,6 +20,11 @@ file becomes the chain's base under its checksum first, as git renames it.
 dulwich's own writer is not used: it computes generations recursively and writes chunk
 offsets git refuses ("improper chunk offset(s)").
 
+Beside the graph, :func:`write_size_tables` gives each pack a table of its objects' sizes
+(:func:`~tmsite.gitstore.repo.read_size_table`), so that a listing reads a blob's size in one
+step rather than from its entry, inflating the head of a delta; a table whose pack is gone is
+removed.
+
 Spec: ANY2.
 """
 
@@ -29,7 +34,9 @@ import hashlib
 import os
 import re
 import struct
+import sys
 import tempfile
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +46,18 @@ from tmsite.gitstore import bloom
 from tmsite.gitstore.errors import GitError
 from tmsite.gitstore.repo import (
     COMMIT,
+    SIZE_TABLE_HEADER,
+    SIZE_TABLE_MAGIC,
     TAG,
     TREE,
+    UNKNOWN_SIZE,
     GitRepo,
     LazyCommitGraph,
     graph_file,
+    packed_size,
     parse_walk,
     read_commit_graph,
+    size_table_path,
 )
 from tmsite.gitstore.tree import is_tree_mode
 
@@ -400,6 +412,47 @@ def _add_layer(
     except OSError as exc:
         raise GitError(f"the commit-graph could not be written: {exc}") from exc
     return Written(target, count, made, too_many)
+
+
+_SIZE_TABLE_NAME = re.compile(r"pack-[0-9a-f]{40}\.sizes")
+
+
+def write_size_tables(repo: GitRepo) -> int:
+    """Give each pack without one its size table; remove the tables of packs that are gone.
+
+    Returns how many tables were written (none when every pack has one, or when a pack's
+    index cannot be read directly, as the reader then does not use tables either).
+
+    Raises:
+        GitError: a table cannot be written.
+    """
+    if sys.byteorder != "little" or array("I").itemsize != 4:
+        return 0  # the reader maps a table as native uint32s
+    written = 0
+    kept: set[str] = set()
+    try:
+        for reader, buf in repo.pack_indexes():
+            target = Path(size_table_path(repo.objects_path, reader.pack_checksum))
+            kept.add(target.name)
+            if reader.sizes is not None:
+                continue
+            table = array("I", [UNKNOWN_SIZE]) * reader.count
+            for index in range(reader.count):
+                size = packed_size(buf, reader.offset_at(index))
+                if 0 <= size < UNKNOWN_SIZE:
+                    table[index] = size
+            header = SIZE_TABLE_HEADER.pack(SIZE_TABLE_MAGIC, 1, reader.count)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_file(target, header + table.tobytes())
+            written += 1
+        folder = Path(repo.objects_path) / "info" / "sizes"
+        if folder.is_dir():
+            for stale in folder.iterdir():
+                if _SIZE_TABLE_NAME.fullmatch(stale.name) and stale.name not in kept:
+                    stale.unlink()
+    except OSError as exc:
+        raise GitError(f"a size table could not be written: {exc}") from exc
+    return written
 
 
 def _write_file(target: Path, content: bytes) -> None:

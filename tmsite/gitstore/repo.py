@@ -9,7 +9,8 @@ the object id, so threads and later handles on the same repository share it.
 Packed objects are read from the bytes dulwich's ``PackData`` has mapped, at the offset its
 pack index gives (searched directly in the index bytes dulwich has mapped): whole objects are
 inflated in one call, deltas are resolved through their entry headers with dulwich's
-``apply_delta``, and sizes and types come from the entry headers without inflating anything;
+``apply_delta``, and sizes and types come from the entry headers without inflating anything
+(sizes from the pack's size table, where ``tm_git maintain`` wrote one);
 whatever this reader does not understand is handed to dulwich's own ``Pack.get_raw``. Loose
 objects are read through the object store. The commit-graph — one file, or the chain of
 layers a split write leaves — is split into chunks by dulwich's reader and its records decoded
@@ -31,6 +32,7 @@ import mmap
 import os
 import re
 import struct
+import sys
 import threading
 import zlib
 from collections.abc import Callable
@@ -375,6 +377,35 @@ def _find_between(table: bytes | mmap.mmap, base: int, low: int, high: int, bina
     return -1 if at < 0 else (at - base) // 20
 
 
+#: A pack's size table (written by ``tm_git maintain``, :mod:`tmsite.gitstore.graphwrite`):
+#: ``objects/info/sizes/pack-<pack checksum>.sizes``, the header, then the size of each object
+#: of the pack in its index's order, a little-endian uint32 each, :data:`UNKNOWN_SIZE` for one
+#: of 4 GiB or more (or unreadable), whose size is then read from its entry as without a table.
+#: Named by the pack's checksum, a table never speaks of another pack's objects.
+SIZE_TABLE_HEADER = struct.Struct("<4sII")  # magic, version, object count
+SIZE_TABLE_MAGIC = b"TMSZ"
+UNKNOWN_SIZE = 0xFFFFFFFF
+
+
+def size_table_path(objects: str, pack_checksum: bytes) -> str:
+    """Where the size table of the pack with ``pack_checksum`` lies under ``objects``."""
+    return os.path.join(objects, "info", "sizes", f"pack-{pack_checksum.hex()}.sizes")
+
+
+def read_size_table(path: str, count: int) -> memoryview | None:
+    """The sizes of a table at ``path`` holding ``count`` objects, or None (none, or not one)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(SIZE_TABLE_HEADER.size + 4 * count + 1)
+    except OSError:
+        return None
+    if sys.byteorder != "little" or len(data) != SIZE_TABLE_HEADER.size + 4 * count:
+        return None
+    if SIZE_TABLE_HEADER.unpack_from(data) != (SIZE_TABLE_MAGIC, 1, count):
+        return None
+    return memoryview(data)[SIZE_TABLE_HEADER.size :].cast("I")
+
+
 class PackIndexReader:
     """Finds objects in a version-2 pack index through the index bytes dulwich has mapped.
 
@@ -383,7 +414,7 @@ class PackIndexReader:
     dulwich's own lookup bisects with a Python call per step, several times slower.
     """
 
-    __slots__ = ("_contents", "_count", "_fanout", "_large", "_names", "_offsets")
+    __slots__ = ("_contents", "_count", "_fanout", "_large", "_names", "_offsets", "sizes")
 
     def __init__(self, contents: bytes | mmap.mmap) -> None:
         if contents[:8] != b"\377tOc\0\0\0\2":
@@ -394,14 +425,32 @@ class PackIndexReader:
         self._names = 8 + 1024
         self._offsets = self._names + 24 * self._count  # after the names and the CRCs
         self._large = self._offsets + 4 * self._count
-        if len(contents) < self._large:
+        if len(contents) < self._large + 40:
             raise ValueError("the pack index is cut short")
+        #: The pack's size table, when it has one (:func:`read_size_table`).
+        self.sizes: memoryview | None = None
+
+    @property
+    def count(self) -> int:
+        """How many objects the pack holds."""
+        return int(self._count)
+
+    @property
+    def pack_checksum(self) -> bytes:
+        """The checksum of the pack the index is of (its name's hex)."""
+        return bytes(self._contents[len(self._contents) - 40 : len(self._contents) - 20])
+
+    def index(self, binary: bytes) -> int:
+        """The object's position in the index, or -1 when this pack does not hold it."""
+        return find_id(self._contents, self._names, self._fanout, binary)
 
     def offset(self, binary: bytes) -> int | None:
         """The pack offset of the object, or None when this pack does not hold it."""
         index = find_id(self._contents, self._names, self._fanout, binary)
-        if index < 0:
-            return None
+        return None if index < 0 else self.offset_at(index)
+
+    def offset_at(self, index: int) -> int:
+        """The pack offset of the object at ``index`` in the index."""
         contents = self._contents
         (value,) = struct.unpack_from(">L", contents, self._offsets + 4 * index)
         if value & 0x80000000:
@@ -879,16 +928,21 @@ class GitRepo:
                 continue
         return None
 
-    @staticmethod
-    def _index_reader(pack: Pack) -> PackIndexReader | None:
-        """A direct reader over the pack's mapped index, or None to use dulwich's lookup."""
+    def _index_reader(self, pack: Pack) -> PackIndexReader | None:
+        """A direct reader over the pack's mapped index, or None to use dulwich's lookup.
+
+        The reader carries the pack's size table, when it has one.
+        """
         try:
             index = pack.index
             if not isinstance(index, PackIndex2):
                 return None
-            return PackIndexReader(index._contents)
+            reader = PackIndexReader(index._contents)
         except (AttributeError, ValueError, struct.error, OSError):
             return None
+        path = size_table_path(self.objects_path, reader.pack_checksum)
+        reader.sizes = read_size_table(path, reader.count)
+        return reader
 
     def _read_at(self, pack: Pack, offset: int, depth: int = 0) -> tuple[int, bytes]:
         """The type number and content of the pack entry at ``offset``, deltas applied.
@@ -1385,9 +1439,10 @@ class GitRepo:
     def sizes(self, shas: list[str]) -> list[int]:
         """The sizes of many objects at once, under one hold of the lock.
 
-        A listing asks for thousands. A packed object's size comes from its pack entry header,
-        read in place (a delta's from the head of its delta data); the others' from the cache,
-        else as :meth:`header` finds them.
+        A listing asks for thousands. A packed object's size comes from its pack's size table
+        where ``tm_git maintain`` wrote one, else from its pack entry header, read in place (a
+        delta's from the head of its delta data); the others' from the cache, else as
+        :meth:`header` finds them.
 
         Raises:
             GitError: an object is missing or unreadable.
@@ -1400,9 +1455,15 @@ class GitRepo:
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
                     for reader, buf in direct:
-                        offset = reader.offset(binary)
-                        if offset is not None:
-                            out[at] = _packed_size(buf, offset)
+                        index = reader.index(binary)
+                        if index >= 0:
+                            table = reader.sizes
+                            known = UNKNOWN_SIZE if table is None else table[index]
+                            out[at] = (
+                                known
+                                if known != UNKNOWN_SIZE
+                                else packed_size(buf, reader.offset_at(index))
+                            )
                             break
                     if out[at] >= 0:
                         continue
@@ -1413,6 +1474,19 @@ class GitRepo:
         except (OSError, ValueError, AssertionError, IndexError) as exc:
             raise GitError(f"an object could not be read: {exc.__class__.__name__}") from exc
         return out
+
+    def pack_indexes(self) -> list[tuple[PackIndexReader, bytes | mmap.mmap]]:
+        """Each pack's index reader with the pack's mapped bytes.
+
+        Empty when any pack's index cannot be read directly.
+        """
+        with self._lock:
+            return self._direct_indexes()
+
+    @property
+    def objects_path(self) -> str:
+        """The repository's object directory."""
+        return str(getattr(self._repo.object_store, "path", ""))
 
     def _direct_indexes(self) -> list[tuple[PackIndexReader, bytes | mmap.mmap]]:
         """Each pack's index reader with its mapped bytes (lock held); empty if any is unusable.
@@ -1439,7 +1513,7 @@ class GitRepo:
         return self._header_field(sha, "size")
 
 
-def _packed_size(buf: bytes | mmap.mmap, offset: int) -> int:
+def packed_size(buf: bytes | mmap.mmap, offset: int) -> int:
     """The size of the object at a pack offset from its entry header, -1 where it cannot tell.
 
     A whole object's header holds it; a delta's is the target size at the head of its delta

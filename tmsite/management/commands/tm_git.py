@@ -11,7 +11,8 @@ then, never wrongly. Once there is a graph, ``maintain`` writes only the commits
 new layer of a split chain (``git commit-graph write --split``'s format; git reads and extends
 it), and the whole graph again as one file when the new commits are more than half the top
 layer's, so a chain stays short. ``--whole`` writes the one file now, superseding a chain, as
-git's own whole write does.
+git's own whole write does. Each pack is also given a table of its objects' sizes
+(``objects/info/sizes/``), which a listing reads in place of each blob's pack entry.
 
 Spec: ANY2.
 """
@@ -25,7 +26,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from typing_extensions import override
 
 from tmsite import gitstore
-from tmsite.gitstore.graphwrite import write_commit_graph
+from tmsite.gitstore.graphwrite import write_commit_graph, write_size_tables
 from tmsite.mounts.git.settings import is_repository, read_settings
 
 
@@ -65,16 +66,19 @@ class Command(BaseCommand):
                     done = write_commit_graph(
                         repo, filters=not options["no_filters"], whole=options["whole"]
                     )
+                    tables = write_size_tables(repo)
             except gitstore.GitError as exc:
                 raise CommandError(f"{name}: {exc}") from exc
             if done.path is None:
                 self.stdout.write(f"{name}: the commit-graph holds every commit already")
-                continue
-            self.stdout.write(
-                f"{name}: wrote {done.path} — {done.commits} commits, {done.filters} Bloom "
-                f"filters ({done.too_many} marked as changing too many paths) in "
-                f"{time.perf_counter() - started:.1f} s"
-            )
+            else:
+                self.stdout.write(
+                    f"{name}: wrote {done.path} — {done.commits} commits, {done.filters} Bloom "
+                    f"filters ({done.too_many} marked as changing too many paths) in "
+                    f"{time.perf_counter() - started:.1f} s"
+                )
+            if tables:
+                self.stdout.write(f"{name}: wrote the size table of {tables} pack(s)")
 
 
 def _served() -> dict[str, str]:
