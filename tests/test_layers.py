@@ -18,7 +18,7 @@ LAYERS = {
     1: "gitstore mcpclient check_registry admin_base version_rows bus",
     2: "blocks",
     3: "entities servers kinds trails proposals search",
-    4: "mounts mounts.base mounts.memo",  # ``mounts``: the package's own __init__
+    4: "mounts mounts.base",  # ``mounts``: the package's own __init__
     6: "mounts.registry mounts.namespace",
     7: "operations oplog callers subscriptions",
     8: "mcp rest",

@@ -16,7 +16,8 @@ from tests.entitymount.conftest import HOST, ROOT, make_space
 from tmsite.core.errors import NotFound
 from tmsite.entities import models as m
 from tmsite.entities.loaders import Records
-from tmsite.mounts import memo, registry
+from tmsite.mounts import namespace as namespace_module
+from tmsite.mounts import registry
 from tmsite.mounts.namespace import Namespace
 from tmsite.mounts.trail.checks import trail_checks
 from tmsite.trails import index
@@ -73,7 +74,7 @@ def test_each_step_links_back_to_every_trail_it_is_on(
 ) -> None:
     ns = make_space(trail_checkout)
     # the index's rule, read by read: not the second a kept read trusts its links for
-    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(namespace_module, "LINKS_RECHECK_SECONDS", 0.0)
 
     def step_of(uri: str) -> list[str]:
         return [lk.href for lk in ns.read(uri).links if lk.rel == "tm:step-of"]

@@ -5,19 +5,21 @@ from __future__ import annotations
 import pytest
 
 from tmsite.core.types import Content
-from tmsite.mounts import memo
+from tmsite.mounts import namespace as namespace_module
 
 pytestmark = pytest.mark.spec("T7")
 
 
-def _kept(size: int) -> memo.Kept:
-    return memo.Kept(("stamp",), (), Content("tm://box/fs/f", "text/plain", "x" * size, []))
+def _kept(size: int) -> namespace_module.Kept:
+    return namespace_module.Kept(
+        ("stamp",), (), Content("tm://box/fs/f", "text/plain", "x" * size, [])
+    )
 
 
 def test_the_oldest_reads_go_past_the_most_reads_or_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memo, "MAX_ENTRIES", 3)
-    monkeypatch.setattr(memo, "MAX_BYTES", 1000)
-    reads = memo.ReadMemo()
+    monkeypatch.setattr(namespace_module, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(namespace_module, "MAX_BYTES", 1000)
+    reads = namespace_module.ReadMemo()
     for name in "abcd":
         reads.put(name, _kept(100))
     assert list(reads._entries) == ["b", "c", "d"] and reads._bytes == 300
@@ -30,8 +32,8 @@ def test_the_oldest_reads_go_past_the_most_reads_or_bytes(monkeypatch: pytest.Mo
 def test_an_answer_counts_beside_its_read_and_goes_with_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(memo, "MAX_BYTES", 1000)
-    reads = memo.ReadMemo()
+    monkeypatch.setattr(namespace_module, "MAX_BYTES", 1000)
+    reads = namespace_module.ReadMemo()
     first, second = _kept(300), _kept(300)
     reads.put("a", first)
     reads.put("b", second)

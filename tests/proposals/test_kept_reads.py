@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from tests.proposals.conftest import PATTERN, A, propose, read
-from tmsite.mounts import memo
+from tmsite.mounts import namespace as namespace_module
 from tmsite.mounts.registry import namespace
 from tmsite.operations import decide
 from tmsite.proposals.models import Proposal
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.spec("T7", "P
 @pytest.fixture
 def kept(box: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The pattern read once and kept; the links it was given trusted for an hour."""
-    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 3600.0)
+    monkeypatch.setattr(namespace_module, "LINKS_RECHECK_SECONDS", 3600.0)
     first = read(PATTERN)
     assert namespace().kept(PATTERN) is not None, "the pattern's read is kept"
     assert read(PATTERN) == first

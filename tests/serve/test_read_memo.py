@@ -23,7 +23,8 @@ from django.core import signals
 from tests.kept_reads import answer_kept
 from tests.serve.inthread import served
 from tmsite.mcp import prepared
-from tmsite.mounts import memo, registry
+from tmsite.mounts import namespace as namespace_module
+from tmsite.mounts import registry
 from tmsite.mounts.fs import mount as fs_mount
 from tmsite.serve.app import Application
 
@@ -210,13 +211,13 @@ def test_a_new_link_from_another_mount_reaches_the_kept_read(
     _write(checkout / "notes" / "trails" / "guide.json", json.dumps(trail))
     # Within the second the links are trusted the kept answer stands; once it has passed,
     # the links are compared again (on a thread: they may ask the database) and differ.
-    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(namespace_module, "LINKS_RECHECK_SECONDS", 0.0)
     before = len(threaded)
     fresh, _ = _post(base, uri, 1)
     assert len(threaded) == before + 1, "links due are compared on a thread, not in the loop"
     assert "tm:step-of" in fresh.decode()
     assert fresh == _ordinary(base, uri, 1)[0]
-    monkeypatch.setattr(memo, "LINKS_RECHECK_SECONDS", 3600.0)
+    monkeypatch.setattr(namespace_module, "LINKS_RECHECK_SECONDS", 3600.0)
     again, _ = _post(base, uri, 1)
     assert again == fresh and len(threaded) == before + 2, "kept again, given in the loop"
 

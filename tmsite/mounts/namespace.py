@@ -3,16 +3,20 @@
 ``Namespace.read`` is the one path every read takes, whatever surface asked: parse, dispatch
 to the mount, fill ``nearest``, ``?as=links``, parts, the read cap, link order and link cap. A
 plain read a mount vouches for (``Mount.stamp``) is kept and given again while its stamp is the
-same (:mod:`tmsite.mounts.memo`), for MCP, REST and the tools alike.
+same (the memo at the end of this module), for MCP, REST and the tools alike.
 
-Spec: NS1, NS6, NS7, LK4.
+Spec: NS1, NS6, NS7, LK4, T7, FS.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from tmsite.core import cursor as cursors
@@ -21,7 +25,7 @@ from tmsite.core.errors import BadArgument, NotFound, Refusal
 from tmsite.core.facets import Facets, UnknownFacet, parse_facets
 from tmsite.core.links import Link, cap, filtered, order
 from tmsite.core.nearest import rank
-from tmsite.core.parts import apply_part, enforce_cap
+from tmsite.core.parts import apply_part, enforce_cap, wire_size
 from tmsite.core.types import (
     Content,
     Emphasis,
@@ -33,7 +37,6 @@ from tmsite.core.types import (
 )
 from tmsite.core.uri import TmUri, parse
 from tmsite.kinds import counter as kind_counter
-from tmsite.mounts import memo
 from tmsite.mounts.base import PAGE_SIZE, Mount
 
 #: Entries per ``resources/list`` page.
@@ -91,7 +94,7 @@ class Namespace:
             if type(mount).links_stamp is not Mount.links_stamp
         )
         #: The plain reads kept while their stamp vouches for them.
-        self.memo = memo.ReadMemo()
+        self.memo = ReadMemo()
 
     # ---- addresses ----------------------------------------------------------------------
 
@@ -123,7 +126,7 @@ class Namespace:
         Raises:
             Refusal: the one rejection tree; nothing else escapes.
         """
-        uri = memo.plain(text, self.host, self.stamped) if isinstance(text, str) else None
+        uri = plain(text, self.host, self.stamped) if isinstance(text, str) else None
         stamp = None if uri is None else self.stamp(uri)
         if uri is None or stamp is None:
             return self._read(text)
@@ -134,20 +137,20 @@ class Namespace:
             return kept.given()
         links = tuple(self.links_into(uri))  # taken before the read, as the stamp
         content = self._read(text)
-        self.memo.put(text, memo.Kept(stamp, links, content))
+        self.memo.put(text, Kept(stamp, links, content))
         return content
 
     def keeps(self, text: str) -> bool:
         """Whether a read of ``text`` may be kept: a plain address of a mount that stamps."""
-        return memo.plain(text, self.host, self.stamped) is not None
+        return plain(text, self.host, self.stamped) is not None
 
-    def kept(self, text: str, *, wait: bool = True) -> memo.Kept | None:
+    def kept(self, text: str, *, wait: bool = True) -> Kept | None:
         """The read kept for ``text`` while its stamp vouches for it; None when a read builds it.
 
         ``wait`` False: None too when the links others give it are due to be compared (which
         may ask the database), for a caller that may not wait.
         """
-        uri = memo.plain(text, self.host, self.stamped)
+        uri = plain(text, self.host, self.stamped)
         if uri is None:
             return None
         links = (lambda: tuple(self.links_into(uri))) if wait else None
@@ -155,7 +158,7 @@ class Namespace:
 
     def stamp_of(self, text: str) -> Hashable | None:
         """The stamp of a plain read of ``text`` (:meth:`stamp`), None when it is not kept."""
-        uri = memo.plain(text, self.host, self.stamped)
+        uri = plain(text, self.host, self.stamped)
         return None if uri is None else self.stamp(uri)
 
     def _read(self, text: object) -> Content:
@@ -418,3 +421,117 @@ class Namespace:
                     return mount.complete(argument, value, context)
         known = [t.uri_template for t in self.templates()]
         raise BadArgument(template, "no template with that uriTemplate", valid=known)
+
+
+# ---- the reads kept (the memo of Namespace.read) --------------------------------------
+#
+# Plain reads given again while what they show is unchanged, whatever surface asked.
+#
+# ``Namespace.read`` keeps the read of a plain address (``tm://<host>/<mount>/<path>``, no query,
+# no trailing ``/``) of a mount that vouches for its reads (``Mount.stamp``) and gives it again
+# while its stamp, taken before the read (``Namespace.stamp``: the mount's, and each mount's
+# ``links_stamp``: a link approved, a trail saved or corrected), is the same. The rest of the
+# links other mounts give it (``Namespace.links_into``) are compared again once
+# ``LINKS_RECHECK_SECONDS`` old: a trail file, an import manifest or a page edited on disk
+# reaches a kept read up to a second later, as a commit reaches a built one (the git mount
+# trusts a ref as long).
+#
+# A surface keeps the answers it made of a kept read beside it (``Kept.answers``: the MCP
+# endpoint's serialised answer per protocol version); they go with it. A namespace keeps at most
+# ``MAX_ENTRIES`` reads and ``MAX_BYTES`` of their bodies and answers, the oldest kept forgotten
+# first (one read is under ``READ_CAP``, 256 KiB).
+
+#: The most reads one namespace keeps (its memo, below).
+MAX_ENTRIES = 1024
+#: The most bytes of kept bodies and the answers made of them, per namespace.
+MAX_BYTES = 32 * 1024 * 1024
+#: Seconds the links of a kept read are trusted before they are compared again.
+LINKS_RECHECK_SECONDS = 1.0
+#: The longest address kept.
+MAX_ADDRESS = 1024
+
+
+class Kept:
+    """One kept read: its stamp, the links others gave it, the read, and the answers made of it.
+
+    Compared by identity: a new read of the same address is a new ``Kept``.
+    """
+
+    __slots__ = ("answers", "checked", "content", "links", "size", "stamp")
+
+    def __init__(self, stamp: Hashable, links: tuple[Link, ...], content: Content) -> None:
+        self.stamp, self.links, self.checked = stamp, links, time.monotonic()
+        self.content = replace(content, links=list(content.links))
+        self.size = wire_size(content)  # the bytes held: the body's, then each answer's too
+        self.answers: dict[Hashable, Any] = {}
+
+    def given(self) -> Content:
+        """The kept read as a read returns it (its own list of links, which callers may extend)."""
+        return replace(self.content, links=list(self.content.links))
+
+
+def plain(text: str, host: str, stamped: frozenset[str]) -> TmUri | None:
+    """``text`` parsed, when it is a plain address of ``host`` in a ``stamped`` mount."""
+    prefix = f"tm://{host}/"
+    if not text.startswith(prefix) or text.endswith("/") or "?" in text or "#" in text:
+        return None
+    mount, slash, _ = text[len(prefix) :].partition("/")
+    if not slash or mount not in stamped or len(text) > MAX_ADDRESS:
+        return None
+    return _parsed(text)
+
+
+@lru_cache(maxsize=MAX_ENTRIES)
+def _parsed(text: str) -> TmUri | None:
+    try:
+        uri = parse(text)
+    except Refusal:
+        return None
+    return None if uri.mount is None or uri.params or uri.collection else uri
+
+
+class ReadMemo:
+    """The kept reads of one namespace, by address as asked."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, Kept] = OrderedDict()
+        self._bytes = 0
+
+    def get(
+        self, text: str, stamp: Hashable | None, links: Callable[[], tuple[Link, ...]] | None
+    ) -> Kept | None:
+        """The read kept for ``text`` while ``stamp`` is its stamp and its links are as they were.
+
+        ``links`` gives the links others give the thing now; None: the links are not to be
+        compared now (the caller may not wait), and a read whose links are due is None.
+        """
+        kept = self._entries.get(text) if stamp is not None else None
+        if kept is None or kept.stamp != stamp:
+            return None
+        if time.monotonic() - kept.checked < LINKS_RECHECK_SECONDS:
+            return kept
+        if links is None or links() != kept.links:
+            return None
+        kept.checked = time.monotonic()
+        return kept
+
+    def put(self, text: str, kept: Kept) -> None:
+        """Keep ``kept`` for ``text``, in place of what was."""
+        with self._lock:
+            old = self._entries.pop(text, None)
+            self._entries[text] = kept
+            self._trim(kept.size - (0 if old is None else old.size))
+
+    def answered(self, text: str, kept: Kept, key: Hashable, answer: Any, size: int) -> None:
+        """Keep ``answer`` (``size`` bytes), made of ``kept``, beside it while it is kept."""
+        with self._lock:
+            if self._entries.get(text) is kept and key not in kept.answers:
+                kept.answers[key] = answer
+                kept.size += size
+                self._trim(size)
+
+    def _trim(self, added: int) -> None:
+        self._bytes += added
+        while len(self._entries) > MAX_ENTRIES or self._bytes > MAX_BYTES:
+            self._bytes -= self._entries.popitem(last=False)[1].size
