@@ -54,7 +54,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -104,6 +104,9 @@ from tmsite.mcp.protocol import (
 )
 from tmsite.oplog import failures, hooks, recorder
 from tmsite.subscriptions import sessions
+
+if TYPE_CHECKING:
+    from tmsite.mcp import prepared
 
 router = Router(tags=["mcp"])
 _host_log = logging.getLogger("django.security.DisallowedHost")
@@ -155,6 +158,8 @@ class Asked:
         held: Whether the server can hold the answer open as a stream (a listen).
         offer: A session's GET stream the server can hold, which the endpoint fills in when it
             opens one; None where no stream can be held.
+        chosen: The prepared answer the server chose for the request in its event loop
+            (``prepared.current``): the request is answered with it.
     """
 
     method: str
@@ -166,6 +171,7 @@ class Asked:
     value: Any = UNPARSED
     held: bool = False
     offer: sessions.StreamOffer | None = None
+    chosen: prepared.Chosen | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -588,6 +594,31 @@ def _preflight(headers: Mapping[str, str], origin: str | None) -> Answered:
     return answered
 
 
+def _context(
+    message: Message, version: str, asked: Asked, session: sessions.Session | None
+) -> CallContext:
+    """What the method handler is told of a request: its version, session, stream offer."""
+    if version == STATELESS_VERSION:
+        ctx = check_modern(message, asked.headers)
+    else:
+        meta = modern_meta(message)
+        if meta is not None:
+            raise EnvelopeRefusal(
+                400,
+                HEADER_MISMATCH,
+                "The request carries the 2026-07-28 _meta envelope but the "
+                "MCP-Protocol-Version header is missing or names another version.",
+                message.id,
+            )
+        ctx = CallContext(version=version, transport="http", session=session)
+    if asked.held:
+        offer = StreamOffer(message.id, asked.headers.get("accept", ""))
+        ctx = dataclasses.replace(ctx, stream=offer)
+    if asked.chosen is not None:
+        ctx = dataclasses.replace(ctx, chosen=asked.chosen)
+    return ctx
+
+
 def _single(
     message: Message,
     version: str,
@@ -605,22 +636,7 @@ def _single(
     if message.kind == "notification":
         return _accepted(origin)
     observed.asked(message)
-    if modern:
-        ctx = check_modern(message, asked.headers)
-    else:
-        meta = modern_meta(message)
-        if meta is not None:
-            raise EnvelopeRefusal(
-                400,
-                HEADER_MISMATCH,
-                "The request carries the 2026-07-28 _meta envelope but the "
-                "MCP-Protocol-Version header is missing or names another version.",
-                message.id,
-            )
-        ctx = CallContext(version=version, transport="http", session=session)
-    if asked.held:
-        offer = StreamOffer(message.id, asked.headers.get("accept", ""))
-        ctx = dataclasses.replace(ctx, stream=offer)
+    ctx = _context(message, version, asked, session)
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     if answer.stream is not None:
         return Answered(200, _fields(origin, "text/event-stream"), stream=answer.stream)

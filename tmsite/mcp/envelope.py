@@ -448,7 +448,7 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             raise RpcError(INVALID_PARAMS, "params must be a JSON object.")
         key = prepared.variant(message.method, params, ctx) if rid is not None else None
         if key is not None and rid is not None:
-            entry, depends = prepared.lookup(key)
+            entry, depends = prepared.lookup(key, ctx.chosen)
             if entry is None:
                 # no prepared method answers with a stream
                 built = cast("dict[str, Any]", _result(message.method, params, ctx))

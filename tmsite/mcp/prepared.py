@@ -31,10 +31,8 @@ Spec: T7, T10.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Hashable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -108,8 +106,8 @@ class Prepared:
 Key = tuple[str, str, str]
 
 _entries: dict[Key, Prepared] = {}
-#: The entry a request was judged answerable with, without waiting (``answering``).
-_chosen: ContextVar[tuple[Key, Prepared] | None] = ContextVar("tm_prepared_chosen", default=None)
+#: An entry a request was judged answerable with, without waiting (``current``), and its key.
+Chosen = tuple[Key, Prepared]
 
 
 def variant(method: str, params: dict[str, Any], ctx: CallContext) -> Key | None:
@@ -155,15 +153,15 @@ def _find(key: Key, *, wait: bool) -> tuple[Prepared | None, Depends]:
     return entry, depends
 
 
-def lookup(key: Key) -> tuple[Prepared | None, Depends]:
+def lookup(key: Key, chosen: Chosen | None = None) -> tuple[Prepared | None, Depends]:
     """The entry for ``key`` if still current (else None), and what it depends on now.
 
     An entry is current when what it depends on is as it was when it was built; the
     dependencies are returned for ``store`` to keep beside a new entry. A plain read's entry
     is the one kept beside the namespace's kept read; one not kept carries the read's stamp
-    now, before it is built.
+    now, before it is built. ``chosen``: the entry already judged current for the request
+    (``current``, in the event loop), given as it is.
     """
-    chosen = _chosen.get()
     if chosen is not None and chosen[0] == key:
         return chosen[1], chosen[1].depends
     entry, depends = _find(key, wait=True)
@@ -179,16 +177,6 @@ def current(key: Key) -> Prepared | None:
     the database) is None: it is for a thread to answer.
     """
     return _find(key, wait=False)[0]
-
-
-@contextlib.contextmanager
-def answering(key: Key, entry: Prepared) -> Iterator[None]:
-    """Within it, the request for ``key`` is answered with ``entry`` (``current`` chose it)."""
-    token = _chosen.set((key, entry))
-    try:
-        yield
-    finally:
-        _chosen.reset(token)
 
 
 def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prepared:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from tmsite.mcp.prepared import Chosen
     from tmsite.subscriptions.sessions import Session
 
 INITIALIZE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -90,6 +91,8 @@ class CallContext:
             are kept; else None.
         subscriber: What holds the subscriptions of the session the transport is (stdio: the
             process); else None.
+        chosen: The prepared answer the server chose for the request in its event loop
+            (``prepared.current``), which it is answered with; else None.
     """
 
     version: str = LATEST_INITIALIZE_VERSION
@@ -98,6 +101,7 @@ class CallContext:
     stream: StreamOffer | None = None
     session: Session | None = None
     subscriber: Subscriber | None = None
+    chosen: Chosen | None = None
 
     @property
     def era(self) -> Era:

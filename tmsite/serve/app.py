@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -320,8 +321,7 @@ def answered_in_loop(asked: endpoint.Asked) -> endpoint.Answered | None:
         chosen = _in_loop(asked)
         if chosen is None:
             return None
-        with prepared.answering(*chosen):  # the answer is the one chosen
-            return endpoint.serve(asked)
+        return endpoint.serve(dataclasses.replace(asked, chosen=chosen))
 
 
 # --- the rest of the site, through its WSGI application --------------------------------------
