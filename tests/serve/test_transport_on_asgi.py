@@ -13,6 +13,7 @@ Also here: which requests are answered in the event loop, and which on a thread.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import time
@@ -209,7 +210,7 @@ def test_an_answer_in_the_loop_is_logged_and_limited_as_on_a_thread(
 def test_a_row_recorded_in_the_loop_never_writes_the_batch_there(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch that fell due inside ``deferred`` is written by the log's own thread, at once."""
+    """A batch that fell due in an event loop is written by the log's own thread, at once."""
     import threading
     from datetime import UTC, datetime
 
@@ -227,8 +228,13 @@ def test_a_row_recorded_in_the_loop_never_writes_the_batch_there(
 
     row = Row(at=datetime.now(UTC), surface="mcp-http", method="ping", outcome="ok", status=200)
     monkeypatch.setattr(recorder, "_insert", noted)
-    with recorder.deferred():
+
+    async def in_the_loop() -> None:
         recorder.record(row)
+
+    loop = threading.Thread(target=asyncio.run, args=(in_the_loop(),))
+    loop.start()
+    loop.join()
     deadline = time.monotonic() + 10
     while recorder.pending() and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -3,8 +3,8 @@
 A request appends its row to this process's buffer; the buffer goes to the database in one
 ``bulk_create`` when it holds ``TM_LOG_FLUSH_ROWS`` rows or its oldest row has waited
 ``TM_LOG_FLUSH_SECONDS`` — checked on each request and by a small background thread, so an
-idle worker still writes its last rows; a row recorded where the database must not be written
-(an event loop, ``deferred``) wakes that thread instead — and when the process exits. A
+idle worker still writes its last rows; a row recorded in an event loop, where the database
+must not be written, wakes that thread instead — and when the process exits. A
 request therefore costs a list append, not a database write (``bench/load.py`` measures
 both); the batch is written as one parameterized ``INSERT`` run over every row
 (``executemany``, in one transaction), so no model instance is made for a row.
@@ -45,9 +45,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -107,8 +105,7 @@ class _Pending:
 _lock = threading.Lock()
 #: Held while a batch is written: one write at a time.
 _writing = threading.Lock()
-_DEFERRED: ContextVar[bool] = ContextVar("tm_oplog_deferred", default=False)
-#: Set when a deferred row made a batch due: the flusher writes it at once.
+#: Set when a row recorded in an event loop made a batch due: the flusher writes it at once.
 _wake = threading.Event()
 _buffer: list[_Pending] = []
 _state = {
@@ -138,7 +135,7 @@ def record(row: Row) -> None:
         _bound()
         due = _due(now)
     _ensure_flusher()
-    if due and (_DEFERRED.get() or asyncio._get_running_loop() is not None):
+    if due and asyncio._get_running_loop() is not None:
         _wake.set()  # the flusher writes it now: an event loop never writes the database
     elif due:
         flush(wait=False)
@@ -162,21 +159,6 @@ class BufferFull(Exception):
             f"{dropped} request log rows dropped since start: the buffer holds at most "
             f"{MAX_BUFFER} while the database cannot take them"
         )
-
-
-@contextmanager
-def deferred() -> Iterator[None]:
-    """Rows recorded inside are only queued, even when the batch is due.
-
-    For code that must not write the database where it runs (an event loop): a batch that
-    falls due wakes this process's flusher thread, which writes it (without one,
-    ``TM_LOG_FLUSH_SECONDS`` 0, the next ``record`` outside writes it).
-    """
-    token = _DEFERRED.set(True)
-    try:
-        yield
-    finally:
-        _DEFERRED.reset(token)
 
 
 @settled
@@ -424,7 +406,7 @@ def _ensure_flusher() -> None:
 
 
 def _flusher() -> None:
-    """Write what falls due: woken by a deferred row, or every half ``TM_LOG_FLUSH_SECONDS``.
+    """Write what falls due: woken by an event loop's row, or every half the flush period.
 
     Its database connection is kept while batches keep coming and closed once a
     ``KEEP_CONNECTION_SECONDS`` pass without one, so a busy event loop's rows do not pay for a

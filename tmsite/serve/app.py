@@ -19,8 +19,8 @@ and handed on parsed:
   ``initialize``, a small file's read whose links are not due to be compared, …) is answered
   in the event loop, with no thread hop. It is taken only when nothing in it can wait on the
   network or write the database: the rate-limit buckets are in this machine (not Redis), and
-  the row is only queued (``recorder.deferred``): a batch it makes due wakes the request log's
-  own thread, which writes it;
+  the row is only queued (``recorder.record`` in an event loop): a batch it makes due wakes the
+  request log's own thread, which writes it;
 * a ``subscriptions/listen`` POST and a session's ``GET`` (``Mcp-Session-Id``) are answered on
   a thread, then held as event streams in the loop (``tmsite.streams.stream``,
   ``tmsite.streams.sessionstream``);
@@ -289,8 +289,8 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
     """The prepared answer this MCP POST may be answered with in the event loop, else None.
 
     Only where nothing in the answer can wait on the network or write the database: the
-    rate-limit buckets are in this machine (not Redis), the row is only queued
-    (``recorder.deferred``), a session is one this process found live (no query).
+    rate-limit buckets are in this machine (not Redis), the row is only queued (``recorder``
+    writes none in an event loop), a session is one this process found live (no query).
     """
     body, value = asked.body, asked.value
     if body is None or len(body) > PREPARED_BODY_MAX or not isinstance(value, dict):
@@ -317,7 +317,7 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
 def answered_in_loop(asked: endpoint.Asked) -> endpoint.Answered | None:
     """The answer to ``asked`` made in the event loop, or None when it needs a thread."""
     # a batch due meanwhile is the flusher's to write
-    with recorder.deferred(), delivery.serving(sessions=True):
+    with delivery.serving(sessions=True):
         chosen = _in_loop(asked)
         if chosen is None:
             return None

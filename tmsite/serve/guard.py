@@ -370,8 +370,7 @@ def record(scope: Scope, outcome: str, status: int, size: int, started: float) -
         duration_us=max(0, round((time.perf_counter() - started) * 1_000_000)),
     )
     try:
-        with recorder.deferred():  # the event loop never writes the database itself
-            recorder.record(row)
+        recorder.record(row)  # in the event loop: only queued, never written here
     except Exception as exc:
         logger.warning("a refusal's request-log row was not kept: %s", type(exc).__name__)
     if requests_log.isEnabledFor(logging.INFO):
