@@ -28,6 +28,7 @@ from tests.subscriptions.helpers import (
 from tests.waiting import wait_until
 from tmsite.bus import changes
 from tmsite.mounts.fs import watch as fswatch
+from tmsite.subscriptions import sources
 
 pytestmark = [pytest.mark.spec("SUB1", "SUB3"), pytest.mark.slow]
 
@@ -99,6 +100,7 @@ def test_the_sdk_client_is_told_of_a_file_and_a_directory_changed(
 
 
 def test_the_watch_follows_what_is_listened_to(checkout: Path) -> None:
+    sources.install()  # as the server does before its first stream: the watch finds the mount
     source = fswatch.SOURCE
     source.start()
     assert source.watching == frozenset()
