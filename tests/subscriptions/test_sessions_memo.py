@@ -11,7 +11,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tmsite.bus import delivery
 from tmsite.mcp import endpoint
 from tmsite.serve import app
 from tmsite.subscriptions import sessions
@@ -32,14 +31,15 @@ def _asked(token: str | None) -> endpoint.Asked:
         "mcp-protocol-version": "2025-11-25",
         **more,
     }
-    asked = endpoint.Asked("POST", headers, PING, peer="127.0.0.1", server="testserver:80")
+    asked = endpoint.Asked(  # as the ASGI server hands it over
+        "POST", headers, PING, peer="127.0.0.1", server="testserver:80", delivers=True
+    )
     app._parsed(asked)
     return asked
 
 
 def _served(token: str | None) -> endpoint.Answered:
-    with delivery.serving(sessions=True):  # as the ASGI server answers it
-        return endpoint.serve(_asked(token))
+    return endpoint.serve(_asked(token))
 
 
 def _ended_lookups(queries: CaptureQueriesContext) -> list[str]:

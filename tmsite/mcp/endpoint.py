@@ -66,7 +66,6 @@ from django.utils.http import parse_header_parameters
 from django.views import defaults
 from ninja import Router
 
-from tmsite.bus import delivery
 from tmsite.callers import caller, costs
 from tmsite.core import tracing
 from tmsite.core.errors import RateLimited, Refusal
@@ -160,6 +159,9 @@ class Asked:
             opens one; None where no stream can be held.
         chosen: The prepared answer the server chose for the request in its event loop
             (``prepared.current``): the request is answered with it.
+        delivers: Whether the server holds streams and sessions' subscriptions (``python -m
+            tmsite.serve``; not a WSGI server): a session's GET and DELETE, ``Mcp-Session-Id``
+            and the capabilities that say so exist only there.
     """
 
     method: str
@@ -172,6 +174,7 @@ class Asked:
     held: bool = False
     offer: sessions.StreamOffer | None = None
     chosen: prepared.Chosen | None = None
+    delivers: bool = False
 
 
 @dataclasses.dataclass(slots=True)
@@ -408,39 +411,41 @@ def _serve(asked: Asked, read: list[Any]) -> Answered:
         return _refuse(403, INVALID_REQUEST, "This Origin may not call this endpoint.")
     method = asked.method
     if method == "OPTIONS":
-        return _preflight(headers, origin)
-    if method in ("GET", "DELETE") and delivery.here():
+        return _preflight(headers, origin, asked.delivers)
+    if method in ("GET", "DELETE") and asked.delivers:
         answered = _session_request(headers, method, origin, asked.offer)
         if answered is not None:
             return answered
     if method != "POST":
-        answered = _refuse(405, INVALID_REQUEST, _not_allowed_sentence(method), origin)
+        answered = _refuse(
+            405, INVALID_REQUEST, _not_allowed_sentence(method, asked.delivers), origin
+        )
         answered.headers.append(("Allow", "POST"))
         return answered
     try:
         raw = _checked_body(asked)
         value = asked.value if asked.value is not UNPARSED else _parse_body(raw)
         read.append(value)
-        return _dispatch(value, asked, origin, _session_of(headers, value))
+        return _dispatch(value, asked, origin, _session_of(headers, value, asked.delivers))
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
 
-def _not_allowed_sentence(method: str) -> str:
+def _not_allowed_sentence(method: str, delivers: bool) -> str:
     """Why a method other than POST is refused: a session's GET or DELETE lacks its header."""
-    if method in ("GET", "DELETE") and delivery.here():
+    if method in ("GET", "DELETE") and delivers:
         return SESSION_HEADER_SENTENCE
     return METHOD_NOT_ALLOWED_SENTENCE
 
 
-def _session_of(headers: Mapping[str, str], value: Any) -> sessions.Session | None:
+def _session_of(headers: Mapping[str, str], value: Any, delivers: bool) -> sessions.Session | None:
     """Rule 3a for a POST: its valid session, or None when it carries none (or none is kept).
 
     Raises:
         EnvelopeRefusal: 404 for a session id that is not valid, with the request's id.
     """
     token = headers.get("mcp-session-id")
-    if token is None or not delivery.here() or version_header(headers) == STATELESS_VERSION:
+    if token is None or not delivers or version_header(headers) == STATELESS_VERSION:
         return None
     session = sessions.valid(token)
     if session is None:
@@ -573,18 +578,18 @@ def _dispatch(
         rid = value.get("id") if isinstance(value, dict) else None
         raise unsupported_version(header_version, rid if valid_id(rid) else None)
     if isinstance(value, list):
-        return _batch(value, version, origin, session)
+        return _batch(value, version, origin, session, asked.delivers)
     return _single(classify(value), version, asked, origin, session)
 
 
-def _preflight(headers: Mapping[str, str], origin: str | None) -> Answered:
+def _preflight(headers: Mapping[str, str], origin: str | None, delivers: bool) -> Answered:
     asked = headers.get("access-control-request-headers", "")
     allowed = list(CORS_ALLOWED_HEADERS)
     for name in (h.strip().lower() for h in asked.split(",")):
         if name.startswith("mcp-param-") and name not in allowed and name.isascii():
             allowed.append(name)
     # a session's GET stream and DELETE exist only where streams are delivered (rule 3a)
-    methods = "GET, POST, DELETE, OPTIONS" if delivery.here() else "POST, OPTIONS"
+    methods = "GET, POST, DELETE, OPTIONS" if delivers else "POST, OPTIONS"
     answered = _accepted(origin, 204)
     answered.headers += [
         ("Access-Control-Allow-Methods", methods),
@@ -599,7 +604,7 @@ def _context(
 ) -> CallContext:
     """What the method handler is told of a request: its version, session, stream offer."""
     if version == STATELESS_VERSION:
-        ctx = check_modern(message, asked.headers)
+        ctx = check_modern(message, asked.headers, delivers=asked.delivers)
     else:
         meta = modern_meta(message)
         if meta is not None:
@@ -610,7 +615,9 @@ def _context(
                 "MCP-Protocol-Version header is missing or names another version.",
                 message.id,
             )
-        ctx = CallContext(version=version, transport="http", session=session)
+        ctx = CallContext(
+            version=version, transport="http", session=session, delivers=asked.delivers
+        )
     if asked.held:
         offer = StreamOffer(message.id, asked.headers.get("accept", ""))
         ctx = dataclasses.replace(ctx, stream=offer)
@@ -642,7 +649,7 @@ def _single(
         return Answered(200, _fields(origin, "text/event-stream"), stream=answer.stream)
     status = answer.status or (404 if modern and answer.error_code == METHOD_NOT_FOUND else 200)
     answered = _json(None, status, origin, data=answer.encoded())
-    if message.method == "initialize" and answer.error_code is None and delivery.here():
+    if message.method == "initialize" and answer.error_code is None and asked.delivers:
         answered.headers.append((sessions.HEADER, sessions.issue()))  # rule 3a
         if origin is not None:
             answered.headers.append(("Access-Control-Expose-Headers", sessions.HEADER))
@@ -650,7 +657,11 @@ def _single(
 
 
 def _batch(
-    items: list[Any], version: str, origin: str | None, session: sessions.Session | None
+    items: list[Any],
+    version: str,
+    origin: str | None,
+    session: sessions.Session | None,
+    delivers: bool,
 ) -> Answered:
     if not items:
         raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
@@ -670,9 +681,8 @@ def _batch(
             continue
         if message.kind != "request":
             continue
-        answer: Answer = observed.run_request(
-            message, CallContext(version=version, transport="http", session=session)
-        )
+        ctx = CallContext(version=version, transport="http", session=session, delivers=delivers)
+        answer: Answer = observed.run_request(message, ctx)
         parts.append(answer.text)
     if not parts:
         return _accepted(origin)

@@ -361,12 +361,15 @@ def decode_header_value(value: str) -> str | None:
         return None
 
 
-def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallContext:
+def check_modern(
+    message: Message, headers: Mapping[str, str] | None, *, delivers: bool = False
+) -> CallContext:
     """Run the 2026-07-28 envelope ladder over one request.
 
     Args:
         message: The request.
         headers: Lower-cased HTTP headers, or ``None`` on stdio (no header rung).
+        delivers: Whether the server answering delivers subscriptions (the context's).
 
     Returns:
         The call context of a request that passed every rung.
@@ -429,6 +432,7 @@ def check_modern(message: Message, headers: Mapping[str, str] | None) -> CallCon
         version=STATELESS_VERSION,
         transport="http" if headers is not None else "stdio",
         client_info=info if isinstance(info, dict) else {},
+        delivers=delivers,
     )
 
 
@@ -448,7 +452,7 @@ def run_request(message: Message, ctx: CallContext) -> Answer:
             raise RpcError(INVALID_PARAMS, "params must be a JSON object.")
         key = prepared.variant(message.method, params, ctx) if rid is not None else None
         if key is not None and rid is not None:
-            entry, depends = prepared.lookup(key, ctx.chosen)
+            entry, depends = prepared.lookup(key, ctx.delivers, ctx.chosen)
             if entry is None:
                 # no prepared method answers with a stream
                 built = cast("dict[str, Any]", _result(message.method, params, ctx))

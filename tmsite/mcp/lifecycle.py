@@ -39,12 +39,12 @@ from tmsite.mcp.protocol import (
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
-def capabilities(era: str = "2025") -> dict[str, Any]:
+def capabilities(era: str = "2025", delivers: bool = False) -> dict[str, Any]:
     """What the server offers: tools, resources, prompts and completions.
 
-    In 2026-07-28, on a server that holds ``subscriptions/listen`` streams, the list changes
-    and resource subscriptions they deliver; in the initialize era, ``resources.subscribe``
-    where ``resources/subscribe`` is delivered (:mod:`tmsite.bus.delivery`).
+    On a server that ``delivers`` subscriptions (:mod:`tmsite.bus.delivery`), in 2026-07-28
+    the list changes and resource subscriptions its ``subscriptions/listen`` streams deliver;
+    in the initialize era, ``resources.subscribe``.
     """
     offered: dict[str, Any] = {
         "tools": {"listChanged": False},
@@ -53,9 +53,9 @@ def capabilities(era: str = "2025") -> dict[str, Any]:
         "completions": {},
     }
     if era == "2026":
-        offered.update(delivery.listen_capabilities())
+        offered.update(delivery.listen_capabilities(delivers))
     else:
-        offered.update(delivery.session_capabilities())
+        offered.update(delivery.session_capabilities(delivers))
     return offered
 
 
@@ -129,7 +129,7 @@ def initialize(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """Answer the handshake in the version ``negotiated_version`` picks."""
     return {
         "protocolVersion": negotiated_version(params),
-        "capabilities": capabilities(),
+        "capabilities": capabilities("2025", ctx.delivers),
         "serverInfo": server_info(),
         "instructions": instructions(),
     }
@@ -144,7 +144,7 @@ def discover(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``server/discover``: the versions served, capabilities, instructions, and who we are."""
     return {
         "supportedVersions": sorted(SUPPORTED_VERSIONS, reverse=True),
-        "capabilities": capabilities(ctx.era),
+        "capabilities": capabilities(ctx.era, ctx.delivers),
         "instructions": instructions(),
         "_meta": {SERVER_INFO_META_KEY: server_info()},
     }

@@ -38,7 +38,6 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 
-from tmsite.bus import delivery
 from tmsite.kinds import counter as kind_counter
 from tmsite.mcp import lifecycle
 from tmsite.mcp.methods import METHODS
@@ -61,8 +60,9 @@ class Depends(NamedTuple):
     public_url: str
     #: The namespace, for the templates and reads (None for the others).
     namespace: Any = None
-    #: What is delivered here, which ``server/discover`` and ``initialize`` advertise.
-    delivered: tuple[bool, bool] | None = None
+    #: Whether the server delivers subscriptions, which ``server/discover`` and
+    #: ``initialize`` advertise (None for the answers that do not say).
+    delivered: bool | None = None
     #: A plain read being built: its stamp before, which the read kept after must have.
     stamp: Hashable | None = None
 
@@ -133,16 +133,16 @@ def _file_read(key: Key) -> bool:
     return key[0] == "resources/read" and not key[2].endswith("/")
 
 
-def _depends(key: Key) -> Depends:
+def _depends(key: Key, delivers: bool) -> Depends:
     method = key[0]
     row, host, public_url = METHODS.get(method), settings.TM_HOST, lifecycle.public_url()
     if method in _USES_NAMESPACE:
         return Depends(row, host, public_url, namespace=registry.namespace())
-    return Depends(row, host, public_url, delivered=delivery.delivered())
+    return Depends(row, host, public_url, delivered=delivers)
 
 
-def _find(key: Key, *, wait: bool) -> tuple[Prepared | None, Depends]:
-    depends = _depends(key)
+def _find(key: Key, delivers: bool, *, wait: bool) -> tuple[Prepared | None, Depends]:
+    depends = _depends(key, delivers)
     if _file_read(key):
         kept = depends.namespace.kept(key[2], wait=wait)
         entry = None if kept is None else kept.answers.get(key)
@@ -153,30 +153,33 @@ def _find(key: Key, *, wait: bool) -> tuple[Prepared | None, Depends]:
     return entry, depends
 
 
-def lookup(key: Key, chosen: Chosen | None = None) -> tuple[Prepared | None, Depends]:
+def lookup(
+    key: Key, delivers: bool, chosen: Chosen | None = None
+) -> tuple[Prepared | None, Depends]:
     """The entry for ``key`` if still current (else None), and what it depends on now.
 
     An entry is current when what it depends on is as it was when it was built; the
     dependencies are returned for ``store`` to keep beside a new entry. A plain read's entry
     is the one kept beside the namespace's kept read; one not kept carries the read's stamp
-    now, before it is built. ``chosen``: the entry already judged current for the request
-    (``current``, in the event loop), given as it is.
+    now, before it is built. ``delivers``: whether the server answering delivers
+    subscriptions (``CallContext.delivers``). ``chosen``: the entry already judged current for
+    the request (``current``, in the event loop), given as it is.
     """
     if chosen is not None and chosen[0] == key:
         return chosen[1], chosen[1].depends
-    entry, depends = _find(key, wait=True)
+    entry, depends = _find(key, delivers, wait=True)
     if entry is None and _file_read(key):
         return None, depends._replace(stamp=depends.namespace.stamp_of(key[2]))
     return entry, depends
 
 
-def current(key: Key) -> Prepared | None:
+def current(key: Key, delivers: bool) -> Prepared | None:
     """The entry for ``key`` when it is current and can be given without waiting on anything.
 
     As ``lookup``, except that a plain read whose links are due to be compared (which may ask
     the database) is None: it is for a thread to answer.
     """
-    return _find(key, wait=False)[0]
+    return _find(key, delivers, wait=False)[0]
 
 
 def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prepared:

@@ -93,6 +93,9 @@ class CallContext:
             process); else None.
         chosen: The prepared answer the server chose for the request in its event loop
             (``prepared.current``), which it is answered with; else None.
+        delivers: Whether the server answering holds streams and sessions' subscriptions
+            (``python -m tmsite.serve``; ``mcp_stdio`` with subscriptions): what the
+            capabilities say (:mod:`tmsite.bus.delivery`).
     """
 
     version: str = LATEST_INITIALIZE_VERSION
@@ -102,6 +105,7 @@ class CallContext:
     session: Session | None = None
     subscriber: Subscriber | None = None
     chosen: Chosen | None = None
+    delivers: bool = False
 
     @property
     def era(self) -> Era:

@@ -25,8 +25,8 @@ Subscriptions: ``serve`` may be given what holds them (:class:`Held`, built over
 above this one). It answers the methods it names (``subscriptions/listen``,
 ``resources/subscribe``, ``resources/unsubscribe``) with the ordinary run of the request at
 hand, writes their notifications itself, hears the client's notifications
-(``notifications/cancelled``) and is closed when stdin ends. The session then runs inside
-:func:`tmsite.bus.delivery.serving`, so the capabilities say what it delivers.
+(``notifications/cancelled``) and is closed when stdin ends. Its requests' context then says
+the session delivers subscriptions (``CallContext.delivers``), and so do the capabilities.
 
 Spec: T11, SUB1, SUB2.
 """
@@ -40,7 +40,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
-from tmsite.bus import delivery
 from tmsite.mcp import observed
 from tmsite.mcp.envelope import (
     MAX_BODY_BYTES,
@@ -158,9 +157,11 @@ class StdioSession:
             return None
         try:
             if modern_meta(message) is not None:
-                ctx = check_modern(message, None)
+                ctx = check_modern(message, None, delivers=self.held is not None)
             else:
-                ctx = CallContext(version=self.legacy_version, transport="stdio")
+                ctx = CallContext(
+                    version=self.legacy_version, transport="stdio", delivers=self.held is not None
+                )
             return self._run(message, ctx)
         except EnvelopeRefusal as refusal:
             return dumps(refusal.body())
@@ -205,8 +206,7 @@ def serve(
     writer = Writer(stdout)
     held = holding(writer) if holding is not None else None
     session = StdioSession(held)
-    delivering = delivery.serving(sessions=True) if held is not None else contextlib.nullcontext()
-    with contextlib.redirect_stdout(sys.stderr), delivering:
+    with contextlib.redirect_stdout(sys.stderr):
         try:
             for line in stdin:
                 reply = session.handle_line(line)

@@ -66,7 +66,6 @@ from django.core import signals
 from django.urls import set_script_prefix
 
 from tmsite import wsgi
-from tmsite.bus import delivery
 from tmsite.callers import buckets, caller
 from tmsite.core import tracing, work
 from tmsite.core.settled import settled
@@ -136,6 +135,7 @@ def asked_of(scope: Scope, body: bytes) -> endpoint.Asked:
         peer=str(client[0]),
         server=f"{server[0]}:{server[1] if server[1] is not None else 80}",
         address=address if isinstance(address, str) else None,
+        delivers=True,  # this server holds streams, and sessions' ones
     )
 
 
@@ -161,8 +161,7 @@ def _served_on_thread(
     signals.request_started.send(sender=Application, environ=environ)
     try:
         set_script_prefix(script)
-        # this server holds streams, and sessions' ones
-        with delivery.serving(sessions=True), work.abandoned_when(gone):
+        with work.abandoned_when(gone):
             return endpoint.serve(asked)
     finally:
         # old database connections closed, counts flushed
@@ -308,7 +307,7 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
         return None
     try:
         key = prepared.variant(method, params, CallContext(version=version, transport="http"))
-        entry = prepared.current(key) if key is not None else None
+        entry = prepared.current(key, asked.delivers) if key is not None else None
     except Exception:  # a namespace not built yet, …: the thread builds it
         return None
     return None if key is None or entry is None else (key, entry)
@@ -316,12 +315,10 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
 
 def answered_in_loop(asked: endpoint.Asked) -> endpoint.Answered | None:
     """The answer to ``asked`` made in the event loop, or None when it needs a thread."""
-    # a batch due meanwhile is the flusher's to write
-    with delivery.serving(sessions=True):
-        chosen = _in_loop(asked)
-        if chosen is None:
-            return None
-        return endpoint.serve(dataclasses.replace(asked, chosen=chosen))
+    chosen = _in_loop(asked)
+    if chosen is None:
+        return None
+    return endpoint.serve(dataclasses.replace(asked, chosen=chosen))
 
 
 # --- the rest of the site, through its WSGI application --------------------------------------

@@ -50,7 +50,7 @@ from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from tmsite.bus import changes, delivery, env
+from tmsite.bus import changes, env
 from tmsite.bus.changes import Change
 from tmsite.callers import caller
 from tmsite.core.errors import BadUri
@@ -174,7 +174,7 @@ def _uri(params: dict[str, Any], method: str, ctx: CallContext) -> str:
 
 
 def _http_session(method: str, ctx: CallContext) -> sessions.Session:
-    if ctx.transport != "http" or not delivery.here():
+    if ctx.transport != "http" or not ctx.delivers:
         raise RpcError(METHOD_NOT_FOUND, NOT_HERE.format(method=method))
     session = ctx.session
     if session is None:

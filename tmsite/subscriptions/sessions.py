@@ -6,7 +6,7 @@ changes on the session's GET stream (``basic/transports`` "Session Management",
 session id is answered exactly as before, and the 2026-07-28 era never gets one.
 
 * **Issued** by ``initialize`` (2025 era) where streams are delivered
-  (:func:`tmsite.bus.delivery.here`), in the ``Mcp-Session-Id`` response header: a
+  (``Asked.delivers``, :mod:`tmsite.bus.delivery`), in the ``Mcp-Session-Id`` header: a
   token signed with Django's signing (salt :data:`SALT`) carrying a random id and an expiry
   (``TM_SESSION_TTL`` seconds from the handshake, a day unless set). Visible ASCII only
   (base64url and ``:``). Any machine with the box's secret key validates it; nothing is
