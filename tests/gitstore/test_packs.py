@@ -187,6 +187,17 @@ def _listed_sizes(path: Path) -> list[int]:
         return [e.size for e in gitstore.list_tree(repo, head, "", depth=8) if e.size is not None]
 
 
+def _copy_with_its_table(packed: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the packed repository, with its pack's size table written: both paths."""
+    copy = tmp_path / "repo"
+    shutil.copytree(packed, copy, symlinks=True)
+    gitstore.clear_caches()
+    with gitstore.open_repo(copy) as repo:
+        write_size_tables(repo)
+    [table] = _size_tables(copy)
+    return copy, table
+
+
 @needs_git
 def test_a_size_table_holds_every_size_git_gives_in_the_index_order(
     packed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
@@ -238,12 +249,7 @@ def test_a_size_table_holds_every_size_git_gives_in_the_index_order(
 def test_a_size_table_that_does_not_fit_its_pack_is_not_read(
     packed: Path, tmp_path: Path, damage: Callable[[bytes], bytes]
 ) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(packed, copy, symlinks=True)
-    gitstore.clear_caches()
-    with gitstore.open_repo(copy) as repo:
-        write_size_tables(repo)
-    [table] = _size_tables(copy)
+    copy, table = _copy_with_its_table(packed, tmp_path)
     table.chmod(0o644)
     table.write_bytes(damage(table.read_bytes()))
     gitstore.clear_caches()
@@ -255,12 +261,7 @@ def test_a_size_table_that_does_not_fit_its_pack_is_not_read(
 
 @needs_git
 def test_a_size_table_whose_pack_is_gone_is_removed(packed: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(packed, copy, symlinks=True)
-    gitstore.clear_caches()
-    with gitstore.open_repo(copy) as repo:
-        write_size_tables(repo)
-    [old] = _size_tables(copy)
+    copy, old = _copy_with_its_table(packed, tmp_path)
     (copy / "more.txt").write_text("more\n")
     _git(copy, "add", "more.txt")
     _git(copy, "-c", "user.name=A", "-c", "user.email=a@x", "commit", "-q", "-m", "more")
