@@ -367,8 +367,8 @@ def large(repo: Path, git: str, repeat: int) -> None:
     with gitstore.open_repo(repo) as probe:
         found = probe.graph()
         filters = found is not None and found.has_filters
-        packs = probe.pack_indexes()
-        tables = sum(reader.sizes is not None for reader, _buf in packs)
+        packs = probe.size_tables()
+        tables = sum(table is not None for table in packs)
     print(
         f"commit-graph: {'yes' if graph.exists() else 'no'}; git verifies it: "
         f"{'yes' if verified.returncode == 0 else 'no'}; Bloom filters read: "

@@ -216,11 +216,11 @@ def test_a_size_table_holds_every_size_git_gives_in_the_index_order(
     gitstore.clear_caches()
     with gitstore.open_repo(copy) as repo:
         assert write_size_tables(repo) == 0  # the pack has its table
-        [(reader, _buf)] = repo.pack_indexes()
-        assert reader.sizes is not None
+        [table] = repo.size_tables()
+        assert table is not None
         git_sizes = {sha: size for sha, _kind, size in _all_objects(copy)}
         in_order = sorted(git_sizes)  # the index's order: by id
-        assert list(reader.sizes) == [git_sizes[sha] for sha in in_order]
+        assert list(table) == [git_sizes[sha] for sha in in_order]
 
         def unread(*_args: object) -> int:
             raise AssertionError("an entry was read for its size")
@@ -254,8 +254,7 @@ def test_a_size_table_that_does_not_fit_its_pack_is_not_read(
     table.write_bytes(damage(table.read_bytes()))
     gitstore.clear_caches()
     with gitstore.open_repo(copy) as repo:
-        [(reader, _buf)] = repo.pack_indexes()
-        assert reader.sizes is None
+        assert repo.size_tables() == [None]
     assert _listed_sizes(copy) == _listed_sizes(packed)
 
 
@@ -274,6 +273,6 @@ def test_a_size_table_whose_pack_is_gone_is_removed(packed: Path, tmp_path: Path
     assert new != old and new.name == pack.with_suffix(".sizes").name
     gitstore.clear_caches()
     with gitstore.open_repo(copy) as repo:
-        [(reader, _buf)] = repo.pack_indexes()
+        [table] = repo.size_tables()
         git_sizes = {sha: size for sha, _kind, size in _all_objects(copy)}
-        assert reader.sizes is not None and sorted(reader.sizes) == sorted(git_sizes.values())
+        assert table is not None and sorted(table) == sorted(git_sizes.values())

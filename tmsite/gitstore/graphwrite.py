@@ -431,10 +431,10 @@ def write_size_tables(repo: GitRepo) -> int:
     written = 0
     kept: set[str] = set()
     try:
-        for reader, buf in repo.pack_indexes():
+        for (reader, buf), found in zip(repo.pack_indexes(), repo.size_tables(), strict=True):
             target = Path(size_table_path(repo.objects_path, reader.pack_checksum))
             kept.add(target.name)
-            if reader.sizes is not None:
+            if found is not None:
                 continue
             table = array("I", [UNKNOWN_SIZE]) * reader.count
             for index in range(reader.count):

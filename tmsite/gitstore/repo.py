@@ -414,7 +414,7 @@ class PackIndexReader:
     dulwich's own lookup bisects with a Python call per step, several times slower.
     """
 
-    __slots__ = ("_contents", "_count", "_fanout", "_large", "_names", "_offsets", "sizes")
+    __slots__ = ("_contents", "_count", "_fanout", "_large", "_names", "_offsets")
 
     def __init__(self, contents: bytes | mmap.mmap) -> None:
         if contents[:8] != b"\377tOc\0\0\0\2":
@@ -427,8 +427,6 @@ class PackIndexReader:
         self._large = self._offsets + 4 * self._count
         if len(contents) < self._large + 40:
             raise ValueError("the pack index is cut short")
-        #: The pack's size table, when it has one (:func:`read_size_table`).
-        self.sizes: memoryview | None = None
 
     @property
     def count(self) -> int:
@@ -880,6 +878,7 @@ class GitRepo:
         self._graph_read = False
         self._bases: dict[tuple[int, int], tuple[int, bytes]] = {}
         self._indexes: list[PackIndexReader | None] | None = None
+        self._tables: list[memoryview | None] | None = None
         self._walked: dict[str, tuple[str, tuple[str, ...], int]] = {}
         self._base_bytes = 0
         self._reads = 0
@@ -928,21 +927,16 @@ class GitRepo:
                 continue
         return None
 
-    def _index_reader(self, pack: Pack) -> PackIndexReader | None:
-        """A direct reader over the pack's mapped index, or None to use dulwich's lookup.
-
-        The reader carries the pack's size table, when it has one.
-        """
+    @staticmethod
+    def _index_reader(pack: Pack) -> PackIndexReader | None:
+        """A direct reader over the pack's mapped index, or None to use dulwich's lookup."""
         try:
             index = pack.index
             if not isinstance(index, PackIndex2):
                 return None
-            reader = PackIndexReader(index._contents)
+            return PackIndexReader(index._contents)
         except (AttributeError, ValueError, struct.error, OSError):
             return None
-        path = size_table_path(self.objects_path, reader.pack_checksum)
-        reader.sizes = read_size_table(path, reader.count)
-        return reader
 
     def _read_at(self, pack: Pack, offset: int, depth: int = 0) -> tuple[int, bytes]:
         """The type number and content of the pack entry at ``offset``, deltas applied.
@@ -1452,12 +1446,12 @@ class GitRepo:
             with self._lock:
                 self._touched(len(shas))
                 direct = self._direct_indexes()
+                tables = self._size_tables(direct)
                 for at, sha in enumerate(shas):
                     binary = bytes.fromhex(sha)
-                    for reader, buf in direct:
+                    for (reader, buf), table in zip(direct, tables, strict=True):
                         index = reader.index(binary)
                         if index >= 0:
-                            table = reader.sizes
                             known = UNKNOWN_SIZE if table is None else table[index]
                             out[at] = (
                                 known
@@ -1482,6 +1476,34 @@ class GitRepo:
         """
         with self._lock:
             return self._direct_indexes()
+
+    def size_tables(self) -> list[memoryview | None]:
+        """The size table of each pack :meth:`pack_indexes` gives, None where it has none."""
+        with self._lock:
+            return self._size_tables(self._direct_indexes())
+
+    def _size_tables(
+        self, direct: list[tuple[PackIndexReader, bytes | mmap.mmap]]
+    ) -> list[memoryview | None]:
+        """The size tables of ``direct``'s packs (lock held), found on the first listing.
+
+        Not when the handle opens: a read of one object never needs them.
+
+        A table found is kept in the object cache by its path (named by the pack's checksum,
+        its content never changes), so later handles take it without reading the file; a pack
+        without one is looked at again by each handle, so a table written meanwhile is read.
+        """
+        if self._tables is None:
+            self._tables = []
+            for reader, _buf in direct:
+                path = size_table_path(self.objects_path, reader.pack_checksum)
+                table = OBJECTS.get(("size-table", path))
+                if table is None:
+                    table = read_size_table(path, reader.count)
+                    if table is not None:
+                        OBJECTS.put(("size-table", path), table, table.nbytes)
+                self._tables.append(table)
+        return self._tables
 
     @property
     def objects_path(self) -> str:
