@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import heapq
 import mmap
 import os
@@ -239,6 +240,10 @@ def find_in_tree(raw: bytes, name: bytes) -> tuple[int, str] | None:
     """
     needle = b" " + name + b"\0"
     at = raw.find(needle)
+    if at > ENTRIES_IN_C:
+        found = _entry_pattern(name).match(raw)
+        if found is not None:
+            return int(found[1], 8), found[2].hex()
     pos = 0
     size = len(raw)
     while at >= 0:
@@ -255,6 +260,24 @@ def find_in_tree(raw: bytes, name: bytes) -> tuple[int, str] | None:
         if pos > at:
             at = raw.find(needle, pos)
     return None
+
+
+#: How far into a tree the name is found past which entries are stepped over in C (a
+#: regular expression) rather than one ``find`` each.
+ENTRIES_IN_C = 2048
+
+
+@functools.lru_cache(maxsize=256)
+def _entry_pattern(name: bytes) -> re.Pattern[bytes]:
+    """Well-formed entries from the start of a tree, then the first called ``name``.
+
+    A tree it does not match (malformed before the entry) is stepped over one entry at a
+    time, which says why.
+    """
+    entry = rb"[0-7]+ [^\x00]*\x00[\x00-\xff]{20}"
+    return re.compile(
+        rb"(?:" + entry + rb")*?([0-7]+) " + re.escape(name) + rb"\x00([\x00-\xff]{20})"
+    )
 
 
 def entry_header(buf: bytes | mmap.mmap, offset: int) -> tuple[int, int, int]:
