@@ -48,7 +48,7 @@ from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
-from tmsite.gitstore.linediff import edit_spans
+from tmsite.gitstore.linediff import Text, edit_spans
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
@@ -62,22 +62,16 @@ Suspect = tuple[int, int, int]
 
 def split_lines(data: bytes) -> list[bytes]:
     r"""Lines as git counts them: split on ``\n`` only, a final unterminated line included."""
-    if not data:
-        return []
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    return lines
+    return Text(data).lines()
 
 
-def _lines(repo: GitRepo, sha: str) -> list[bytes]:
-    key = (repo.path, "lines", sha)
+def _text(repo: GitRepo, sha: str) -> Text:
+    key = (repo.path, "text", sha)
     cached = OBJECTS.get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    data = repo.blob(sha)
-    lines = split_lines(data)
-    return OBJECTS.put(key, lines, len(data) + 40 * len(lines) + 64)
+    text = Text(repo.blob(sha))
+    return OBJECTS.put(key, text, len(text.data) + 64)
 
 
 #: Diagonal runs past which :func:`unique_blocks` leaves the diff to ``SequenceMatcher``.
@@ -166,12 +160,12 @@ Run = tuple[int, int, int]
 def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
     """For each line of ``new``, its index in ``old`` when unchanged, else -1."""
     mapping = [-1] * len(new)
-    for j, i, size in line_runs(old, new):
+    for j, i, size in line_runs(Text.of(old), Text.of(new)):
         mapping[j : j + size] = range(i, i + size)
     return mapping
 
 
-def line_runs(old: list[bytes], new: list[bytes]) -> list[Run]:
+def line_runs(old: Text, new: Text) -> list[Run]:
     """The runs of lines of ``new`` unchanged from ``old``, in order.
 
     The diff is :func:`~tmsite.gitstore.linediff.edit_spans` (Myers, compacted as xdiff does);
@@ -180,11 +174,11 @@ def line_runs(old: list[bytes], new: list[bytes]) -> list[Run]:
     """
     found = edit_spans(old, new)
     if found is None:
-        return _runs_of(_matcher_map(old, new))
+        return _runs_of(_matcher_map(old.lines(), new.lines()))
     gone, added, span_a, span_b = found
     # Unchanged lines pair up in order: those before the first change on either side and
     # after the last one at once, the rest a run at a time between the spans.
-    size_a, size_b = len(old), len(new)
+    size_a, size_b = old.count, new.count
     first = min(span_a[0] if span_a[1] else size_a, span_b[0] if span_b[1] else size_b)
     last = min(
         size_a - span_a[1] if span_a[1] else size_a,
@@ -231,12 +225,19 @@ def split(suspects: list[Suspect], runs: list[Run]) -> tuple[list[Suspect], list
     passed: list[Suspect] = []
     kept: list[Suspect] = []
     ends = [j + size for j, _i, size in runs]
-    for final, here, count in suspects:
+    count_runs = len(runs)
+    for suspect in suspects:
+        final, here, count = suspect
         end = here + count
-        at = here
         k = bisect.bisect_right(ends, here)
+        if k < count_runs:  # most suspects lie in one run: they pass whole
+            j, i, size = runs[k]
+            if j <= here and end <= j + size:
+                passed.append(suspect if i == j else (final, here + i - j, count))
+                continue
+        at = here
         while at < end:
-            if k >= len(runs) or runs[k][0] >= end:
+            if k >= count_runs or runs[k][0] >= end:
                 kept.append((final + at - here, at, end - at))
                 break
             j, i, size = runs[k]
@@ -283,7 +284,7 @@ def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:
 
 def line_count(repo: GitRepo, sha: str) -> int:
     """How many lines blame counts in blob ``sha``."""
-    return len(_lines(repo, sha))
+    return _text(repo, sha).count
 
 
 def blame(
@@ -314,8 +315,8 @@ def blame(
     node = lookup(repo, commit, parts)
     if node.kind not in ("blob", "symlink"):
         raise NotABlob(node.path, node.kind)
-    final_lines = _lines(repo, node.sha)
-    first, last = 1, len(final_lines)
+    final = _text(repo, node.sha)
+    first, last = 1, final.count
     if lines is not None:
         first, last = lines[0], min(lines[1], last)
         if first < 1 or first > lines[1]:
@@ -325,7 +326,7 @@ def blame(
     if cached is not None:
         return cached  # type: ignore[no-any-return]
 
-    walk = _Walk(repo, commit, join(parts), node.sha, len(final_lines), (first - 1, last))
+    walk = _Walk(repo, commit, join(parts), node.sha, final.count, (first - 1, last))
     owner = walk.run()
     origins: dict[Origin, int] = {}
     owners = array("I", (origins.setdefault(o, len(origins)) for o in owner[first - 1 : last]))
@@ -336,7 +337,7 @@ def blame(
         tuple(iso_utc(info.author_time) for info in infos),
         tuple(where for _sha, where in origins),
         owners,
-        "\n".join(line.decode("utf-8", "replace") for line in final_lines[first - 1 : last]),
+        "\n".join(line.decode("utf-8", "replace") for line in final.lines()[first - 1 : last]),
         first,
     )
     return read_put(key, out, out.size())
@@ -488,8 +489,7 @@ class _Walk:
         assert mine is not None
         parents = self.parents(node)
         if parents and self.unchanged(node, path):
-            self.blobs[(parents[0], path)] = mine  # the filter says the first parent has it
-            self.give(parents[0], path, suspects)
+            self.pass_down(parents[0], path, mine, suspects)
             return
         scapegoats = self.scapegoats(node, path, mine, parents)
         if isinstance(scapegoats, tuple):
@@ -501,7 +501,7 @@ class _Walk:
                 continue
             older, theirs = found
             passed, remaining = split(
-                remaining, line_runs(_lines(self.repo, theirs), _lines(self.repo, mine))
+                remaining, line_runs(_text(self.repo, theirs), _text(self.repo, mine))
             )
             self.give(parent, older, passed)
         if remaining:
@@ -509,6 +509,25 @@ class _Walk:
             for final, _here, count in remaining:
                 self.owner[final : final + count] = [origin] * count
                 self.left -= count
+
+    def pass_down(self, parent: Node, path: str, blob: str, suspects: list[Suspect]) -> None:
+        """Give every suspect to a first parent the filter says holds the very ``blob``.
+
+        The suspects go on down the line of first parents whose filters say the same at once,
+        not by the queue: the order commits are taken in changes no line's commit, only how
+        often diffs are shared, and those commits need none. The line ends at a commit that
+        may have changed the file, or one already queued, which then takes them.
+        """
+        while True:
+            self.blobs[(parent, path)] = blob
+            if parent in self.pending:
+                break
+            grandparents = self.parents(parent)
+            if not grandparents or not self.unchanged(parent, path):
+                break
+            work.spend("commits")
+            parent = grandparents[0]
+        self.give(parent, path, suspects)
 
     def scapegoats(
         self, node: Node, path: str, mine: str, parents: list[Node]

@@ -1,9 +1,9 @@
 """A line diff shaped as git's xdiff shapes it, for blame.
 
 Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
-compared as they are: each blob's lines are split once and kept, so a line's hash is computed
-once; the common head and tail, and, as xdiff discards them, the lines the other side does not
-hold at all are left out of the search).
+compared as they are; the common head and tail, measured in bytes and never split into lines,
+and, as xdiff discards them, the lines the other side does not hold at all are left out of
+the search).
 Past :data:`MAX_EDITS` edits, where Myers' search in Python grows quadratic, rapidfuzz's
 bit-parallel longest common subsequence (C++) gives a script of the same length instead.
 The changed lines of each side are then *compacted* as xdiff's ``xdl_change_compact`` does: each
@@ -19,8 +19,11 @@ Spec: ANY2.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
+from collections import Counter
+from collections.abc import Container
 from itertools import compress
 
 from rapidfuzz.distance import Indel
@@ -28,6 +31,17 @@ from rapidfuzz.distance import Indel
 #: Past this many edits Myers' search (quadratic in them, in Python) gives way to a longest
 #: common subsequence found in C (:func:`_lcs_edits`).
 MAX_EDITS = 500
+#: Lines a side's middle must hold before a shared stretch is sought in it (:func:`_held`),
+#: how far from the same place a middle line is looked for, and how many outside lines are
+#: looked for along the stretch rather than in a set of it.
+BLOCK_LINES = 256
+SEEK_LINES = 256
+LOOK_ALONG = 4
+#: Lacked lines up to which they are found one by one and stepped over by slicing.
+FEW_LACKED = 64
+#: The round at which Myers' search counts lines (:func:`_fewest_edits`) and gives up at
+#: once if the script must pass :data:`MAX_EDITS`, before its rounds grow costly.
+BOUND_ROUND = 128
 #: Past this many cells (lines of one side times the other's) no alignment is sought at all;
 #: the caller uses another matcher.
 MAX_CELLS = 1 << 26
@@ -37,34 +51,219 @@ MAX_CELLS = 1 << 26
 Span = tuple[int, int]
 
 
+class Text:
+    r"""One version of a file as the diff reads it: its bytes, split into lines where read.
+
+    Lines are as git counts them (split on ``\n`` only, a final unterminated line included);
+    the bytes are kept ending in a newline so that every line ends alike. Two versions a diff
+    compares share most lines at the head and the tail: those are measured by comparing bytes
+    (in C) and never split, and only the lines between them become objects.
+    """
+
+    __slots__ = ("_count", "data")
+
+    def __init__(self, data: bytes) -> None:
+        if data and not data.endswith(b"\n"):
+            data += b"\n"
+        self.data = data
+        self._count = -1  # counted when first asked, or learnt from a diff
+
+    @property
+    def count(self) -> int:
+        """How many lines it has."""
+        if self._count < 0:
+            self._count = self.data.count(b"\n")
+        return self._count
+
+    @classmethod
+    def of(cls, lines: list[bytes]) -> Text:
+        """The text of ``lines`` (none holding a newline)."""
+        return cls(b"".join(line + b"\n" for line in lines))
+
+    def lines(self) -> list[bytes]:
+        """Every line, split."""
+        return self.data.split(b"\n")[:-1]
+
+    def between(self, start: int, end: int) -> list[bytes]:
+        """The lines whose bytes are ``data[start:end]`` (both ends at a line's start)."""
+        return self.data[start:end].split(b"\n")[:-1]
+
+
+class _Side:
+    """One side of a diff as compaction reads it: ``recs[i]``, line ``i`` of the version.
+
+    The lines between the common head and tail are split; one outside them (a group of
+    changes slid into the head or the tail) is cut from the bytes when read, walking out from
+    the nearest known line start.
+    """
+
+    __slots__ = ("_down", "_up", "data", "head", "mid", "size", "tail_line")
+
+    def __init__(self, text: Text, head: int, start: int, mid: list[bytes], end: int) -> None:
+        self.data = text.data
+        self.size = text.count  # known from the diff: not counted again
+        self.head = head
+        self.mid = mid
+        self.tail_line = head + len(mid)
+        self._up = [start]  # the starts of lines head, head - 1, ...
+        self._down = [end]  # the starts of lines tail_line, tail_line + 1, ...
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, at: int) -> bytes:
+        if self.head <= at < self.tail_line:
+            return self.mid[at - self.head]
+        data = self.data
+        if at < self.head:
+            up, back = self._up, self.head - at
+            while len(up) <= back:
+                up.append(data.rfind(b"\n", 0, up[-1] - 1) + 1)
+            return data[up[back] : up[back - 1] - 1]
+        down, ahead = self._down, at - self.tail_line
+        while len(down) <= ahead + 1:
+            down.append(data.index(b"\n", down[-1]) + 1)
+        return data[down[ahead] : down[ahead + 1] - 1]
+
+
+def _shared_bytes(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
+    """How many bytes ``a`` and ``b`` share at one end, at most ``limit``.
+
+    A binary search over slices compared in C.
+    """
+    low, high = 0, limit
+    end_a, end_b = len(a), len(b)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if from_end:
+            same = a[end_a - middle : end_a - low] == b[end_b - middle : end_b - low]
+        else:
+            same = a[low:middle] == b[low:middle]
+        if same:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _flags(size: int, head: int, lacked: list[int], edits: list[int]) -> list[bool]:
+    """Whether each line of one side is changed.
+
+    Changed are the lines the other side lacks and those the script edits (given by their
+    index among the others), both counted from line ``head``.
+    """
+    flags = [False] * size
+    for index in itertools.chain(lacked, _positions(edits, lacked)):
+        flags[head + index] = True
+    return flags
+
+
+def _lacked(held: list[bool]) -> list[int]:
+    """The indexes, in order, of the lines not held."""
+    count = held.count(False)
+    if count > FEW_LACKED:
+        return list(compress(range(len(held)), map(operator.not_, held)))
+    found: list[int] = []
+    at = -1
+    for _ in range(count):
+        at = held.index(False, at + 1)
+        found.append(at)
+    return found
+
+
+def _without(lines: list[bytes], held: list[bool], lacked: list[int]) -> list[bytes]:
+    """The ``held`` lines; ``lacked`` are the indexes of the others."""
+    if not lacked:
+        return lines
+    if len(lacked) > FEW_LACKED:
+        return list(compress(lines, held))
+    kept: list[bytes] = []
+    at = 0
+    for index in lacked:
+        kept += lines[at:index]
+        at = index + 1
+    kept += lines[at:]
+    return kept
+
+
+def _positions(indexes: list[int], lacked: list[int]) -> list[int]:
+    """Indexes among the held lines, as indexes among all (``lacked``: the others')."""
+    if not lacked:
+        return indexes
+    # The k-th held line comes after every lacked one with fewer held lines before it.
+    held_before = [index - count for count, index in enumerate(lacked)]
+    return [k + bisect.bisect_right(held_before, k) for k in indexes]
+
+
+def common_ends(a: Text, b: Text) -> tuple[int, int, int]:
+    """Where the lines two versions share at the head and at the tail lie, in bytes.
+
+    Returns ``(start, end_a, end_b)``: the shared head is ``data[:start]`` in both, the shared
+    tail ``a.data[end_a:]`` and ``b.data[end_b:]``; each is whole lines, and the tail never
+    overlaps the head.
+    """
+    da, db = a.data, b.data
+    prefix = _shared_bytes(da, db, min(len(da), len(db)), from_end=False)
+    start = da.rfind(b"\n", 0, prefix) + 1  # the shared lines end at a newline
+    suffix = _shared_bytes(da, db, min(len(da), len(db)) - start, from_end=True)
+    end_a, end_b = len(da) - suffix, len(db) - suffix
+    if not (_line_start(da, end_a, start) and _line_start(db, end_b, start)):
+        # The shared bytes begin inside a line on one side: its tail lines begin after it.
+        step = da.find(b"\n", end_a) + 1 - end_a
+        end_a += step
+        end_b += step
+    return start, end_a, end_b
+
+
+def _counted(text: Text, start: int, end: int, middle: int) -> tuple[int, int]:
+    """How many lines lie before byte ``start`` and from byte ``end`` on, ``middle`` between.
+
+    Where the text's own count is known, only the shorter end is counted.
+    """
+    data = text.data
+    if text._count < 0:
+        return data.count(b"\n", 0, start), data.count(b"\n", end)
+    if start <= len(data) - end:
+        head = data.count(b"\n", 0, start)
+        return head, text._count - middle - head
+    tail = data.count(b"\n", end)
+    return text._count - middle - tail, tail
+
+
+def _line_start(data: bytes, at: int, floor: int) -> bool:
+    return at == floor or data[at - 1] == 0x0A
+
+
 def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[bool]] | None:
     """For each line of ``old`` and of ``new``, whether it is changed (deleted or inserted).
 
     None when the versions are too large to align (:data:`MAX_CELLS`).
     """
-    found = edit_spans(old, new)
+    found = edit_spans(Text.of(old), Text.of(new))
     return None if found is None else (found[0], found[1])
 
 
-def edit_spans(
-    old: list[bytes], new: list[bytes]
-) -> tuple[list[bool], list[bool], Span, Span] | None:
-    """:func:`edit_flags`, with the span of each side's changed lines.
+def edit_spans(old: Text, new: Text) -> tuple[list[bool], list[bool], Span, Span] | None:
+    """:func:`edit_flags` of two versions, with the span of each side's changed lines.
 
-    The flags are looked through only between the spans (the lines both sides share at the
-    head and the tail are not), so a small edit to a long file costs little past finding them.
+    The lines both versions share at the head and the tail are measured in bytes and never
+    split, so a small edit to a long file costs little past finding them.
     """
-    a, b = old, new  # xdiff's names for the two sides
-    limit = min(len(a), len(b))
-    head = common_head(a, b, limit)
-    tail = common_tail(a, b, limit - head)
+    start, end_a, end_b = common_ends(old, new)
+    mid_a = old.between(start, end_a)
+    mid_b = new.between(start, end_b)
+    # Lines are counted here, in passing, rather than by reading each version whole.
+    if new._count >= 0 or old._count < 0:
+        head, tail = _counted(new, start, end_b, len(mid_b))
+    else:
+        head, tail = _counted(old, start, end_a, len(mid_a))
+    size_a = old._count = head + len(mid_a) + tail
+    size_b = new._count = head + len(mid_b) + tail
     # As xdiff's xdl_cleanup_records: a line the other side lacks is changed for certain and
     # left out of the search, which then only places the lines both sides hold.
-    mid_a = a[head : len(a) - tail]
-    mid_b = b[head : len(b) - tail]
-    held_a = list(map(set(mid_b).__contains__, mid_a))
-    held_b = list(map(set(mid_a).__contains__, mid_b))
-    kept_a, kept_b = list(compress(mid_a, held_a)), list(compress(mid_b, held_b))
+    held_a, held_b = _held(mid_a, mid_b)
+    lacked_a, lacked_b = _lacked(held_a), _lacked(held_b)
+    kept_a, kept_b = _without(mid_a, held_a, lacked_a), _without(mid_b, held_b, lacked_b)
     edits = _myers(kept_a, kept_b)
     if edits is None:
         if len(kept_a) * len(kept_b) > MAX_CELLS:
@@ -74,66 +273,111 @@ def edit_spans(
         edits = _lcs_edits(
             list(map(ids.setdefault, kept_a, number)), list(map(ids.setdefault, kept_b, number))
         )
-    gone = [False] * len(a)
-    gone[head : len(a) - tail] = map(operator.not_, held_a)
-    added = [False] * len(b)
-    added[head : len(b) - tail] = map(operator.not_, held_b)
-    deleted, inserted = edits
-    if deleted:
-        keep_a = list(compress(range(head, len(a) - tail), held_a))
-        for i in deleted:
-            gone[keep_a[i]] = True
-    if inserted:
-        keep_b = list(compress(range(head, len(b) - tail), held_b))
-        for j in inserted:
-            added[keep_b[j]] = True
-    span_a = _compact(a, gone, added, _Indents(old), (head, len(a) - tail), (head, len(b) - tail))
-    span_b = _compact(b, added, gone, _Indents(new), (head, len(b) - tail), span_a)
+    gone = _flags(size_a, head, lacked_a, edits[0])
+    added = _flags(size_b, head, lacked_b, edits[1])
+    a = _Side(old, head, start, mid_a, end_a)
+    b = _Side(new, head, start, mid_b, end_b)
+    span_a = _compact(a, gone, added, _Indents(a), (head, size_a - tail), (head, size_b - tail))
+    span_b = _compact(b, added, gone, _Indents(b), (head, size_b - tail), span_a)
     return gone, added, span_a, span_b
 
 
-def common_head(a: list[bytes], b: list[bytes], limit: int) -> int:
-    """How many leading items ``a`` and ``b`` share, at most ``limit``."""
-    return _shared(a, b, limit, from_end=False)
+def _held(a: list[bytes], b: list[bytes]) -> tuple[list[bool], list[bool]]:
+    """For each line of ``a``, whether ``b`` holds it too; for each of ``b``, whether ``a`` does.
 
-
-def common_tail(a: list[bytes], b: list[bytes], limit: int) -> int:
-    """How many trailing items ``a`` and ``b`` share, at most ``limit``."""
-    return _shared(a, b, limit, from_end=True)
-
-
-def _shared(a: list[bytes], b: list[bytes], limit: int, from_end: bool) -> int:
-    """How many items ``a`` and ``b`` share at one end, at most ``limit``.
-
-    Slices are compared (in C), growing while they match, then halving around the first
-    difference, so a long common run costs a few comparisons rather than a step a line.
+    Two versions of a file mostly differ by a few lines at each end of a long stretch they
+    share (:func:`_shared_block`): the lines in that stretch are held for certain, and only
+    those outside it are looked for.
     """
-    at, step, grow = 0, 16, True
-    end_a, end_b = len(a), len(b)
+    block = _shared_block(a, b)
+    if block is None:
+        return list(map(set(b).__contains__, a)), list(map(set(a).__contains__, b))
+    x, y, size = block
+    out_a, out_b = a[:x] + a[x + size :], b[:y] + b[y + size :]
+    # Outside lines the other side's outside lacks: held only if the shared stretch has them.
+    sought_a = _lacking(out_a, set(out_b))
+    sought_b = _lacking(out_b, set(out_a))
+    shared = a[x : x + size]
+    in_block: Container[bytes] = (
+        shared if len(sought_a) + len(sought_b) <= LOOK_ALONG else set(shared)
+    )
+    return _marked(len(a), x, size, out_a, sought_a, in_block), _marked(
+        len(b), y, size, out_b, sought_b, in_block
+    )
+
+
+def _lacking(lines: list[bytes], other: set[bytes]) -> list[int]:
+    """The indexes of the lines ``other`` lacks."""
+    return list(compress(range(len(lines)), map(operator.not_, map(other.__contains__, lines))))
+
+
+def _marked(
+    count: int, at: int, size: int, out: list[bytes], sought: list[int], in_block: Container[bytes]
+) -> list[bool]:
+    """Held flags for one side: all but the ``sought`` outside lines the block lacks."""
+    held = [True] * count
+    for index in sought:
+        if out[index] not in in_block:
+            held[index if index < at else index + size] = False
+    return held
+
+
+def _shared_block(a: list[bytes], b: list[bytes]) -> tuple[int, int, int] | None:
+    """A stretch of lines ``a`` and ``b`` share, covering half of ``a`` at least, if found.
+
+    Returned as ``(start in a, start in b, length)``. Lines near the middle of ``a`` are
+    looked for in ``b`` near the same place, and the run they start followed both ways.
+    """
+    n, m = len(a), len(b)
+    if min(n, m) < BLOCK_LINES:
+        return None
+    low, high = (
+        max(0, n // 2 - SEEK_LINES + min(0, m - n)),
+        min(m, n // 2 + SEEK_LINES + max(0, m - n)),
+    )
+    for x in (n // 2, n // 2 + 7, n // 2 - 13):
+        try:
+            y = b.index(a[x], low, high)
+        except ValueError:
+            continue
+        back = _shared_before(a, b, x, y)
+        end = _snake(a, b, x, y)
+        if 2 * (end - x + back) >= n:
+            return x - back, y - back, end - x + back
+    return None
+
+
+def _shared_before(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
+    """How many lines ``a`` and ``b`` share just before ``(x, y)``: :func:`_snake` backwards."""
+    run, step, grow = 0, 8, True
     while step:
-        size = min(step, limit - at)
-        if not size:
+        size = min(step, x - run, y - run)
+        if size <= 0:
             break
-        if from_end:
-            same = a[end_a - at - size : end_a - at] == b[end_b - at - size : end_b - at]
-        else:
-            same = a[at : at + size] == b[at : at + size]
-        if same:
-            at += size
+        if a[x - run - size : x - run] == b[y - run - size : y - run]:
+            run += size
             step = step * 2 if grow else step // 2
         else:
             grow = False
             step //= 2
-    return at
+    return run
 
 
 def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None:
-    """A shortest edit script (Myers' greedy, with a trace): the deleted ``i``, inserted ``j``."""
+    """A shortest edit script (Myers' greedy, with a trace): the deleted ``i``, inserted ``j``.
+
+    None when it would take more than :data:`MAX_EDITS` edits.
+    """
     n, m = len(a), len(b)
-    offset = n + m + 1
+    if abs(n - m) > MAX_EDITS:
+        return None
+    rounds = min(n + m, MAX_EDITS)
+    offset = rounds + 1  # diagonals -rounds..rounds, and one either side
     v = [0] * (2 * offset + 1)
     trace: list[list[int]] = []
-    for d in range(min(n + m, MAX_EDITS) + 1):
+    for d in range(rounds + 1):
+        if d == BOUND_ROUND and _fewest_edits(a, b) > MAX_EDITS:
+            return None
         trace.append(v[offset - d : offset + d + 1] if d else [v[offset]])
         for k in range(-d, d + 1, 2):
             if k == -d or (k != d and v[offset + k - 1] < v[offset + k + 1]):
@@ -148,6 +392,13 @@ def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None
             if x >= n and y >= m:
                 return _back(trace, d, len(a), len(b))
     return None
+
+
+def _fewest_edits(a: list[bytes], b: list[bytes]) -> int:
+    """A lower bound on the edits between ``a`` and ``b``: the lines one holds more often."""
+    counts = Counter(a)
+    counts.subtract(b)
+    return sum(map(abs, counts.values()))
 
 
 def _lcs_edits(a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
@@ -169,24 +420,23 @@ def _lcs_edits(a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
 def _snake(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
     """How far the diagonal from ``(x, y)`` runs on equal lines: the ``x`` where it stops.
 
-    Whole slices are compared first (in C), doubling while they match, so a long run of
-    unchanged lines costs a few comparisons rather than one Python step a line.
+    Whole slices are compared (in C), doubling while they match, then halving around the
+    first difference, so a long run of unchanged lines costs a few comparisons rather than
+    one Python step a line.
     """
     n, m = len(a), len(b)
-    if x >= n or y >= m or a[x] != b[y]:
-        return x
-    step = 8
-    while x < n and y < m:
+    step, grow = 8, True
+    while step:
         size = min(step, n - x, m - y)
+        if size <= 0:
+            break
         if a[x : x + size] == b[y : y + size]:
             x += size
             y += size
-            step *= 2
-            continue
-        while x < n and y < m and a[x] == b[y]:
-            x += 1
-            y += 1
-        break
+            step = step * 2 if grow else step // 2
+        else:
+            grow = False
+            step //= 2
     return x
 
 
@@ -211,17 +461,14 @@ def _back(trace: list[list[int]], d: int, x: int, y: int) -> tuple[list[int], li
 class _Group:
     """xdiff's ``struct xdlgroup`` on the side being compacted: changed lines ``start:end``."""
 
-    def __init__(self, flags: list[bool], recs: list[bytes], start: int) -> None:
+    def __init__(self, flags: list[bool], recs: _Side, start: int) -> None:
         self.flags = flags
         self.recs = recs
         self.start = start
         self.end = self._end_from(start)
 
     def _end_from(self, at: int) -> int:
-        flags, size = self.flags, len(self.flags)
-        while at < size and flags[at]:
-            at += 1
-        return at
+        return _run_end(self.flags, at)
 
     def slide_up(self) -> bool:
         """Shift the group up one line if the lines allow, merging (``group_slide_up``)."""
@@ -279,7 +526,7 @@ class _Other:
 
 
 def _compact(
-    recs: list[bytes],
+    recs: _Side,
     changed: list[bool],
     other: list[bool],
     indents: _Indents,
@@ -302,11 +549,25 @@ def _compact(
         except ValueError:
             return (low, high) if low < high else (0, 0)
         index += start - end
-        go.index = index
-        g = _Group(changed, recs, start)
-        _place(g, go, indents)
-        end, index = g.end, go.index
-        low, high = min(low, g.start), max(high, g.end)
+        stop = _run_end(changed, start)
+        if (start == 0 or recs[start - 1] != recs[stop - 1]) and (
+            stop == len(changed) or recs[start] != recs[stop]
+        ):
+            end = stop  # it can slide neither way: most groups stay as they are
+        else:
+            go.index = index
+            g = _Group(changed, recs, start)
+            _place(g, go, indents)
+            start, end, index = g.start, g.end, go.index
+        low, high = min(low, start), max(high, end)
+
+
+def _run_end(flags: list[bool], at: int) -> int:
+    """Where the run of changed lines at ``at`` ends."""
+    try:
+        return flags.index(False, at)
+    except ValueError:
+        return len(flags)
 
 
 def _place(g: _Group, go: _Other, indents: _Indents) -> None:
@@ -373,7 +634,7 @@ class _Indents:
     splits above and below it fall best by indentation and blank lines.
     """
 
-    def __init__(self, lines: list[bytes]) -> None:
+    def __init__(self, lines: _Side) -> None:
         self.lines = lines
         self.known: dict[int, int] = {}
 
