@@ -129,16 +129,16 @@ class _Side:
 def _shared_bytes(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
     """How many bytes ``a`` and ``b`` share at one end, at most ``limit``.
 
-    A binary search over slices compared in C.
+    A binary search, each step a slice of ``b`` compared in place with ``a`` (in C).
     """
     low, high = 0, limit
     end_a, end_b = len(a), len(b)
     while low < high:
         middle = (low + high + 1) // 2
         if from_end:
-            same = a[end_a - middle : end_a - low] == b[end_b - middle : end_b - low]
+            same = a.endswith(b[end_b - middle : end_b - low], 0, end_a - low)
         else:
-            same = a[low:middle] == b[low:middle]
+            same = a.startswith(b[low:middle], low)
         if same:
             low = middle
         else:
@@ -378,17 +378,18 @@ def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None
     for d in range(rounds + 1):
         if d == BOUND_ROUND and _fewest_edits(a, b) > MAX_EDITS:
             return None
-        trace.append(v[offset - d : offset + d + 1] if d else [v[offset]])
-        for k in range(-d, d + 1, 2):
-            if k == -d or (k != d and v[offset + k - 1] < v[offset + k + 1]):
-                x = v[offset + k + 1]
+        low, high = offset - d, offset + d
+        trace.append(v[low : high + 1])
+        for at in range(low, high + 1, 2):  # ``at`` is diagonal ``at - offset`` in ``v``
+            if at == low or (at != high and v[at - 1] < v[at + 1]):
+                x = v[at + 1]
             else:
-                x = v[offset + k - 1] + 1
-            y = x - k
+                x = v[at - 1] + 1
+            y = x - at + offset
             if x < n and y < m and a[x] == b[y]:  # most diagonals stop at once: no call
                 x = _snake(a, b, x, y)
-                y = x - k
-            v[offset + k] = x
+                y = x - at + offset
+            v[at] = x
             if x >= n and y >= m:
                 return _back(trace, d, len(a), len(b))
     return None
@@ -503,26 +504,37 @@ class _Other:
     """
 
     def __init__(self, flags: list[bool], span: Span) -> None:
-        # The indexes of the groups holding changes: a run of changes starting at ``start``
-        # is the group after ``start - changed_before`` unchanged lines.
-        self.filled: set[int] = set()
-        changed_before, end = 0, span[0]
-        while True:
-            try:
-                start = flags.index(True, end, span[1])
-            except ValueError:
-                break
-            try:
-                end = flags.index(False, start, span[1])
-            except ValueError:
-                end = span[1]
-            self.filled.add(start - changed_before)
-            changed_before += end - start
+        self.flags = flags
+        self.span = span
+        self._filled: set[int] | None = None  # found when a group first slides
         self.index = 0
 
     def empty(self) -> bool:
         """Whether the group holds no changed line."""
-        return self.index not in self.filled
+        if self._filled is None:
+            self._filled = self._groups_filled()
+        return self.index not in self._filled
+
+    def _groups_filled(self) -> set[int]:
+        """The indexes of the groups holding changes.
+
+        A run of changes starting at ``start`` is the group after ``start - changed_before``
+        unchanged lines.
+        """
+        flags, (low, high) = self.flags, self.span
+        filled: set[int] = set()
+        changed_before, end = 0, low
+        while True:
+            try:
+                start = flags.index(True, end, high)
+            except ValueError:
+                return filled
+            try:
+                end = flags.index(False, start, high)
+            except ValueError:
+                end = high
+            filled.add(start - changed_before)
+            changed_before += end - start
 
 
 def _compact(
