@@ -518,6 +518,12 @@ class _Walk:
         often diffs are shared, and those commits need none. The line ends at a commit that
         may have changed the file, or one already queued, which then takes them.
         """
+        keys = self.keys.get(path)
+        if isinstance(parent, int) and self.graph is not None and keys is not None:
+            passed, parent = self.graph.unchanged_line(parent, keys, self.pending)
+            for node in passed:
+                self.blobs[(node, path)] = blob
+            work.spend("commits", len(passed))
         while True:
             self.blobs[(parent, path)] = blob
             if parent in self.pending:

@@ -36,7 +36,7 @@ import struct
 import sys
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, TypeVar
@@ -676,6 +676,24 @@ class LazyCommitGraph(CommitGraph):
         if any(parent >= self._count for parent in parents):
             raise ValueError("a commit-graph parent is out of range")
         return parents
+
+    def unchanged_line(
+        self, position: int, keys: tuple[tuple[int, ...], ...], stop: Container[object]
+    ) -> tuple[list[int], int]:
+        """The first parents down from a position whose filters rule the keys' path out.
+
+        Returns the positions passed (each ruled out, its first parent taken next) and the
+        one the line ends at: one in ``stop``, one with no parent, or one whose filter may
+        hold the path.
+        """
+        passed: list[int] = []
+        while position not in stop and self._filter_says(position, keys) is False:
+            parents = self.parents_at(position)
+            if not parents:
+                break
+            passed.append(position)
+            position = parents[0]
+        return passed, position
 
     def changed_at(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool:
         """:meth:`maybe_changed` for the commit at a position (True when there is no filter)."""
