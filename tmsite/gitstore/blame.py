@@ -48,7 +48,7 @@ from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
-from tmsite.gitstore.linediff import Text, edit_spans
+from tmsite.gitstore.linediff import Flags, Text, edit_spans
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
@@ -190,10 +190,9 @@ def line_runs(old: Text, new: Text) -> list[Run]:
     i = j = first
     stop_a, stop_b = size_a - last, size_b - last
     while True:
-        try:
-            j = added.index(False, j, stop_b)
-            i = gone.index(False, i, stop_a)
-        except ValueError:
+        j = added.find(0, j, stop_b)
+        i = gone.find(0, i, stop_a)
+        if j < 0 or i < 0:
             break
         size = min(_run_end(added, j, stop_b) - j, _run_end(gone, i, stop_a) - i)
         runs.append((j, i, size))
@@ -251,11 +250,9 @@ def split(suspects: list[Suspect], runs: list[Run]) -> tuple[list[Suspect], list
     return passed, kept
 
 
-def _run_end(flags: list[bool], at: int, stop: int) -> int:
-    try:
-        return flags.index(True, at, stop)
-    except ValueError:
-        return stop
+def _run_end(flags: Flags, at: int, stop: int) -> int:
+    end = flags.find(1, at, stop)
+    return stop if end < 0 else end
 
 
 def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:

@@ -49,6 +49,8 @@ MAX_CELLS = 1 << 26
 
 #: Where a side's changed lines lie: every one of them is in ``range(*span)``.
 Span = tuple[int, int]
+#: A flag a line, 1 or 0 (searched with ``find``, which is ``memchr``).
+Flags = bytes | bytearray
 
 
 class Text:
@@ -146,32 +148,32 @@ def _shared_bytes(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
     return low
 
 
-def _flags(size: int, head: int, lacked: list[int], edits: list[int]) -> list[bool]:
+def _flags(size: int, head: int, lacked: list[int], edits: list[int]) -> bytearray:
     """Whether each line of one side is changed.
 
     Changed are the lines the other side lacks and those the script edits (given by their
     index among the others), both counted from line ``head``.
     """
-    flags = [False] * size
+    flags = bytearray(size)
     for index in itertools.chain(lacked, _positions(edits, lacked)):
-        flags[head + index] = True
+        flags[head + index] = 1
     return flags
 
 
-def _lacked(held: list[bool]) -> list[int]:
+def _lacked(held: Flags) -> list[int]:
     """The indexes, in order, of the lines not held."""
-    count = held.count(False)
+    count = held.count(0)
     if count > FEW_LACKED:
         return list(compress(range(len(held)), map(operator.not_, held)))
     found: list[int] = []
     at = -1
     for _ in range(count):
-        at = held.index(False, at + 1)
+        at = held.find(0, at + 1)
         found.append(at)
     return found
 
 
-def _without(lines: list[bytes], held: list[bool], lacked: list[int]) -> list[bytes]:
+def _without(lines: list[bytes], held: Flags, lacked: list[int]) -> list[bytes]:
     """The ``held`` lines; ``lacked`` are the indexes of the others."""
     if not lacked:
         return lines
@@ -240,11 +242,13 @@ def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[boo
     None when the versions are too large to align (:data:`MAX_CELLS`).
     """
     found = edit_spans(Text.of(old), Text.of(new))
-    return None if found is None else (found[0], found[1])
+    return None if found is None else (list(map(bool, found[0])), list(map(bool, found[1])))
 
 
-def edit_spans(old: Text, new: Text) -> tuple[list[bool], list[bool], Span, Span] | None:
+def edit_spans(old: Text, new: Text) -> tuple[bytearray, bytearray, Span, Span] | None:
     """:func:`edit_flags` of two versions, with the span of each side's changed lines.
+
+    The flags are bytes, 1 for a changed line.
 
     The lines both versions share at the head and the tail are measured in bytes and never
     split, so a small edit to a long file costs little past finding them.
@@ -282,7 +286,7 @@ def edit_spans(old: Text, new: Text) -> tuple[list[bool], list[bool], Span, Span
     return gone, added, span_a, span_b
 
 
-def _held(a: list[bytes], b: list[bytes]) -> tuple[list[bool], list[bool]]:
+def _held(a: list[bytes], b: list[bytes]) -> tuple[Flags, Flags]:
     """For each line of ``a``, whether ``b`` holds it too; for each of ``b``, whether ``a`` does.
 
     Two versions of a file mostly differ by a few lines at each end of a long stretch they
@@ -291,7 +295,7 @@ def _held(a: list[bytes], b: list[bytes]) -> tuple[list[bool], list[bool]]:
     """
     block = _shared_block(a, b)
     if block is None:
-        return list(map(set(b).__contains__, a)), list(map(set(a).__contains__, b))
+        return bytes(map(set(b).__contains__, a)), bytes(map(set(a).__contains__, b))
     x, y, size = block
     out_a, out_b = a[:x] + a[x + size :], b[:y] + b[y + size :]
     # Outside lines the other side's outside lacks: held only if the shared stretch has them.
@@ -313,12 +317,12 @@ def _lacking(lines: list[bytes], other: set[bytes]) -> list[int]:
 
 def _marked(
     count: int, at: int, size: int, out: list[bytes], sought: list[int], in_block: Container[bytes]
-) -> list[bool]:
+) -> bytearray:
     """Held flags for one side: all but the ``sought`` outside lines the block lacks."""
-    held = [True] * count
+    held = bytearray(b"\x01") * count
     for index in sought:
         if out[index] not in in_block:
-            held[index if index < at else index + size] = False
+            held[index if index < at else index + size] = 0
     return held
 
 
@@ -462,7 +466,7 @@ def _back(trace: list[list[int]], d: int, x: int, y: int) -> tuple[list[int], li
 class _Group:
     """xdiff's ``struct xdlgroup`` on the side being compacted: changed lines ``start:end``."""
 
-    def __init__(self, flags: list[bool], recs: _Side, start: int) -> None:
+    def __init__(self, flags: bytearray, recs: _Side, start: int) -> None:
         self.flags = flags
         self.recs = recs
         self.start = start
@@ -477,8 +481,8 @@ class _Group:
         if self.start > 0 and recs[self.start - 1] == recs[self.end - 1]:
             self.start -= 1
             self.end -= 1
-            flags[self.start] = True
-            flags[self.end] = False
+            flags[self.start] = 1
+            flags[self.end] = 0
             while self.start > 0 and flags[self.start - 1]:
                 self.start -= 1
             return True
@@ -488,8 +492,8 @@ class _Group:
         """Shift the group down one line if the lines allow, merging (``group_slide_down``)."""
         recs, flags = self.recs, self.flags
         if self.end < len(flags) and recs[self.start] == recs[self.end]:
-            flags[self.start] = False
-            flags[self.end] = True
+            flags[self.start] = 0
+            flags[self.end] = 1
             self.start += 1
             self.end = self._end_from(self.end + 1)
             return True
@@ -503,7 +507,7 @@ class _Other:
     line and the next), which compacting this side never alters.
     """
 
-    def __init__(self, flags: list[bool], span: Span) -> None:
+    def __init__(self, flags: bytearray, span: Span) -> None:
         self.flags = flags
         self.span = span
         self._filled: set[int] | None = None  # found when a group first slides
@@ -525,13 +529,11 @@ class _Other:
         filled: set[int] = set()
         changed_before, end = 0, low
         while True:
-            try:
-                start = flags.index(True, end, high)
-            except ValueError:
+            start = flags.find(1, end, high)
+            if start < 0:
                 return filled
-            try:
-                end = flags.index(False, start, high)
-            except ValueError:
+            end = flags.find(0, start, high)
+            if end < 0:
                 end = high
             filled.add(start - changed_before)
             changed_before += end - start
@@ -539,8 +541,8 @@ class _Other:
 
 def _compact(
     recs: _Side,
-    changed: list[bool],
-    other: list[bool],
+    changed: bytearray,
+    other: bytearray,
     indents: _Indents,
     span: Span,
     other_span: Span,
@@ -556,9 +558,8 @@ def _compact(
     end, index = -1, -1
     low, high = len(changed), 0
     while True:
-        try:
-            start = changed.index(True, max(end + 1, span[0]), span[1])
-        except ValueError:
+        start = changed.find(1, max(end + 1, span[0]), span[1])
+        if start < 0:
             return (low, high) if low < high else (0, 0)
         index += start - end
         stop = _run_end(changed, start)
@@ -574,12 +575,10 @@ def _compact(
         low, high = min(low, start), max(high, end)
 
 
-def _run_end(flags: list[bool], at: int) -> int:
+def _run_end(flags: bytearray, at: int) -> int:
     """Where the run of changed lines at ``at`` ends."""
-    try:
-        return flags.index(False, at)
-    except ValueError:
-        return len(flags)
+    end = flags.find(0, at)
+    return len(flags) if end < 0 else end
 
 
 def _place(g: _Group, go: _Other, indents: _Indents) -> None:
