@@ -268,3 +268,33 @@ def test_maintain_adds_the_commits_a_graph_lacks_as_git_splits(
     with gitstore.open_repo(root) as repo:
         graph = repo.graph()
         assert graph is not None and graph.layer_sizes == [19]
+
+
+@needs_git
+def test_commits_a_layer_holds_no_filters_for_are_taken_as_changed(
+    built: tuple[Path, dict[str, str]],  # noqa: F811
+) -> None:
+    """The base layer has no changed-path filters, the top layer has: blame and log walk down
+    from ruled-out commits into the base layer's as ones that may have changed the file, and
+    answer as with no graph."""
+    root, c = built
+    plain = _answers(root, c)
+    run_git(
+        root,
+        "commit-graph",
+        "write",
+        "--split=no-merge",
+        "--no-changed-paths",
+        "--stdin-commits",
+        stdin=c["r3"] + "\n",
+    )
+    run_git(root, "commit-graph", "write", "--split=no-merge", "--changed-paths", "--reachable")
+    gitstore.clear_caches()
+    with gitstore.open_repo(root) as repo:
+        graph = repo.graph()
+        assert isinstance(graph, LazyCommitGraph) and graph.layers == 2
+        keys = repo.path_keys("src/util.py", prefixes=False)
+        assert keys is not None
+        assert repo.maybe_changed(c["r2"], keys)  # no filter: it may have
+        assert not repo.maybe_changed(c["r8"], keys)  # the top layer's filter rules it out
+    assert _answers(root, c) == plain

@@ -10,12 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
+from rapidfuzz.distance import Indel
 
 from tests.git_oracle import needs_git, run_git
 from tests.gitstore.builder import Builder
 from tmsite import gitstore
 from tmsite.gitstore import linediff
-from tmsite.gitstore.blame import line_map
+from tmsite.gitstore.blame import line_map, split_lines
 from tmsite.gitstore.linediff import edit_flags
 
 pytestmark = pytest.mark.spec("ANY2")
@@ -146,3 +147,67 @@ def test_past_the_cell_bound_no_script_is_sought(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(linediff, "MAX_CELLS", 100)
     assert edit_flags(old, new) is None
     assert _unchanged_pairs_equal(old, new)  # the longest-match matcher answers instead
+
+
+def _long_edit(rng: random.Random, lines: list[bytes], fresh: int) -> list[bytes]:
+    """``lines`` edited as a long file is: near its top and bottom, sometimes in the middle."""
+    words = [b"", b"}", b"{", b"\treturn 0;"]
+    new = list(lines)
+    for low, high in ((0, 40), (len(new) // 2 - 30, len(new) // 2 + 30), (len(new) - 40, len(new))):
+        if rng.random() < 0.3:
+            continue
+        at = rng.randrange(max(0, low), max(low + 1, min(high, len(new))))
+        if rng.random() < 0.4 and new:
+            del new[at : at + rng.randint(1, 5)]
+        else:
+            new[at:at] = [
+                rng.choice(words) if rng.random() < 0.3 else f"new {fresh} {k}".encode()
+                for k in range(rng.randint(1, 5))
+            ]
+    if rng.random() < 0.15:  # a block of new lines, past the few found one by one
+        at = rng.randrange(len(new))
+        new[at:at] = [f"block {fresh} {k}".encode() for k in range(90)]
+    return new
+
+
+def test_the_shortcuts_of_long_versions_give_the_plain_script(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shared stretch, the lacked lines found one by one and the groups that stay put
+    give the same flags as the plain search: every line looked up in a set, every group slid."""
+    rng = random.Random(28)
+    words = [b"", b"}", b"{", b"\treturn 0;"]
+    lines = [rng.choice(words) if rng.random() < 0.2 else f"line {n}".encode() for n in range(700)]
+    pairs = []
+    for fresh in range(60):
+        new = _long_edit(rng, lines, fresh)
+        pairs.append((lines, new))
+        lines = new
+    fast = [edit_flags(old, new) for old, new in pairs]
+    monkeypatch.setattr(linediff, "BLOCK_LINES", 1 << 30)
+    monkeypatch.setattr(linediff, "FEW_LACKED", -1)
+    plain = [edit_flags(old, new) for old, new in pairs]
+    assert fast == plain
+    for (old, new), flags in zip(pairs, fast, strict=True):
+        assert _script_size(flags) == Indel.distance(old, new)
+        assert _unchanged_pairs_equal(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b"", b"a\n"),
+        (b"a\nb", b"a\nb\n"),  # the same lines, one without its last newline
+        (b"a\nb\n", b"a\nb\nc"),
+        (b"x\ny\n", b"x\ny\nx\ny\n"),  # one a prefix and a suffix of the other
+        (b"a\n\n\nb\n", b"a\n\n\n\nb\n"),  # a blank line that could go in four places
+        (b"same\n", b"same\n"),
+    ],
+)
+def test_texts_measured_as_bytes_diff_as_their_lines(old: bytes, new: bytes) -> None:
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    found = linediff.edit_spans(linediff.Text(old), linediff.Text(new))
+    assert found is not None
+    gone, added, _span_a, _span_b = found
+    assert (list(map(bool, gone)), list(map(bool, added))) == edit_flags(old_lines, new_lines)
+    assert sum(gone) + sum(added) == Indel.distance(old_lines, new_lines)
