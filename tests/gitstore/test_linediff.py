@@ -5,6 +5,7 @@ Spec: ANY2.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from pathlib import Path
@@ -170,27 +171,43 @@ def _long_edit(rng: random.Random, lines: list[bytes], fresh: int) -> list[bytes
     return new
 
 
-def test_the_shortcuts_of_long_versions_give_the_plain_script(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The shared stretch, the lacked lines found one by one and the groups that stay put
-    give the same flags as the plain search: every line looked up in a set, every group slid."""
+def _long_history() -> list[list[bytes]]:
+    """60 versions of a 700-line file with blank lines and braces among its lines."""
     rng = random.Random(28)
     words = [b"", b"}", b"{", b"\treturn 0;"]
     lines = [rng.choice(words) if rng.random() < 0.2 else f"line {n}".encode() for n in range(700)]
-    pairs = []
+    versions = [lines]
     for fresh in range(60):
-        new = _long_edit(rng, lines, fresh)
-        pairs.append((lines, new))
-        lines = new
+        versions.append(_long_edit(rng, versions[-1], fresh))
+    return versions
+
+
+def test_lacked_lines_found_one_by_one_give_the_plain_script(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lacked lines found one by one and stepped over by slicing give the flags of finding
+    them all at once; the script is as short as can be and pairs equal lines."""
+    versions = _long_history()
+    pairs = list(itertools.pairwise(versions))
     fast = [edit_flags(old, new) for old, new in pairs]
-    monkeypatch.setattr(linediff, "BLOCK_LINES", 1 << 30)
     monkeypatch.setattr(linediff, "FEW_LACKED", -1)
-    plain = [edit_flags(old, new) for old, new in pairs]
-    assert fast == plain
+    assert [edit_flags(old, new) for old, new in pairs] == fast
     for (old, new), flags in zip(pairs, fast, strict=True):
         assert _script_size(flags) == Indel.distance(old, new)
         assert _unchanged_pairs_equal(old, new)
+
+
+@needs_git
+def test_blame_of_a_long_file_edited_at_both_ends_matches_git(tmp_path: Path) -> None:
+    b = Builder.init(str(tmp_path / "repo"))
+    commits: list[bytes] = []
+    for i, lines in enumerate(_long_history()[:25]):
+        text = b"".join(line + b"\n" for line in lines)
+        commits.append(b.commit(f"v{i}", {"f.c": text}, commits[-1:] or None, when=i * 3600))
+    head = commits[-1].decode()
+    oracle = _porcelain(run_git(tmp_path / "repo", "blame", "--porcelain", head, "--", "f.c"))
+    with gitstore.open_repo(tmp_path / "repo") as repo:
+        assert [line.commit for line in gitstore.blame(repo, head, "f.c")] == oracle
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,6 @@ import bisect
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Container
 from itertools import compress
 
 from rapidfuzz.distance import Indel
@@ -31,12 +30,6 @@ from rapidfuzz.distance import Indel
 #: Past this many edits Myers' search (quadratic in them, in Python) gives way to a longest
 #: common subsequence found in C (:func:`_lcs_edits`).
 MAX_EDITS = 500
-#: Lines a side's middle must hold before a shared stretch is sought in it (:func:`_held`),
-#: how far from the same place a middle line is looked for, and how many outside lines are
-#: looked for along the stretch rather than in a set of it.
-BLOCK_LINES = 256
-SEEK_LINES = 256
-LOOK_ALONG = 4
 #: Lacked lines up to which they are found one by one and stepped over by slicing.
 FEW_LACKED = 64
 #: The round at which Myers' search counts lines (:func:`_fewest_edits`) and gives up at
@@ -287,84 +280,8 @@ def edit_spans(old: Text, new: Text) -> tuple[bytearray, bytearray, Span, Span] 
 
 
 def _held(a: list[bytes], b: list[bytes]) -> tuple[Flags, Flags]:
-    """For each line of ``a``, whether ``b`` holds it too; for each of ``b``, whether ``a`` does.
-
-    Two versions of a file mostly differ by a few lines at each end of a long stretch they
-    share (:func:`_shared_block`): the lines in that stretch are held for certain, and only
-    those outside it are looked for.
-    """
-    block = _shared_block(a, b)
-    if block is None:
-        return bytes(map(set(b).__contains__, a)), bytes(map(set(a).__contains__, b))
-    x, y, size = block
-    out_a, out_b = a[:x] + a[x + size :], b[:y] + b[y + size :]
-    # Outside lines the other side's outside lacks: held only if the shared stretch has them.
-    sought_a = _lacking(out_a, set(out_b))
-    sought_b = _lacking(out_b, set(out_a))
-    shared = a[x : x + size]
-    in_block: Container[bytes] = (
-        shared if len(sought_a) + len(sought_b) <= LOOK_ALONG else set(shared)
-    )
-    return _marked(len(a), x, size, out_a, sought_a, in_block), _marked(
-        len(b), y, size, out_b, sought_b, in_block
-    )
-
-
-def _lacking(lines: list[bytes], other: set[bytes]) -> list[int]:
-    """The indexes of the lines ``other`` lacks."""
-    return list(compress(range(len(lines)), map(operator.not_, map(other.__contains__, lines))))
-
-
-def _marked(
-    count: int, at: int, size: int, out: list[bytes], sought: list[int], in_block: Container[bytes]
-) -> bytearray:
-    """Held flags for one side: all but the ``sought`` outside lines the block lacks."""
-    held = bytearray(b"\x01") * count
-    for index in sought:
-        if out[index] not in in_block:
-            held[index if index < at else index + size] = 0
-    return held
-
-
-def _shared_block(a: list[bytes], b: list[bytes]) -> tuple[int, int, int] | None:
-    """A stretch of lines ``a`` and ``b`` share, covering half of ``a`` at least, if found.
-
-    Returned as ``(start in a, start in b, length)``. Lines near the middle of ``a`` are
-    looked for in ``b`` near the same place, and the run they start followed both ways.
-    """
-    n, m = len(a), len(b)
-    if min(n, m) < BLOCK_LINES:
-        return None
-    low, high = (
-        max(0, n // 2 - SEEK_LINES + min(0, m - n)),
-        min(m, n // 2 + SEEK_LINES + max(0, m - n)),
-    )
-    for x in (n // 2, n // 2 + 7, n // 2 - 13):
-        try:
-            y = b.index(a[x], low, high)
-        except ValueError:
-            continue
-        back = _shared_before(a, b, x, y)
-        end = _snake(a, b, x, y)
-        if 2 * (end - x + back) >= n:
-            return x - back, y - back, end - x + back
-    return None
-
-
-def _shared_before(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
-    """How many lines ``a`` and ``b`` share just before ``(x, y)``: :func:`_snake` backwards."""
-    run, step, grow = 0, 8, True
-    while step:
-        size = min(step, x - run, y - run)
-        if size <= 0:
-            break
-        if a[x - run - size : x - run] == b[y - run - size : y - run]:
-            run += size
-            step = step * 2 if grow else step // 2
-        else:
-            grow = False
-            step //= 2
-    return run
+    """For each line of ``a``, whether ``b`` holds it too; for each of ``b``, whether ``a`` does."""
+    return bytes(map(set(b).__contains__, a)), bytes(map(set(a).__contains__, b))
 
 
 def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None:
