@@ -171,11 +171,12 @@ def test_blame_edge_cases(world: World, repo: gitstore.GitRepo) -> None:
 
 
 def test_line_map() -> None:
-    from tmsite.gitstore.blame import line_map, split_lines
+    from tmsite.gitstore.blame import line_map
+    from tmsite.gitstore.linediff import Text
 
-    assert split_lines(b"") == []
-    assert split_lines(b"a\r\nb") == [b"a\r", b"b"]
-    assert split_lines(b"a\n\n") == [b"a", b""]
+    assert Text(b"").lines() == []
+    assert Text(b"a\r\nb").lines() == [b"a\r", b"b"]
+    assert Text(b"a\n\n").lines() == [b"a", b""]
     old = [b"a", b"b", b"c", b"d"]
     assert line_map(old, [b"a", b"x", b"c", b"d", b"e"]) == [0, -1, 2, 3, -1]
     assert line_map(old, []) == []

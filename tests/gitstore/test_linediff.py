@@ -17,8 +17,8 @@ from tests.git_oracle import needs_git, run_git
 from tests.gitstore.builder import Builder
 from tmsite import gitstore
 from tmsite.gitstore import linediff
-from tmsite.gitstore.blame import line_map, split_lines
-from tmsite.gitstore.linediff import edit_flags
+from tmsite.gitstore.blame import line_map
+from tmsite.gitstore.linediff import Text, edit_flags
 
 pytestmark = pytest.mark.spec("ANY2")
 
@@ -150,9 +150,12 @@ def test_past_the_cell_bound_no_script_is_sought(monkeypatch: pytest.MonkeyPatch
     assert _unchanged_pairs_equal(old, new)  # the longest-match matcher answers instead
 
 
+#: Lines a long file repeats: a blank line, braces, a statement.
+REPEATED = [b"", b"}", b"{", b"\treturn 0;"]
+
+
 def _long_edit(rng: random.Random, lines: list[bytes], fresh: int) -> list[bytes]:
     """``lines`` edited as a long file is: near its top and bottom, sometimes in the middle."""
-    words = [b"", b"}", b"{", b"\treturn 0;"]
     new = list(lines)
     for low, high in ((0, 40), (len(new) // 2 - 30, len(new) // 2 + 30), (len(new) - 40, len(new))):
         if rng.random() < 0.3:
@@ -162,7 +165,7 @@ def _long_edit(rng: random.Random, lines: list[bytes], fresh: int) -> list[bytes
             del new[at : at + rng.randint(1, 5)]
         else:
             new[at:at] = [
-                rng.choice(words) if rng.random() < 0.3 else f"new {fresh} {k}".encode()
+                rng.choice(REPEATED) if rng.random() < 0.3 else f"new {fresh} {k}".encode()
                 for k in range(rng.randint(1, 5))
             ]
     if rng.random() < 0.15:  # a block of new lines, past the few found one by one
@@ -174,8 +177,9 @@ def _long_edit(rng: random.Random, lines: list[bytes], fresh: int) -> list[bytes
 def _long_history() -> list[list[bytes]]:
     """60 versions of a 700-line file with blank lines and braces among its lines."""
     rng = random.Random(28)
-    words = [b"", b"}", b"{", b"\treturn 0;"]
-    lines = [rng.choice(words) if rng.random() < 0.2 else f"line {n}".encode() for n in range(700)]
+    lines = [
+        rng.choice(REPEATED) if rng.random() < 0.2 else f"line {n}".encode() for n in range(700)
+    ]
     versions = [lines]
     for fresh in range(60):
         versions.append(_long_edit(rng, versions[-1], fresh))
@@ -222,7 +226,7 @@ def test_blame_of_a_long_file_edited_at_both_ends_matches_git(tmp_path: Path) ->
     ],
 )
 def test_texts_measured_as_bytes_diff_as_their_lines(old: bytes, new: bytes) -> None:
-    old_lines, new_lines = split_lines(old), split_lines(new)
+    old_lines, new_lines = Text(old).lines(), Text(new).lines()
     found = linediff.edit_spans(linediff.Text(old), linediff.Text(new))
     assert found is not None
     gone, added, _span_a, _span_b = found

@@ -41,7 +41,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
 
 from tmsite.core import work
@@ -58,11 +58,6 @@ from tmsite.gitstore.types import Blame
 #: Suspects: lines of the final file from ``final`` on, lines ``here`` on in the current
 #: commit's version, ``count`` of them (git's ``blame_entry``).
 Suspect = tuple[int, int, int]
-
-
-def split_lines(data: bytes) -> list[bytes]:
-    r"""Lines as git counts them: split on ``\n`` only, a final unterminated line included."""
-    return Text(data).lines()
 
 
 def _text(repo: GitRepo, sha: str) -> Text:
@@ -513,23 +508,24 @@ class _Walk:
         The suspects go on down the line of first parents whose filters say the same at once,
         not by the queue: the order commits are taken in changes no line's commit, only how
         often diffs are shared, and those commits need none. The line ends at a commit that
-        may have changed the file, or one already queued, which then takes them.
+        may have changed the file, or one already queued, which then takes them. Commits the
+        commit-graph holds are walked by the graph itself.
         """
         keys = self.keys.get(path)
+        passed: Sequence[Node]
         if isinstance(parent, int) and self.graph is not None and keys is not None:
             passed, parent = self.graph.unchanged_line(parent, keys, self.pending)
-            for node in passed:
-                self.blobs[(node, path)] = blob
-            work.spend("commits", len(passed))
-        while True:
-            self.blobs[(parent, path)] = blob
-            if parent in self.pending:
-                break
-            grandparents = self.parents(parent)
-            if not grandparents or not self.unchanged(parent, path):
-                break
-            work.spend("commits")
-            parent = grandparents[0]
+        else:
+            passed = []
+            while parent not in self.pending:
+                grandparents = self.parents(parent)
+                if not grandparents or not self.unchanged(parent, path):
+                    break
+                passed.append(parent)
+                parent = grandparents[0]
+        for node in (*passed, parent):
+            self.blobs[(node, path)] = blob
+        work.spend("commits", len(passed))
         self.give(parent, path, suspects)
 
     def scapegoats(
