@@ -42,8 +42,10 @@ def outage(database_url: str, seconds: float) -> Iterator[None]:
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
         try:
             admin.execute(
+                # The server's own connections: an autovacuum worker on this database runs as
+                # the superuser, and a role without it may not end that one.
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                "WHERE datname = %s AND pid <> pg_backend_pid() AND usename = current_user",
                 (name,),
             )
             yield
