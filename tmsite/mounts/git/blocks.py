@@ -79,39 +79,31 @@ def blame(ctx: Context, content: Content) -> list[Block]:
     Annotations carry the file's own line numbers, as ``firstLine`` does.
     """
     source = content.uri
-    texts: list[str] = []
-    notes: list[dict[str, Any]] = []
-    previous = None
-    first = 1
+    rows: list[tuple[int, str, str, str | None, str]] = []  # line, text, commit, href, label
     if content.is_json and isinstance(content.body, dict):
-        rows = content.body.get("lines") or []
-        for number, row in enumerate(rows, start=1):
-            line = int(row.get("line") or number)
-            if not texts:
-                first = line
-            texts.append(str(row.get("text", "")))
+        for number, row in enumerate(content.body.get("lines") or [], start=1):
             sha = str(row.get("commit", ""))
-            if sha and sha != previous:
-                href = row.get("uri") if isinstance(row.get("uri"), str) else _file_at(source, sha)
-                date = str(row.get("date") or "")[:10]
-                label = " ".join(str(p) for p in (sha[:10], date, row.get("author")) if p)
-                notes.append({"line": line, "text": label, **({"href": href} if href else {})})
-            previous = sha
+            date = str(row.get("date") or "")[:10]
+            label = " ".join(str(p) for p in (sha[:10], date, row.get("author")) if p)
+            href = row.get("uri") if isinstance(row.get("uri"), str) else None
+            rows.append(
+                (int(row.get("line") or number), str(row.get("text", "")), sha, href, label)
+            )
     else:
         for raw in to_text(content.body).split("\n"):
             match = _BLAME_LINE.match(raw)
-            if match is None:
-                continue
-            line = int(match["n"])
-            if not texts:
-                first = line
-            texts.append(match["text"])
-            sha = match["sha"]
-            if sha != previous:
-                href = _file_at(source, sha)
-                label = f"{sha[:10]} {match['date']} {match['who'].strip()}"
-                notes.append({"line": line, "text": label, **({"href": href} if href else {})})
-            previous = sha
+            if match is not None:
+                label = f"{match['sha'][:10]} {match['date']} {match['who'].strip()}"
+                rows.append((int(match["n"]), match["text"], match["sha"], None, label))
+    notes: list[dict[str, Any]] = []
+    previous = None
+    for line, _text, sha, href, label in rows:
+        if sha and sha != previous:
+            href = _file_at(source, sha) if href is None else href
+            notes.append({"line": line, "text": label, **({"href": href} if href else {})})
+        previous = sha
+    texts = [row[1] for row in rows]
+    first = rows[0][0] if rows else 1
     name = parse(source).name if source.startswith("tm://") else source
     return [
         v.heading(source, f"Blame of {name}"),

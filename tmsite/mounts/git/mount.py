@@ -59,7 +59,7 @@ from tmsite.core.errors import (
     TooCostly,
     path_refusal,
 )
-from tmsite.core.facets import UnknownFacet
+from tmsite.core.facets import UnknownFacet, parse_facets
 from tmsite.core.links import Link
 from tmsite.core.nearest import rank
 from tmsite.core.parts import READ_CAP, check_range, cut_range, too_large
@@ -168,6 +168,15 @@ class Target:
     def path(self) -> str:
         """The path in the repository, ``/``-joined (``""`` for its root)."""
         return "/".join(self.parts)
+
+    def about(self) -> dict[str, str]:
+        """What every body read at the target says of it: repository, path and revision."""
+        return {
+            "repository": self.served.name,
+            "path": display(self.path),
+            "at": self.at.shown,
+            "commit": self.at.commit,
+        }
 
     def cache_key(self, host: str, facet: str, *more: object) -> tuple[object, ...]:
         """The key of a body assembled for this target.
@@ -299,17 +308,7 @@ class GitMount(Mount):
         """The read gitstore's refusals are translated for (:mod:`.errors`)."""
         return RepoRead(self.host, uri, served.name, repo)
 
-    def check_at(self, uri: TmUri, repo: gitstore.GitRepo, served: Repository) -> None:
-        """Refuse a malformed ``at`` by its shape alone, before any lookup."""
-        label = uri.param("at")
-        if label is None or label == "HEAD":
-            return
-        with refusals(self.asked(uri, served, repo)):
-            gitstore.validate_ref(label)
-
-    def resolved(
-        self, served: Repository, repo: gitstore.GitRepo, label: str | None
-    ) -> gitstore.Resolved:
+    def resolved(self, served: Repository, label: str | None) -> gitstore.Resolved:
         """``label`` resolved in ``served`` (raises gitstore's refusals).
 
         An answer is trusted for ``REF_TTL`` seconds, so a burst of reads reads the ref store
@@ -321,19 +320,12 @@ class GitMount(Mount):
         cached = self._resolved.get(key)
         if cached is not None and cached[0] > now and cached[1] == seen:
             return cached[2]
-        found = gitstore.resolve(repo, label, served.default_ref)
+        found = gitstore.resolve(served.handle(), label, served.default_ref)
         with self._resolved_lock:
             if len(self._resolved) > 4096:
                 self._resolved.clear()
             self._resolved[key] = (now + REF_TTL, seen, found)
         return found
-
-    def resolve_at(self, uri: TmUri, served: Repository, repo: gitstore.GitRepo) -> At:
-        """The revision ``uri``'s ``at`` names, resolved; gitstore's refusals translated."""
-        label = uri.param("at")
-        with refusals(self.asked(uri, served, repo)):
-            found = self.resolved(served, repo, label)
-        return At(found.commit, label, found.is_default)
 
     def check_path(self, uri: TmUri, served: Repository) -> tuple[str, ...]:
         """The path below the repository, normalised by gitstore and checked by the deny-list.
@@ -349,17 +341,23 @@ class GitMount(Mount):
         return parts
 
     def target(self, req: Request, allowed: Sequence[str]) -> Target:
-        """Every check of a read, in order, up to what the path is at the revision."""
+        """Every check of a read, in order, up to what the path is at the revision.
+
+        A malformed ``at`` is refused by its shape alone, before the path or any lookup.
+        """
         uri = req.uri
         served = self.served(uri)
         req.facets.require(req.text, ("as", "at", *allowed), "a path in a repository")
         repo = self.handle(served, uri)
-        self.check_at(uri, repo, served)
+        label = uri.param("at")
+        if label is not None and label != "HEAD":
+            with refusals(self.asked(uri, served, repo)):
+                gitstore.validate_ref(label)
         parts = self.check_path(uri, served)
-        at = self.resolve_at(uri, served, repo)
         with refusals(self.asked(uri, served, repo)):
-            node = gitstore.lookup(repo, at.commit, parts)
-        return Target(served, repo, at, parts, node)
+            found = self.resolved(served, label)
+            node = gitstore.lookup(repo, found.commit, parts)
+        return Target(served, repo, At(found.commit, label, found.is_default), parts, node)
 
     # ---- the contract ------------------------------------------------------------------------
 
@@ -388,18 +386,7 @@ class GitMount(Mount):
         uri = req.uri
         if not uri.path:
             req.facets.require(req.text, ("as", "cursor"), "the list of repositories")
-            children = [
-                Entry(
-                    str(self.repo_root(name)),
-                    f"{name}/",
-                    True,
-                    vnd("tree"),
-                    title=s.title,
-                    modified=self.last_commit_time(s),
-                )
-                for name, s in self.repos.items()
-            ]
-            return Listing(children)
+            return Listing([self.repo_entry(name, f"{name}/") for name in self.repos])
         t = self.target(req, ("depth", "cursor"))
         if t.node.kind != "tree":
             leaf = str(uri.as_leaf().keeping(*self.sticky_params))
@@ -416,12 +403,7 @@ class GitMount(Mount):
                 else gitstore.list_tree(t.repo, t.at.commit, t.parts, depth)
             )
         visible = _visible(entries, len(t.parts))
-        extra: dict[str, Any] = {
-            "repository": t.served.name,
-            "path": display(t.path),
-            "at": t.at.shown,
-            "commit": t.at.commit,
-        }
+        extra: dict[str, Any] = t.about()
         if depth > 1:
             extra["depth"] = depth
         links = [self.here(t, "log", rel="version-history")]
@@ -516,7 +498,7 @@ class GitMount(Mount):
         """
         try:
             repo = served.handle()
-            commit = self.resolved(served, repo, label).commit
+            commit = self.resolved(served, label).commit
             directory, _, leaf = value.rpartition("/")
             parts = gitstore.normalise(directory) if directory else ()
             if any(denied_name(p) for p in parts):
@@ -558,15 +540,20 @@ class GitMount(Mount):
     @override
     def collections(self, limit: int = 10_000) -> Iterator[Entry]:
         yield from super().collections(limit)
-        for name, served in self.repos.items():
-            yield Entry(
-                str(self.repo_root(name)),
-                f"git/{name}/",
-                True,
-                vnd("tree"),
-                title=served.title,
-                modified=self.last_commit_time(served),
-            )
+        for name in self.repos:
+            yield self.repo_entry(name, f"git/{name}/")
+
+    def repo_entry(self, name: str, shown: str) -> Entry:
+        """Repository ``name``'s root as an entry, shown as ``shown``."""
+        served = self.repos[name]
+        return Entry(
+            str(self.repo_root(name)),
+            shown,
+            True,
+            vnd("tree"),
+            title=served.title,
+            modified=self.last_commit_time(served),
+        )
 
     @override
     def change_sources(self, watching: Watching) -> builtins.list[ChangeSource]:
@@ -586,7 +573,7 @@ class GitMount(Mount):
         heads: builtins.list[tuple[str, str | None]] = []
         for name, served in self.repos.items():
             try:
-                heads.append((name, self.resolved(served, served.handle(), None).commit))
+                heads.append((name, self.resolved(served, None).commit))
             except gitstore.GitStoreError:
                 heads.append((name, None))
         return tuple(heads)
@@ -602,7 +589,7 @@ class GitMount(Mount):
             return None
         try:
             parts = self.check_path(uri, served)
-            found = self.resolved(served, served.handle(), None)
+            found = self.resolved(served, None)
         except (Refusal, gitstore.GitStoreError, ValueError):
             return None
         return found.commit, parts, tuple(self.copies(served.name, "/".join(parts)))
@@ -620,7 +607,7 @@ class GitMount(Mount):
         for name, served in self.repos.items():
             try:
                 repo = served.handle()
-                head = self.resolved(served, repo, None).commit
+                head = self.resolved(served, None).commit
                 entries = gitstore.log(repo, head, "", INDEXED_COMMITS)
             except gitstore.GitStoreError:
                 continue
@@ -643,7 +630,7 @@ class GitMount(Mount):
         """
         try:
             repo = served.handle()
-            commit = self.resolved(served, repo, None).commit
+            commit = self.resolved(served, None).commit
             seconds = repo.commit(commit).commit_time
         except gitstore.GitStoreError:
             return None
@@ -675,7 +662,7 @@ class GitMount(Mount):
         if t.at.is_default:
             return []
         try:
-            default = self.resolved(t.served, t.repo, None).commit
+            default = self.resolved(t.served, None).commit
             node = gitstore.lookup(t.repo, default, t.parts)
         except gitstore.GitStoreError:
             return []
@@ -697,8 +684,9 @@ class GitMount(Mount):
         elif t.node.kind != "submodule":
             links.append(self.here(t, "blame", rel="alternate", title="line by line blame"))
         links.extend(self.latest(t, collection=False))
-        if facet == "raw" and t.at.label is None:
-            links.extend(self.checkout_links(t))
+        if facet == "raw" and t.at.label is None and t.node.kind == "blob":
+            # tm:working-copy for a file of the checkout, tm:generates for an import's origin
+            links.extend(self.copies(t.served.name, t.path))
         return links
 
     def working_copy(self, path: str) -> TmUri | None:
@@ -720,15 +708,6 @@ class GitMount(Mount):
         if on_disk.is_symlink() or not on_disk.is_file():
             return None
         return fs_uris.file_uri(self.host, parts)
-
-    def checkout_links(self, t: Target) -> builtins.list[Link]:
-        """The links of the default read of a file to its copies on the fs mount.
-
-        ``tm:working-copy`` for a file of the checkout, ``tm:generates`` for an import's origin.
-        """
-        if t.node.kind != "blob":
-            return []
-        return self.copies(t.served.name, t.path)
 
     def copies(self, repo: str, path: str) -> builtins.list[Link]:
         """The links of the default read of the file ``path`` of ``repo`` to its fs copies."""
@@ -769,26 +748,20 @@ class GitMount(Mount):
             return []
         entry = self.imports.get().by_copy.get(path)
         if entry is not None:
-            origin = self.repos.get(entry.repo)
-            if origin is None:
-                return []
-            repo = origin.handle()
-            commit = self.resolved(origin, repo, None).commit
-            if gitstore.lookup(repo, commit, entry.path).kind != "blob":
-                return []
-            target = self.path_uri(entry.repo, entry.path.split("/"), collection=False, at=None)
-            return [
-                Link("tm:generated-by", str(target), "exact", title=f"imported from {entry.repo}"),
-                Link("version-history", str(target.with_params({"as": "log"}))),
-            ]
-        served = self.repos[self.checkout_repo or ""]
-        repo = served.handle()
-        commit = self.resolved(served, repo, None).commit
-        if gitstore.lookup(repo, commit, uri.path).kind != "blob":
+            name, parts = entry.repo, tuple(entry.path.split("/"))
+            rel, title = "tm:generated-by", f"imported from {entry.repo}"
+        else:
+            name, parts = self.checkout_repo or "", uri.path
+            rel, title = "tm:repository", "the same file in git"
+        served = self.repos.get(name)
+        if served is None:
             return []
-        target = self.path_uri(served.name, uri.path, collection=False, at=None)
+        commit = self.resolved(served, None).commit
+        if gitstore.lookup(served.handle(), commit, parts).kind != "blob":
+            return []
+        target = self.path_uri(name, parts, collection=False, at=None)
         return [
-            Link("tm:repository", str(target), "exact", title="the same file in git"),
+            Link(rel, str(target), "exact", title=title),
             Link("version-history", str(target.with_params({"as": "log"}))),
         ]
 
@@ -804,8 +777,8 @@ class GitMount(Mount):
             yield
         except work.OverBudget as over:
             facet = req.facets.facet or ("tree" if t.node.kind == "tree" else "raw")
-            offer = NARROWER.get(facet, _none)
-            narrower = [str(u) for u in offer(self, t, over.progress)]
+            offer = NARROWER.get(facet)
+            narrower = [str(u) for u in offer(self, t, over.progress)] if offer else []
             raise TooCostly(
                 req.text,
                 f"computing this {facet} would cost more than a caller's whole budget "
@@ -872,10 +845,7 @@ class GitMount(Mount):
                 size=node.size,
                 text=mime.is_text(mime_type),
                 extra={
-                    "repository": t.served.name,
-                    "path": display(t.path),
-                    "at": t.at.shown,
-                    "commit": t.at.commit,
+                    **t.about(),
                     "type": node.kind,
                     "mode": f"{node.mode:06o}",
                     "sha": node.sha,
@@ -938,10 +908,7 @@ class GitMount(Mount):
                 commits.append(item)
             body = {
                 "uri": str(req.uri.with_params(n=str(n)) if req.facets.n else req.uri),
-                "repository": t.served.name,
-                "path": display(t.path),
-                "at": t.at.shown,
-                "commit": t.at.commit,
+                **t.about(),
                 "n": n,
                 "commits": commits,
             }
@@ -1008,7 +975,7 @@ class GitMount(Mount):
         if body is not None:
             cut = {**body, "uri": req.text, "lines": body["lines"][first - 1 : last]}
             return Content(req.text, vnd("blame"), cut, links, "blame", part_applied=True)
-        whole = kept.peek(("blame", t.repo.path, t.at.commit, t.path), _blame_size)
+        whole = kept.peek(("blame", t.repo.path, t.at.commit, t.path), gitstore.Blame.size)
         if whole is not None:
             lines = whole[first - 1 : last]
         else:
@@ -1023,7 +990,7 @@ class GitMount(Mount):
             return kept.once(
                 ("blame", t.repo.path, t.at.commit, t.path, *what),
                 lambda: gitstore.blame(t.repo, t.at.commit, t.parts, span),
-                _blame_size,
+                gitstore.Blame.size,
             )
 
     def blame_body(
@@ -1032,10 +999,7 @@ class GitMount(Mount):
         """The blame's answer: the file, the revision, and a record per line."""
         return {
             "uri": str(req.uri.keeping("at", **{"as": "blame"})),
-            "repository": t.served.name,
-            "path": display(t.path),
-            "at": t.at.shown,
-            "commit": t.at.commit,
+            **t.about(),
             "total": total,
             "lines": [
                 {
@@ -1067,10 +1031,7 @@ class GitMount(Mount):
             pins = self.pinned_repository(url, t.node.sha)
             body = {
                 "uri": str(req.uri.keeping("at").as_leaf()),
-                "repository": t.served.name,
-                "path": display(t.path),
-                "at": t.at.shown,
-                "commit": t.at.commit,
+                **t.about(),
                 "type": "submodule",
                 "pinned": t.node.sha,
                 "url": url,
@@ -1123,7 +1084,7 @@ class GitMount(Mount):
         with refusals(CheckoutRead(self.host, fs_uri, served.name, repo)):
             if label is not None:
                 gitstore.validate_ref(label)
-            found = self.resolved(served, repo, label)
+            found = self.resolved(served, label)
             node = gitstore.lookup(repo, found.commit, fs_uri.path)
         if node.kind in _NOT_A_FILE_AT:
             raise NotFound(text, _NOT_A_FILE_AT[node.kind], nearest=[])
@@ -1147,7 +1108,7 @@ class GitMount(Mount):
             links.append(Link("alternate", str(fs_uri.keeping("at"))))
             return stat.content(text, links)
         t = Target(served, repo, At(found.commit, at, found.is_default), fs_uri.path, node)
-        content = self.read_raw(Request(fs_uri, _facets_of(fs_uri)), t)
+        content = self.read_raw(Request(fs_uri, parse_facets(fs_uri)), t)
         content.links = links
         return content
 
@@ -1192,10 +1153,6 @@ class GitMount(Mount):
 # ---- helpers ---------------------------------------------------------------------------------
 
 
-def _blame_size(found: gitstore.Blame) -> int:
-    return found.size()
-
-
 def _found_entries(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
     """The same history with as many commits as the stopped walk had found (none if none).
 
@@ -1232,10 +1189,6 @@ def _shallower(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
     return [mount.here_uri(t, "tree")]
 
 
-def _none(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
-    return []
-
-
 #: For each heavy facet, the narrower reads a ``too-costly`` refusal offers, from the facet's
 #: target and what the stopped computation had finished (``OverBudget.progress``): only reads
 #: known to fit in the budget the whole went past.
@@ -1263,12 +1216,6 @@ def _checkout_facet(fs_uri: TmUri, text: str) -> str | None:
     if facet not in (None, "raw", "stat"):
         raise UnknownFacet(text, "a file", facet, ["raw", "stat"])
     return facet
-
-
-def _facets_of(uri: TmUri) -> Any:
-    from tmsite.core.facets import parse_facets
-
-    return parse_facets(uri)
 
 
 def _exists(repo: gitstore.GitRepo, commit: str, parts: tuple[str, ...]) -> bool:
