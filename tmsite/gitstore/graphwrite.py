@@ -40,9 +40,11 @@ from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
+from dulwich.commit_graph import GRAPH_EXTRA_EDGES_NEEDED, GRAPH_LAST_EDGE, GRAPH_PARENT_MISSING
 from dulwich.objects import parse_tree
 
 from tmsite.gitstore import bloom
+from tmsite.gitstore.bloom import MASK
 from tmsite.gitstore.errors import GitError
 from tmsite.gitstore.repo import (
     COMMIT,
@@ -64,9 +66,6 @@ from tmsite.gitstore.tree import is_tree_mode
 #: git's ``commitGraph.maxNewFilters``-free defaults (``bloom.h``).
 BITS_PER_ENTRY = 10
 MAX_CHANGED_PATHS = 512
-PARENT_NONE = 0x70000000
-EXTRA_EDGES = 0x80000000
-LAST_EDGE = 0x80000000
 MAX_LEVEL = 0x3FFFFFFF
 
 
@@ -250,9 +249,6 @@ def _graph_bytes(
     return _file(chunks, len(base_names)), len(ids), made, too_many
 
 
-MASK = 0xFFFFFFFF
-
-
 def _commit_chunks(
     ids: list[str],
     commits: dict[str, tuple[str, tuple[str, ...], int]],
@@ -270,13 +266,13 @@ def _commit_chunks(
     for sha in ids:
         tree, parents, when = commits[sha]
         known = [position[p] for p in parents if p in position]
-        one = known[0] if known else PARENT_NONE
+        one = known[0] if known else GRAPH_PARENT_MISSING
         if len(known) <= 2:
-            two = known[1] if len(known) == 2 else PARENT_NONE
+            two = known[1] if len(known) == 2 else GRAPH_PARENT_MISSING
         else:
-            two = EXTRA_EDGES | len(edges)
+            two = GRAPH_EXTRA_EDGES_NEEDED | len(edges)
             edges.extend(known[1:-1])
-            edges.append(known[-1] | LAST_EDGE)
+            edges.append(known[-1] | GRAPH_LAST_EDGE)
         when = max(when, 0)
         cdat += bytes.fromhex(tree)
         cdat += struct.pack(">LLLL", one, two, (level[sha] << 2) | ((when >> 32) & 3), when & MASK)

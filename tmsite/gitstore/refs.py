@@ -24,8 +24,6 @@ from tmsite.gitstore.repo import COMMIT, TAG, TYPE_NAMES, GitRepo
 from tmsite.gitstore.types import Resolved
 
 MAX_REF_LENGTH = 255
-#: Shortest abbreviated commit id accepted.
-MIN_HEX = 4
 
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+@-]*")
@@ -110,12 +108,6 @@ def validate_ref(text: str) -> RefText:
     ``A–Z a–z 0–9 . _ / + @ -``, segments that are empty or start with a dot, names ending in
     ``.lock`` or ``/``.
 
-    Args:
-        text: What the client sent.
-
-    Returns:
-        The accepted text and what kind it is.
-
     Raises:
         BadRef: with the rule the text broke.
     """
@@ -172,29 +164,23 @@ def list_refs(repo: GitRepo) -> tuple[list[str], list[str]]:
     Returns:
         ``(branches, tags)``.
     """
-    branches: list[str] = []
-    tags: list[str] = []
-    for name in repo.refs():
-        if name.startswith("refs/heads/"):
-            short = name[len("refs/heads/") :]
-            if _is_clean_name(short):
-                branches.append(short)
-        elif name.startswith("refs/tags/"):
-            short = name[len("refs/tags/") :]
-            if _is_clean_name(short):
-                tags.append(short)
-    return sorted(branches), sorted(tags)
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance between two strings (rapidfuzz's C, as ``core.nearest`` ranks)."""
-    return int(Levenshtein.distance(a, b))
+    names = repo.refs()
+    branches, tags = (
+        sorted(
+            name[len(prefix) :]
+            for name in names
+            if name.startswith(prefix) and _is_clean_name(name[len(prefix) :])
+        )
+        for prefix in ("refs/heads/", "refs/tags/")
+    )
+    return branches, tags
 
 
 def rank_nearest(wanted: str, names: list[str], limit: int = 5) -> list[str]:
     """Up to ``limit`` of ``names`` nearest to ``wanted`` by edit distance, never ``wanted``.
 
-    Ties go to names sharing a longer prefix with ``wanted``, then alphabetical order.
+    Distances are Levenshtein's (rapidfuzz's C, as ``core.nearest`` ranks); ties go to names
+    sharing a longer prefix with ``wanted``, then alphabetical order.
     """
 
     def common_prefix(name: str) -> int:
@@ -207,7 +193,7 @@ def rank_nearest(wanted: str, names: list[str], limit: int = 5) -> list[str]:
 
     work.spend("ranked", len(names))
     scored = [
-        (edit_distance(wanted, name), -common_prefix(name), name)
+        (Levenshtein.distance(wanted, name), -common_prefix(name), name)
         for name in dict.fromkeys(names)
         if name != wanted
     ]
@@ -220,29 +206,20 @@ def nearest_refs(repo: GitRepo, wanted: str) -> list[str]:
     return rank_nearest(wanted, ["HEAD", *branches, *tags])
 
 
-def _peel(repo: GitRepo, sha: str) -> str | None:
-    """The commit an id stands for, following annotated tags; None if not a commit."""
-    for _ in range(16):
-        type_num, raw = repo.raw(sha)
-        if type_num == COMMIT:
-            return sha
-        if type_num != TAG:
-            return None
-        first = raw.split(b"\n", 1)[0]
-        if not first.startswith(b"object "):
-            return None
-        sha = first[len(b"object ") :].decode("ascii").strip()
-    return None
-
-
-def _peeled_type(repo: GitRepo, sha: str) -> str:
-    """What an id stands for, its tags followed: ``blob``, ``tree``, ``commit``."""
+def _peeled(repo: GitRepo, sha: str) -> tuple[int, str]:
+    """The type number and id an id stands for, following annotated tags (at most 16)."""
     for _ in range(16):
         type_num, raw = repo.raw(sha)
         if type_num != TAG or not raw.startswith(b"object "):
-            break
+            return type_num, sha
         sha = raw.split(b"\n", 1)[0][len(b"object ") :].decode("ascii").strip()
-    return TYPE_NAMES.get(type_num, "tag")
+    return TAG, sha
+
+
+def _peel(repo: GitRepo, sha: str) -> str | None:
+    """The commit an id stands for, following annotated tags; None if not a commit."""
+    type_num, sha = _peeled(repo, sha)
+    return sha if type_num == COMMIT else None
 
 
 def _head(repo: GitRepo, refs: dict[str, str] | None, default_ref: str | None) -> str:
@@ -277,7 +254,9 @@ def _resolve_name(repo: GitRepo, refs: dict[str, str], name: str) -> str:
                 return commit
             elsewhere = elsewhere or target
     if elsewhere is not None:
-        raise NotACommit(name, nearest_refs(repo, name), _peeled_type(repo, elsewhere))
+        raise NotACommit(
+            name, nearest_refs(repo, name), TYPE_NAMES.get(_peeled(repo, elsewhere)[0], "tag")
+        )
     if _HEX.fullmatch(name):
         return _resolve_hex(repo, name.lower())
     raise NoSuchRef(name, nearest_refs(repo, name))

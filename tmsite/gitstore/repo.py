@@ -651,10 +651,6 @@ class LazyCommitGraph(CommitGraph):
         """A commit's position in the graph (its id table), or None when it is not there."""
         return self._position(bytes.fromhex(sha))
 
-    def id_at(self, position: int) -> str:
-        """The commit id at a position."""
-        return self._id_at(position)
-
     def tree_at(self, position: int) -> str:
         """The root tree id of the commit at a position."""
         at = position * 36
@@ -767,7 +763,7 @@ class LazyCommitGraph(CommitGraph):
                     stack.append(parent)
         if tied:
             return None
-        return self._id_at(best) if best >= 0 else ""
+        return self.id_at(best) if best >= 0 else ""
 
     def _walk_before(self, start: int, limit: int) -> str:
         """:meth:`first_before` by the queue itself."""
@@ -786,7 +782,7 @@ class LazyCommitGraph(CommitGraph):
             while item is not None:
                 neg_time, _n, position, one, two = item
                 if -neg_time <= limit:
-                    return self._id_at(position)
+                    return self.id_at(position)
                 item = None
                 if two != GRAPH_PARENT_MISSING:  # a merge: every new parent queued
                     for parent in self._merge_parents(position, one, two):
@@ -822,7 +818,8 @@ class LazyCommitGraph(CommitGraph):
         at = self._position(binary)
         return None if at is None else self._filter_says(at, keys)
 
-    def _id_at(self, index: int) -> str:
+    def id_at(self, index: int) -> str:
+        """The commit id at a position."""
         if not 0 <= index < self._count:
             raise ValueError("a commit-graph parent is out of range")
         return self._ids[index * 20 : index * 20 + 20].hex()
@@ -835,7 +832,7 @@ class LazyCommitGraph(CommitGraph):
         at = position * 36
         tree = self._data[at : at + 20].hex()
         high, low_time = struct.unpack_from(">LL", self._data, at + 28)
-        parents = tuple(self._id_at(parent) for parent in self._parent_positions(position))
+        parents = tuple(self.id_at(parent) for parent in self._parent_positions(position))
         return tree, parents, low_time | ((high & 0x3) << 32)
 
 
@@ -1374,20 +1371,17 @@ class GitRepo:
 
     def first_before(self, sha: str, limit: int) -> str | None:
         """The commit-graph's answer to :meth:`LazyCommitGraph.first_before`, if it has one."""
-        if not self._graph_read:
-            self._read_graph()
-        if self._graph is None:
+        graph = self.graph()
+        if graph is None:
             return None
         try:
-            return self._graph.first_before(bytes.fromhex(sha), limit)
+            return graph.first_before(bytes.fromhex(sha), limit)
         except (ValueError, struct.error, IndexError):
             return None  # a damaged graph: the commits themselves are read
 
     def path_keys(self, path: str, prefixes: bool = True) -> tuple[tuple[int, ...], ...] | None:
         """The Bloom keys of ``path`` (and its leading directories), or None without filters."""
-        if not self._graph_read:
-            self._read_graph()
-        graph = self._graph
+        graph = self.graph()
         if graph is None or not graph.has_filters:
             return None
         hashes = graph.filter_hashes
