@@ -14,12 +14,7 @@ class GitStoreError(Exception):
 
 
 class BadRef(GitStoreError):
-    """A ref text refused by its shape, before any lookup.
-
-    Attributes:
-        text: The refused text, as given.
-        why: One sentence saying which rule it broke.
-    """
+    """A ref text refused by its shape, before any lookup; ``why`` says which rule it broke."""
 
     def __init__(self, text: str, why: str) -> None:
         super().__init__(f"bad ref {text!r}: {why}")
@@ -49,8 +44,7 @@ class NoSuchRef(GitStoreError):
 class AmbiguousRef(NoSuchRef):
     """An abbreviated commit id that more than one commit starts with.
 
-    Attributes:
-        candidates: The full ids of (up to five of) the commits it could mean, sorted.
+    ``candidates`` are the full ids of (up to five of) the commits it could mean, sorted.
     """
 
     def __init__(self, ref: str, nearest: list[str], candidates: list[str]) -> None:
@@ -60,11 +54,7 @@ class AmbiguousRef(NoSuchRef):
 
 
 class NotACommit(NoSuchRef):
-    """A tag that points at another kind of object than a commit (a blob, a tree).
-
-    Attributes:
-        kind: What the tag points at, its tags followed (``blob``, ``tree``).
-    """
+    """A tag that points at a blob or a tree (``kind``, its tags followed), not a commit."""
 
     def __init__(self, ref: str, nearest: list[str], kind: str) -> None:
         super().__init__(ref, nearest)
@@ -73,11 +63,7 @@ class NotACommit(NoSuchRef):
 
 
 class OutOfRoot(GitStoreError):
-    """A path that would leave the tree it is resolved in (dot segments, absolute forms…).
-
-    Attributes:
-        path: The refused path, as given.
-    """
+    """A path that would leave the tree it is resolved in (dot segments, absolute forms…)."""
 
     def __init__(self, path: str) -> None:
         super().__init__(f"path leaves the tree: {path!r}")
@@ -85,12 +71,7 @@ class OutOfRoot(GitStoreError):
 
 
 class HostileName(GitStoreError):
-    """A path naming an entry the library never returns (``.git`` and the like).
-
-    Attributes:
-        path: The refused path.
-        name: The offending segment.
-    """
+    """A path naming an entry the library never returns (``.git`` and the like): ``name``."""
 
     def __init__(self, path: str, name: str) -> None:
         super().__init__(f"path {path!r} names a refused entry {name!r}")
@@ -116,12 +97,7 @@ class PathNotFound(GitStoreError):
 
 
 class NotATree(GitStoreError):
-    """A directory operation on something that is not a directory.
-
-    Attributes:
-        path: The path asked for.
-        kind: What it is instead (``blob``, ``symlink``, ``submodule``).
-    """
+    """A directory operation on a ``kind`` that is not one (``blob``, ``symlink``…)."""
 
     def __init__(self, path: str, kind: str) -> None:
         super().__init__(f"{path!r} is a {kind}, not a tree")
@@ -130,12 +106,7 @@ class NotATree(GitStoreError):
 
 
 class NotABlob(GitStoreError):
-    """A content read of something that is not file content.
-
-    Attributes:
-        path: The path or object id asked for.
-        kind: What it is instead (``tree``, ``submodule``, ``commit``…).
-    """
+    """A content read of a path or object id that is a ``kind`` (``tree``, ``commit``…)."""
 
     def __init__(self, path: str, kind: str) -> None:
         super().__init__(f"{path!r} is a {kind}, not a blob")
@@ -146,8 +117,7 @@ class NotABlob(GitStoreError):
 class GitError(GitStoreError):
     """The repository itself could not be read (missing, corrupt, unreadable).
 
-    Attributes:
-        detail: What failed, without machine paths beyond the repository's own.
+    ``detail`` says what failed, without machine paths beyond the repository's own.
     """
 
     def __init__(self, detail: str) -> None:

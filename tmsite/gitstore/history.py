@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from dulwich.commit_graph import GRAPH_PARENT_MISSING as PARENT_MISSING
+
 from tmsite.core import work
 from tmsite.gitstore.cache import read_get, read_put
 from tmsite.gitstore.paths import join, normalise
@@ -54,8 +56,6 @@ from tmsite.gitstore.tree import PathReader, kind_of
 from tmsite.gitstore.types import LogEntry
 
 MAX_LOG = 100
-#: The commit-graph's "no parent" mark (``GRAPH_PARENT_MISSING``).
-PARENT_MISSING = 0x70000000
 _EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)*>?")
 
 
@@ -305,16 +305,10 @@ def _changed(
 
 
 def log(repo: GitRepo, commit: str, path: Iterable[str] | str = "", n: int = 20) -> list[LogEntry]:
-    """The ``n`` newest commits that changed ``path``, reachable from ``commit``.
+    """The ``n`` (1 to 100) newest commits that changed ``path``, reachable from ``commit``.
 
-    Args:
-        repo: The repository.
-        commit: A full commit id to start from.
-        path: A file, directory or submodule path; ``""`` (the root) lists every commit.
-        n: How many, 1 to 100.
-
-    Returns:
-        Newest first; each with author name and author date, never an e-mail address.
+    ``""`` (the root) lists every commit. Newest first; each with author name and author
+    date, never an e-mail address.
 
     Raises:
         ValueError: ``n`` out of range (callers refuse it; it is never clamped).

@@ -16,13 +16,8 @@ def normalise(segments: Iterable[str] | str) -> tuple[str, ...]:
     A string is split on ``/``; one trailing slash is allowed (a directory) and ``""`` is the
     root. Nothing is collapsed: a ``..`` or ``.`` segment, an empty segment (``a//b``, a
     leading ``/``), and a segment holding ``/``, ``\`` or NUL are refused rather than
-    interpreted, so no spelling can reach outside the tree.
-
-    Args:
-        segments: The path's segments, already percent-decoded once, or a path string.
-
-    Returns:
-        The segments, as a tuple (empty for the root).
+    interpreted, so no spelling can reach outside the tree. Segments come percent-decoded
+    once; the answer is a tuple of them (empty for the root).
 
     Raises:
         OutOfRoot: a segment is a dot segment, empty, absolute or holds a separator.

@@ -198,13 +198,9 @@ def renamed_from(
 ) -> tuple[str, str] | None:
     """The path (and its blob) in ``parent_tree`` that ``tree`` renamed to ``path``, or None.
 
-    Args:
-        repo: The repository.
-        parent_tree: The parent commit's root tree.
-        tree: The commit's root tree, in which ``path`` is a file the parent lacks.
-        path: The followed path.
-        copies: Take any file of the parent as a source, not only deleted ones (``git log
-            --follow``'s ``--find-copies-harder``); else renames only (``git blame``).
+    ``parent_tree`` and ``tree`` are root trees; ``path`` is a file the parent lacks.
+    ``copies`` takes any file of the parent as a source, not only deleted ones (``git log
+    --follow``'s ``--find-copies-harder``); else renames only (``git blame``).
     """
     key = (repo.path, "renamed", parent_tree, tree, path, copies)
     cached = OBJECTS.get(key)

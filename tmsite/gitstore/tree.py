@@ -19,7 +19,6 @@ from tmsite.gitstore.types import Kind, Node, TreeEntry
 
 MODE_TREE = 0o040000
 MODE_SUBMODULE = 0o160000
-MODE_SYMLINK = 0o120000
 MAX_DEPTH = 8
 #: Kinds whose listing entries carry a size.
 SIZED = ("blob", "symlink")
@@ -95,20 +94,10 @@ def child_names(repo: GitRepo, tree: str) -> list[str]:
     ]
 
 
-def _sized(repo: GitRepo, kind: Kind, sha: str) -> int | None:
-    return repo.size(sha) if kind in ("blob", "symlink") else None
-
-
 def lookup(repo: GitRepo, commit: str, path: Iterable[str] | str) -> Node:
-    """What ``path`` is at ``commit``.
+    """What ``path`` (segments or a slash-separated path; ``""``: the root) is at ``commit``.
 
-    Args:
-        repo: The repository.
-        commit: A full commit id (from :func:`~tmsite.gitstore.refs.resolve`).
-        path: Segments or a slash-separated path; ``""`` is the root tree.
-
-    Returns:
-        The node; symlinks are reported as themselves, never followed.
+    Symlinks are reported as themselves, never followed.
 
     Raises:
         OutOfRoot, HostileName: the path is refused by :func:`normalise`.
@@ -132,21 +121,15 @@ def lookup(repo: GitRepo, commit: str, path: Iterable[str] | str) -> Node:
             raise PathNotFound(join(parts), parent, siblings)
         mode, sha = found
     kind = kind_of(mode)
-    node = Node(kind, mode, sha, _sized(repo, kind, sha), join(parts))
+    node = Node(kind, mode, sha, repo.size(sha) if kind in SIZED else None, join(parts))
     return read_put(key, node, 200)
 
 
 def read_blob(repo: GitRepo, sha: str, start: int | None = None, end: int | None = None) -> bytes:
-    """The content of a blob (a file, or a symlink's target text), or a slice of it.
+    """The content of a blob (a file, or a symlink's target text), or ``[start:end]`` of it.
 
     The object is read once per call; blobs up to 512 KiB stay cached, so a repeated read
     costs a lookup.
-
-    Args:
-        repo: The repository.
-        sha: The blob id (from :func:`lookup` or :func:`list_tree`).
-        start: First byte (0-based, inclusive); None is 0.
-        end: Byte after the last (exclusive); None is the end.
 
     Raises:
         NotABlob: ``sha`` names a tree, commit or tag.
@@ -195,13 +178,7 @@ def list_tree(
     Order: at each level directories first, then the other entries, each group by name; with
     ``depth`` > 1 a directory's descendants follow it directly (pre-order). Hostile names
     (``..``, ``.``, ``.git``, names with separators) are never listed or descended into.
-    Blob and symlink sizes are filled in (cached per object).
-
-    Args:
-        repo: The repository.
-        commit: A full commit id.
-        path: The directory (``""`` is the root).
-        depth: How many levels, 1 to 8.
+    Blob and symlink sizes are filled in (cached per object). ``depth`` is 1 to 8 levels.
 
     Raises:
         ValueError: ``depth`` out of range (callers refuse it; it is never clamped).
