@@ -692,7 +692,7 @@ class LazyCommitGraph(CommitGraph):
         return passed, position
 
     def changed_at(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool:
-        """:meth:`maybe_changed` for the commit at a position (True when there is no filter)."""
+        """Whether the commit at a position may have changed the keys' path (no filter: True)."""
         return self._filter_says(position, keys) is not False
 
     def _filter_says(self, position: int, keys: tuple[tuple[int, ...], ...]) -> bool | None:
@@ -808,15 +808,6 @@ class LazyCommitGraph(CommitGraph):
         if two & GRAPH_EXTRA_EDGES_NEEDED:
             return self._parent_positions(position)
         return (one, two) if one < GRAPH_PARENT_MISSING else (two,)
-
-    def maybe_changed(self, binary: bytes, keys: tuple[tuple[int, ...], ...]) -> bool | None:
-        """Whether the commit may have changed a path against its first parent.
-
-        False when the path's filter rules it out (a key is missing), True when the filter
-        may hold it, None when there is no filter for the commit (the trees must tell).
-        """
-        at = self._position(binary)
-        return None if at is None else self._filter_says(at, keys)
 
     def id_at(self, index: int) -> str:
         """The commit id at a position."""
@@ -1395,10 +1386,12 @@ class GitRepo:
         False only when the commit-graph's filter shows ``sha`` left the path as its first
         parent had it (see :mod:`~tmsite.gitstore.bloom`); True means the trees must tell.
         """
-        if keys is None or self._graph is None:
+        graph = self._graph
+        if keys is None or graph is None:
             return True
         try:
-            return self._graph.maybe_changed(bytes.fromhex(sha), keys) is not False
+            at = graph._position(bytes.fromhex(sha))
+            return at is None or graph.changed_at(at, keys)
         except (ValueError, struct.error, IndexError):
             return True  # a damaged filter only costs speed
 

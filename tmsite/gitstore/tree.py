@@ -137,10 +137,7 @@ def read_blob(repo: GitRepo, sha: str, start: int | None = None, end: int | None
     kind = repo.object_type(sha)
     if kind != BLOB:
         raise NotABlob(sha, TYPE_NAMES.get(kind, "object"))
-    data = repo.blob(sha)
-    if start is None and end is None:
-        return data
-    return data[start:end]
+    return repo.blob(sha)[start:end]  # a whole slice of bytes is the bytes, not a copy
 
 
 def blob_size(repo: GitRepo, sha: str) -> int:

@@ -47,16 +47,10 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class TreeEntry:
-    """One entry of a tree listing.
+    """One entry of a tree listing, its ``path`` from the repository root.
 
-    Attributes:
-        name: The entry's own name.
-        path: Its path from the repository root.
-        kind: As :attr:`Node.kind`.
-        mode: The git file mode.
-        sha: The object id.
-        size: Bytes for blobs and symlinks, None otherwise.
-        depth: 1 for the listed directory's own children, 2 for theirs, and so on.
+    ``size`` is a blob's or symlink's bytes, else None; ``depth`` is 1 for the listed
+    directory's own children, 2 for theirs, and so on.
     """
 
     name: str
