@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import singledispatch
 
 from typing_extensions import override
@@ -33,23 +34,18 @@ from tmsite.mounts.git import uris as git_uris
 VALID_REFS = 20
 
 
+@dataclass
 class RepoRead:
     """A read of a path in a served repository: what it suggests is in that repository.
 
-    Attributes:
-        host: The host the URIs name.
-        uri: The URI asked (its ``at`` stays on suggested paths).
-        repo_name: The repository as served.
-        repo: Its handle, when opened (for the refs a malformed ``at`` is offered).
+    ``uri``'s ``at`` stays on suggested paths; ``repo`` is the handle when opened (for the
+    refs a malformed ``at`` is offered).
     """
 
-    def __init__(
-        self, host: str, uri: TmUri, repo_name: str, repo: gitstore.GitRepo | None
-    ) -> None:
-        self.host = host
-        self.uri = uri
-        self.repo_name = repo_name
-        self.repo = repo
+    host: str
+    uri: TmUri
+    repo_name: str
+    repo: gitstore.GitRepo | None
 
     def at_ref(self, ref: str) -> str:
         """Where to read at a real ``ref``: the repository's root at it."""
@@ -149,19 +145,13 @@ def _not_a_commit(exc: gitstore.NotACommit, read: RepoRead) -> Refusal:
 
 @refusal.register
 def _no_such_ref(exc: gitstore.NoSuchRef, read: RepoRead) -> Refusal:
-    if exc.starts is not None:  # a date before the history: say where it starts
-        return NoSuchRef(
-            str(read.uri),
-            f"{read.repo_name} has no commit at or before {exc.ref!r}: its history starts "
-            f"at {exc.starts}",
-            nearest=[read.at_ref(ref) for ref in exc.nearest],
-            starts=exc.starts,
-        )
-    return NoSuchRef(
-        str(read.uri),
-        f"no branch, tag, commit or date {exc.ref!r} in {read.repo_name}",
-        nearest=[read.at_ref(ref) for ref in exc.nearest],
-    )
+    nearest = [read.at_ref(ref) for ref in exc.nearest]
+    if exc.starts is None:
+        why = f"no branch, tag, commit or date {exc.ref!r} in {read.repo_name}"
+        return NoSuchRef(str(read.uri), why, nearest=nearest)
+    # a date before the history: say where it starts
+    why = f"{read.repo_name} has no commit at or before {exc.ref!r}: its history starts at "
+    return NoSuchRef(str(read.uri), why + exc.starts, nearest=nearest, starts=exc.starts)
 
 
 @refusal.register

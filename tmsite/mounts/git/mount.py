@@ -227,7 +227,7 @@ class GitMount(Mount):
         imports_file: Path | None = None,
     ) -> None:
         super().__init__(host)
-        refs = dict(default_refs or {})
+        refs = default_refs or {}
         self.checkout_repo = checkout_repo
         self.repos: dict[str, Repository] = {}
         for name in sorted(repos):
@@ -1162,8 +1162,7 @@ def _found_entries(mount: GitMount, t: Target, progress: object) -> list[TmUri]:
     """
     if not isinstance(progress, gitstore.Walked) or progress.found < 1:
         return []
-    uri = mount.path_uri(t.served.name, t.parts, collection=t.node.kind == "tree", at=t.at.label)
-    return [uri.with_params({"as": "log", "n": str(progress.found)})]
+    return [mount.here_uri(t, None).with_params({"as": "log", "n": str(progress.found)})]
 
 
 #: Line ranges a ``too-costly`` blame offers at most.

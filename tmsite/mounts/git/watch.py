@@ -254,10 +254,8 @@ class RefWatcher:
             return []
         if not watched.collection:
             return [watched.uri]
-        old_tree = old[1] if old is not None and is_tree_mode(old[0]) else None
-        new_tree = new[1] if new is not None and is_tree_mode(new[0]) else None
         changed: list[str] = []
-        for path in _diff(repo, old_tree, new_tree, watched.parts):
+        for path in _diff(repo, _tree(old), _tree(new), watched.parts):
             if len(changed) >= MAX_CHANGES:
                 return [watched.uri]
             uri = git_uris.path_uri(self.host, name, path, at=watched.label)
@@ -276,6 +274,11 @@ def _names_a_ref(label: str) -> bool:
     return not (4 <= len(label) <= 40 and all(c in "0123456789abcdefABCDEF" for c in label))
 
 
+def _tree(entry: tuple[int, str] | None) -> str | None:
+    """The id of a tree entry that is a directory, else None."""
+    return entry[1] if entry is not None and is_tree_mode(entry[0]) else None
+
+
 def _diff(
     repo: gitstore.GitRepo, old: str | None, new: str | None, prefix: tuple[str, ...]
 ) -> Iterator[tuple[str, ...]]:
@@ -289,8 +292,7 @@ def _diff(
         a, b = before.get(name), after.get(name)
         if a == b:
             continue
-        a_tree = a[1] if a is not None and is_tree_mode(a[0]) else None
-        b_tree = b[1] if b is not None and is_tree_mode(b[0]) else None
+        a_tree, b_tree = _tree(a), _tree(b)
         if (a is not None and a_tree is None) or (b is not None and b_tree is None):
             yield (*prefix, name)  # a file, symlink or submodule came, went or changed
         if a_tree is not None or b_tree is not None:
