@@ -44,6 +44,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import islice
 
 from dulwich.commit_graph import GRAPH_PARENT_MISSING as PARENT_MISSING
 
@@ -321,17 +322,14 @@ def log(repo: GitRepo, commit: str, path: Iterable[str] | str = "", n: int = 20)
     cached = read_get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    out: list[LogEntry] = []
     found = PathReader(repo, parts).entry(repo.walk_info(commit)[0]) if parts else None
     if found is not None and kind_of(found[0]) in ("blob", "symlink"):
-        for sha, where, older, parent in walk_follow(repo, commit, join(parts)):
-            entry = log_entry(sha, repo.commit(sha))
-            out.append(replace(entry, path=where, renamed_from=older, parent=parent))
-            if len(out) >= n:
-                break
+        out = [
+            replace(log_entry(sha, repo.commit(sha)), path=where, renamed_from=older, parent=parent)
+            for sha, where, older, parent in islice(walk_follow(repo, commit, join(parts)), n)
+        ]
     else:
-        for sha in walk_changes(repo, commit, parts):
-            out.append(log_entry(sha, repo.commit(sha)))
-            if len(out) >= n:
-                break
+        out = [
+            log_entry(sha, repo.commit(sha)) for sha in islice(walk_changes(repo, commit, parts), n)
+        ]
     return read_put(key, out, 100 + 300 * len(out))
