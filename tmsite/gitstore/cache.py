@@ -109,10 +109,8 @@ def clear_all() -> None:
 
 
 def _django_alias() -> str | None:
-    try:
-        from django.conf import settings
-    except ImportError:  # pragma: no cover - Django is a dependency
-        return None
+    from django.conf import settings
+
     if not settings.configured:
         return None
     alias = getattr(settings, "TM_GITSTORE_DJANGO_CACHE", None)

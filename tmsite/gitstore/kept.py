@@ -101,12 +101,8 @@ class FileStore:
     def get(self, name: str) -> Any:
         """The answer kept under ``name``, or None."""
         try:
-            blob = self._path(name).read_bytes()
-        except OSError:
-            return None
-        try:
-            return pickle.loads(blob)
-        except Exception:  # a torn or foreign file: as if absent
+            return pickle.loads(self._path(name).read_bytes())
+        except Exception:  # a missing, unreadable, torn or foreign file: as if absent
             return None
 
     def put(self, name: str, value: object) -> None:
@@ -203,10 +199,8 @@ class RedisStore:
 
 def _settings() -> tuple[bool, Path | None, int]:
     """Whether Redis is configured, the files' directory (None: not Django), their bound."""
-    try:
-        from django.conf import settings
-    except ImportError:  # pragma: no cover - Django is a dependency
-        return False, None, DEFAULT_KEPT_BYTES
+    from django.conf import settings
+
     if not settings.configured:
         return False, None, DEFAULT_KEPT_BYTES
     var = getattr(settings, "VAR_DIR", None)
