@@ -469,7 +469,7 @@ class Client:
             instructions=_optional_str(result.get("instructions"), "instructions"),
             era="discover",
             supported_versions=tuple(str(v) for v in supported),
-            session=self._has_session(),
+            session=self.session_id is not None,
         )
 
     def _initialize(self, deadline: Deadline) -> Handshake:
@@ -492,7 +492,7 @@ class Client:
             server_info=_object(info, "serverInfo"),
             instructions=_optional_str(result.get("instructions"), "instructions"),
             era="initialize",
-            session=self._has_session(),
+            session=self.session_id is not None,
         )
         self._transport.notify(
             "notifications/initialized",
@@ -501,9 +501,6 @@ class Client:
             self._routing("notifications/initialized", None, version),
         )
         return hs
-
-    def _has_session(self) -> bool:
-        return self.session_id is not None
 
     # -- requests --------------------------------------------------------------------------
 
@@ -702,16 +699,12 @@ class Client:
         params: JSONObject = {"notifications": notifications}
         body = self._params(params, MODERN_VERSION) or params
 
-        def each(message: JSONObject) -> None:
-            params = message.get("params")
-            on_notification(str(message["method"]), params if isinstance(params, dict) else {})
-
         return transport.listen(
             body,
             self._routing("subscriptions/listen", params, MODERN_VERSION),
             connect_seconds=self.start_timeout,
             read_seconds=read_seconds,
-            on_notification=each,
+            on_notification=_told(on_notification),
             hangup=hangup,
         )
 
@@ -747,17 +740,13 @@ class Client:
                 f"(the server speaks {hs.protocol_version})"
             )
 
-        def each(message: JSONObject) -> None:
-            params = message.get("params")
-            on_notification(str(message["method"]), params if isinstance(params, dict) else {})
-
         return transport.session_stream(
             {"MCP-Protocol-Version": hs.protocol_version},
             last_event_id=last_event_id,
             connect_seconds=self.start_timeout,
             read_seconds=read_seconds,
             opened=opened,
-            on_notification=each,
+            on_notification=_told(on_notification),
             event_id=event_id,
             hangup=hangup,
         )
@@ -853,6 +842,18 @@ def _resource_content(item: JSONObject) -> ResourceContent:
     if meta is not None and not isinstance(meta, dict):
         raise ProtocolError("resources/read: _meta must be an object")
     return ResourceContent(str(item["uri"]), mime, text, data, meta)
+
+
+def _told(
+    on_notification: Callable[[str, JSONObject], None],
+) -> Callable[[JSONObject], None]:
+    """A stream's message handed on as ``(method, params)`` (params not an object: ``{}``)."""
+
+    def each(message: JSONObject) -> None:
+        params = message.get("params")
+        on_notification(str(message["method"]), params if isinstance(params, dict) else {})
+
+    return each
 
 
 def _object(value: Any, what: str) -> JSONObject:

@@ -290,28 +290,53 @@ class HttpTransport:
         *,
         expect_reply: bool,
     ) -> Iterator[tuple[Any, int]]:
-        body = jsonrpc.encode(message)
-        url = self.url
         method = str(message.get("method", "response"))
+        with self._opened(
+            "POST",
+            jsonrpc.encode(message),
+            self._headers(extra),
+            lambda: httpx.Timeout(deadline.remaining()),
+            Timeout(deadline.kind, deadline.seconds, method),
+        ) as response:
+            yield from self._read(response, method, deadline, expect_reply=expect_reply)
+
+    @contextlib.contextmanager
+    def _opened(
+        self,
+        verb: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: Callable[[], httpx.Timeout],
+        late: Timeout,
+        hangup: Hangup | None = None,
+    ) -> Iterator[httpx.Response]:
+        """The answer at the end of the redirects, each URL judged before it is dialled.
+
+        A fault while it is read is raised as the client's error (``late`` for a timeout);
+        on a stream ``hangup`` ended, it is raised as httpx's, for the holder to tell.
+        """
+        url = self.url
         for _hop in range(_MAX_REDIRECTS + 1):
-            timeout = httpx.Timeout(deadline.remaining())
-            self._judge(url)
             try:
+                seconds = timeout()
+                if self.policy is not None:
+                    self.policy.check_url(url)
                 with self._client.stream(
-                    "POST", url, content=body, headers=self._headers(extra), timeout=timeout
+                    verb, url, content=body, headers=headers, timeout=seconds
                 ) as response:
-                    if response.is_redirect:
-                        url = self._redirect_target(url, response)
-                        continue
-                    yield from self._read(response, method, deadline, expect_reply=expect_reply)
-                    return
+                    if not response.is_redirect:
+                        yield response
+                        return
+                    url = self._redirect_target(url, response)
             except AddressRefused as exc:
                 raise refused(exc) from None
-            except httpx.TimeoutException:
-                raise Timeout(deadline.kind, deadline.seconds, method) from None
             except httpx.ConnectError as exc:
                 raise Unreachable("connect", f"could not connect to {url}: {exc}") from None
             except httpx.TransportError as exc:
+                if hangup is not None and hangup.hung:
+                    raise
+                if isinstance(exc, httpx.TimeoutException):
+                    raise late from None
                 raise Unreachable("http", f"{type(exc).__name__} from {url}: {exc}") from None
         raise ProtocolError(f"more than {_MAX_REDIRECTS} redirects")
 
@@ -339,14 +364,6 @@ class HttpTransport:
             )
         return target
 
-    def _judge(self, url: str) -> None:
-        """Refuse a URL the policy does not take, before any connection (no policy: any)."""
-        if self.policy is not None:
-            try:
-                self.policy.check_url(url)
-            except AddressRefused as exc:
-                raise refused(exc) from None
-
     def _read(
         self, response: httpx.Response, method: str, deadline: Deadline, *, expect_reply: bool
     ) -> Iterator[tuple[Any, int]]:
@@ -358,17 +375,21 @@ class HttpTransport:
             ProtocolError: a status, session id or content type this transport does not take.
         """
         status = response.status_code
-        if status in (401, 403):
-            raise Gated(
-                status,
-                token_sent=self.token is not None,
-                challenge=response.headers.get("www-authenticate"),
-            )
+        self._refuse_gated(response)
         if status >= 400:
             yield from self._error_body(response, method)
             return
         if self._carries_reply(response, method, expect_reply=expect_reply):
             yield from self._messages(response, method, deadline)
+
+    def _refuse_gated(self, response: httpx.Response) -> None:
+        """Raise :class:`Gated` for HTTP 401 or 403."""
+        if response.status_code in (401, 403):
+            raise Gated(
+                response.status_code,
+                token_sent=self.token is not None,
+                challenge=response.headers.get("www-authenticate"),
+            )
 
     def _carries_reply(self, response: httpx.Response, method: str, *, expect_reply: bool) -> bool:
         """Whether a success answer is to be read for messages; keeps the session id it sets.
@@ -406,7 +427,7 @@ class HttpTransport:
                 status,
             )
         elif ctype == "text/event-stream":
-            for data in self._events(response, deadline):
+            for data in _events(response.iter_bytes(), deadline, self.limits.max_message_bytes):
                 message = jsonrpc.decode(
                     data, self.limits.max_message_bytes, max_depth=self.limits.max_depth
                 )
@@ -445,10 +466,6 @@ class HttpTransport:
             chunks.append(chunk)
             deadline.remaining()
         return b"".join(chunks)
-
-    def _events(self, response: httpx.Response, deadline: Deadline) -> Iterator[bytes]:
-        """The data of each server-sent event, one message per event."""
-        return _events(response.iter_bytes(), deadline, self.limits.max_message_bytes)
 
     # -- the notification stream -----------------------------------------------------------
 
@@ -544,31 +561,14 @@ class HttpTransport:
         read: Callable[[httpx.Response], str],
     ) -> str:
         """One held stream (a listen POST, a session GET): redirects, address checks, faults."""
-        url = self.url
         timeout = httpx.Timeout(connect_seconds, read=read_seconds)
-        for _hop in range(_MAX_REDIRECTS + 1):
-            self._judge(url)
-            try:
-                with self._client.stream(
-                    verb, url, content=body, headers=headers, timeout=timeout
-                ) as response:
-                    if response.is_redirect:
-                        url = self._redirect_target(url, response)
-                        continue
-                    return read(response)
-            except AddressRefused as exc:
-                raise refused(exc) from None
-            except httpx.TimeoutException:
-                if hangup.hung:
-                    return "hung up"
-                raise Timeout("call", read_seconds, method) from None
-            except httpx.ConnectError as exc:
-                raise Unreachable("connect", f"could not connect to {url}: {exc}") from None
-            except httpx.TransportError as exc:
-                if hangup.hung:
-                    return "hung up"
-                raise Unreachable("http", f"{type(exc).__name__} from {url}: {exc}") from None
-        raise ProtocolError(f"more than {_MAX_REDIRECTS} redirects")
+        try:
+            with self._opened(
+                verb, body, headers, lambda: timeout, Timeout("call", read_seconds, method), hangup
+            ) as response:
+                return read(response)
+        except httpx.TransportError:  # raised as httpx's only once hung up
+            return "hung up"
 
     def _stream(
         self,
@@ -630,12 +630,7 @@ class HttpTransport:
     def _session_answered(self, response: httpx.Response) -> None:
         """Raise unless the session stream was answered with an event stream."""
         status = response.status_code
-        if status in (401, 403):
-            raise Gated(
-                status,
-                token_sent=self.token is not None,
-                challenge=response.headers.get("www-authenticate"),
-            )
+        self._refuse_gated(response)
         if status == 404:
             raise Unreachable("session", "the server ended the session (HTTP 404)", status=404)
         if status >= 400:
