@@ -212,10 +212,13 @@ class PeerNotices:
                 target=self._subscription, args=(peer,), name=f"tm-mcp-sub-{name}", daemon=True
             ).start()
 
+    def _peer(self, name: str) -> _Peer | None:
+        with self._lock:
+            return self._peers.get(name)
+
     def asking(self, name: str) -> bool:
         """Whether the server ``name`` is being asked again for a list_changed (or soon)."""
-        with self._lock:
-            peer = self._peers.get(name)
+        peer = self._peer(name)
         return peer is not None and peer.asking
 
     def listened(self) -> dict[str, list[str]]:
@@ -225,14 +228,12 @@ class PeerNotices:
 
     def streaming(self, name: str) -> bool:
         """Whether the HTTP server ``name``'s listen stream is open and acknowledged now."""
-        with self._lock:
-            peer = self._peers.get(name)
+        peer = self._peer(name)
         return peer is not None and peer.streaming
 
     def connected(self, name: str) -> Client | None:
         """The connection held to the server ``name``, once it is met."""
-        with self._lock:
-            peer = self._peers.get(name)
+        peer = self._peer(name)
         return peer.client if peer is not None else None
 
     # ---- the connection -----------------------------------------------------------------
@@ -388,10 +389,7 @@ class PeerNotices:
         def opened() -> None:
             self._session_subscribe(peer, client)
             if missed:  # what changed while not heard was not told
-                with self._lock:
-                    listened = sorted(peer.uris)
-                for uri in listened:
-                    self.publish(uri)
+                self._publish_listened(peer)
             open_.append(True)
             peer.streaming = True
             # A change of the listened set from now on is subscribed by _subscription; one
@@ -433,10 +431,8 @@ class PeerNotices:
         with peer.lock:
             if not peer.can_subscribe or peer.client is not client:
                 return
-            with self._lock:
-                wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
             try:
-                _subscribe_to(client, peer, wanted)
+                _subscribe_to(client, peer, self._wanted(peer))
             except McpClientError as exc:
                 if _gone(exc):
                     raise
@@ -445,8 +441,7 @@ class PeerNotices:
     def _listen_once(self, peer: _Peer, client: Client, *, missed: bool) -> tuple[str, float]:
         """One listen stream, until it ends: ``("acknowledged" | "hung up" | "", opened)``."""
         hangup = Hangup()
-        with self._lock:
-            wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
+        wanted = self._wanted(peer)
         with peer.lock:
             peer.hangup = hangup
             peer.subscribed = wanted if peer.can_subscribe else set()
@@ -465,10 +460,7 @@ class PeerNotices:
         def told(method: str, params: dict[str, Any]) -> None:
             if method == ACKNOWLEDGED:
                 if not acknowledged and missed:  # what changed while not heard was not told
-                    with self._lock:
-                        listened = sorted(peer.uris)
-                    for uri in listened:
-                        self.publish(uri)
+                    self._publish_listened(peer)
                 acknowledged.append(True)
                 peer.streaming = True
             elif acknowledged:
@@ -532,12 +524,20 @@ class PeerNotices:
             while not peer.released.wait(wait):
                 if self._meet(peer):
                     peer.reconnects += 1
-                    with self._lock:
-                        listened = sorted(peer.uris)
-                    for uri in listened:
-                        self.publish(uri)
+                    self._publish_listened(peer)
                     break
                 wait = min(wait * 2, most)
+
+    def _publish_listened(self, peer: _Peer) -> None:
+        with self._lock:
+            listened = sorted(peer.uris)
+        for uri in listened:
+            self.publish(uri)
+
+    def _wanted(self, peer: _Peer) -> set[str]:
+        """The upstream URIs of the listened resources of ``peer``."""
+        with self._lock:
+            return {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
 
     def _close(self, peer: _Peer) -> None:
         with peer.lock:
@@ -569,8 +569,7 @@ class PeerNotices:
                 except McpClientError as exc:  # the stream meets the same and opens it again
                     log.info("the MCP server %s ended its session: %s", peer.record.name, exc)
             return
-        with self._lock:
-            wanted = {u for u in (_upstream(parse(t)) for t in peer.uris) if u is not None}
+        wanted = self._wanted(peer)
         with peer.lock:
             client = peer.client
             if client is None or not peer.can_subscribe:
