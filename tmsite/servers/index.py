@@ -86,14 +86,7 @@ class Derived:
 
     def values(self) -> dict[str, Any]:
         """The entry's correctable fields as :class:`~tmsite.servers.models.MapEntry` holds them."""
-        return {
-            "path_template": self.path_template,
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "kind": self.kind,
-            "confidence": self.confidence,
-            "notes": self.notes,
-        }
+        return _values(self)
 
 
 def _slug(text: str) -> str:
@@ -131,26 +124,19 @@ def derive_tool(tool: dict[str, Any]) -> Derived | str:
     tail = "/".join(f"{{{arg}}}" for arg in ordered)
     prefixed = _READ_PREFIX.fullmatch(name)
     if prefixed is not None:
-        noun = _slug(prefixed[1])
-        return Derived(
-            name,
-            f"{noun}/{tail}",
-            arguments,
-            noun,
-            "inferred",
-            f"{name} starts like a read and takes identifiers only ({', '.join(ordered)})",
-        )
-    if annotations.get("readOnlyHint") is True and not _NOT_ONE_THING.match(name):
-        noun = _slug(name)
-        return Derived(
-            name,
-            f"{noun}/{tail}",
-            arguments,
-            noun,
-            "low",
-            f"{name} is marked read-only and takes identifiers only ({', '.join(ordered)})",
-        )
-    return "its name does not start like a read of one thing"
+        noun, confidence, why = _slug(prefixed[1]), "inferred", "starts like a read"
+    elif annotations.get("readOnlyHint") is True and not _NOT_ONE_THING.match(name):
+        noun, confidence, why = _slug(name), "low", "is marked read-only"
+    else:
+        return "its name does not start like a read of one thing"
+    return Derived(
+        name,
+        f"{noun}/{tail}",
+        arguments,
+        noun,
+        confidence,
+        f"{name} {why} and takes identifiers only ({', '.join(ordered)})",
+    )
 
 
 def _identifier_arguments(tool: dict[str, Any]) -> list[str] | str:
@@ -308,7 +294,7 @@ def _apply(
         summary.updated.append(entry.path_template)
 
 
-def _values(entry: MapEntry) -> dict[str, Any]:
+def _values(entry: MapEntry | Derived) -> dict[str, Any]:
     return {field: getattr(entry, field) for field in FIELDS}
 
 

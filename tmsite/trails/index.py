@@ -206,12 +206,11 @@ def read_all(checkout: Path | None = None) -> tuple[list[Trail], dict[str, str]]
     trails: list[Trail] = []
     problems: dict[str, str] = {}
     for name in scan(checkout):
-        try:
-            trails.append(read_trail(name, checkout))
-        except TrailError as exc:
-            problems[name] = exc.message
-        except OSError as exc:
-            problems[name] = f"cannot be read ({exc.__class__.__name__})"
+        trail, problem = _read_file(name, checkout)
+        if trail is None:
+            problems[name] = problem
+        else:
+            trails.append(trail)
     return trails, problems
 
 
