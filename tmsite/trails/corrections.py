@@ -100,7 +100,8 @@ def correct(
             trail = None
         if known is not None and known.state == "retired":
             return None
-        return _keep(name, "retire", ["retired"], trail or _shown(known), known, user, by, checkout)
+        shown = trail or (known.shown if known is not None else None)
+        return _keep(name, "retire", ["retired"], shown, known, user, by, checkout)
     trail = index.from_json(name, value)
     if known is None:
         return _keep(name, "add", list(FIELDS), trail, known, user, by, checkout)
@@ -110,10 +111,6 @@ def correct(
     if not changed:
         return None
     return _keep(name, "correct", changed, trail, known, user, by, checkout)
-
-
-def _shown(known: index.Known | None) -> index.Trail | None:
-    return known.shown if known is not None else None
 
 
 def retire(name: str, user: Any, by: str, checkout: Path | None = None) -> TrailCorrection | None:
