@@ -170,10 +170,9 @@ class MapEntryAdmin(AddressedAdmin):
             obj.origin = "maintainer"
             obj.touched = True
             super().save_model(request, obj, form, change)
-            changes.log_entry_added(obj, user, name)
+            changes.log_entry(obj, "add", "*", None, changes.entry_values(obj), user, name)
             return
-        before = m.MapEntry.objects.get(pk=obj.pk)
-        old = {f: getattr(before, f) for f in m.MapEntry.CORRECTABLE}
+        old = changes.entry_values(m.MapEntry.objects.get(pk=obj.pk))
         changed = changes.log_entry_fields(obj, form.changed_data, old, user, name)
         if changed:
             obj.touched = True

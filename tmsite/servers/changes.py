@@ -9,6 +9,7 @@ Spec: OP4.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -24,6 +25,36 @@ def who(user: Any) -> tuple[Any, str]:
     return None, ""
 
 
+def entry_values(entry: Any) -> dict[str, Any]:
+    """The correctable fields of a map entry (or of what would be one), by name."""
+    return {field: getattr(entry, field) for field in MapEntry.CORRECTABLE}
+
+
+def log_entry(
+    entry: MapEntry,
+    action: str,
+    field: str,
+    old: Any,
+    new: Any,
+    user: Any,
+    name: str,
+    when: datetime | None = None,
+) -> None:
+    """Keep one change of a map entry (``field`` ``*``: the entry whole, added or removed)."""
+    MapEntryChange.objects.create(
+        entry=entry if entry.pk else None,
+        server_name=entry.server.name,
+        path_template=entry.path_template,
+        action=action,
+        field=field,
+        old=old,
+        new=new,
+        changed_by=user,
+        changed_by_name=name,
+        changed_at=when or timezone.now(),
+    )
+
+
 def log_entry_fields(
     entry: MapEntry, fields: Iterable[str], old: Mapping[str, Any], user: Any, name: str
 ) -> list[str]:
@@ -31,25 +62,14 @@ def log_entry_fields(
     changed = [f for f in fields if f in MapEntry.CORRECTABLE and old.get(f) != getattr(entry, f)]
     now = timezone.now()
     for field in changed:
-        MapEntryChange.objects.create(
-            entry=entry,
-            server_name=entry.server.name,
-            path_template=entry.path_template,
-            action="correct",
-            field=field,
-            old=old.get(field),
-            new=getattr(entry, field),
-            changed_by=user,
-            changed_by_name=name,
-            changed_at=now,
-        )
+        log_entry(entry, "correct", field, old.get(field), getattr(entry, field), user, name, now)
     return changed
 
 
 def correct_entry(entry: MapEntry, changes: Mapping[str, Any], user: Any, name: str) -> list[str]:
     """Correct some fields of one entry (validated), keeping who and when."""
     with transaction.atomic():
-        old = {f: getattr(entry, f) for f in MapEntry.CORRECTABLE}
+        old = entry_values(entry)
         for field, value in changes.items():
             if field not in MapEntry.CORRECTABLE:
                 raise ValueError(f"{field} is not a correctable field")
@@ -63,34 +83,9 @@ def correct_entry(entry: MapEntry, changes: Mapping[str, Any], user: Any, name: 
     return changed
 
 
-def log_entry_added(entry: MapEntry, user: Any, name: str) -> None:
-    """Keep a maintainer's new entry: one ``add`` change with every correctable value."""
-    MapEntryChange.objects.create(
-        entry=entry,
-        server_name=entry.server.name,
-        path_template=entry.path_template,
-        action="add",
-        field="*",
-        old=None,
-        new={f: getattr(entry, f) for f in MapEntry.CORRECTABLE},
-        changed_by=user,
-        changed_by_name=name,
-    )
-
-
 def log_entry_removed(entry: MapEntry, user: Any, name: str) -> None:
     """Keep a maintainer's deletion: one ``remove`` change with the values the entry had."""
-    MapEntryChange.objects.create(
-        entry=entry,
-        server_name=entry.server.name,
-        path_template=entry.path_template,
-        action="remove",
-        field="*",
-        old={f: getattr(entry, f) for f in MapEntry.CORRECTABLE},
-        new=None,
-        changed_by=user,
-        changed_by_name=name,
-    )
+    log_entry(entry, "remove", "*", entry_values(entry), None, user, name)
 
 
 def log_server_fields(
@@ -99,27 +94,22 @@ def log_server_fields(
     """One ServerChange per changed field (``*`` with every value when ``old`` is empty)."""
     now = timezone.now()
     if not old:
-        ServerChange.objects.create(
-            server=server,
-            server_name=server.name,
-            field="*",
-            old=None,
-            new={f: getattr(server, f) for f in McpServer.CORRECTABLE},
-            changed_by=user,
-            changed_by_name=name,
-            changed_at=now,
-        )
-        return ["*"]
-    changed = [f for f in fields if f in McpServer.CORRECTABLE and old.get(f) != getattr(server, f)]
-    for field in changed:
+        rows = [("*", None, {f: getattr(server, f) for f in McpServer.CORRECTABLE})]
+    else:
+        rows = [
+            (f, old.get(f), getattr(server, f))
+            for f in fields
+            if f in McpServer.CORRECTABLE and old.get(f) != getattr(server, f)
+        ]
+    for field, before, after in rows:
         ServerChange.objects.create(
             server=server,
             server_name=server.name,
             field=field,
-            old=old.get(field),
-            new=getattr(server, field),
+            old=before,
+            new=after,
             changed_by=user,
             changed_by_name=name,
             changed_at=now,
         )
-    return changed
+    return [field for field, _, _ in rows]

@@ -36,7 +36,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from tmsite.servers import grammar, programs
-from tmsite.servers.models import MapEntry, MapEntryChange, McpServer, ServerDeclaration
+from tmsite.servers.changes import entry_values, log_entry
+from tmsite.servers.models import MapEntry, McpServer, ServerDeclaration
 
 DRIVER = "index driver"
 _READ_PREFIX = re.compile(r"(?:get|read|fetch)(?:_|-|(?=[A-Z]))(.+)", re.ASCII)
@@ -69,7 +70,6 @@ FREE_TEXT = frozenset(
         "command",
     }
 )
-FIELDS = ("path_template", "tool", "arguments", "kind", "confidence", "notes")
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Derived:
 
     def values(self) -> dict[str, Any]:
         """The entry's correctable fields as :class:`~tmsite.servers.models.MapEntry` holds them."""
-        return _values(self)
+        return entry_values(self)
 
 
 def _slug(text: str) -> str:
@@ -220,7 +220,7 @@ def rederive(server: McpServer) -> Summary:
         wanted = {d.tool for d in derived}
         for gone in entries:
             if gone.origin == "derived" and not gone.touched and gone.derived_key not in wanted:
-                _log(gone, "remove", "*", _values(gone), None, now)
+                log_entry(gone, "remove", "*", entry_values(gone), None, None, DRIVER, now)
                 summary.removed.append(gone.path_template)
                 taken.pop(gone.path_template, None)
                 gone.delete()
@@ -274,7 +274,7 @@ def _apply(
             **item.values(),
         )
         entry.save()
-        _log(entry, "derive", "*", None, _values(entry), now)
+        log_entry(entry, "derive", "*", None, entry_values(entry), None, DRIVER, now)
         summary.added.append(entry.path_template)
         taken[entry.path_template] = entry
         return
@@ -282,7 +282,7 @@ def _apply(
     for field, value in item.values().items():
         old = getattr(entry, field)
         if old != value:
-            _log(entry, "rederive", field, old, value, now)
+            log_entry(entry, "rederive", field, old, value, None, DRIVER, now)
             setattr(entry, field, value)
             changed.append(field)
     if changed or entry.derived_reason != item.reason:
@@ -292,22 +292,3 @@ def _apply(
         entry.save()
         taken[entry.path_template] = entry
         summary.updated.append(entry.path_template)
-
-
-def _values(entry: MapEntry | Derived) -> dict[str, Any]:
-    return {field: getattr(entry, field) for field in FIELDS}
-
-
-def _log(entry: MapEntry, action: str, field: str, old: Any, new: Any, when: Any) -> None:
-    MapEntryChange.objects.create(
-        entry=entry if entry.pk else None,
-        server_name=entry.server.name,
-        path_template=entry.path_template,
-        action=action,
-        field=field,
-        old=old,
-        new=new,
-        changed_by=None,
-        changed_by_name=DRIVER,
-        changed_at=when,
-    )
