@@ -138,13 +138,7 @@ def find(uri: TmUri, entry: str | None) -> Target:
 def refind(row: dict[str, Any], host: str) -> Target | None:
     """The target a prepared correction row names, as it is now (None: it moved or went)."""
     try:
-        if "server_name" in row:
-            uri = TmUri(host, "mcp", (row["server_name"], "map"))
-            return find(uri, row["path_template"])
-        if row["entity"] == "routine":
-            game, _, routine = row["key"].partition("/")
-            return find(TmUri(host, "entity", ("game", game, "routine", routine)), None)
-        return find(TmUri(host, "entity", (row["entity"], row["key"])), None)
+        return find(address_of(row, host), row["path_template"] if "server_name" in row else None)
     except BadArgument:
         return None
 

@@ -91,14 +91,11 @@ def check_arguments(arguments: Any, template: str) -> dict[str, Any]:
     for key, value in arguments.items():
         if not isinstance(key, str) or not key or len(key) > 128:
             raise GrammarError("argument names are non-empty strings of at most 128 characters")
-        if isinstance(value, str):
-            ref = _VARIABLE.fullmatch(value)
-            if ref is not None:
-                if ref[1] not in names:
-                    raise GrammarError(
-                        f"argument {key!r} takes {{{ref[1]}}}, which the template lacks"
-                    )
-                used.add(ref[1])
+        ref = reference(value)
+        if ref is not None:
+            if ref not in names:
+                raise GrammarError(f"argument {key!r} takes {{{ref}}}, which the template lacks")
+            used.add(ref)
     unused = sorted(names - used)
     if unused:
         raise GrammarError(f"no argument takes the template's {{{unused[0]}}}")
@@ -107,11 +104,8 @@ def check_arguments(arguments: Any, template: str) -> dict[str, Any]:
 
 def reference(value: Any) -> str | None:
     """The variable a mapped argument takes (``"{symbol}"`` → ``symbol``), else None."""
-    if isinstance(value, str):
-        ref = _VARIABLE.fullmatch(value)
-        if ref is not None:
-            return ref[1]
-    return None
+    ref = _VARIABLE.fullmatch(value) if isinstance(value, str) else None
+    return ref[1] if ref is not None else None
 
 
 def check_kind(kind: str) -> str:
