@@ -180,8 +180,6 @@ def text(ctx: Context, content: Content) -> list[Block]:
 @assembles(types=("application/json",), yields=("heading", "note", "kv", "list", "table"))
 def json_file(ctx: Context, content: Content) -> list[Block]:
     """A JSON file (or a ``pointer=`` into one) as its structure."""
-    import json
-
     body = content.body
     if not content.is_json:
         try:
@@ -196,7 +194,7 @@ def binary(ctx: Context, content: Content) -> list[Block]:
     """Bytes as media: a viewer fetches them from ``?as=raw``."""
     uri = parse(content.uri)
     raw = uri.keeping("at", "range", **{"as": "raw"})
-    size = content.size if content.size is not None else None
+    size = content.size
     if size is None and isinstance(content.body, bytes):
         size = len(content.body)
     return [v.media(content.uri, base_type(content.mime_type), str(raw), size, uri.name or None)]

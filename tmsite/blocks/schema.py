@@ -20,17 +20,23 @@ _SCALAR = {"type": ["string", "number", "boolean", "null"]}
 _TEXT = {"type": "string"}
 
 
-def _block(kind: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _closed(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An object of exactly ``properties``, ``required`` among them."""
     return {
         "type": "object",
-        "properties": {
-            "kind": {"const": kind},
-            "from": {"$ref": "#/$defs/address"},
-            **properties,
-        },
-        "required": ["kind", "from", *required],
+        "properties": properties,
+        "required": required,
         "additionalProperties": False,
     }
+
+
+def _array_of(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "array", "items": _closed(properties, required)}
+
+
+def _block(kind: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    own = {"kind": {"const": kind}, "from": {"$ref": "#/$defs/address"}}
+    return _closed({**own, **properties}, ["kind", "from", *required])
 
 
 _DEFS: dict[str, Any] = {
@@ -49,31 +55,13 @@ _DEFS: dict[str, Any] = {
     ),
     "kv": _block(
         "kv",
-        {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"key": _TEXT, "value": _SCALAR, "href": _TM},
-                    "required": ["key", "value"],
-                    "additionalProperties": False,
-                },
-            }
-        },
+        {"items": _array_of({"key": _TEXT, "value": _SCALAR, "href": _TM}, ["key", "value"])},
         ["items"],
     ),
     "list": _block(
         "list",
         {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"text": _TEXT, "href": _TM, "type": _TEXT},
-                    "required": ["text"],
-                    "additionalProperties": False,
-                },
-            },
+            "items": _array_of({"text": _TEXT, "href": _TM, "type": _TEXT}, ["text"]),
             "ordered": {"type": "boolean"},
         },
         ["items", "ordered"],
@@ -81,12 +69,7 @@ _DEFS: dict[str, Any] = {
     "cell": {
         "oneOf": [
             _SCALAR,
-            {
-                "type": "object",
-                "properties": {"text": _TEXT, "href": _TM},
-                "required": ["text", "href"],
-                "additionalProperties": False,
-            },
+            _closed({"text": _TEXT, "href": _TM}, ["text", "href"]),
         ]
     },
     "table": _block(
@@ -105,21 +88,16 @@ _DEFS: dict[str, Any] = {
     "timeline": _block(
         "timeline",
         {
-            "events": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "when": _TEXT,
-                        "title": _TEXT,
-                        "href": _TM,
-                        "who": _TEXT,
-                        "detail": _TEXT,
-                    },
-                    "required": ["when", "title"],
-                    "additionalProperties": False,
+            "events": _array_of(
+                {
+                    "when": _TEXT,
+                    "title": _TEXT,
+                    "href": _TM,
+                    "who": _TEXT,
+                    "detail": _TEXT,
                 },
-            }
+                ["when", "title"],
+            )
         },
         ["events"],
     ),
@@ -128,15 +106,9 @@ _DEFS: dict[str, Any] = {
         {
             "old": _TM,
             "new": _TM,
-            "lines": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"op": {"enum": [" ", "+", "-", "@"]}, "text": _TEXT},
-                    "required": ["op", "text"],
-                    "additionalProperties": False,
-                },
-            },
+            "lines": _array_of(
+                {"op": {"enum": [" ", "+", "-", "@"]}, "text": _TEXT}, ["op", "text"]
+            ),
         },
         ["old", "new", "lines"],
     ),
@@ -147,19 +119,14 @@ _DEFS: dict[str, Any] = {
             "mediaType": _TEXT,
             "language": _TEXT,
             "firstLine": {"type": "integer", "minimum": 1},
-            "annotations": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "line": {"type": "integer", "minimum": 1},
-                        "text": _TEXT,
-                        "href": _TM,
-                    },
-                    "required": ["line", "text"],
-                    "additionalProperties": False,
+            "annotations": _array_of(
+                {
+                    "line": {"type": "integer", "minimum": 1},
+                    "text": _TEXT,
+                    "href": _TM,
                 },
-            },
+                ["line", "text"],
+            ),
         },
         ["text", "mediaType", "firstLine"],
     ),
@@ -177,15 +144,7 @@ _DEFS: dict[str, Any] = {
         "question",
         {
             "prompt": _TEXT,
-            "options": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"label": _TEXT, "href": _TM},
-                    "required": ["label", "href"],
-                    "additionalProperties": False,
-                },
-            },
+            "options": _array_of({"label": _TEXT, "href": _TM}, ["label", "href"]),
         },
         ["prompt", "options"],
     ),
@@ -203,19 +162,14 @@ _DEFS: dict[str, Any] = {
         "trail",
         {
             "title": _TEXT,
-            "steps": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "n": {"type": "integer", "minimum": 1},
-                        "href": _TM,
-                        "note": _TEXT,
-                    },
-                    "required": ["n", "href"],
-                    "additionalProperties": False,
+            "steps": _array_of(
+                {
+                    "n": {"type": "integer", "minimum": 1},
+                    "href": _TM,
+                    "note": _TEXT,
                 },
-            },
+                ["n", "href"],
+            ),
         },
         ["title", "steps"],
     ),

@@ -63,6 +63,11 @@ def block(kind: str, source: str, **fields: Any) -> Block:
     return out
 
 
+def _given(**fields: str | None) -> dict[str, str]:
+    """The fields that have a value (an empty one is left out like None)."""
+    return {key: value for key, value in fields.items() if value}
+
+
 def scalar(value: Any) -> Scalar:
     """A value a kv or table cell can hold: scalars as they are, anything else as JSON text."""
     if value is None or isinstance(value, str | int | float | bool):
@@ -86,23 +91,14 @@ def kv(source: str, items: Iterable[tuple[str, Any] | tuple[str, Any, str | None
     """Key-value rows from ``(key, value)`` or ``(key, value, href)``; values made scalar."""
     rows = []
     for item in items:
-        key, value = item[0], item[1]
         href = item[2] if len(item) > 2 else None
-        row: dict[str, Any] = {"key": key, "value": scalar(value)}
-        if href:
-            row["href"] = href
-        rows.append(row)
+        rows.append({"key": item[0], "value": scalar(item[1]), **_given(href=href)})
     return block("kv", source, items=rows)
 
 
 def bullet(text: str, href: str | None = None, type_: str | None = None) -> dict[str, Any]:
     """One item of a list block: its text, and the address and type it points to, if any."""
-    out: dict[str, Any] = {"text": text}
-    if href:
-        out["href"] = href
-    if type_:
-        out["type"] = type_
-    return out
+    return {"text": text, **_given(href=href, type=type_)}
 
 
 def listing(source: str, items: Sequence[dict[str, Any]], ordered: bool = False) -> Block:
@@ -143,11 +139,7 @@ def event(
     detail: str | None = None,
 ) -> dict[str, Any]:
     """One entry of a timeline: when, what, and optionally its address, who and a detail."""
-    out: dict[str, Any] = {"when": when, "title": title}
-    for key, value in (("href", href), ("who", who), ("detail", detail)):
-        if value:
-            out[key] = value
-    return out
+    return {"when": when, "title": title, **_given(href=href, who=who, detail=detail)}
 
 
 def timeline(source: str, events: Sequence[dict[str, Any]]) -> Block:
