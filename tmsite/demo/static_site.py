@@ -56,22 +56,18 @@ class StaticHandler(BaseHTTPRequestHandler):
         if isinstance(target, tuple):
             status, location = target
             body = b"" if status == 301 else _NOT_FOUND
-            self.send_response(status)
-            if location:
-                self.send_header("Location", location)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
-            return
-        data = target.read_bytes()
-        self.send_response(200)
-        self.send_header("Content-Type", _content_type(target.name))
-        self.send_header("Content-Length", str(len(data)))
+            content_type = "text/html; charset=utf-8"
+        else:
+            status, location = 200, None
+            body, content_type = target.read_bytes(), _content_type(target.name)
+        self.send_response(status)
+        if location:
+            self.send_header("Location", location)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if not head:
-            self.wfile.write(data)
+            self.wfile.write(body)
 
     def _file(self) -> Path | tuple[int, str | None]:
         """The regular file the request names, or the (status, Location) to answer instead.

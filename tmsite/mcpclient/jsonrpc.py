@@ -91,11 +91,8 @@ def encode(message: JSONObject) -> bytes:
 
 
 def request(sent_id: RequestId, method: str, params: JSONObject | None) -> JSONObject:
-    """A request message (``params`` left out when ``None``)."""
-    message: JSONObject = {"jsonrpc": "2.0", "id": sent_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
+    """A request message: a notification's, with an id (``params`` left out when ``None``)."""
+    return {"jsonrpc": "2.0", "id": sent_id, **notification(method, params)}
 
 
 def notification(method: str, params: JSONObject | None) -> JSONObject:
