@@ -384,10 +384,17 @@ class Mount(ABC):
         if argument == "as":
             return [f for f in ("links", "stat") if f.startswith(value)]
         if argument != "name":
-            raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=["name", "as"]
-            )
+            raise unknown_argument(argument, ["name", "as"])
         return [name for name in names() if name.startswith(value)][:100]
+
+    def leaf_links(self, uri: TmUri, me: TmUri) -> builtins.list[Link]:
+        """A leaf's links: ``up`` to the collection it is in, that ``collection``, its stat."""
+        (up,) = self.up_links(uri)
+        return [
+            up,
+            Link("collection", up.href),
+            Link("describedby", str(me.with_params({"as": "stat"}))),
+        ]
 
     def leaf_as_collection(self, uri: TmUri) -> NotFound:
         """The refusal for a collection asked as a leaf: it points at the ``/`` form."""
@@ -423,6 +430,17 @@ def _with(uri_text: str, sticky: Mapping[str, str | None]) -> str:
     if not any(sticky.values()):
         return uri_text
     return str(parse(uri_text).with_params(sticky))
+
+
+def unknown_argument(argument: str, valid: list[str]) -> BadArgument:
+    """The refusal of a completion asked for an argument no template of the mount has."""
+    return BadArgument(None, f"no template argument named {argument!r}", valid=valid)
+
+
+def whole_stat(req: Request) -> None:
+    """Refuse a part (``lines``, ``range``, ``pointer``) of a stat, which is read whole."""
+    if req.facets.part is not None:
+        raise BadFacet(req.text, "a stat has no parts", valid=[])
 
 
 def require_no_part(req: Request, what: str) -> None:

@@ -74,7 +74,7 @@ from typing_extensions import override
 
 from tmsite import gitstore
 from tmsite.core import cursor as cursors
-from tmsite.core.errors import BadArgument, BadFacet, GitError, NoSuchRef, NotFound
+from tmsite.core.errors import BadFacet, GitError, NoSuchRef, NotFound
 from tmsite.core.facets import parse_facets
 from tmsite.core.links import Link
 from tmsite.core.nearest import MAX_CANDIDATES
@@ -94,7 +94,7 @@ from tmsite.core.uri import TmUri
 from tmsite.entities import kinds as K
 from tmsite.entities import records as R
 from tmsite.entities.record_files import RecordError, file_path, parse_records
-from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.base import ChangeSource, Mount, Watching, unknown_argument
 from tmsite.mounts.entity import watch
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
@@ -931,9 +931,7 @@ class EntityMount(Mount):
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         completer = _COMPLETERS.get(argument)
         if completer is None:
-            raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=list(_COMPLETERS)
-            )
+            raise unknown_argument(argument, list(_COMPLETERS))
         return completer(self, value, context)
 
     def _complete_key(self, kind: str, value: str) -> builtins.list[str]:

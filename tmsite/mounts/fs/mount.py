@@ -34,7 +34,6 @@ from typing_extensions import override
 from tmsite import mime
 from tmsite.core import work
 from tmsite.core.errors import (
-    BadArgument,
     BadFacet,
     Denied,
     NotFound,
@@ -60,7 +59,7 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.base import ChangeSource, Mount, Watching, unknown_argument, whole_stat
 from tmsite.mounts.fs import watch
 
 #: A file read whole for ``lines`` or text may be at most this large.
@@ -266,8 +265,7 @@ class FsMount(Mount):
             raise self.leaf_as_collection(uri)
         info = self._regular_file(req, target)
         if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             return self._stat(uri, target, info)
         return self._raw(req, target, info)
 
@@ -306,9 +304,7 @@ class FsMount(Mount):
         if argument == "as":
             return [f for f in FILE_FACETS if f.startswith(value)]
         if argument != "path":
-            raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=["path", "as"]
-            )
+            raise unknown_argument(argument, ["path", "as"])
         directory, _, leaf = value.rpartition("/")
         if not directory:
             return [f"{root}/" for root in self.roots if root.startswith(leaf)]
@@ -455,15 +451,6 @@ class FsMount(Mount):
         except OSError:
             return mime.OCTET_STREAM
 
-    def _file_links(self, uri: TmUri) -> builtins.list[Link]:
-        parent = uri.identity.parent()
-        assert parent is not None
-        return [
-            *self.up_links(uri),
-            Link("collection", str(parent)),
-            Link("describedby", str(uri.identity.with_params({"as": "stat"}))),
-        ]
-
     def _stat(self, uri: TmUri, target: Target, info: os.stat_result) -> Content:
         name = target.segments[-1]
         mime_type = self._mime(target.path, name)
@@ -476,7 +463,7 @@ class FsMount(Mount):
             text=mime.is_text(mime_type),
             extra={"path": "/".join(display(s) for s in target.segments)},
         )
-        links = [*self._file_links(uri), Link("alternate", str(uri.identity))]
+        links = [*self.leaf_links(uri, uri.identity), Link("alternate", str(uri.identity))]
         return stat.content(str(uri), links)
 
     def _raw(self, req: Request, target: Target, info: os.stat_result) -> Content:
@@ -484,7 +471,7 @@ class FsMount(Mount):
         name = target.segments[-1]
         mime_type = self._mime(target.path, name)
         size = info.st_size
-        links = self._file_links(uri)
+        links = self.leaf_links(uri, uri.identity)
         span = req.facets.byte_range
         if span is not None:
             clipped = check_range(req.text, span, size)

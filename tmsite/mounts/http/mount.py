@@ -50,7 +50,6 @@ from tmsite import mime
 from tmsite.check_registry import check
 from tmsite.core import work
 from tmsite.core.errors import (
-    BadArgument,
     BadFacet,
     BadUri,
     Binary,
@@ -66,7 +65,7 @@ from tmsite.core.links import Confidence, Link
 from tmsite.core.parts import too_large
 from tmsite.core.types import Content, Document, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.base import ChangeSource, Mount, Watching, unknown_argument, whole_stat
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.git import uris as git_uris
 from tmsite.mounts.http import pages
@@ -692,8 +691,7 @@ class HttpMount(Mount):
 
     def _stat(self, req: Request, site: Site, path: str, facts: SiteFacts | None) -> Content:
         uri = req.uri
-        if req.facets.part is not None:
-            raise BadFacet(req.text, "a stat has no parts", valid=[])
+        whole_stat(req)
         fetched = self._fetch(uri, site, path, cap=STAT_CAP, truncate=True)
         if fetched.status in {404, 410}:
             self._refuse_status(uri, site, path, fetched)
@@ -956,9 +954,7 @@ class HttpMount(Mount):
         if argument == "as":
             return [facet for facet in PAGE_FACETS if facet.startswith(value)]
         if argument != "path":
-            raise BadArgument(
-                None, f"no template argument named {argument!r}", valid=["site", "path", "as"]
-            )
+            raise unknown_argument(argument, ["site", "path", "as"])
         site = self.sites.get(context.get("site") or next(iter(self.sites), ""))
         if site is None:
             return []

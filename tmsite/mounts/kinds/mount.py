@@ -21,11 +21,11 @@ from collections.abc import Mapping
 
 from typing_extensions import override
 
-from tmsite.core.errors import BadArgument, NotFound
+from tmsite.core.errors import NotFound
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.kinds.counter import COUNTER, KindCounter, Seen, served
-from tmsite.mounts.base import ChangeSource, Mount, Watching, require_no_part
+from tmsite.mounts.base import ChangeSource, Mount, Watching, require_no_part, unknown_argument
 from tmsite.mounts.kinds import watch
 
 _KIND = re.compile(r"[a-z][a-z0-9-]{0,63}", re.ASCII)
@@ -83,11 +83,7 @@ class KindsMount(Mount):
         if seen is None:
             raise NotFound(req.text, f"the kind {name!r} has not been served on this host")
         me = self.uri(name)
-        links = [
-            *self.up_links(uri),
-            Link("collection", str(self.root)),
-            Link("describedby", str(me.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(uri, me)
         if req.facets.facet == "stat":
             require_no_part(req, "a stat")
             stat = Stat(
@@ -110,7 +106,7 @@ class KindsMount(Mount):
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "kind":
-            raise BadArgument(None, f"no template argument named {argument!r}", valid=["kind"])
+            raise unknown_argument(argument, ["kind"])
         return [kind for kind in self._served() if kind.startswith(value)][:101]
 
     @override

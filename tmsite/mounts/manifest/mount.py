@@ -27,11 +27,11 @@ from typing_extensions import override
 from tmsite.blocks.registry import ASSEMBLERS
 from tmsite.blocks.schema import SCHEMA
 from tmsite.blocks.vocabulary import BLOCK_KINDS
-from tmsite.core.errors import BadArgument, NotFound
+from tmsite.core.errors import NotFound
 from tmsite.core.links import CONFIDENCES, IANA_RELS, INVERSE, TM_RELS, Link
 from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import Mount, require_no_part
+from tmsite.mounts.base import Mount, require_no_part, unknown_argument
 from tmsite.mounts.renderers.catalogue import catalogue
 
 #: The shapes a viewer draws a mount's things with (a closed set).
@@ -300,7 +300,7 @@ class ManifestMount(Mount):
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "section":
-            raise BadArgument(None, f"no template argument named {argument!r}", valid=["section"])
+            raise unknown_argument(argument, ["section"])
         return [s for s in SECTIONS if s.startswith(value)]
 
     @override

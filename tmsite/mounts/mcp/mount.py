@@ -48,7 +48,7 @@ from django.db import DatabaseError
 from django.db.models import Max
 from typing_extensions import override
 
-from tmsite.core.errors import BadArgument, BadFacet, Gated, NotFound, Refusal, Unreachable
+from tmsite.core.errors import BadFacet, Gated, NotFound, Refusal, Unreachable
 from tmsite.core.links import Confidence, Link
 from tmsite.core.parts import dumps
 from tmsite.core.types import (
@@ -63,7 +63,7 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.mcpclient import Client, PeerError, ResourceContent
-from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.base import ChangeSource, Mount, Watching, unknown_argument, whole_stat
 from tmsite.mounts.mcp import errors as mcp_errors
 from tmsite.mounts.mcp import map as mcp_map
 from tmsite.mounts.mcp import resources as mcp_resources
@@ -371,15 +371,9 @@ class McpMount(Mount):
             raise NotFound(req.text, f"{record.name} declared no {section[:-1]} {name[:80]!r}")
         kind = self._item_kind(section, item)
         me = self.uri(record.name, section, name)
-        parent = self.uri(record.name, section, collection=True)
-        links = [
-            Link("up", str(parent)),
-            Link("collection", str(parent)),
-            Link("describedby", str(me.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(req.uri, me)
         if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             stat = Stat(
                 str(me),
                 name,
@@ -458,8 +452,7 @@ class McpMount(Mount):
                 kind=found.kind,
             )
         if facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             mime = mcp_resources.declared_type(found.item)
             extra: dict[str, JsonValue] = {
                 "server": record.name,
@@ -548,15 +541,10 @@ class McpMount(Mount):
         req.facets.require_facet(req.text, ("links", "stat"), "a map")
         me = self.uri(record.name, "map")
         server_uri = str(self.uri(record.name, collection=True))
-        links = [
-            Link("up", server_uri),
-            Link("collection", server_uri),
-            Link("describedby", str(me.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(req.uri, me)
         entries = self._entries(record)
         if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             stat = Stat(
                 str(me),
                 "map",
@@ -678,11 +666,7 @@ class McpMount(Mount):
             names = McpServer.objects.filter(name__startswith=value).values_list("name", flat=True)
             return [str(n) for n in names[:100]]
         if argument not in ("tool", "path", "uri"):
-            raise BadArgument(
-                None,
-                f"no template argument named {argument!r}",
-                valid=["server", "tool", "path", "uri"],
-            )
+            raise unknown_argument(argument, ["server", "tool", "path", "uri"])
         record = McpServer.objects.filter(name=context.get("server", "")).first()
         if record is None:
             return []

@@ -12,12 +12,12 @@ from typing import Any
 
 from typing_extensions import override
 
-from tmsite.core.errors import BadArgument, BadFacet, NotFound, OutOfRoot
+from tmsite.core.errors import NotFound, OutOfRoot
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
 from tmsite.mime import by_name
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import Mount, unknown_argument, whole_stat
 
 Tree = Mapping[str, Any]  # name → str (a text file) or Tree (a directory)
 
@@ -72,17 +72,10 @@ class MemoryMount(Mount):
         node = self._node(req.uri)
         if isinstance(node, Mapping):
             raise self.leaf_as_collection(req.uri)
-        parent = req.uri.identity.parent()
-        assert parent is not None
-        links = [
-            *self.up_links(req.uri),
-            Link("collection", str(parent)),
-            Link("describedby", str(req.uri.identity.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(req.uri, req.uri.identity)
         mime_type = self._type(req.uri.name)
         if req.facets.facet == "stat":
-            if req.facets.part:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             me = str(req.uri.identity)
             stat = Stat(me, req.uri.name, mime_type, size=len(node.encode()))
             return stat.content(req.text, [*links, Link("alternate", me)])
@@ -91,7 +84,7 @@ class MemoryMount(Mount):
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "path":
-            raise BadArgument(None, f"no template argument named {argument!r}", valid=["path"])
+            raise unknown_argument(argument, ["path"])
         directory, _, leaf = value.rpartition("/")
         uri = self.uri(*[s for s in directory.split("/") if s], collection=True)
         try:

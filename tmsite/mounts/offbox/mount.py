@@ -26,12 +26,12 @@ from pathlib import Path
 from django.conf import settings
 from typing_extensions import override
 
-from tmsite.core.errors import BadFacet, NotFound
+from tmsite.core.errors import NotFound
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Entry, JsonValue, Listing, Request, Stat, Template, vnd
 from tmsite.core.uri import TmUri
 from tmsite.entities.loaders import LINEAGE_FILE, OffboxRecord, RecordError, parse_lineage
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import Mount, whole_stat
 from tmsite.mounts.git import uris as git_uris
 
 
@@ -131,14 +131,9 @@ class OffboxMount(Mount):
             why = self.absent()
             raise NotFound(req.text, f"no offbox node named {name!r}" + (f": {why}" if why else ""))
         me = self.uri(node.name)
-        links = [
-            *self.up_links(uri),
-            Link("collection", str(self.root)),
-            Link("describedby", str(me.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(uri, me)
         if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             stat = Stat(
                 str(me),
                 node.name,

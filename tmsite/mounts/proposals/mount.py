@@ -29,7 +29,7 @@ from typing import Any
 from django.db.models import Count, Max
 from typing_extensions import override
 
-from tmsite.core.errors import BadFacet, NotFound
+from tmsite.core.errors import NotFound
 from tmsite.core.links import INVERSE, Link
 from tmsite.core.types import (
     Content,
@@ -43,7 +43,7 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import Mount
+from tmsite.mounts.base import Mount, whole_stat
 from tmsite.proposals import curated, diff, receipts
 from tmsite.proposals.models import DECIDED, Proposal
 from tmsite.search.passages import digest, words
@@ -108,8 +108,7 @@ class ProposalsMount(Mount):
             links.append(Link("alternate", str(public), title="the decided proposal"))
         own: dict[str, JsonValue] = {"kind": proposal.kind, "status": proposal.state}
         if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             stat = Stat(str(me), name, vnd("proposal"), modified=_decided_at(proposal), extra=own)
             return stat.content(req.text, [*links, Link("alternate", str(me))])
         body: dict[str, JsonValue] = {

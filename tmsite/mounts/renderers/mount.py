@@ -17,10 +17,10 @@ from collections.abc import Iterator, Mapping
 
 from typing_extensions import override
 
-from tmsite.core.errors import BadArgument, NotFound, OutOfRoot
+from tmsite.core.errors import NotFound, OutOfRoot
 from tmsite.core.links import Link
 from tmsite.core.types import Content, Entry, Listing, Request, Stat, Template, vnd
-from tmsite.mounts.base import Mount, require_no_part
+from tmsite.mounts.base import Mount, require_no_part, unknown_argument
 from tmsite.mounts.renderers.catalogue import (
     RENDERERS,
     STATIC_DIR,
@@ -98,11 +98,7 @@ class RenderersMount(Mount):
         if file_name is None:
             raise NotFound(req.text, f"no renderer is registered for {media}")
         me = self.uri(*uri.path)
-        links = [
-            *self.up_links(uri),
-            Link("collection", str(self.uri(uri.path[0], collection=True))),
-            Link("describedby", str(me.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(uri, me)
         data = (STATIC_DIR / file_name).read_bytes()
         if req.facets.facet == "stat":
             require_no_part(req, "a stat")
@@ -121,7 +117,7 @@ class RenderersMount(Mount):
     @override
     def complete(self, argument: str, value: str, context: Mapping[str, str]) -> builtins.list[str]:
         if argument != "type":
-            raise BadArgument(None, f"no template argument named {argument!r}", valid=["type"])
+            raise unknown_argument(argument, ["type"])
         return [media for media in RENDERERS if media.startswith(value)]
 
     @override

@@ -30,7 +30,7 @@ from pathlib import Path
 from django.conf import settings
 from typing_extensions import override
 
-from tmsite.core.errors import BadFacet, NotFound
+from tmsite.core.errors import NotFound
 from tmsite.core.links import Link
 from tmsite.core.types import (
     Content,
@@ -44,7 +44,7 @@ from tmsite.core.types import (
     vnd,
 )
 from tmsite.core.uri import TmUri
-from tmsite.mounts.base import ChangeSource, Mount, Watching
+from tmsite.mounts.base import ChangeSource, Mount, Watching, whole_stat
 from tmsite.mounts.fs import uris as fs_uris
 from tmsite.mounts.trail import checks as _checks  # noqa: F401  (registers the trail checks)
 from tmsite.mounts.trail import watch
@@ -109,11 +109,7 @@ class TrailMount(Mount):
             raise NotFound(req.text, f"no trail named {name!r}")
         trail = known.trail
         me = self.uri(name)
-        links = [
-            *self.up_links(uri),
-            Link("collection", str(self.root)),
-            Link("describedby", str(me.with_params({"as": "stat"}))),
-        ]
+        links = self.leaf_links(uri, me)
         own: dict[str, JsonValue] = {"corrected": known.corrected}
         if known.has_file:
             own["file"] = str(self.file_uri(name))
@@ -122,8 +118,7 @@ class TrailMount(Mount):
                 title = "the file this trail was read from before it was corrected"
             links.append(Link("alternate", own["file"], title=title))
         if req.facets.facet == "stat":
-            if req.facets.part is not None:
-                raise BadFacet(req.text, "a stat has no parts", valid=[])
+            whole_stat(req)
             stat = Stat(
                 str(me),
                 name,
