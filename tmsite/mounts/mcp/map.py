@@ -81,10 +81,7 @@ def match(entries: Sequence[MapEntry], path: Sequence[str]) -> Match | None:
         else:
             literals = sum(1 for s in segments if s.variable is None)
             candidates.append((-literals, entry.path_template, Match(entry, segments, bindings)))
-    if not candidates:
-        return None
-    candidates.sort(key=lambda c: (c[0], c[1]))
-    return candidates[0][2]
+    return min(candidates, key=lambda c: c[:2])[2] if candidates else None
 
 
 def _expects(schema: Mapping[str, Any]) -> list[str]:

@@ -39,6 +39,7 @@ import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -49,7 +50,7 @@ from django.db.models import Max
 from typing_extensions import override
 
 from tmsite.core.errors import BadFacet, Gated, NotFound, Refusal, Unreachable
-from tmsite.core.links import Confidence, Link
+from tmsite.core.links import CONFIDENCES, Confidence, Link
 from tmsite.core.parts import dumps
 from tmsite.core.types import (
     Content,
@@ -82,7 +83,6 @@ SECTIONS: dict[str, tuple[str, str, str]] = {
 }
 _ITEM_PARAMS = ("as", "pointer", "lines", "range")
 _RESOURCE_FACETS = ("declaration", "links", "raw", "stat")
-_THING_PARAMS = ("as", "pointer", "lines", "range")
 _MAX_DETAIL = 1000
 
 
@@ -282,7 +282,7 @@ class McpMount(Mount):
                 [Link("collection", str(self.uri(record.name, collection=True)))],
             )
         leaf = req.uri.identity.as_leaf()
-        if (len(path) == 2 and path[1] == "map") or self._matches(record, path[1:]):
+        if (len(path) == 2 and path[1] == "map") or mcp_map.match(_kept(record).entries, path[1:]):
             raise NotFound(req.text, "that is a thing, not a collection", nearest=[str(leaf)])
         raise NotFound(req.text, "no such collection")
 
@@ -481,10 +481,7 @@ class McpMount(Mount):
         links: builtins.list[Link],
     ) -> Content:
         """What the server's ``resources/read`` answers for ``upstream``."""
-        with mcp_errors.translated(req.text, record):
-            token_for(record)
-            if record.transport == "stdio":
-                record.launch()
+        _ready(req, record)
         declaration = links[2].href
 
         def read(client: Client) -> builtins.list[ResourceContent]:
@@ -530,19 +527,13 @@ class McpMount(Mount):
             req.text, mime, body, links, kind="peer-resource", meta={mcp_map.PROVENANCE: prov}
         )
 
-    def _entries(self, record: McpServer) -> builtins.list[MapEntry]:
-        return _kept(record).entries
-
-    def _matches(self, record: McpServer, path: tuple[str, ...]) -> bool:
-        return mcp_map.match(self._entries(record), path) is not None
-
     def _read_map(self, req: Request, record: McpServer) -> Content:
         req.facets.require(req.text, _ITEM_PARAMS, "a map")
         req.facets.require_facet(req.text, ("links", "stat"), "a map")
         me = self.uri(record.name, "map")
         server_uri = str(self.uri(record.name, collection=True))
         links = self.leaf_links(req.uri, me)
-        entries = self._entries(record)
+        entries = _kept(record).entries
         if req.facets.facet == "stat":
             whole_stat(req)
             stat = Stat(
@@ -599,22 +590,19 @@ class McpMount(Mount):
         return str(self.uri(record.name, *segments))
 
     def _read_thing(self, req: Request, record: McpServer) -> Content:
-        entries = self._entries(record)
+        entries = _kept(record).entries
         found = mcp_map.match(entries, req.uri.path[1:])
         if found is None:
             raise NotFound(
                 req.text, f"neither a declared item nor a path {record.name}'s map names"
             )
-        req.facets.require(req.text, _THING_PARAMS, "a map-named thing")
+        req.facets.require(req.text, _ITEM_PARAMS, "a map-named thing")
         req.facets.require_facet(req.text, ("links",), "a map-named thing")
         entry = found.entry
         map_uri = str(self.uri(record.name, "map"))
         server_uri = str(self.uri(record.name, collection=True))
         tool_uri = str(self.uri(record.name, "tools", entry.tool))
-        with mcp_errors.translated(req.text, record):
-            token_for(record)
-            if record.transport == "stdio":
-                record.launch()
+        _ready(req, record)
         declared = self._declaration(req, record)
         tool = declared.tool(entry.tool)
         if tool is None:
@@ -681,7 +669,7 @@ class McpMount(Mount):
     def _complete_path(self, record: McpServer, value: str) -> builtins.list[str]:
         parts = value.split("/")
         out: builtins.list[str] = []
-        for entry in self._entries(record):
+        for entry in _kept(record).entries:
             try:
                 segments = grammar.parse_template(entry.path_template)
             except grammar.GrammarError:
@@ -829,6 +817,14 @@ class McpMount(Mount):
                     )
 
 
+def _ready(req: Request, record: McpServer) -> None:
+    """Refuse a read the peer cannot answer before it is asked: no token, a program not let run."""
+    with mcp_errors.translated(req.text, record):
+        token_for(record)
+        if record.transport == "stdio":
+            record.launch()
+
+
 def _declared_at() -> dict[int, datetime]:
     """When each server's latest declaration was asked for, by server id (one query)."""
     rows = ServerDeclaration.objects.values("server_id").annotate(at=Max("asked_at"))
@@ -841,11 +837,7 @@ def _size(item: JsonValue) -> int:
 
 
 def _confidence(value: str) -> Confidence:
-    if value == "exact":
-        return "exact"
-    if value == "inferred":
-        return "inferred"
-    return "low"
+    return next((c for c in CONFIDENCES if c == value), "low")
 
 
 def _title(item: Mapping[str, Any]) -> str | None:
@@ -856,20 +848,13 @@ def _title(item: Mapping[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
 class _Kept:
     """A server's map entries and latest declaration as read at one ``map_version``."""
 
-    __slots__ = ("declared", "entries", "version")
-
-    def __init__(
-        self,
-        version: tuple[int, Any],
-        entries: builtins.list[MapEntry],
-        declared: ServerDeclaration | None,
-    ) -> None:
-        self.version = version
-        self.entries = entries
-        self.declared = declared
+    version: tuple[int, Any]
+    entries: builtins.list[MapEntry]
+    declared: ServerDeclaration | None
 
 
 #: Per process, by server id: the map and declaration last read. The record itself is read
