@@ -61,11 +61,11 @@ import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -127,6 +127,7 @@ def _record_files() -> tuple[str, ...]:
 
 
 _SNAPSHOTS_KEPT = 16
+T = TypeVar("T")
 _AT_SHAPES = [
     "a branch or tag name",
     "a commit id (4 to 40 hex digits)",
@@ -143,23 +144,17 @@ class Target:
     ref: R.Ref | None = None
 
 
+@dataclass(frozen=True)
 class _Revision:
     """Where entities are read from: the tables (now), or a snapshot of the records then.
 
     ``changed``: at a revision, when each record file had last changed by then (by source).
     """
 
-    def __init__(
-        self,
-        snapshot: R.Snapshot | None = None,
-        commit: str | None = None,
-        at: str | None = None,
-        changed: Mapping[str, datetime] | None = None,
-    ) -> None:
-        self.snapshot = snapshot
-        self.commit = commit
-        self.at = at
-        self.changed = changed or {}
+    snapshot: R.Snapshot | None = None
+    commit: str | None = None
+    at: str | None = None
+    changed: Mapping[str, datetime] = field(default_factory=dict)
 
     @property
     def now(self) -> bool:
@@ -205,6 +200,18 @@ class _Revision:
             return R.dated_keys(kind, game, start, stop) if start < stop else []
         when = K.data_modified(kind, self.changed)
         return [(key, when) for key in keys[index]]
+
+
+def _snapshot_at(repo: gitstore.GitRepo, commit: str) -> R.Snapshot | RecordError:
+    """The records at ``commit``, or why they do not parse."""
+    contents = [
+        gitstore.read_blob(repo, gitstore.lookup(repo, commit, name).sha)
+        for name in _record_files()
+    ]
+    try:
+        return R.Snapshot(parse_records(*contents))
+    except RecordError as exc:
+        return exc
 
 
 def _changed_at(repo: gitstore.GitRepo, commit: str) -> dict[str, datetime]:
@@ -482,40 +489,27 @@ class EntityMount(Mount):
 
     def _snapshot(self, repo: gitstore.GitRepo, commit: str) -> R.Snapshot | RecordError:
         """The records at ``commit`` (immutable, so kept), or why they do not parse."""
-        key = (str(self.checkout), commit)
-        with self._lock:
-            if key in self._snapshots:
-                self._snapshots.move_to_end(key)
-                return self._snapshots[key]
-        contents = [
-            gitstore.read_blob(repo, gitstore.lookup(repo, commit, name).sha)
-            for name in _record_files()
-        ]
-        try:
-            found: R.Snapshot | RecordError = R.Snapshot(parse_records(*contents))
-        except RecordError as exc:
-            found = exc
-        with self._lock:
-            self._snapshots[key] = found
-            while len(self._snapshots) > _SNAPSHOTS_KEPT:
-                self._snapshots.popitem(last=False)
-        return found
+        return self._kept(self._snapshots, commit, partial(_snapshot_at, repo, commit))
 
     def _changed(self, repo: gitstore.GitRepo, commit: str) -> Mapping[str, datetime]:
         """When each record file had last changed as of ``commit`` (immutable, so kept).
 
         Only a read at a revision asks: the snapshots a refusal's ``since`` walks do not.
         """
+        return self._kept(self._changes, commit, partial(_changed_at, repo, commit))
+
+    def _kept(self, kept: OrderedDict[tuple[str, str], T], commit: str, make: Callable[[], T]) -> T:
+        """What ``make`` finds at ``commit``, kept among the ``_SNAPSHOTS_KEPT`` newest asked."""
         key = (str(self.checkout), commit)
         with self._lock:
-            if key in self._changes:
-                self._changes.move_to_end(key)
-                return self._changes[key]
-        found = _changed_at(repo, commit)
+            if key in kept:
+                kept.move_to_end(key)
+                return kept[key]
+        found = make()
         with self._lock:
-            self._changes[key] = found
-            while len(self._changes) > _SNAPSHOTS_KEPT:
-                self._changes.popitem(last=False)
+            kept[key] = found
+            while len(kept) > _SNAPSHOTS_KEPT:
+                kept.popitem(last=False)
         return found
 
     def _since(self, ref: R.Ref) -> dict[str, str] | None:
