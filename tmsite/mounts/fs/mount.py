@@ -370,11 +370,7 @@ class FsMount(Mount):
     @override
     def documents(self) -> Iterator[Document]:
         """Every regular file a read would serve: text up to the read cap, else its name."""
-        for _, rel, files in self._directories():
-            for name in sorted(files):
-                document = self._document(rel, name)
-                if document is not None:
-                    yield document
+        return self._documents_in()
 
     @override
     def documents_under(self, uri: TmUri) -> Iterator[Document]:
@@ -386,7 +382,11 @@ class FsMount(Mount):
             if document is not None:
                 yield document
             return
-        for _, rel, files in self._directories((uri.path,)):
+        yield from self._documents_in((uri.path,))
+
+    def _documents_in(self, starts: Iterable[tuple[str, ...]] | None = None) -> Iterator[Document]:
+        """The documents of the served files in the directories below ``starts`` (every root)."""
+        for _, rel, files in self._directories(starts):
             for name in sorted(files):
                 document = self._document(rel, name)
                 if document is not None:

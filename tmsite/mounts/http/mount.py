@@ -606,7 +606,9 @@ class HttpMount(Mount):
         if site.kind == "static":
             facts = self.facts(site)
             self._fence(uri, path, facts)
-        if uri.collection and not self._collection_is_page(site, path, facts):
+        if uri.collection and not (
+            path in facts.paths if facts is not None else self._serves(site, path)
+        ):
             raise BadFacet(
                 req.text,
                 f"a collection lists its pages and has no ?as={facet}; it is not a page itself",
@@ -638,11 +640,6 @@ class HttpMount(Mount):
         rule = facts.robots.refusal(path)
         if rule is not None:
             raise Denied(str(uri), f"the site's robots.txt fences this page ({rule})", rule=rule)
-
-    def _collection_is_page(self, site: Site, path: str, facts: SiteFacts | None) -> bool:
-        if facts is not None:
-            return path in facts.paths
-        return self._serves(site, path)
 
     # ---- representations -------------------------------------------------------------------
 
@@ -714,8 +711,7 @@ class HttpMount(Mount):
             },
         ).to_json()
         if 300 <= fetched.status < 400:
-            location = fetched.header("Location")
-            body["location"] = location
+            body["location"] = fetched.header("Location")
         if facts is not None:
             note = facts.notes.get(path)
             if note is not None:
@@ -775,9 +771,6 @@ class HttpMount(Mount):
                 )
         return links
 
-    def _fs_root(self, root: str) -> bool:
-        return root in self.fs_roots
-
     def _in_checkout(self, relpath: str) -> bool:
         """Whether the served checkout's repository holds this project's module ``relpath``.
 
@@ -792,7 +785,7 @@ class HttpMount(Mount):
         """A self site's page: its markdown, its view module, and (as a reader) its records."""
         links: builtins.list[Link] = []
         page = pages.page_at(path)
-        if page is not None and self._fs_root("docs"):
+        if page is not None and "docs" in self.fs_roots:
             links.append(
                 Link(
                     "tm:source",
@@ -808,14 +801,14 @@ class HttpMount(Mount):
             if view.several:
                 title += " (one of several it renders)"
             links.append(Link("tm:source", self._git_uri(view.source), "exact", title=title))
-        if site is self.canonical and self._fs_root("data"):
+        if site is self.canonical and "data" in self.fs_roots:
             for record, confidence in sorted(graph.page_readers(path).items()):
                 if self._record_exists(record):
                     links.append(self._data_link(record, confidence))
         return links
 
     def _collection_data(self, site: Site, path: str) -> builtins.list[Link]:
-        if site is not self.canonical or not self._fs_root("data"):
+        if site is not self.canonical or "data" not in self.fs_roots:
             return []
         table = graph.route_table(self._self_paths())
         return [
@@ -870,18 +863,21 @@ class HttpMount(Mount):
         links = []
         for candidate in candidates:
             page = pages.page_at(candidate)
-            if page is None or page.source != relpath:
-                continue
-            for site in self.self_sites:
-                links.append(
-                    Link(
-                        "tm:renders-as",
-                        str(self.page_uri(site.name, candidate)),
-                        "exact",
-                        title=f"the page it renders as on {site.name}",
-                    )
-                )
+            if page is not None and page.source == relpath:
+                links.extend(self._renders(candidate, "the page it renders as"))
         return links
+
+    def _renders(self, path: str, what: str) -> builtins.list[Link]:
+        """``tm:renders-as`` to the page at ``path`` on each of this project's sites."""
+        return [
+            Link(
+                "tm:renders-as",
+                str(self.page_uri(site.name, path)),
+                "exact",
+                title=f"{what} on {site.name}",
+            )
+            for site in self.self_sites
+        ]
 
     def _record_links(self, record: str) -> builtins.list[Link]:
         if not self._record_exists(record):
@@ -915,7 +911,7 @@ class HttpMount(Mount):
 
     def _git_links(self, relpath: str) -> builtins.list[Link]:
         links: builtins.list[Link] = []
-        if relpath.startswith("scripts/") and relpath.count("/") == 1 and self._fs_root("data"):
+        if relpath.startswith("scripts/") and relpath.count("/") == 1 and "data" in self.fs_roots:
             script = relpath.split("/", 1)[1]
             for record, by in sorted(graph.writers(pages.checkout()).items()):
                 if script in by:
@@ -934,15 +930,7 @@ class HttpMount(Mount):
             return links
         table = graph.route_table(self._self_paths())
         for page_path in table.renders.get(relpath, []):
-            for site in self.self_sites:
-                links.append(
-                    Link(
-                        "tm:renders-as",
-                        str(self.page_uri(site.name, page_path)),
-                        "exact",
-                        title=f"a page its views render on {site.name}",
-                    )
-                )
+            links.extend(self._renders(page_path, "a page its views render"))
         return links
 
     # ---- completion, templates, the map ---------------------------------------------------
