@@ -15,6 +15,7 @@ Spec: BLOCKS.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from tmsite.blocks import vocabulary as v
@@ -43,7 +44,14 @@ def _counts(source: str, title: str, column: str, counts: Any) -> list[Block]:
         [key, v.scalar(value)]
         for key, value in sorted(counts.items(), key=lambda kv: (-_number(kv[1]), kv[0]))
     ]
-    return [v.heading(source, title, 2), v.table(source, [column, "count"], rows, len(rows))]
+    return _section(source, title, [column, "count"], rows)
+
+
+def _section(
+    source: str, title: str, columns: list[str], rows: Sequence[Sequence[Any]]
+) -> list[Block]:
+    """A part of the page: its heading, and its table of every row."""
+    return [v.heading(source, title, 2), v.table(source, columns, rows, len(rows))]
 
 
 def _number(value: Any) -> float:
@@ -64,10 +72,7 @@ def _mounts(source: str, host: str, body: dict[str, Any]) -> list[Block]:
         rows.append(
             [v.cell(name, href), v.scalar(about.get("shape")), v.scalar(about.get("title"))]
         )
-    blocks = [
-        v.heading(source, "Mounts", 2),
-        v.table(source, ["mount", "shape", "title"], rows, len(rows)),
-    ]
+    blocks = _section(source, "Mounts", ["mount", "shape", "title"], rows)
     if isinstance(body.get("shapes"), list):
         items = [v.bullet(str(shape)) for shape in body["shapes"]]
         blocks += [v.heading(source, "Shapes", 3), v.listing(source, items)]
@@ -92,10 +97,9 @@ def _relations(source: str, body: dict[str, Any]) -> list[Block]:
                     v.scalar(entry.get("inverse")),
                 ]
             )
-        blocks += [
-            v.heading(source, "Link relations", 2),
-            v.table(source, ["rel", "family", "light", "dark", "iana", "inverse"], rows, len(rows)),
-        ]
+        blocks += _section(
+            source, "Link relations", ["rel", "family", "light", "dark", "iana", "inverse"], rows
+        )
     families = body.get("families")
     if isinstance(families, dict):
         rows = [
@@ -103,10 +107,7 @@ def _relations(source: str, body: dict[str, Any]) -> list[Block]:
             for name, f in families.items()
             if isinstance(f, dict)
         ]
-        blocks += [
-            v.heading(source, "Colour families", 2),
-            v.table(source, ["family", "what", "light", "dark"], rows, len(rows)),
-        ]
+        blocks += _section(source, "Colour families", ["family", "what", "light", "dark"], rows)
     confidences = body.get("confidences")
     if isinstance(confidences, dict):
         blocks += [
@@ -131,10 +132,7 @@ def _kinds(source: str, body: dict[str, Any]) -> list[Block]:
                 v.scalar(handles.get("assembler")),
             ]
         )
-    return [
-        v.heading(source, "Handles of each kind", 2),
-        v.table(source, ["kind", "facets", "blocks", "assembler"], rows, len(rows)),
-    ]
+    return _section(source, "Handles of each kind", ["kind", "facets", "blocks", "assembler"], rows)
 
 
 def _blocks(source: str, host: str, body: dict[str, Any]) -> list[Block]:
@@ -169,10 +167,7 @@ def _renderers(source: str, body: dict[str, Any]) -> list[Block]:
                     v.scalar(one.get("sha256")),
                 ]
             )
-    return [
-        v.heading(source, "Renderers", 2),
-        v.table(source, ["mediaType", "module", "sha256"], rows, len(rows)),
-    ]
+    return _section(source, "Renderers", ["mediaType", "module", "sha256"], rows)
 
 
 @assembles(kinds=("manifest",), yields=("heading", "note", "kv", "list", "table", "code"))
