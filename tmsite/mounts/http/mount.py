@@ -226,17 +226,15 @@ class _Node:
 def _tree(paths: Sequence[str]) -> _Node:
     root = _Node()
     for path in paths:
-        segments = [s for s in path.strip("/").split("/") if s] if path != "/" else []
-        if path.endswith("/"):
-            node = root
-            for segment in segments:
-                node = node.dirs.setdefault(segment, _Node())
-            node.is_page = True
-            continue
+        segments = [s for s in path.split("/") if s]
+        collection = path.endswith("/")
         node = root
-        for segment in segments[:-1]:
+        for segment in segments if collection else segments[:-1]:
             node = node.dirs.setdefault(segment, _Node())
-        node.leaves[segments[-1]] = path
+        if collection:
+            node.is_page = True
+        else:
+            node.leaves[segments[-1]] = path
     return root
 
 

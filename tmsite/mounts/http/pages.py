@@ -378,13 +378,6 @@ def _candidates(lang: str, parts: list[str]) -> list[tuple[str, bool]]:
     return [(f"{base}/{stem}{PAGE_EXT}", fallback) for base, fallback in bases for stem in stems]
 
 
-def _find(files: frozenset[str], lang: str, parts: list[str]) -> tuple[str, bool] | None:
-    for candidate, fallback in _candidates(lang, parts):
-        if candidate in files:
-            return candidate, fallback
-    return None
-
-
 def source_for(lang: str, slug: str) -> str | None:
     """The checkout-relative file that makes the page ``(lang, slug)``, or None.
 
@@ -418,7 +411,7 @@ def _page_in(files: frozenset[str], lang: str, slug: str) -> Page | None:
     parts = _slug_parts(lang, slug)
     if parts is None:
         return None
-    found = _find(files, lang, parts)
+    found = next((c for c in _candidates(lang, parts) if c[0] in files), None)
     if found is None:
         return None
     source, fallback = found
