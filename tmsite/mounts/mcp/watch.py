@@ -42,8 +42,5 @@ def stamp() -> Hashable:
 
 def described(path: tuple[str, ...]) -> bool:
     """Whether an ``mcp/`` path is read from the records alone (no server is asked)."""
-    if len(path) <= 1:
-        return True
-    if path[1] in DESCRIBED:
-        return True
-    return path[1] == "resources" and len(path) == 2  # the listing; not a resource's content
+    # resources/ is its listing; a resource under it is its content, which asks the server
+    return len(path) <= 1 or path[1] in DESCRIBED or path[1:] == ("resources",)
