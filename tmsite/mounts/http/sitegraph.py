@@ -240,10 +240,8 @@ def _index(name: str, tree: ast.Module, is_package: bool) -> _Module:
 def _index_import(info: _Module, node: ast.Import) -> None:
     """``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``."""
     for alias in node.names:
-        info.imports[alias.asname or alias.name.split(".")[0]] = (
-            alias.name if alias.asname else alias.name.split(".")[0],
-            None,
-        )
+        bound = alias.name if alias.asname else alias.name.split(".")[0]
+        info.imports[alias.asname or bound] = (bound, None)
 
 
 def _index_import_from(info: _Module, node: ast.ImportFrom, is_package: bool) -> None:
@@ -319,16 +317,16 @@ def _reads_in(tree: ast.AST) -> set[str]:
 
 def _callees(
     module: _Module, func: ast.FunctionDef | ast.AsyncFunctionDef
-) -> Iterator[tuple[str, str, bool]]:
-    """(module, name, is-call) for every project function or constant ``func`` refers to."""
+) -> Iterator[tuple[str, str]]:
+    """(module, name) for every project function or constant ``func`` refers to."""
     for node in ast.walk(func):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in module.functions or node.id in module.constants:
-                yield module.name, node.id, True
+                yield module.name, node.id
             elif node.id in module.imports:
                 target, attr = module.imports[node.id]
                 if attr is not None:
-                    yield target, attr, True
+                    yield target, attr
         elif (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -336,7 +334,7 @@ def _callees(
         ):
             target, attr = module.imports[node.value.id]
             if attr is None:
-                yield target, node.attr, True
+                yield target, node.attr
 
 
 def _renders(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -360,7 +358,7 @@ def frame_of(module: str) -> frozenset[str]:
         func = info.functions.get(view_name)
         if func is None or not _renders(func):
             continue
-        called = {name for mod, name, _ in _callees(info, func) if mod == module}
+        called = {name for mod, name in _callees(info, func) if mod == module}
         common = called if common is None else common & called
     return frozenset(common or ())
 
@@ -389,7 +387,7 @@ def records_read(module: str, function: str) -> dict[str, Confidence]:
             continue
         for record in _reads_in(func):
             found[record] = best(found.get(record), confidence)
-        for target, callee, _ in _callees(info, func):
+        for target, callee in _callees(info, func):
             if target == module and callee in frame:
                 continue
             next_depth = depth if target == mod_name else depth + 1
