@@ -216,6 +216,16 @@ def affects(subscribed: str, changed: str, *, exact: bool = False) -> str | None
     return None
 
 
+def told(subscribed: Iterable[str], change: Change) -> str | None:
+    """The URI a subscriber to ``subscribed`` (its first URI ``change`` reaches) is told of."""
+    if change.kind == "updated" and change.uri is not None:
+        for uri in subscribed:
+            found = affects(uri, change.uri, exact=change.exact)
+            if found is not None:
+                return found
+    return None
+
+
 # --- the bus -----------------------------------------------------------------------------------
 
 
@@ -238,9 +248,8 @@ class Bus:
         self._interest: dict[str, int] = {}
         self._watchers: dict[int, InterestWatcher] = {}
         self._next_watcher = 0
-        #: Changes published and listener calls made (health, tests).
+        #: Changes published, coalesced, and outages (health).
         self.published = 0
-        self.delivered = 0
         self.coalesced = 0
         self.lost = 0
 
@@ -342,7 +351,6 @@ class Bus:
                 self._recent[change] = (now, origin)
             listeners = list(self._listeners.values())
             self.published += 1
-            self.delivered += len(listeners)
         self._call(listeners, change)
 
     @staticmethod
@@ -417,9 +425,13 @@ def bus() -> Bus:
     return _bus
 
 
-def status() -> dict[str, Any]:
-    """What health says of this process's bus."""
-    return _bus.status()
+#: This process's bus's own methods, as the module's functions (see the module's text).
+status = _bus.status
+add_listener = _bus.add_listener
+interest = _bus.interest
+release = _bus.release
+interests = _bus.interests
+add_interest_watcher = _bus.add_interest_watcher
 
 
 def publish(uri: str, *, exact: bool = False) -> None:
@@ -438,31 +450,6 @@ def publish_list_changed(kind: ListKind) -> None:
     if kind not in LIST_KINDS:
         raise ValueError(f"not a list kind: {kind!r}")
     _bus.publish(Change("list_changed", list_kind=kind))
-
-
-def add_listener(callback: Listener) -> Callable[[], None]:
-    """Call ``callback(change)`` for every change; returns what removes it (see the module)."""
-    return _bus.add_listener(callback)
-
-
-def interest(uri: str) -> str:
-    """Someone listens to ``uri`` (until :func:`release`); returns its canonical text."""
-    return _bus.interest(uri)
-
-
-def release(uri: str) -> None:
-    """One listener of ``uri`` fewer."""
-    _bus.release(uri)
-
-
-def interests(prefix: str = "") -> dict[str, int]:
-    """The URIs listened to now (starting with ``prefix``) and how many listen to each."""
-    return _bus.interests(prefix)
-
-
-def add_interest_watcher(callback: InterestWatcher) -> Callable[[], None]:
-    """Tell a change source which URIs are listened to (see the module); returns the remover."""
-    return _bus.add_interest_watcher(callback)
 
 
 #: Seconds a stream waits for the sources to be armed before it acknowledges all the same.

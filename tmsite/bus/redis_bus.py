@@ -188,7 +188,6 @@ class RedisBackend:
         self._sender: threading.Thread | None = None
         self._receiver: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._pubsub: Any = None
         self._went_up = False
         #: ``idle`` (no listener yet), ``connecting``, ``up`` or ``down``.
         self.state = "idle"
@@ -367,11 +366,9 @@ class RedisBackend:
         pubsub = self._client(max(self.timeout, self.heartbeat), limit).pubsub(
             ignore_subscribe_messages=False
         )
-        self._pubsub = pubsub
         try:
-            started = time.monotonic()
+            heard = pinged = time.monotonic()
             pubsub.subscribe(self.channel)
-            heard = pinged = started
             while not self._stopping.is_set():
                 message = pubsub.get_message(timeout=min(self.heartbeat, 0.5))
                 now = time.monotonic()
@@ -384,7 +381,6 @@ class RedisBackend:
                 if now - heard > limit:
                     raise TimeoutError(f"Redis answered nothing for {now - heard:.1f} s")
         finally:
-            self._pubsub = None
             try:
                 pubsub.close()
             except Exception:

@@ -143,18 +143,34 @@ class Slot:
         Raises:
             RpcError: more would pass a cap on URIs (the caller's, or the server's).
         """
-        with self._slots.lock:
+        slots = self._slots
+        with slots.lock:
             if self._freed:
                 return
-            self._slots.resize(self, uris, limits)
+            mine = slots.per_caller[self.caller]
+            more = uris - self.uris
+            if more > 0:
+                slots.check_uris(mine, more, limits)
+            mine[1] += more
+            slots.uris += more
+            self.uris = uris
 
     def free(self) -> None:
         """Give the stream's share back (later calls do nothing)."""
-        with self._slots.lock:
+        slots = self._slots
+        with slots.lock:
             if self._freed:
                 return
             self._freed = True
-            self._slots.release(self)
+            slots.streams -= self.streams
+            slots.uris -= self.uris
+            mine = slots.per_caller.get(self.caller)
+            if mine is not None:
+                mine[0] -= self.streams
+                mine[1] -= self.uris
+                mine[2] -= 1
+                if mine[2] <= 0:
+                    del slots.per_caller[self.caller]
 
 
 class Slots:
@@ -178,44 +194,25 @@ class Slots:
         with self.lock:
             mine = self.per_caller.get(caller, [0, 0, 0])
             if mine[0] + streams > limits.streams_per_caller:
-                raise _cap("too-many-streams", "streams-per-caller", limits.streams_per_caller)
-            self._check_uris(mine, uris, limits, "uris-per-caller")
+                raise cap_refusal(
+                    "too-many-streams", "streams-per-caller", limits.streams_per_caller
+                )
+            self.check_uris(mine, uris, limits, "uris-per-caller")
             if self.streams + streams > limits.streams:
-                raise _cap("too-many-streams", "streams", limits.streams, CAP_RETRY_SECONDS)
-            self._check_uris(mine, uris, limits, "uris")
+                raise cap_refusal("too-many-streams", "streams", limits.streams, CAP_RETRY_SECONDS)
+            self.check_uris(mine, uris, limits, "uris")
             self.per_caller[caller] = [mine[0] + streams, mine[1] + uris, mine[2] + 1]
             self.streams += streams
             self.uris += uris
             return Slot(self, caller, uris, streams)
 
-    def _check_uris(self, mine: list[int], more: int, limits: Limits, *caps: str) -> None:
+    def check_uris(self, mine: list[int], more: int, limits: Limits, *caps: str) -> None:
+        """Refuse ``more`` URIs past ``caps`` (default both) for a caller holding ``mine``."""
         caps = caps or ("uris-per-caller", "uris")
         if "uris-per-caller" in caps and mine[1] + more > limits.uris_per_caller:
-            raise _cap("too-many-subscriptions", "uris-per-caller", limits.uris_per_caller)
+            raise cap_refusal("too-many-subscriptions", "uris-per-caller", limits.uris_per_caller)
         if "uris" in caps and self.uris + more > limits.uris:
-            raise _cap("too-many-subscriptions", "uris", limits.uris, CAP_RETRY_SECONDS)
-
-    def resize(self, slot: Slot, uris: int, limits: Limits) -> None:
-        """Called under ``lock`` by :meth:`Slot.resize`."""
-        mine = self.per_caller[slot.caller]
-        more = uris - slot.uris
-        if more > 0:
-            self._check_uris(mine, more, limits)
-        mine[1] += more
-        self.uris += more
-        slot.uris = uris
-
-    def release(self, slot: Slot) -> None:
-        """Called under ``lock`` by :meth:`Slot.free`."""
-        self.streams -= slot.streams
-        self.uris -= slot.uris
-        mine = self.per_caller.get(slot.caller)
-        if mine is not None:
-            mine[0] -= slot.streams
-            mine[1] -= slot.uris
-            mine[2] -= 1
-            if mine[2] <= 0:
-                del self.per_caller[slot.caller]
+            raise cap_refusal("too-many-subscriptions", "uris", limits.uris, CAP_RETRY_SECONDS)
 
     def status(self) -> dict[str, int]:
         """Open streams, subscribed URIs and callers with a stream (no caller is named)."""
@@ -246,10 +243,6 @@ _CAP_SENTENCES = {
 
 def cap_refusal(reason: str, cap: str, limit: int, retry: int | None = None) -> RpcError:
     """The refusal of cap ``cap`` (see the module's text)."""
-    return _cap(reason, cap, limit, retry)
-
-
-def _cap(reason: str, cap: str, limit: int, retry: int | None = None) -> RpcError:
     data: dict[str, Any] = {"reason": reason, "cap": cap, "limit": limit}
     if retry is not None:
         data["retryAfter"] = retry
@@ -271,6 +264,13 @@ class Plan(StreamResult):
     slot: Slot
     #: Writes the request log's row held back for the stream (duration µs, bytes, outcome).
     log: Callable[[int, int, str], None] | None = None
+
+    def let_go(self) -> None:
+        """The stream ended: its URIs' interest, its lists and its slot are given back."""
+        for uri in self.uris:
+            changes.release(uri)
+        changes.listen_lists(self.lists, present=False)
+        self.slot.free()
 
     def ack(self) -> dict[str, Any]:
         """The first message: ``notifications/subscriptions/acknowledged``."""
@@ -304,40 +304,31 @@ class Plan(StreamResult):
         """
         if change.kind == "list_changed" and change.list_kind in self.lists:
             return self.notification(LIST_METHODS[change.list_kind])
-        if change.kind == "updated" and change.uri is not None:
-            for subscribed in self.uris:
-                updated = changes.affects(subscribed, change.uri, exact=change.exact)
-                if updated is not None:
-                    return self.notification("resources/updated", {"uri": updated})
-        return None
+        updated = changes.told(self.uris, change)
+        return None if updated is None else self.notification("resources/updated", {"uri": updated})
 
 
 def check_uri(text: Any) -> Refusal | None:
     """Why ``text`` cannot be subscribed to here, or None."""
+    host: str = settings.TM_HOST
     try:
-        _check_uri(text)
+        if not isinstance(text, str):
+            raise BadUri(None, "a subscribed URI must be a string")
+        parsed = tmuri.parse(text)
+        if parsed.is_hosts:
+            return None
+        if parsed.host != host:
+            raise NotFound(text, f"this server answers for tm://{host}/ only", [f"tm://{host}/"])
+        if parsed.mount is not None:
+            mounts = registry.namespace().mounts
+            mount = mounts.get(parsed.mount)
+            if mount is None:
+                nearest = [f"tm://{host}/{name}/" for name in mounts][:5]
+                raise NotFound(text, f"no mount {parsed.mount!r} is served here", nearest)
+            mount.admits(parsed)
     except Refusal as refusal:
         return refusal
     return None
-
-
-def _check_uri(text: Any) -> None:
-    if not isinstance(text, str):
-        raise BadUri(None, "a subscribed URI must be a string")
-    parsed = tmuri.parse(text)
-    host: str = settings.TM_HOST
-    if parsed.is_hosts:
-        return
-    if parsed.host != host:
-        raise NotFound(text, f"this server answers for tm://{host}/ only", [f"tm://{host}/"])
-    if parsed.mount is None:
-        return
-    mounts = registry.namespace().mounts
-    mount = mounts.get(parsed.mount)
-    if mount is None:
-        nearest = [f"tm://{host}/{name}/" for name in mounts][:5]
-        raise NotFound(text, f"no mount {parsed.mount!r} is served here", nearest)
-    mount.admits(parsed)
 
 
 def _filter(params: dict[str, Any]) -> dict[str, Any]:
@@ -382,7 +373,7 @@ def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
     limits = Limits.current()
     asked: list[Any] = wanted.get(SUBSCRIPTIONS_KEY) or []
     if len(asked) > limits.uris_per_caller:  # before any URI costs a parse
-        raise _cap("too-many-subscriptions", "uris-per-listen", limits.uris_per_caller)
+        raise cap_refusal("too-many-subscriptions", "uris-per-listen", limits.uris_per_caller)
     honoured: dict[str, Any] = {flag: True for flag in FLAGS if wanted.get(flag) is True}
     uris: dict[str, None] = {}  # a set that keeps the order asked
     refused: list[dict[str, str]] = []

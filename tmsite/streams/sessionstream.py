@@ -65,19 +65,17 @@ T = TypeVar("T")
 
 #: The most events kept for one session's reconnect.
 KEPT_EVENTS = 256
-DEFAULT_REPLAY = 300.0
-DEFAULT_POLL = 0.5
 STORE_ATTEMPTS = 5
 
 
 def replay_seconds() -> float:
     """How long events are kept for a reconnect (``TM_SESSION_REPLAY``, 300 s unless set)."""
-    return env.positive("TM_SESSION_REPLAY", DEFAULT_REPLAY)
+    return env.positive("TM_SESSION_REPLAY", 300.0)
 
 
 def poll_seconds() -> float:
     """How often a process reads its sessions' subscriptions (``TM_SESSION_POLL``, 0.5 s)."""
-    return env.positive("TM_SESSION_POLL", DEFAULT_POLL)
+    return env.positive("TM_SESSION_POLL", 0.5)
 
 
 def updated(uri: str) -> dict[str, Any]:
@@ -103,16 +101,6 @@ def _now() -> dt.datetime:
 # --- the database side (on the hub's one thread) --------------------------------------------
 
 
-def _claim(
-    session: sessions.Session, stream: str, last_event_id: str | None
-) -> tuple[set[str], list[tuple[int, str]], int]:
-    """Record ``stream`` as the session's live one; its URIs, the events to replay, last id.
-
-    A database busy for a moment is tried again (:func:`retried`).
-    """
-    return retried(lambda: _claim_once(session, stream, last_event_id))
-
-
 def retried(write: Callable[[], T]) -> T:
     """``write()``, tried again a few times while the database is busy for a moment.
 
@@ -127,31 +115,38 @@ def retried(write: Callable[[], T]) -> T:
     return write()
 
 
-def _claim_once(
+def _claim(
     session: sessions.Session, stream: str, last_event_id: str | None
 ) -> tuple[set[str], list[tuple[int, str]], int]:
-    close_old_connections()
-    with transaction.atomic():
-        row, created = SessionStream.objects.select_for_update().get_or_create(
-            session=session.key,
-            defaults={"stream": stream, "seq": 0, "expires": session.expires_at},
-        )
-        if not created:
-            row.stream = stream
-            row.save(update_fields=["stream"])
-    uris = set(
-        SessionSubscription.objects.filter(session=session.key).values_list("uri", flat=True)
-    )
-    replay: list[tuple[int, str]] = []
-    after = _event_number(last_event_id)
-    if after is not None:
-        kept = SessionEvent.objects.filter(
-            session=session.key,
-            seq__gt=after,
-            at__gt=_now() - dt.timedelta(seconds=replay_seconds()),
-        )
-        replay = [(int(n), str(u)) for n, u in kept.order_by("seq").values_list("seq", "uri")]
-    return uris, replay[-KEPT_EVENTS:], int(row.seq)
+    """Record ``stream`` as the session's live one; its URIs, the events to replay, last id.
+
+    A database busy for a moment is tried again (:func:`retried`).
+    """
+
+    def once() -> tuple[set[str], list[tuple[int, str]], int]:
+        close_old_connections()
+        with transaction.atomic():
+            row, created = SessionStream.objects.select_for_update().get_or_create(
+                session=session.key,
+                defaults={"stream": stream, "seq": 0, "expires": session.expires_at},
+            )
+            if not created:
+                row.stream = stream
+                row.save(update_fields=["stream"])
+        mine = SessionSubscription.objects.filter(session=session.key)
+        uris = set(mine.values_list("uri", flat=True))
+        replay: list[tuple[int, str]] = []
+        after = _event_number(last_event_id)
+        if after is not None:
+            kept = SessionEvent.objects.filter(
+                session=session.key,
+                seq__gt=after,
+                at__gt=_now() - dt.timedelta(seconds=replay_seconds()),
+            )
+            replay = [(int(n), str(u)) for n, u in kept.order_by("seq").values_list("seq", "uri")]
+        return uris, replay[-KEPT_EVENTS:], int(row.seq)
+
+    return retried(once)
 
 
 def _event_number(text: str | None) -> int | None:
@@ -166,28 +161,21 @@ def _store(key: str, stream: str, seq: int, uri: str) -> None:
 
     A database busy for a moment (SQLite's lock) is tried again, a few times.
     """
-    for attempt in range(STORE_ATTEMPTS):
-        try:
-            _store_once(key, stream, seq, uri)
-            return
-        except OperationalError:
-            if attempt + 1 == STORE_ATTEMPTS:
-                log.exception("a session's event could not be kept")
-            time.sleep(0.05 * (attempt + 1))
-        except Exception:
-            log.exception("a session's event could not be kept")
-            return
 
+    def once() -> None:
+        close_old_connections()
+        now = _now()
+        with transaction.atomic():
+            if not SessionStream.objects.filter(session=key, stream=stream).update(seq=seq):
+                return  # a newer stream of the session took over: it numbers the events
+            SessionEvent.objects.create(session=key, seq=seq, uri=uri, at=now)
+        SessionEvent.objects.filter(session=key, seq__lte=seq - KEPT_EVENTS).delete()
+        SessionEvent.objects.filter(at__lt=now - dt.timedelta(seconds=replay_seconds())).delete()
 
-def _store_once(key: str, stream: str, seq: int, uri: str) -> None:
-    close_old_connections()
-    now = _now()
-    with transaction.atomic():
-        if not SessionStream.objects.filter(session=key, stream=stream).update(seq=seq):
-            return  # a newer stream of the session took over: it numbers the events
-        SessionEvent.objects.create(session=key, seq=seq, uri=uri, at=now)
-    SessionEvent.objects.filter(session=key, seq__lte=seq - KEPT_EVENTS).delete()
-    SessionEvent.objects.filter(at__lt=now - dt.timedelta(seconds=replay_seconds())).delete()
+    try:
+        retried(once)
+    except Exception:
+        log.exception("a session's event could not be kept")
 
 
 def _look(keys: list[str]) -> dict[str, tuple[str | None, set[str]]]:
@@ -253,14 +241,12 @@ class Hub:
         if change.kind == "lost":
             self._soon(self._lost)
             return
-        if change.kind != "updated" or change.uri is None:
+        if change.kind != "updated":
             return
         for key, uris in self._matching:
-            for subscribed in uris:
-                told = changes.affects(subscribed, change.uri, exact=change.exact)
-                if told is not None:
-                    self._soon(lambda key=key, told=told: self._record(key, told))
-                    break
+            told = changes.told(uris, change)
+            if told is not None:
+                self._soon(lambda key=key, told=told: self._record(key, told))
 
     def _soon(self, call: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed
@@ -495,10 +481,6 @@ async def serve(
     await SessionStreamHeld(session, offer, slot, receive, send, headers, started).run()
 
 
-def _json_headers() -> list[tuple[bytes, bytes]]:
-    return [(b"content-type", b"application/json"), (b"retry-after", b"1")]
-
-
 class SessionStreamHeld(Held):
     """One session's GET stream."""
 
@@ -537,18 +519,15 @@ class SessionStreamHeld(Held):
                 log.exception("a session's stream could not be claimed")
                 outcome = "internal"
                 text = json.dumps(error_response(None, -32603, "Internal error.")).encode()
-                await whole(send=self.send, status=503, headers=_json_headers(), body=text)
+                headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
+                await whole(send=self.send, status=503, headers=headers, body=text)
                 return
             here.attach(self, stream_id, uris, seq)
             attached = True
             watcher = asyncio.ensure_future(self._gone())
-            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
-            await self._write(priming(seq, _event_number(self.offer.last_event_id)))
-            for number, uri in replay:
-                await self._write(event(updated(uri), str(number)))
-            outcome = await self._pump()
-            if outcome != "gone":
-                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            first = [priming(seq, _event_number(self.offer.last_event_id))]
+            first += [event(updated(uri), str(number)) for number, uri in replay]
+            outcome = await self._held(first, b"")
         except (OSError, RuntimeError, asyncio.CancelledError):
             outcome = "gone"  # the connection went while we wrote
         finally:

@@ -159,13 +159,12 @@ class _Listen:
             end_when_full=True,
             finish=self._finish,
         )
-        self.held: list[str] = []
         self._remove: Callable[[], None] | None = None
 
     def open(self) -> None:
         """Hear the bus, hold the URIs, write the acknowledgement, then start telling."""
         self._remove = changes.add_listener(self._hear)  # heard now, written after the ack
-        self.held = sources.listened(self.plan.uris, self.plan.lists)
+        sources.listened(self.plan.uris, self.plan.lists)
         ack = dumps(self.plan.ack())
         if self.owner.writer.line(ack):
             self.sent += len(ack.encode()) + 1
@@ -184,10 +183,7 @@ class _Listen:
     def _finish(self, reason: str) -> None:
         if self._remove is not None:
             self._remove()
-        for uri in self.held:
-            changes.release(uri)
-        changes.listen_lists(self.plan.lists, present=False)
-        self.plan.slot.free()
+        self.plan.let_go()
         complete = dumps(self.plan.complete()) if reason not in SILENT else None
         if self.plan.log is not None:  # the row of the whole listen, as over HTTP; written
             # before the listen is let go, so stdin closing after its end still waits for it

@@ -136,7 +136,7 @@ class Held:
         """The stream starts in the running loop: it is counted, and ended when the worker stops."""
         self.loop = asyncio.get_running_loop()
         self.ended = self.loop.create_future()
-        _open[id(self)] = (self.loop, self._end)
+        _open[id(self)] = (self.loop, self.end)
         metrics.stream_opened(self.KIND)
 
     def closed(self) -> None:
@@ -148,25 +148,19 @@ class Held:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is over
             self.loop.call_soon_threadsafe(call)
 
-    def _put(self, data: bytes) -> None:
+    def put(self, data: bytes) -> None:
+        """Queue one event (in the loop); past ``Limits.behind`` queued, the stream ends."""
         if self.ended is not None and self.ended.done():
             return
         if self.queue.qsize() >= self.limits.behind:
-            self._end("behind")
+            self.end("behind")
             return
         self.queue.put_nowait(data)
 
-    def _end(self, reason: str) -> None:
-        if self.ended is not None and not self.ended.done():
-            self.ended.set_result(reason)
-
-    def put(self, data: bytes) -> None:
-        """Queue one event (in the loop); past ``Limits.behind`` queued, the stream ends."""
-        self._put(data)
-
     def end(self, reason: str) -> None:
         """End the stream (in the loop): ``reason`` is how the request log tells it."""
-        self._end(reason)
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(reason)
 
     async def _write(self, data: bytes) -> None:
         await self.send({"type": "http.response.body", "body": data, "more_body": True})
@@ -176,7 +170,7 @@ class Held:
         while True:
             message = await self.receive()
             if message["type"] == "http.disconnect":
-                self._end("gone")
+                self.end("gone")
                 return
 
     async def _drained(self, reason: str) -> str:
@@ -184,6 +178,16 @@ class Held:
         while reason != "gone" and not self.queue.empty():
             await self._write(self.queue.get_nowait())
         return reason
+
+    async def _held(self, first: list[bytes], last: bytes) -> str:
+        """The head, ``first``, what comes, and ``last`` at a graceful end; why it ended."""
+        await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+        for data in first:
+            await self._write(data)
+        outcome = await self._pump()
+        if outcome != "gone":
+            await self.send({"type": "http.response.body", "body": last, "more_body": False})
+        return outcome
 
     async def _pump(self) -> str:
         """Send what comes until the stream ends; returns why it ended."""
@@ -229,41 +233,27 @@ class _Stream(Held):
     def _hear(self, change: Change) -> None:
         """A change on the bus (any thread): what this stream is told of it, if anything."""
         if change.kind == "lost":
-            self._soon(lambda: self._end("lost"))
+            self._soon(lambda: self.end("lost"))
             return
         message = self.plan.notification_of(change)
         if message is not None:
             data = event(message)
-            self._soon(lambda: self._put(data))
+            self._soon(lambda: self.put(data))
 
     async def run(self) -> None:
         self.opened()
         remove = changes.add_listener(self._hear)
-        held = list(self.plan.uris)
         watcher = asyncio.ensure_future(self._gone())
         outcome = "gone"
         try:
-            await self.loop.run_in_executor(None, sources.listened, held, self.plan.lists)
-            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
-            await self._write(event(self.plan.ack()))
-            outcome = await self._pump()
-            if outcome != "gone":
-                await self.send(
-                    {
-                        "type": "http.response.body",
-                        "body": event(self.plan.complete()),
-                        "more_body": False,
-                    }
-                )
+            await self.loop.run_in_executor(None, sources.listened, self.plan.uris, self.plan.lists)
+            outcome = await self._held([event(self.plan.ack())], event(self.plan.complete()))
         except (OSError, RuntimeError, asyncio.CancelledError):
             outcome = "gone"  # the connection went while we wrote
         finally:
             remove()
             self.closed()
             watcher.cancel()
-            for uri in held:
-                changes.release(uri)
-            changes.listen_lists(self.plan.lists, present=False)
-            self.plan.slot.free()
+            self.plan.let_go()
             if self.plan.log is not None:
                 self.plan.log(hooks.micros(self.started), self.sent, outcome)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -145,19 +144,10 @@ class Session:
             slot.free()
 
     def _hear(self, change: Change) -> None:
-        if change.kind != "updated" or change.uri is None:
-            return  # no list change is told in this era; a lost bus ends no session
-        for subscribed in self.uris:
-            told = changes.affects(subscribed, change.uri, exact=change.exact)
-            if told is not None:
-                self._tell(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "notifications/resources/updated",
-                        "params": {"uri": told},
-                    }
-                )
-                return
+        # no list change is told in this era; a lost bus ends no session
+        told = changes.told(self.uris, change)
+        if told is not None:
+            self._tell(sessionstream.updated(told))
 
 
 def _uri(params: dict[str, Any], method: str, ctx: CallContext) -> str:
@@ -182,47 +172,29 @@ def _http_session(method: str, ctx: CallContext) -> sessions.Session:
     return session
 
 
-@dataclass(frozen=True)
-class SessionCaps:
-    """What one session, and one caller's sessions, may hold (see the module's text)."""
+def _check_caps(mine: QuerySet[SessionSubscription], holder: str, more: int) -> None:
+    """Refuse one more URI of ``more`` characters for the session whose rows are ``mine``.
 
-    uris: int
-    uri_bytes: int
-    sessions_per_caller: int
-
-    @classmethod
-    def current(cls) -> SessionCaps:
-        """The environment's caps over the defaults."""
-        return cls(
-            uris=listen.Limits.current().uris_per_caller,
-            uri_bytes=int(env.positive("TM_SESSION_URI_BYTES", 65_536)),
-            sessions_per_caller=int(env.positive("TM_SESSIONS_PER_CALLER", 16)),
+    Raises:
+        RpcError: a cap would be passed (see the module's text).
+    """
+    uris = listen.Limits.current().uris_per_caller
+    uri_bytes = int(env.positive("TM_SESSION_URI_BYTES", 65_536))
+    held = mine.aggregate(n=Count("id"), chars=Sum(Length("uri")))
+    if held["n"] >= uris:
+        raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", uris)
+    if (held["chars"] or 0) + more > uri_bytes:
+        raise listen.cap_refusal("too-many-subscriptions", "uri-bytes-per-session", uri_bytes)
+    if held["n"] == 0 and holder:
+        most = int(env.positive("TM_SESSIONS_PER_CALLER", 16))
+        others = (
+            SessionSubscription.objects.filter(holder=holder, expires__gt=timezone.now())
+            .values("session")
+            .distinct()
+            .count()
         )
-
-    def check(self, mine: QuerySet[SessionSubscription], holder: str, more: int) -> None:
-        """Refuse one more URI of ``more`` characters for the session whose rows are ``mine``.
-
-        Raises:
-            RpcError: a cap would be passed.
-        """
-        held = mine.aggregate(n=Count("id"), chars=Sum(Length("uri")))
-        if held["n"] >= self.uris:
-            raise listen.cap_refusal("too-many-subscriptions", "uris-per-session", self.uris)
-        if (held["chars"] or 0) + more > self.uri_bytes:
-            raise listen.cap_refusal(
-                "too-many-subscriptions", "uri-bytes-per-session", self.uri_bytes
-            )
-        if held["n"] == 0 and holder:
-            others = (
-                SessionSubscription.objects.filter(holder=holder, expires__gt=timezone.now())
-                .values("session")
-                .distinct()
-                .count()
-            )
-            if others >= self.sessions_per_caller:
-                raise listen.cap_refusal(
-                    "too-many-sessions", "sessions-per-caller", self.sessions_per_caller
-                )
+        if others >= most:
+            raise listen.cap_refusal("too-many-sessions", "sessions-per-caller", most)
 
 
 def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -233,7 +205,6 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         return {}
     session = _http_session(SUBSCRIBE, ctx)
     uri = _uri(params, SUBSCRIBE, ctx)
-    caps = SessionCaps.current()
     who = hooks.current_caller()
     holder = caller.keyed(who, time.time()) if who else ""
 
@@ -241,7 +212,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         with transaction.atomic():
             mine = SessionSubscription.objects.filter(session=session.key)
             if not mine.filter(uri=uri).exists():
-                caps.check(mine, holder, len(uri))
+                _check_caps(mine, holder, len(uri))
                 try:
                     with transaction.atomic():
                         SessionSubscription.objects.create(

@@ -143,11 +143,12 @@ def install(
         )
         served = registry.namespace().mounts
         wanted = mounts if mounts is not None else registry.enabled_names()
-        for name in wanted:
-            mount = served.get(name)
-            for found in mount.change_sources(watching) if mount is not None else []:
-                _undo.append(_wire(found))
-                _installed[found.name] = found
+        found = [
+            one
+            for name in wanted
+            if (mount := served.get(name)) is not None
+            for one in mount.change_sources(watching)
+        ]
         results = StampWatcher(
             host,
             "search",
@@ -158,16 +159,17 @@ def install(
             key=standing.key(host),
             prints=standing.results,
         )
-        _installed["search-results"] = ChangeSource(
-            "search-results", results, results.interest, results.arm
-        )
-        _undo.append(_wire(_installed["search-results"]))
         listing = ListWatcher(
             "resources", resources_answer, interval=_setting("TM_SUB_LIST_POLL", 10.0)
         )
-        _installed["resources-list"] = ChangeSource("resources-list", listing, arm=listing.arm)
-        _undo.append(changes.add_arm(listing.arm))
-        _undo.append(listing.stop)
+        found += [
+            ChangeSource("search-results", results, results.interest, results.arm),
+            # it reads from its making on; started again, it only says what stops it
+            ChangeSource("resources-list", listing, arm=listing.arm, start=lambda: listing.stop),
+        ]
+        for one in found:
+            _undo.append(_wire(one))
+            _installed[one.name] = one
         return _sources()
 
 
