@@ -89,38 +89,24 @@ def resolve(uri: object) -> Resolved:
     ``?as=raw``, which returns them base64.
     """
     content = read(uri)
-    links = [link.to_json() for link in content.links]
-    if isinstance(content.body, bytes):
-        asked_raw = parse(uri).param("as") == "raw"
-        if asked_raw:
-            return Resolved.model_validate(
-                {
-                    "uri": content.uri,
-                    "mimeType": content.mime_type,
-                    "blob": base64.b64encode(content.body).decode("ascii"),
-                    "encoding": "base64",
-                    "bytes": len(content.body),
-                    "links": links,
-                }
-            )
+    shared = {
+        "uri": content.uri,
+        "mimeType": content.mime_type,
+        "links": [link.to_json() for link in content.links],
+    }
+    body = content.body
+    if not isinstance(body, bytes):
+        return Resolved.model_validate({**shared, "text": to_text(body)})
+    if parse(uri).param("as") == "raw":
+        blob = base64.b64encode(body).decode("ascii")
         return Resolved.model_validate(
-            {
-                "uri": content.uri,
-                "mimeType": content.mime_type,
-                "bytes": len(content.body),
-                "note": "binary content: add ?as=raw to the URI for the bytes in base64, "
-                "and ?range=START-END past the 256 KiB cap",
-                "links": links,
-            }
+            {**shared, "blob": blob, "encoding": "base64", "bytes": len(body)}
         )
-    return Resolved.model_validate(
-        {
-            "uri": content.uri,
-            "mimeType": content.mime_type,
-            "text": to_text(content.body),
-            "links": links,
-        }
+    note = (
+        "binary content: add ?as=raw to the URI for the bytes in base64, "
+        "and ?range=START-END past the 256 KiB cap"
     )
+    return Resolved.model_validate({**shared, "bytes": len(body), "note": note})
 
 
 def search(args: SearchInput) -> SearchResult:

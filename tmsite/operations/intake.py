@@ -65,11 +65,8 @@ from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cut
 from tmsite.proposals.text import clean
 from tmsite.trails import index as trails
 
-KINDS = tuple(PROPOSAL_FIELDS)
 #: The relations a curated link may have: the ``tm:`` ones but those the box draws itself.
 RELS = sorted(TM_RELS - {"tm:links", "tm:step", "tm:step-of", "tm:changed-by", "tm:changes"})
-#: What each kind takes, for the refusal of a field it does not (the schema's own table).
-FIELDS = PROPOSAL_FIELDS
 #: The caller of a proposal made outside HTTP (stdio, the operator's process).
 LOCAL = "local"
 DAY = 86_400
@@ -314,14 +311,17 @@ def prepare(kind: object, fields: Mapping[str, Any]) -> Prepared:
             or one that does not check; ``Exists``: what it asks for is there already.
     """
     if kind not in PREPARE:
-        raise BadArgument(None, f"kind {kind!r} is not a kind of proposal", valid=list(KINDS))
+        raise BadArgument(
+            None, f"kind {kind!r} is not a kind of proposal", valid=list(PROPOSAL_FIELDS)
+        )
     assert isinstance(kind, str)
-    unknown = sorted(set(fields) - set(FIELDS[kind]))
+    takes = PROPOSAL_FIELDS[kind]  # the schema's own table
+    unknown = sorted(set(fields) - set(takes))
     if unknown:
         raise BadArgument(
             None,
             f"{_a(kind)} proposal does not take {', '.join(unknown)}",
-            valid=list(FIELDS[kind]),
+            valid=list(takes),
         )
     return PREPARE[kind](fields)
 

@@ -23,19 +23,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = [
-    "Decision",
-    "Licensing",
-    "Piece",
-    "PiecesAbsent",
-    "PiecesError",
-    "PiecesRecord",
-    "clear_cache",
-    "licensing",
-    "load_pieces",
-    "load_record",
-]
-
 
 class PiecesError(ValueError):
     """The pieces record cannot be used; the message names the file and, if known, the field."""
@@ -283,12 +270,6 @@ def _parse(path: Path) -> PiecesRecord:
 def load_record(path: Path | str) -> PiecesRecord:
     """Load and validate the whole pieces record, cached by the file's modification time.
 
-    Args:
-        path: The record's file, usually ``settings.TM_PIECES_FILE``.
-
-    Returns:
-        The validated record.
-
     Raises:
         PiecesError: The file is unreadable, not JSON, or does not validate; the message
             names the file and the field. :class:`PiecesAbsent` when there is no file.
@@ -312,17 +293,7 @@ def load_record(path: Path | str) -> PiecesRecord:
 
 
 def load_pieces(path: Path | str) -> list[Piece]:
-    """Load and validate the pieces, in reporting order (see :func:`load_record`).
-
-    Args:
-        path: The record's file, usually ``settings.TM_PIECES_FILE``.
-
-    Returns:
-        A new list of the validated (immutable) pieces.
-
-    Raises:
-        PiecesError: As :func:`load_record`.
-    """
+    """A new list of the validated (immutable) pieces, in reporting order (:func:`load_record`)."""
     return list(load_record(path).pieces)
 
 
@@ -376,12 +347,7 @@ def licensing(pieces: Sequence[Piece]) -> dict[str, Any]:
 
     Code licence and data terms are kept apart on purpose: terms that travel with data (such as
     NonCommercial and ShareAlike) reach everything derived from it, whatever the code's licence.
-
-    Args:
-        pieces: The pieces, in reporting order (see :func:`load_pieces`).
-
-    Returns:
-        A JSON-ready dict shaped by :class:`Licensing`.
+    Returns a JSON-ready dict shaped by :class:`Licensing`.
     """
     code = _grouped(pieces, "code_licence")
     data = _grouped(pieces, "data_terms")

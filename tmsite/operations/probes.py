@@ -30,16 +30,6 @@ from pydantic import BaseModel, Field
 
 from tmsite.operations.pieces import Piece
 
-__all__ = [
-    "Measurement",
-    "Prober",
-    "Reachability",
-    "clear_cache",
-    "measure",
-    "probe_all",
-    "probe_one",
-]
-
 Reachability = Literal["up", "down", "unreachable", "not_probed"]
 
 USER_AGENT = "tmsite-probe/1 (+reachability of the box's own pieces)"
@@ -102,10 +92,10 @@ def _without_credentials(url: str) -> httpx.URL:
     return parsed.copy_with(userinfo=b"") if parsed.userinfo else parsed
 
 
-def _unreachable(url: str, detail: str) -> Measurement:
+def _unmeasured(url: str | None, reachability: Reachability, detail: str | None) -> Measurement:
     return Measurement(
         url=url,
-        reachability="unreachable",
+        reachability=reachability,
         http_status=None,
         latency_ms=None,
         detail=detail,
@@ -113,15 +103,14 @@ def _unreachable(url: str, detail: str) -> Measurement:
     )
 
 
+def _unreachable(url: str, detail: str) -> Measurement:
+    return _unmeasured(url, "unreachable", detail)
+
+
 def measure(url: str, timeout: float) -> Measurement:
-    """Probe one URL now, uncached.
+    """Probe one absolute http(s) URL now, uncached: ``up``, ``down`` or ``unreachable``.
 
-    Args:
-        url: An absolute http(s) URL.
-        timeout: Seconds allowed for connecting and for each read.
-
-    Returns:
-        The measurement: ``up``, ``down`` or ``unreachable``.
+    ``timeout``: seconds allowed for connecting and for each read.
     """
     started = time.perf_counter()
     try:
@@ -157,17 +146,6 @@ def measure(url: str, timeout: float) -> Measurement:
     )
 
 
-def _not_probed(piece: Piece) -> Measurement:
-    return Measurement(
-        url=None,
-        reachability="not_probed",
-        http_status=None,
-        latency_ms=None,
-        detail=piece.not_hosted_because,
-        checked_at=_now(),
-    )
-
-
 class Prober:
     """Concurrent probes with a per-piece cache.
 
@@ -191,39 +169,26 @@ class Prober:
         with self._lock:
             self._cache.clear()
 
-    def _cached(self, piece: Piece, url: str, cache_seconds: float) -> Measurement | None:
-        with self._lock:
-            hit = self._cache.get((piece.key, url))
-        if hit is not None and self._clock() - hit[0] < cache_seconds:
-            return hit[1]
-        return None
-
-    def _keep(self, piece: Piece, url: str, measurement: Measurement) -> None:
-        with self._lock:
-            self._cache[(piece.key, url)] = (self._clock(), measurement)
-
     def probe_all(
         self, pieces: Sequence[Piece], timeout: float, cache_seconds: float
     ) -> list[Measurement]:
         """Measure every piece, concurrently, reusing answers younger than ``cache_seconds``.
 
-        Args:
-            pieces: The pieces, in reporting order.
-            timeout: Seconds each probe may take.
-            cache_seconds: How long an answer is reused; 0 measures afresh every time.
-
-        Returns:
-            One measurement per piece, in the pieces' order.
+        ``timeout``: seconds each probe may take; ``cache_seconds`` 0 measures afresh every
+        time. One measurement per piece, in the pieces' order.
         """
         results: list[Measurement | None] = [None] * len(pieces)
         pending: list[tuple[int, Piece, str]] = []
         for index, piece in enumerate(pieces):
-            if piece.public_url is None:
-                results[index] = _not_probed(piece)
-            elif (hit := self._cached(piece, piece.public_url, cache_seconds)) is not None:
-                results[index] = hit
+            url = piece.public_url
+            with self._lock:
+                hit = self._cache.get((piece.key, url)) if url is not None else None
+            if url is None:
+                results[index] = _unmeasured(None, "not_probed", piece.not_hosted_because)
+            elif hit is not None and self._clock() - hit[0] < cache_seconds:
+                results[index] = hit[1]
             else:
-                pending.append((index, piece, piece.public_url))
+                pending.append((index, piece, url))
         if pending:
             pool = ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="probe")
             try:
@@ -241,7 +206,8 @@ class Prober:
                         measurement = _unreachable(url, f"{type(error).__name__}: {error}")
                     else:
                         measurement = future.result()
-                        self._keep(piece, url, measurement)
+                        with self._lock:
+                            self._cache[(piece.key, url)] = (self._clock(), measurement)
                     results[index] = measurement
             finally:
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -262,15 +228,9 @@ def probe_all(
     timeout: float | None = None,
     cache_seconds: float | None = None,
 ) -> list[Measurement]:
-    """Measure every piece with the process-wide prober.
+    """Measure every piece with the process-wide prober (:meth:`Prober.probe_all`).
 
-    Args:
-        pieces: The pieces, in reporting order.
-        timeout: Seconds each probe may take; default ``settings.TM_PROBE_TIMEOUT``.
-        cache_seconds: How long an answer is reused; default ``settings.TM_PROBE_CACHE_SECONDS``.
-
-    Returns:
-        One measurement per piece, in the pieces' order.
+    By default ``timeout`` is ``TM_PROBE_TIMEOUT``, ``cache_seconds`` ``TM_PROBE_CACHE_SECONDS``.
     """
     return _default.probe_all(
         pieces,
@@ -282,16 +242,7 @@ def probe_all(
 def probe_one(
     piece: Piece, timeout: float | None = None, cache_seconds: float | None = None
 ) -> Measurement:
-    """Measure one piece with the process-wide prober (same cache as :func:`probe_all`).
-
-    Args:
-        piece: The piece.
-        timeout: Seconds the probe may take; default ``settings.TM_PROBE_TIMEOUT``.
-        cache_seconds: How long an answer is reused; default ``settings.TM_PROBE_CACHE_SECONDS``.
-
-    Returns:
-        The piece's measurement.
-    """
+    """Measure one piece with the process-wide prober (same cache as :func:`probe_all`)."""
     return probe_all([piece], timeout, cache_seconds)[0]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tmsite.operations.pieces import Licensing, Piece
+from tmsite.operations.pieces import Piece
 from tmsite.operations.probes import Measurement
 
 
@@ -158,22 +158,6 @@ class SearchResult(BaseModel):
     hits: list[SearchHit] = Field(description="The best passage of each matching thing.")
     nextCursor: str | None = Field(default=None, description="Pass as cursor for more.")
     next: str | None = Field(default=None, description="The next page as an address.")
-
-
-__all__ = [
-    "Licensing",
-    "LicensingInput",
-    "LinkOut",
-    "Overview",
-    "OverviewInput",
-    "PieceInput",
-    "PieceStatus",
-    "ResolveInput",
-    "Resolved",
-    "SearchHit",
-    "SearchInput",
-    "SearchResult",
-]
 
 
 class ProposedStep(_Input):
