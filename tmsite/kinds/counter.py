@@ -138,11 +138,9 @@ class KindCounter:
     def pending(self) -> dict[str, Seen]:
         """A copy of what has not reached the database yet."""
         with self._lock:
-            out = {}
+            out = {kind: Seen() for kind in self._pending}
             for kind, seen in self._pending.items():
-                copy = Seen()
-                copy.merge(seen)
-                out[kind] = copy
+                out[kind].merge(seen)
             return out
 
     def flush(self) -> bool:
@@ -183,13 +181,7 @@ def write(batch: dict[str, Seen]) -> None:
                 kind=kind[:64],
                 defaults={"first_served": seen.first, "last_served": seen.last},
             )
-            stored = Seen(
-                row.count,
-                Tally(row.media_types),
-                Tally(row.rels),
-                row.first_served,
-                row.last_served,
-            )
+            stored = _seen(row)
             stored.merge(seen)
             row.count = stored.count
             row.media_types = dict(stored.media_types)
@@ -199,16 +191,18 @@ def write(batch: dict[str, Seen]) -> None:
             row.save()
 
 
+def _seen(row: Any) -> Seen:
+    """What a stored row (a ``KindCount``) says."""
+    return Seen(
+        row.count, Tally(row.media_types), Tally(row.rels), row.first_served, row.last_served
+    )
+
+
 def stored() -> dict[str, Seen]:
     """The counts in the database (empty when it cannot be read)."""
     from tmsite.kinds.models import KindCount
 
-    out: dict[str, Seen] = {}
-    for row in KindCount._default_manager.all():
-        out[row.kind] = Seen(
-            row.count, Tally(row.media_types), Tally(row.rels), row.first_served, row.last_served
-        )
-    return out
+    return {row.kind: _seen(row) for row in KindCount._default_manager.all()}
 
 
 def served(counter: KindCounter, store: bool = True) -> dict[str, Seen]:
@@ -229,9 +223,8 @@ def served(counter: KindCounter, store: bool = True) -> dict[str, Seen]:
 COUNTER = KindCounter()
 
 
-def record(content: Content) -> None:
-    """Count one served read in the process's counter (see :meth:`KindCounter.record`)."""
-    COUNTER.record(content)
+#: Count one served read in the process's counter (see :meth:`KindCounter.record`).
+record = COUNTER.record
 
 
 def record_tally(tally: tuple[str, str, frozenset[str]]) -> None:

@@ -68,12 +68,8 @@ _SELECT = "p.uri, p.address, p.mount, p.kind, p.mime_type, p.title, p.heading, p
 
 
 @dataclass(frozen=True)
-class Row:
-    """One passage as stored: ``index*`` is the text as tokenized (CJK as pair tokens).
-
-    ``links``: its document's inbound links in the namespace, counted when it was indexed;
-    None when they were not counted (the count stored before, if any, is kept).
-    """
+class Stored:
+    """One passage as the passage table holds it: its document, its address, its text."""
 
     uri: str
     address: str
@@ -83,6 +79,16 @@ class Row:
     title: str
     heading: str
     body: str
+
+
+@dataclass(frozen=True)
+class Row(Stored):
+    """One passage to store: ``index*`` is the text as tokenized (CJK as pair tokens).
+
+    ``links``: its document's inbound links in the namespace, counted when it was indexed;
+    None when they were not counted (the count stored before, if any, is kept).
+    """
+
     index_title: str
     index_heading: str
     index_body: str
@@ -95,17 +101,9 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Found:
+class Found(Stored):
     """One passage that matched, with the engine's score (higher is better)."""
 
-    uri: str
-    address: str
-    mount: str
-    kind: str
-    mime_type: str
-    title: str
-    heading: str
-    body: str
     score: float
 
 
@@ -252,7 +250,8 @@ def _best_sql(dialect: Dialect, top: str, where: str) -> str:
     )
 
 
-def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
+def chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
+    """``items`` in runs of ``size``: a statement's parameters stay few."""
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
@@ -327,7 +326,7 @@ class SqliteFts:
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
-        for chunk in _chunks(uris):
+        for chunk in chunks(uris):
             marks = ", ".join(["%s"] * len(chunk))
             cursor.execute(
                 "DELETE FROM search_fts WHERE rowid IN "
@@ -506,7 +505,7 @@ class PostgresFts:
 
     def remove(self, cursor: Cursor, uris: Sequence[str]) -> None:
         """Forget every passage of the documents ``uris``."""
-        for chunk in _chunks(uris):
+        for chunk in chunks(uris):
             cursor.execute("DELETE FROM search_passage WHERE uri = ANY(%s)", [list(chunk)])
 
     @contextlib.contextmanager

@@ -36,7 +36,7 @@ from django.db import connections, transaction
 from tmsite.core.errors import Refusal
 from tmsite.core.types import Document
 from tmsite.core.uri import TmUri, parse
-from tmsite.search.engines import ENGINES, Engine, Found, Row, best
+from tmsite.search.engines import ENGINES, Engine, Found, Row, best, chunks
 from tmsite.search.passages import Passage, cut, title_of, whole
 from tmsite.search.query import Query, indexable, parse_query
 
@@ -289,11 +289,9 @@ def _write(
         uris = [document.uri for document, _ in batch] + gone
         batch = _links_kept(cursor, batch)
         the_engine.remove(cursor, uris)
-        for chunk in range(0, len(uris), 500):
-            marks = ", ".join(["%s"] * len(uris[chunk : chunk + 500]))
-            cursor.execute(
-                f"DELETE FROM search_document WHERE uri IN ({marks})", uris[chunk : chunk + 500]
-            )
+        for chunk in chunks(uris):
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(f"DELETE FROM search_document WHERE uri IN ({marks})", list(chunk))
         if batch:
             the_engine.add(cursor, [row for _, rows in batch for row in rows])
             cursor.executemany(
@@ -317,11 +315,11 @@ def _links_kept(
     """
     uncounted = sorted({row.uri for _, rows in batch for row in rows if row.links is None})
     held: dict[str, int] = {}
-    for chunk in range(0, len(uncounted), 500):
-        marks = ", ".join(["%s"] * len(uncounted[chunk : chunk + 500]))
+    for chunk in chunks(uncounted):
+        marks = ", ".join(["%s"] * len(chunk))
         cursor.execute(
             f"SELECT uri, max(links) FROM search_passage WHERE uri IN ({marks}) GROUP BY uri",
-            uncounted[chunk : chunk + 500],
+            list(chunk),
         )
         held.update((str(uri), int(links)) for uri, links in cursor.fetchall())
     return [
