@@ -76,7 +76,6 @@ class Keeper:
         self.woken = threading.Event()
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
-        self.last: index.Synced | None = None
         self.rounds = 0
         #: Full walks done (the first round's included).
         self.walks = 0
@@ -142,7 +141,6 @@ class Keeper:
         if done.skipped:
             with self._lock:
                 self._pending |= told  # another machine writes now: try again next round
-        self.last = done
         self.rounds += 1
         return done
 
@@ -286,8 +284,3 @@ def stop() -> None:
     if _lock_file is not None:
         _lock_file.close()
         _lock_file = None
-
-
-def running() -> Keeper | None:
-    """This process's keeper, if it holds the machine's lock."""
-    return _keeper

@@ -45,8 +45,6 @@ from tmsite.bus import env
 #: The salt of the session tokens' signatures (no other signed value of the box verifies).
 SALT = "tmsite.subscriptions.session"
 HEADER = "Mcp-Session-Id"
-DEFAULT_TTL = 86400.0
-DEFAULT_MEMO = 1.0
 #: The most sessions :data:`MEMO` remembers at once.
 MEMO_MAX = 50_000
 GONE_SENTENCE = (
@@ -57,7 +55,7 @@ GONE_SENTENCE = (
 
 def ttl() -> float:
     """Seconds a session lives from its ``initialize`` (``TM_SESSION_TTL``, a day unless set)."""
-    return env.positive("TM_SESSION_TTL", DEFAULT_TTL)
+    return env.positive("TM_SESSION_TTL", 86400.0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ def read(token: str) -> Session | None:
 
 def memo_seconds() -> float:
     """How long a session checked live is trusted without the database (``TM_SESSION_MEMO``)."""
-    return env.positive("TM_SESSION_MEMO", DEFAULT_MEMO)
+    return env.positive("TM_SESSION_MEMO", 1.0)
 
 
 class _Memo:
@@ -135,10 +133,6 @@ class _Memo:
             if live and self._checked.get(key, 0.0) is None:
                 return  # ended here: an older check that found it live does not revive it
             self._checked[key] = time.monotonic() if live else None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._checked.clear()
 
 
 MEMO = _Memo()
