@@ -12,7 +12,6 @@ Spec: SRCH4.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +20,6 @@ from tmsite.core.parts import dumps
 from tmsite.core.uri import parse
 from tmsite.search import index
 from tmsite.search.answer import FACET
-
-Read = Callable[[str], Any]
 
 
 def key(host: str) -> Callable[[str], str | None]:
@@ -40,23 +37,16 @@ def key(host: str) -> Callable[[str], str | None]:
     return watched
 
 
-def stamp() -> str | None:
-    """When the index last changed."""
-    return index.applied_text()
+#: When the index last changed.
+stamp = index.applied_text
 
 
-def results(read: Read, uri: str) -> str:
-    """The hits ``uri`` reads as now (addresses, titles, snippets, in order), as a digest.
+def results(content: Any) -> list[bytes]:
+    """What a search's read is, to compare: its hits' addresses, titles, snippets, in order.
 
     Scores are left out: a document added elsewhere moves every score a little (the engine's
     term statistics) without changing what is found.
     """
-    digest = hashlib.blake2b(digest_size=16)
-    try:
-        body = read(uri).body
-    except Refusal as refusal:
-        digest.update(f"refused:{refusal.reason}".encode())
-        return digest.hexdigest()
+    body = content.body
     hits = [(hit["uri"], hit["title"], hit["snippet"]) for hit in body["hits"]]
-    digest.update(dumps([hits, "next" in body]).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+    return [dumps([hits, "next" in body]).encode("utf-8", "surrogatepass")]

@@ -44,24 +44,15 @@ Read = Callable[[str], Content]
 Publish = Callable[[str], None]
 
 
-def fingerprint(read: Read, uri: str) -> str:
-    """What ``uri`` reads as now, as a digest: its type, body and links, or its refusal."""
-    digest = hashlib.blake2b(digest_size=16)
-    try:
-        content = read(uri)
-    except Refusal as refusal:
-        digest.update(f"refused:{refusal.reason}".encode())
-        return digest.hexdigest()
+def read_as(content: Content) -> list[bytes]:
+    """What a read is, to compare: its body (without the clock's keys), type and links."""
     body = content.body
-    if isinstance(body, bytes):
-        digest.update(body)
-    elif isinstance(body, str):
-        digest.update(body.encode("utf-8", "surrogatepass"))
-    else:
-        digest.update(dumps(_without_clock(body)).encode("utf-8", "surrogatepass"))
-    digest.update(content.mime_type.encode())
-    digest.update(dumps([link.to_json() for link in content.links]).encode())
-    return digest.hexdigest()
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    elif not isinstance(body, bytes):
+        body = dumps(_without_clock(body)).encode("utf-8", "surrogatepass")
+    links = dumps([link.to_json() for link in content.links]).encode()
+    return [body, content.mime_type.encode(), links]
 
 
 def _without_clock(body: Any) -> Any:
@@ -86,7 +77,7 @@ class StampWatcher:
         accept: which of the mount's URIs this watcher answers for (default: all).
         key: what a listened URI is watched as, or None when it is not this watcher's (default:
             the mount's URIs, views' parameters dropped).
-        prints: what a watched URI's fingerprint is (default :func:`fingerprint`).
+        prints: what of a watched URI's read is compared (default :func:`read_as`).
         threaded: poll in a thread of its own while anything is listened to (False: only when
             :meth:`poll` is called).
     """
@@ -102,7 +93,7 @@ class StampWatcher:
         interval: float = DEFAULT_INTERVAL,
         accept: Callable[[tuple[str, ...]], bool] | None = None,
         key: Callable[[str], str | None] | None = None,
-        prints: Callable[[Read, str], str] = fingerprint,
+        prints: Callable[[Content], list[bytes]] = read_as,
         threaded: bool = True,
     ) -> None:
         self.host = host
@@ -176,11 +167,22 @@ class StampWatcher:
         for key in unread:
             if time.monotonic() >= deadline:
                 return False
-            now = self.prints(self.read, key)
+            now = self._fingerprint(key)
             with self._lock:
                 if key in self._prints and self._prints[key] is None:
                     self._prints[key] = now
         return True
+
+    def _fingerprint(self, key: str) -> str:
+        """What ``key`` reads as now (``prints`` of its read, or its refusal), as a digest."""
+        digest = hashlib.blake2b(digest_size=16)
+        try:
+            parts = self.prints(self.read(key))
+        except Refusal as refusal:
+            parts = [f"refused:{refusal.reason}".encode()]
+        for part in parts:
+            digest.update(part)
+        return digest.hexdigest()
 
     def _key(self, uri: str) -> str | None:
         try:
@@ -228,7 +230,7 @@ class StampWatcher:
             keys = list(self._prints) if moved else unread
         published: list[str] = []
         for key in keys:
-            now = self.prints(self.read, key)
+            now = self._fingerprint(key)
             with self._lock:
                 if key not in self._prints:
                     continue  # released meanwhile
