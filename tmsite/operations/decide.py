@@ -110,10 +110,9 @@ def decided_uri(proposal: Proposal) -> str:
     return intake.public_uri(proposal)
 
 
-def _apply(proposal: Proposal, user: Any) -> dict[str, Any]:
+def _apply(proposal: Proposal, user: Any, by: str) -> dict[str, Any]:
     change = proposal.change
     host = namespace().host
-    by = user.get_username() if getattr(user, "is_authenticated", False) else ""
     applied: dict[str, Any] = {}
     if proposal.kind == "link":
         first = change["links"][0]
@@ -147,6 +146,7 @@ def decide(proposal_id: int, approve: bool, reason: str, user: Any) -> Proposal:
             (approving) its change no longer applies.
     """
     reason = reason.strip()
+    by = user.get_username() if getattr(user, "is_authenticated", False) else ""
     with transaction.atomic():
         proposal = Proposal.objects.select_for_update().get(pk=proposal_id)
         if proposal.state != "open":  # decided, or expired (marked so yet or not)
@@ -155,13 +155,11 @@ def decide(proposal_id: int, approve: bool, reason: str, user: Any) -> Proposal:
             problem = stale(proposal)
             if problem:
                 raise NotApplied(f"proposal {proposal.pk} is stale: {problem}")
-            proposal.applied = _apply(proposal, user)
+            proposal.applied = _apply(proposal, user, by)
         proposal.status = "approved" if approve else "rejected"
         proposal.reason = reason
         proposal.decided_at = timezone.now()
-        proposal.decided_by_name = (
-            user.get_username() if getattr(user, "is_authenticated", False) else ""
-        )
+        proposal.decided_by_name = by
         proposal.save()
         intake.announce(proposal, changed_addresses(proposal) if approve else ())
     return proposal

@@ -32,18 +32,6 @@ class PiecesAbsent(PiecesError):
     """The checkout has no pieces record: another repository than this project's has none."""
 
 
-def _check_url(value: str | None) -> str | None:
-    """Accept an absolute http(s) URL without credentials, or ``None``."""
-    if value is None:
-        return None
-    parts = urlsplit(value)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ValueError(f"must be an absolute http or https URL, not {value!r}")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError("must not carry a user name or password")
-    return value
-
-
 class Decision(BaseModel):
     """A recorded decision that bears on how a piece's terms apply."""
 
@@ -100,17 +88,18 @@ class Piece(BaseModel):
         description="Why the piece has no public URL; present exactly when public_url is null.",
     )
 
-    @field_validator("source")
+    @field_validator("source", "public_url")
     @classmethod
-    def _source_is_url(cls, value: str) -> str:
-        checked = _check_url(value)
-        assert checked is not None
-        return checked
-
-    @field_validator("public_url")
-    @classmethod
-    def _public_url_is_url(cls, value: str | None) -> str | None:
-        return _check_url(value)
+    def _is_url(cls, value: str | None) -> str | None:
+        """An absolute http(s) URL without credentials (``public_url`` may be ``None``)."""
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ValueError(f"must be an absolute http or https URL, not {value!r}")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("must not carry a user name or password")
+        return value
 
     @model_validator(mode="after")
     def _hosted_or_why_not(self) -> Piece:
@@ -353,10 +342,7 @@ def licensing(pieces: Sequence[Piece]) -> dict[str, Any]:
     data = _grouped(pieces, "data_terms")
     reach = [Reach(key=p.key, reaches=item) for p in pieces for item in p.terms_reach]
     clean = [p for p in pieces if not p.embeds_die_data]
-    documents: list[str] = []
-    for piece in pieces:
-        if piece.read_before_publishing and piece.read_before_publishing not in documents:
-            documents.append(piece.read_before_publishing)
+    documents = [p.read_before_publishing for p in pieces if p.read_before_publishing]
     result = Licensing(
         summary=_summary(pieces, code, data, clean, reach),
         code_licences=code,
@@ -377,6 +363,6 @@ def licensing(pieces: Sequence[Piece]) -> dict[str, Any]:
             PerPiece(key=p.key, code_licence=p.code_licence, data_terms=p.data_terms)
             for p in pieces
         ],
-        read_before_publishing=documents,
+        read_before_publishing=list(dict.fromkeys(documents)),
     )
     return result.model_dump(mode="json")

@@ -21,9 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, datetime
-from http.cookiejar import Cookie, CookieJar, CookiePolicy
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Literal
-from urllib.request import Request
 
 import httpx
 from pydantic import BaseModel, Field
@@ -57,26 +56,6 @@ class Measurement(BaseModel):
         description="What failed when unreachable, or why a piece was not probed; else null."
     )
     checked_at: datetime = Field(description="When this was measured (UTC).")
-
-
-class _NoCookies(CookiePolicy):
-    """A cookie policy that neither stores nor sends any cookie."""
-
-    netscape = True
-    rfc2965 = False
-    hide_cookie2 = True
-
-    def set_ok(self, cookie: Cookie, request: Request) -> bool:
-        return False
-
-    def return_ok(self, cookie: Cookie, request: Request) -> bool:
-        return False
-
-    def domain_return_ok(self, domain: str, request: Request) -> bool:
-        return False
-
-    def path_return_ok(self, path: str, request: Request) -> bool:
-        return False
 
 
 def _now() -> datetime:
@@ -118,7 +97,8 @@ def measure(url: str, timeout: float) -> Measurement:
             follow_redirects=True,
             timeout=httpx.Timeout(timeout),
             trust_env=False,
-            cookies=CookieJar(policy=_NoCookies()),
+            # no domain allowed: no cookie is stored, none is sent
+            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             headers={"User-Agent": USER_AGENT},
         ) as client:
             target = _without_credentials(url)

@@ -248,18 +248,13 @@ def _bring(
 def _held_at(using: str, mount: str, address: TmUri) -> dict[str, str]:
     """The stamps held for the documents of ``mount`` at ``address`` (or below it)."""
     at = str(address.identity)
+    where = "substr(uri, 1, %s) = %s" if address.collection else "uri = %s"
+    params: list[Any] = [len(at), at] if address.collection else [at]
     with connections[using].cursor() as cursor:
-        if address.collection:
-            cursor.execute(
-                "SELECT uri, stamp FROM search_document "
-                "WHERE mount = %s AND substr(uri, 1, %s) = %s",
-                [mount, len(at), at],
-            )
-        else:
-            cursor.execute(
-                "SELECT uri, stamp FROM search_document WHERE mount = %s AND uri = %s",
-                [mount, at],
-            )
+        cursor.execute(
+            f"SELECT uri, stamp FROM search_document WHERE mount = %s AND {where}",
+            [mount, *params],
+        )
         return {str(uri): str(stamp) for uri, stamp in cursor.fetchall()}
 
 

@@ -75,12 +75,6 @@ FLAGS: dict[str, ListKind] = {
     "resourcesListChanged": "resources",
 }
 SUBSCRIPTIONS_KEY = "resourceSubscriptions"
-#: The notification each list's change is told with.
-LIST_METHODS: dict[ListKind, str] = {
-    "tools": "tools/list_changed",
-    "prompts": "prompts/list_changed",
-    "resources": "resources/list_changed",
-}
 #: The JSON-RPC code of a cap's refusal (implementation-defined, as the rate limit's).
 CAP_REFUSED = -32000
 #: Seconds a refusal by a server-wide cap suggests waiting.
@@ -303,7 +297,7 @@ class Plan(StreamResult):
         A ``lost`` change is not a message: it ends the stream (each transport says how).
         """
         if change.kind == "list_changed" and change.list_kind in self.lists:
-            return self.notification(LIST_METHODS[change.list_kind])
+            return self.notification(f"{change.list_kind}/list_changed")
         updated = changes.told(self.uris, change)
         return None if updated is None else self.notification("resources/updated", {"uri": updated})
 

@@ -292,15 +292,19 @@ class Hub:
             watch.stream.end(reason)
         self._set_uris(watch, set())
 
+    def _watch(self, session: sessions.Session) -> _Watch:
+        watch = self.watches.get(session.key)
+        if watch is None:
+            watch = self.watches[session.key] = _Watch(session)
+        return watch
+
     def claiming(self, session: sessions.Session) -> None:
         """A stream of ``session`` is about to claim it: hold what changes until it attaches.
 
         What changes meanwhile waits for it (:meth:`attach`), neither told to an older stream
         nor lost.
         """
-        watch = self.watches.get(session.key)
-        if watch is None:
-            watch = self.watches[session.key] = _Watch(session)
+        watch = self._watch(session)
         if watch.pending is None:
             watch.pending = []
 
@@ -319,10 +323,8 @@ class Hub:
         What changed since the claim began is numbered after ``seq``, kept and queued for it.
         """
         session = stream.session
-        watch = self.watches.get(session.key)
-        if watch is None:
-            watch = self.watches[session.key] = _Watch(session)
-        elif watch.stream is not None and watch.stream is not stream:
+        watch = self._watch(session)
+        if watch.stream is not None and watch.stream is not stream:
             watch.stream.end("taken")
         watch.stream, watch.stream_id, watch.seq, watch.until = stream, stream_id, seq, None
         pending, watch.pending = watch.pending or [], None
