@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import secrets
@@ -56,7 +57,7 @@ from tmsite.mcp.envelope import error_response
 from tmsite.mcp.protocol import RpcError
 from tmsite.oplog import hooks
 from tmsite.streams import listen
-from tmsite.streams.stream import Held, Receive, RunEndpoint, Send, event, whole
+from tmsite.streams.stream import Held, Receive, RunEndpoint, Send, event, soon, whole
 from tmsite.subscriptions import sessions, sources
 from tmsite.subscriptions.models import SessionEvent, SessionStream, SessionSubscription
 
@@ -239,18 +240,14 @@ class Hub:
 
     def _hear(self, change: Change) -> None:
         if change.kind == "lost":
-            self._soon(self._lost)
+            soon(self.loop, self._lost)
             return
         if change.kind != "updated":
             return
         for key, uris in self._matching:
             told = changes.told(uris, change)
             if told is not None:
-                self._soon(lambda key=key, told=told: self._record(key, told))
-
-    def _soon(self, call: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed
-            self.loop.call_soon_threadsafe(call)
+                soon(self.loop, functools.partial(self._record, key, told))
 
     # the loop's side
 
@@ -412,16 +409,14 @@ def forget() -> None:
     global _hub
     current, _hub = _hub, None
     if current is not None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing polls
-            current.loop.call_soon_threadsafe(current.close)
+        soon(current.loop, current.close)
 
 
 def wake() -> None:
     """A session's subscriptions changed in this process (any thread): read them now."""
     current = _hub
     if current is not None:
-        with contextlib.suppress(RuntimeError):
-            current.loop.call_soon_threadsafe(current.poke.set)
+        soon(current.loop, current.poke.set)
 
 
 def caught_up(session: sessions.Session, seconds: float = changes.ARM_SECONDS) -> None:

@@ -75,6 +75,12 @@ def close_all(reason: str = "closed") -> None:
         end(reason)
 
 
+def soon(loop: asyncio.AbstractEventLoop, call: Callable[[], object]) -> None:
+    """Run ``call`` in ``loop`` (from any thread), unless the loop is closed: it is over."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(call)
+
+
 def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     """One SSE event carrying ``message``, with an ``id:`` line when it has one."""
     data = json.dumps(message, separators=(",", ":")).encode()
@@ -143,10 +149,6 @@ class Held:
         """The stream is over: no longer counted."""
         if _open.pop(id(self), None) is not None:
             metrics.stream_closed(self.KIND)
-
-    def _soon(self, call: Callable[[], None]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is over
-            self.loop.call_soon_threadsafe(call)
 
     def put(self, data: bytes) -> None:
         """Queue one event (in the loop); past ``Limits.behind`` queued, the stream ends."""
@@ -233,12 +235,12 @@ class _Stream(Held):
     def _hear(self, change: Change) -> None:
         """A change on the bus (any thread): what this stream is told of it, if anything."""
         if change.kind == "lost":
-            self._soon(lambda: self.end("lost"))
+            soon(self.loop, lambda: self.end("lost"))
             return
         message = self.plan.notification_of(change)
         if message is not None:
             data = event(message)
-            self._soon(lambda: self.put(data))
+            soon(self.loop, lambda: self.put(data))
 
     async def run(self) -> None:
         self.opened()
