@@ -56,7 +56,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
 from typing import Any
@@ -80,15 +80,11 @@ from tmsite.mcp.protocol import (
 )
 from tmsite.oplog import logs, metrics, recorder
 from tmsite.serve import guard, lifeline
+from tmsite.serve.guard import Message, Receive, Scope, Send
 from tmsite.streams import sessionstream, stream
 from tmsite.subscriptions import sessions, sources
 
 logger = logging.getLogger("tmsite.serve")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 #: The most a body of any other URL may be (the MCP endpoint answers 413 past 4 MiB itself).
 SITE_BODY_LIMIT = 16 * 1024 * 1024
@@ -465,16 +461,6 @@ def _environ_key(raw_name: bytes) -> str:
     return key
 
 
-def _announced(scope: Scope) -> int | None:
-    for name, value in scope["headers"]:
-        if name.lower() == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
-
-
 def _closing_if_unread(
     scope: Scope, body: bytes, headers: list[tuple[bytes, bytes]]
 ) -> list[tuple[bytes, bytes]]:
@@ -484,7 +470,7 @@ def _closing_if_unread(
     is never read, so the connection cannot carry another request: the answer says so, or a
     client that sent its next request on it would find it closed under that request.
     """
-    if len(body) > MAX_BODY_BYTES or (not body and (_announced(scope) or 0) > MAX_BODY_BYTES):
+    if len(body) > MAX_BODY_BYTES or (not body and (_framing(scope)[1] or 0) > MAX_BODY_BYTES):
         return [*headers, (b"connection", b"close")]
     return headers
 
@@ -493,7 +479,7 @@ def _framing(scope: Scope) -> tuple[bool, int | None, list[bytes] | None]:
     """The request's framing, from one walk of its headers.
 
     Whether it names a ``Content-Length``, the length it announces (None: none, or not a
-    number, as :func:`_announced`), and the transfer codings it names, in order, lower-cased
+    number), and the transfer codings it names, in order, lower-cased
     (None without a ``Transfer-Encoding``).
     """
     length, announced = False, None

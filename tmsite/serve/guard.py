@@ -82,21 +82,6 @@ def _limits() -> dict[str, float]:
     return {name: _number(name, default) for name, default in LIMITS.items()}
 
 
-def body_timeout() -> float:
-    """Seconds a request's whole body may take to arrive (``TM_BODY_TIMEOUT``, default 20)."""
-    return _limits()["TM_BODY_TIMEOUT"]
-
-
-def min_rate() -> float:
-    """Bytes a second a body must average after the grace (``TM_BODY_MIN_RATE``; 0: off)."""
-    return _limits()["TM_BODY_MIN_RATE"]
-
-
-def rate_grace() -> float:
-    """Seconds a body may take before its rate is judged (``TM_BODY_RATE_GRACE``, default 3)."""
-    return _limits()["TM_BODY_RATE_GRACE"]
-
-
 def caller_cap() -> int:
     """Requests one caller may have in flight in this worker (``TM_CALLER_MAX_REQUESTS``)."""
     return int(_limits()["TM_CALLER_MAX_REQUESTS"])
@@ -209,24 +194,20 @@ class Slow(Late):
     """The body arrived slower than the minimum rate, past the grace."""
 
 
-async def read_body(
-    receive: Receive,
-    limit: int,
-    deadline: float | None = None,
-    rate: float | None = None,
-    grace: float | None = None,
-) -> bytes | None:
+async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The whole body, or at most ``limit + 1`` bytes of it; None when the client went away.
 
-    ``deadline``, ``rate`` and ``grace`` default to their settings (module text).
+    Its deadline, minimum rate and grace are ``TM_BODY_TIMEOUT``, ``TM_BODY_MIN_RATE`` and
+    ``TM_BODY_RATE_GRACE`` (module text).
 
     Raises:
-        Late: the whole body did not arrive within ``deadline`` seconds.
-        Slow: past ``grace`` seconds, fewer than ``rate`` bytes a second had arrived.
+        Late: the whole body did not arrive within its deadline.
+        Slow: past the grace, fewer bytes a second than the minimum rate had arrived.
     """
-    deadline = body_timeout() if deadline is None else deadline
-    rate = min_rate() if rate is None else rate
-    grace = rate_grace() if grace is None else grace
+    limits = _limits()
+    deadline = limits["TM_BODY_TIMEOUT"]
+    rate = limits["TM_BODY_MIN_RATE"]
+    grace = limits["TM_BODY_RATE_GRACE"]
     loop = asyncio.get_running_loop()
     start = loop.time()
     end = start + deadline
@@ -265,42 +246,24 @@ async def read_body(
         raise (Slow if slow else Late) from None
 
 
-_MCP_LATE = {
-    False: b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
-    b'"The request body did not arrive in time."}}',
-    True: b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
-    b'"The request body arrived too slowly."}}',
-}
-_TEXT_LATE = {
-    False: b"The request body did not arrive in time.\n",
-    True: b"The request body arrived too slowly.\n",
-}
-
-
 async def refuse_late(send: Send, scope: Scope, late: Late, started: float) -> None:
     """Answer a body that came too late or too slowly: 408, the connection closed; its row."""
-    slow = isinstance(late, Slow)
-    headers = [(b"connection", b"close"), (b"cache-control", b"no-store")]
-    if scope["path"] == MCP_PATH:
-        headers.append((b"content-type", b"application/json"))
-        body = _MCP_LATE[slow]
-    else:
-        headers.append((b"content-type", b"text/plain"))
-        body = _TEXT_LATE[slow]
-    await send_whole(send, 408, headers, body)
-    record(scope, "http-408", 408, len(body), started)
+    await _refuse_unread(send, scope, "slow" if isinstance(late, Slow) else "late", started)
 
 
 #: What is wrong with a request's framing (``tmsite.serve.app``): both ``Content-Length`` and
 #: ``Transfer-Encoding``; ``chunked`` applied more than once; a transfer coding not served.
 Misframed = Literal["both", "repeated", "unknown-coding"]
 
-#: Each refusal of a request's framing or body: its status and what it says.
+#: Each refusal of a request's framing or body (unread, broken, late): its status and what
+#: it says.
 _UNREAD: dict[str, tuple[int, str]] = {
     "both": (400, "The request has both Content-Length and Transfer-Encoding."),
     "repeated": (400, "The request applies the chunked transfer coding more than once."),
     "unknown-coding": (501, "The only transfer coding served is chunked."),
     "broken": (400, "The request body could not be read to its end."),
+    "late": (408, "The request body did not arrive in time."),
+    "slow": (408, "The request body arrived too slowly."),
 }
 
 
