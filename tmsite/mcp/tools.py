@@ -172,41 +172,14 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 
-def _overview(args: BaseModel) -> BaseModel:
-    return operations.overview()
-
-
-def _piece(args: BaseModel) -> BaseModel:
-    assert isinstance(args, PieceInput)
-    return operations.piece(args.key)
-
-
-def _licensing(args: BaseModel) -> BaseModel:
-    return Licensing.model_validate(operations.licensing())
-
-
-def _resolve(args: BaseModel) -> BaseModel:
-    assert isinstance(args, ResolveInput)
-    return operations.resolve(args.uri)
-
-
-def _search(args: BaseModel) -> BaseModel:
-    assert isinstance(args, SearchInput)
-    return operations.search(args)
-
-
-def _propose(args: BaseModel) -> BaseModel:
-    assert isinstance(args, ProposeInput)
-    return operations.propose(args)
-
-
-RUNNERS: dict[str, Callable[[BaseModel], BaseModel]] = {
-    "overview": _overview,
-    "piece": _piece,
-    "licensing": _licensing,
-    "resolve": _resolve,
-    "search": _search,
-    "propose": _propose,
+# Each runner is handed its tool's input model, validated (``arguments_for``).
+RUNNERS: dict[str, Callable[[Any], BaseModel]] = {
+    "overview": lambda args: operations.overview(),
+    "piece": lambda args: operations.piece(args.key),
+    "licensing": lambda args: Licensing.model_validate(operations.licensing()),
+    "resolve": lambda args: operations.resolve(args.uri),
+    "search": operations.search,
+    "propose": operations.propose,
 }
 
 
