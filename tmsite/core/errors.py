@@ -15,28 +15,6 @@ from typing import Any, ClassVar
 
 from tmsite.core.paths import PathRefused
 
-REASONS: tuple[str, ...] = (
-    "not-found",
-    "out-of-root",
-    "denied",
-    "too-large",
-    "binary",
-    "redirect",
-    "unreachable",
-    "no-such-ref",
-    "git-error",
-    "bad-facet",
-    "bad-cursor",
-    "bad-uri",
-    "bad-argument",
-    "gated",
-    "rate-limited",
-    "timeout",
-    "exists",
-    "queue-full",
-    "too-costly",
-)
-
 
 class Refusal(Exception):
     """A read, list or completion the server refuses, with what would help instead."""
@@ -221,7 +199,8 @@ REFUSALS: dict[str, type[Refusal]] = {
         TooCostly,
     )
 }
-assert tuple(REFUSALS) == REASONS, "every reason has exactly one class"
+#: Every reason a refusal can give, one class each.
+REASONS: tuple[str, ...] = tuple(REFUSALS)
 
 
 def path_refusal(exc: PathRefused, uri: str, roots: Sequence[str]) -> Refusal:
