@@ -84,9 +84,14 @@ def list_resources(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/list``: one page of the map (root, help, collections), ``nextCursor`` after."""
     parsed = parse_params(ListParams, params, "resources/list")
     try:
-        page = operations.resource_map(parsed.cursor)
+        return resource_page(parsed.cursor)
     except Refusal as refusal:
         raise rpc_error(refusal, ctx.era) from refusal
+
+
+def resource_page(cursor: str | None) -> dict[str, Any]:
+    """One page of the map as ``resources/list`` answers it (the REST route's too)."""
+    page = operations.resource_map(cursor)
     result: dict[str, Any] = {"resources": [resource(entry) for entry in page.entries]}
     if page.next_cursor is not None:
         result["nextCursor"] = page.next_cursor
@@ -137,8 +142,17 @@ def complete(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
             )
     except Refusal as refusal:
         raise rpc_error(refusal, ctx.era) from refusal
-    completion: dict[str, Any] = {"values": values[:COMPLETION_CAP]}
-    if not isinstance(values, Truncated):  # cut at a mount's limit: the total is not known
-        completion["total"] = len(values)
-    completion["hasMore"] = len(values) > COMPLETION_CAP or isinstance(values, Truncated)
-    return {"completion": completion}
+    return {"completion": completion(values)}
+
+
+def completion(values: list[str]) -> dict[str, Any]:
+    """The first 100 values, the total unless it is not known, and whether there are more.
+
+    Values cut at a mount's limit (:class:`Truncated`) have no known total.
+    """
+    cut = isinstance(values, Truncated)
+    out: dict[str, Any] = {"values": values[:COMPLETION_CAP]}
+    if not cut:
+        out["total"] = len(values)
+    out["hasMore"] = len(values) > COMPLETION_CAP or cut
+    return out

@@ -27,9 +27,9 @@ from pydantic import Field
 from tmsite import operations
 from tmsite.callers.costs import Priced
 from tmsite.core.errors import BadArgument, Refusal
-from tmsite.core.types import Truncated
 from tmsite.mcp import tools
 from tmsite.mcp.convert import prompt_result
+from tmsite.mcp.namespace_methods import completion, resource_page
 from tmsite.operations import prompts
 from tmsite.operations.pieces import Licensing
 from tmsite.operations.schemas import (
@@ -256,13 +256,7 @@ def search(request: HttpRequest, q: str) -> Any:
 )
 def resources(request: HttpRequest, cursor: str | None = None) -> dict[str, Any]:
     """One page of ``resources/list``: the root, the help document, mounts and collections."""
-    from tmsite.mcp.convert import resource
-
-    page = operations.resource_map(cursor)
-    out: dict[str, Any] = {"resources": [resource(entry) for entry in page.entries]}
-    if page.next_cursor is not None:
-        out["nextCursor"] = page.next_cursor
-    return out
+    return resource_page(cursor)
 
 
 @router.get(
@@ -281,8 +275,7 @@ def templates(request: HttpRequest) -> list[dict[str, Any]]:
 )
 def complete(request: HttpRequest, query: Query[CompleteQuery]) -> dict[str, Any]:
     """``completion/complete`` for one template argument, without filled context."""
-    values = operations.complete(query.template, query.argument, query.value, {})
-    return _completion(values)
+    return completion(operations.complete(query.template, query.argument, query.value, {}))
 
 
 class PromptCompleteQuery(Schema):
@@ -316,18 +309,7 @@ def prompt_complete(
     request: HttpRequest, name: str, query: Query[PromptCompleteQuery]
 ) -> dict[str, Any]:
     """``completion/complete`` on ``ref/prompt`` for one argument, without filled context."""
-    values = prompts.complete(name, query.argument, query.value, {})
-    return _completion(values)
-
-
-def _completion(values: list[str]) -> dict[str, Any]:
-    """The first 100 values, the total unless it is not known (:class:`Truncated`), more."""
-    cut = isinstance(values, Truncated)
-    return {
-        "values": values[:100],
-        "total": None if cut else len(values),
-        "hasMore": len(values) > 100 or cut,
-    }
+    return completion(prompts.complete(name, query.argument, query.value, {}))
 
 
 @router.post(
