@@ -417,9 +417,10 @@ def _serve(asked: Asked, read: list[Any]) -> Answered:
         if answered is not None:
             return answered
     if method != "POST":
-        answered = _refuse(
-            405, INVALID_REQUEST, _not_allowed_sentence(method, asked.delivers), origin
-        )
+        # a session's GET or DELETE that lacks its header, or any other method
+        session_method = method in ("GET", "DELETE") and asked.delivers
+        sentence = SESSION_HEADER_SENTENCE if session_method else METHOD_NOT_ALLOWED_SENTENCE
+        answered = _refuse(405, INVALID_REQUEST, sentence, origin)
         answered.headers.append(("Allow", "POST"))
         return answered
     try:
@@ -429,13 +430,6 @@ def _serve(asked: Asked, read: list[Any]) -> Answered:
         return _dispatch(value, asked, origin, _session_of(headers, value, asked.delivers))
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
-
-
-def _not_allowed_sentence(method: str, delivers: bool) -> str:
-    """Why a method other than POST is refused: a session's GET or DELETE lacks its header."""
-    if method in ("GET", "DELETE") and delivers:
-        return SESSION_HEADER_SENTENCE
-    return METHOD_NOT_ALLOWED_SENTENCE
 
 
 def _session_of(headers: Mapping[str, str], value: Any, delivers: bool) -> sessions.Session | None:

@@ -82,13 +82,8 @@ def server_info() -> dict[str, Any]:
             "tools that say what the six pieces of the 6502 work are and whether they answer."
         ),
         "websiteUrl": f"{origin}/",
-        "icons": box_icons(),
+        "icons": icon.icons(origin),
     }
-
-
-def box_icons() -> list[dict[str, object]]:
-    """The box's icon (SVG and PNG) at its public front door: the server's and every tool's."""
-    return icon.icons(public_url())
 
 
 def instructions() -> str:
