@@ -49,10 +49,6 @@ _NOT_A_GUESS = {"token_required", "device_required"}
 _FIRST_FACTOR = {"invalid_login", "inactive"}
 
 
-def _codes(error: forms.ValidationError) -> set[str]:
-    return {str(item.code) for item in error.error_list if item.code}
-
-
 class ThrottledLoginMixin:
     """A login form whose failures the throttle counts.
 
@@ -89,7 +85,7 @@ class ThrottledLoginMixin:
 
     def _outcome(self, error: forms.ValidationError) -> str | None:
         """How a refused attempt is counted: a failure, a token failure, or not at all."""
-        codes = _codes(error)
+        codes = {str(item.code) for item in error.error_list if item.code}
         if self.get_user() is None or codes & _FIRST_FACTOR:
             return LoginEvent.FAILED
         if codes and codes <= _NOT_A_GUESS:

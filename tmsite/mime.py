@@ -112,17 +112,13 @@ def looks_binary(first_bytes: bytes) -> bool:
     return False
 
 
-def _base_name(name: str) -> str:
-    return name.replace("\\", "/").rsplit("/", 1)[-1]
-
-
 def guess_mime_by_name(name: str) -> str | None:
     """The media type a name alone implies, or None when only the content can tell.
 
     Args:
         name: A file name or a slash-separated path (only the last segment counts).
     """
-    base = _base_name(name)
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
     dot = base.rfind(".")
     if dot > 0:
         known = EXTENSIONS.get(base[dot:].lower())

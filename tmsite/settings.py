@@ -275,13 +275,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 # --- the admin's door (tmsite.admin_site, tmsite.oplog.logins) ----------------------------------
 
 
-def _admin_path(text: str) -> str:
-    """``TM_ADMIN_PATH`` as a URL pattern: no leading slash, one trailing (``admin/``)."""
-    return (text.strip().strip("/") or "admin") + "/"
-
-
-#: Where the admin is served (``/admin/`` unless set): every link to it is reversed.
-TM_ADMIN_PATH = _admin_path(os.environ.get("TM_ADMIN_PATH", "admin/"))
+#: Where the admin is served (``/admin/`` unless set): every link to it is reversed. A URL
+#: pattern: no leading slash, one trailing.
+TM_ADMIN_PATH = (os.environ.get("TM_ADMIN_PATH", "admin/").strip().strip("/") or "admin") + "/"
 #: A second factor for staff: a TOTP token from a device enrolled in the admin (django-otp).
 TM_ADMIN_OTP = os.environ.get("TM_ADMIN_OTP", "0") == "1"
 #: Failed logins an account may have, and a caller across accounts, before a lock-out; the

@@ -276,10 +276,6 @@ def _encoded(fields: list[tuple[str, str]]) -> Fields:
     )
 
 
-def _local_buckets() -> bool:
-    return buckets.store_kind() != "redis"
-
-
 def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | None:
     """The prepared answer this MCP POST may be answered with in the event loop, else None.
 
@@ -294,7 +290,7 @@ def _in_loop(asked: endpoint.Asked) -> tuple[prepared.Key, prepared.Prepared] | 
     params = {} if params is None else params
     if method not in PREPARED_METHODS or rid is None or not valid_id(rid):
         return None
-    if not isinstance(params, dict) or not _local_buckets() or not recorder.may_defer():
+    if not isinstance(params, dict) or buckets.store_kind() == "redis" or not recorder.may_defer():
         return None
     token = asked.headers.get("mcp-session-id")
     version = endpoint.version_header(asked.headers) or DEFAULT_HEADERLESS_VERSION
