@@ -29,31 +29,22 @@ IANA_RELS: frozenset[str] = frozenset(
     }
 )
 
-#: Each paired relation and its inverse. The link walk proves both ends exist.
-INVERSE: dict[str, str] = {
-    "tm:source": "tm:renders-as",
-    "tm:renders-as": "tm:source",
-    "tm:generated-by": "tm:generates",
-    "tm:generates": "tm:generated-by",
-    "tm:repository": "tm:working-copy",
-    "tm:working-copy": "tm:repository",
-    "tm:data": "tm:read-by",
-    "tm:read-by": "tm:data",
-    "tm:step": "tm:step-of",
-    "tm:step-of": "tm:step",
-    "tm:found-in": "tm:exhibits",
-    "tm:exhibits": "tm:found-in",
-    "tm:instance": "tm:instance-of",
-    "tm:instance-of": "tm:instance",
-    "tm:demonstrated-by": "tm:demonstrates",
-    "tm:demonstrates": "tm:demonstrated-by",
-    "tm:measures": "tm:measured-by",
-    "tm:measured-by": "tm:measures",
-    "tm:input": "tm:input-of",
-    "tm:input-of": "tm:input",
-    "tm:changed-by": "tm:changes",
-    "tm:changes": "tm:changed-by",
-}
+#: The paired relations, each with its inverse. The link walk proves both ends exist.
+_PAIRS: tuple[tuple[str, str], ...] = (
+    ("tm:source", "tm:renders-as"),
+    ("tm:generated-by", "tm:generates"),
+    ("tm:repository", "tm:working-copy"),
+    ("tm:data", "tm:read-by"),
+    ("tm:step", "tm:step-of"),
+    ("tm:found-in", "tm:exhibits"),
+    ("tm:instance", "tm:instance-of"),
+    ("tm:demonstrated-by", "tm:demonstrates"),
+    ("tm:measures", "tm:measured-by"),
+    ("tm:input", "tm:input-of"),
+    ("tm:changed-by", "tm:changes"),
+)
+#: Each paired relation and its inverse, both ways.
+INVERSE: dict[str, str] = {**dict(_PAIRS), **{inverse: rel for rel, inverse in _PAIRS}}
 #: tm: relations with no inverse.
 ONE_WAY: frozenset[str] = frozenset({"tm:read-with", "tm:pins", "tm:cartridge", "tm:links"})
 TM_RELS: frozenset[str] = frozenset(INVERSE) | ONE_WAY
@@ -124,10 +115,7 @@ class Link:
 
 def sort_key(link: Link) -> tuple[int, str, str]:
     """IANA first, then exact, inferred, low; within each by relation, then href."""
-    if link.confidence is None:
-        group = 0
-    else:
-        group = 1 + CONFIDENCES.index(link.confidence)
+    group = 0 if link.confidence is None else 1 + CONFIDENCES.index(link.confidence)
     return (group, link.rel, link.href)
 
 
