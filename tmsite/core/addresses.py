@@ -90,10 +90,6 @@ def is_loopback_host(host: str) -> bool:
     return address is not None and _carried(address).is_loopback
 
 
-def _port_of(scheme: str, port: int | None) -> int:
-    return port or (443 if scheme == "https" else 80)
-
-
 @dataclass(frozen=True)
 class DialPolicy:
     """Where a client may connect: public addresses over https, and the hosts the operator allows.
@@ -131,7 +127,7 @@ class DialPolicy:
         if parts.username or parts.password:
             raise AddressRefused("credentials", host, "credentials belong in a token setting")
         try:
-            port = _port_of(parts.scheme, parts.port)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
             raise AddressRefused("scheme", host, f"not a port: {url[:200]!r}") from None
         allowed = self.allows(host, port)

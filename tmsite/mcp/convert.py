@@ -14,7 +14,7 @@ import base64
 from typing import Any
 
 from tmsite.core.parts import to_text
-from tmsite.core.types import Content, Entry, Template
+from tmsite.core.types import Content, Entry
 from tmsite.mcp.protocol import META_LINKS_KEY
 from tmsite.operations.prompts import Answer, Message
 
@@ -70,8 +70,3 @@ def resource(entry: Entry) -> dict[str, Any]:
     if annotations is not None:
         out["annotations"] = annotations
     return out
-
-
-def template(item: Template) -> dict[str, Any]:
-    """One ``resources/templates/list`` entry (the template's own JSON form)."""
-    return item.to_json()

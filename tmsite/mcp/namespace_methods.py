@@ -17,7 +17,7 @@ from tmsite import operations
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.core.types import Truncated
 from tmsite.mcp.codes import rpc_error
-from tmsite.mcp.convert import read_result, resource, template
+from tmsite.mcp.convert import read_result, resource
 from tmsite.mcp.protocol import INVALID_PARAMS, CallContext, RpcError
 from tmsite.operations import prompts
 
@@ -101,7 +101,7 @@ def resource_page(cursor: str | None) -> dict[str, Any]:
 def list_templates(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """``resources/templates/list``: every URI template, in one page."""
     parse_params(ListParams, params, "resources/templates/list")
-    return {"resourceTemplates": [template(item) for item in operations.templates()]}
+    return {"resourceTemplates": [item.to_json() for item in operations.templates()]}
 
 
 def read_resource(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
