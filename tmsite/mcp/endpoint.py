@@ -73,7 +73,6 @@ from tmsite.core.settled import settled
 from tmsite.mcp import observed
 from tmsite.mcp.codes import rpc_error
 from tmsite.mcp.envelope import (
-    HEADER_MISMATCH,
     MAX_BODY_BYTES,
     Answer,
     EnvelopeRefusal,
@@ -91,6 +90,7 @@ from tmsite.mcp.envelope import (
 from tmsite.mcp.protocol import (
     BATCH_VERSIONS,
     DEFAULT_HEADERLESS_VERSION,
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,

@@ -59,7 +59,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,11 +66,10 @@ from typing import Any, Literal, cast
 
 from tmsite.mcp.lifecycle import SERVER_INFO_META_KEY, server_info
 from tmsite.mcp.protocol import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
     STATELESS_VERSION,
     SUPPORTED_VERSIONS,
     UNSUPPORTED_VERSION,
@@ -80,8 +78,6 @@ from tmsite.mcp.protocol import (
     StreamResult,
 )
 from tmsite.oplog import failures
-
-logger = logging.getLogger("tmsite.mcp")
 
 #: The largest body or line accepted, in bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -97,7 +93,6 @@ NAME_BEARING_METHODS: Mapping[str, str] = {
     "prompts/get": "name",
     "resources/read": "uri",
 }
-HEADER_MISMATCH = -32020
 
 RequestId = str | int
 #: Marks an error response that has no ``id`` member.
@@ -500,24 +495,3 @@ def _stamp_server_info(result: dict[str, Any]) -> dict[str, Any]:
     merged: dict[str, Any] = dict(meta) if isinstance(meta, dict) else {}
     merged.setdefault(SERVER_INFO_META_KEY, server_info())
     return {**result, "_meta": merged}
-
-
-__all__ = [
-    "HEADER_MISMATCH",
-    "MAX_BODY_BYTES",
-    "MAX_DEPTH",
-    "METHOD_NOT_FOUND",
-    "PARSE_ERROR",
-    "Answer",
-    "EnvelopeRefusal",
-    "Message",
-    "ParseFailure",
-    "check_modern",
-    "classify",
-    "dumps",
-    "error_response",
-    "loads_strict",
-    "modern_meta",
-    "run_request",
-    "unsupported_version",
-]

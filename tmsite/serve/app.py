@@ -50,7 +50,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import os
 import re
 import sys
@@ -83,8 +82,6 @@ from tmsite.serve import guard, lifeline
 from tmsite.serve.guard import Message, Receive, Scope, Send
 from tmsite.streams import sessionstream, stream
 from tmsite.subscriptions import sessions, sources
-
-logger = logging.getLogger("tmsite.serve")
 
 #: The most a body of any other URL may be (the MCP endpoint answers 413 past 4 MiB itself).
 SITE_BODY_LIMIT = 16 * 1024 * 1024

@@ -42,6 +42,7 @@ from django.utils import timezone
 from tmsite.callers import buckets, caller
 from tmsite.core.settled import settled
 from tmsite.mcp.codes import RATE_LIMITED
+from tmsite.mcp.endpoint import MCP_PATH
 from tmsite.mcp.protocol import INVALID_REQUEST
 from tmsite.oplog import recorder
 from tmsite.rest.codes import REST_PREFIX
@@ -54,7 +55,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-MCP_PATH = "/api/mcp"
 #: Seconds a caller refused for having too many requests in flight is told to wait.
 BUSY_RETRY_AFTER = 1
 
