@@ -31,6 +31,7 @@ Spec: T7, T10.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -208,12 +209,7 @@ def store(key: Key, depends: Depends, result: dict[str, Any], text: str) -> Prep
 
 
 def _count_kind(content: Any) -> Callable[[], None]:
-    tally = kind_counter.tally_of(content)
-
-    def count() -> None:
-        kind_counter.record_tally(tally)
-
-    return count
+    return functools.partial(kind_counter.record_tally, kind_counter.tally_of(content))
 
 
 def clear() -> None:

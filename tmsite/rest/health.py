@@ -195,10 +195,14 @@ def report() -> tuple[int, dict[str, Any]]:
     return 200, {"status": "ok", **body}
 
 
-@router.get("/health", include_in_schema=True, summary="Database, cache and mount readiness")
-def health(request: HttpRequest) -> JsonResponse:
-    """The health report, never cached: 503 when the database is down."""
-    status, body = report()
+def answer(status: int, body: dict[str, Any]) -> JsonResponse:
+    """A check's answer (health, live, ready), never cached."""
     response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
     return response
+
+
+@router.get("/health", include_in_schema=True, summary="Database, cache and mount readiness")
+def health(request: HttpRequest) -> JsonResponse:
+    """The health report: 503 when the database is down."""
+    return answer(*report())

@@ -84,19 +84,13 @@ def readiness() -> tuple[int, dict[str, Any]]:
     return 200, {"status": "ready", "checks": checks}
 
 
-def _answer(status: int, body: dict[str, Any]) -> JsonResponse:
-    response = JsonResponse(body, status=status)
-    response["Cache-Control"] = "no-store"
-    return response
-
-
 @router.get("/live", summary="The process answers (no dependency asked)")
 def live(request: HttpRequest) -> JsonResponse:
     """200 whenever this process can answer a request: restart the machine only when it does not."""
-    return _answer(200, {"status": "live"})
+    return health.answer(200, {"status": "live"})
 
 
 @router.get("/ready", summary="The machine can serve: 503 while a dependency cannot")
 def ready(request: HttpRequest) -> JsonResponse:
     """200 when every dependency in ``READINESS`` serves; else 503, with ``reasons``."""
-    return _answer(*readiness())
+    return health.answer(*readiness())
