@@ -226,6 +226,11 @@ _DEFAULT_DATABASE, TM_DATABASE_URL_PROBLEM = _database()
 DATABASES = {"default": _DEFAULT_DATABASE}
 
 
+TM_REDIS_URL = os.environ.get("TM_REDIS_URL", "")
+TM_REDIS_TIMEOUT = float(os.environ.get("TM_REDIS_TIMEOUT", "0.05"))
+TM_CACHE_PREFIX = os.environ.get("TM_CACHE_PREFIX", "")
+
+
 def _cache() -> dict[str, object]:
     """``TM_REDIS_URL`` for the many-machine setup, else this process's memory.
 
@@ -234,20 +239,18 @@ def _cache() -> dict[str, object]:
     connect and each read of a Redis socket (seconds): a Redis that is gone or frozen costs a
     request that much, once, before the circuit of ``tmsite.core.sharedcache`` stops asking it.
     """
-    url = os.environ.get("TM_REDIS_URL", "")
-    if url:
+    if TM_REDIS_URL:
         from redis.backoff import NoBackoff
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.retry import Retry
 
-        timeout = float(os.environ.get("TM_REDIS_TIMEOUT", "0.05"))
         return {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": url,
-            "KEY_PREFIX": os.environ.get("TM_CACHE_PREFIX", ""),
+            "LOCATION": TM_REDIS_URL,
+            "KEY_PREFIX": TM_CACHE_PREFIX,
             "OPTIONS": {
-                "socket_connect_timeout": timeout,
-                "socket_timeout": timeout,
+                "socket_connect_timeout": TM_REDIS_TIMEOUT,
+                "socket_timeout": TM_REDIS_TIMEOUT,
                 # A pooled connection Redis closed (it restarted) is retried once on a new
                 # one; a timeout is not retried (tmsite.core.sharedcache opens its circuit).
                 "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
@@ -257,9 +260,6 @@ def _cache() -> dict[str, object]:
 
 
 CACHES = {"default": _cache()}
-TM_REDIS_URL = os.environ.get("TM_REDIS_URL", "")
-TM_REDIS_TIMEOUT = float(os.environ.get("TM_REDIS_TIMEOUT", "0.05"))
-TM_CACHE_PREFIX = os.environ.get("TM_CACHE_PREFIX", "")
 #: Seconds the shared cache is not asked after it failed, before one call tries it again.
 TM_REDIS_RETRY_SECONDS = float(os.environ.get("TM_REDIS_RETRY_SECONDS", "1"))
 
