@@ -201,6 +201,7 @@ REFUSALS: dict[str, type[Refusal]] = {
 }
 #: Every reason a refusal can give, one class each.
 REASONS: tuple[str, ...] = tuple(REFUSALS)
+assert len(REASONS) == len(Refusal.__subclasses__()), "every refusal class has its own reason"
 
 
 def path_refusal(exc: PathRefused, uri: str, roots: Sequence[str]) -> Refusal:
