@@ -29,8 +29,8 @@ from tests.proposals.conftest import (
 )
 from tmsite.core.errors import NotFound
 from tmsite.entities import models as em
+from tmsite.mcp import tools
 from tmsite.mounts import registry
-from tmsite.oplog import hooks
 from tmsite.proposals import receipts
 from tmsite.proposals.models import CallerDay, Proposal
 
@@ -217,27 +217,26 @@ def test_forged_and_carried_receipts_read_as_not_found(box: Any, settings: Any) 
 
 
 def test_one_callers_ten_thousand_proposals_stop_at_its_daily_cap(box: Any) -> None:
-    held = hooks._address.set("203.0.113.9")
-    try:
-        reasons = [
-            answer(propose(kind="address", uri=f"{MISSING[:-3]}-{n}.md", expected="x")).get(
-                "reason", "kept"
+    reasons = [
+        answer(
+            tools.run(
+                "propose",
+                {"kind": "address", "uri": f"{MISSING[:-3]}-{n}.md", "expected": "x"},
+                "203.0.113.9",
             )
-            for n in range(10_000)
-        ]
-    finally:
-        hooks._address.reset(held)
+        ).get("reason", "kept")
+        for n in range(10_000)
+    ]
     assert reasons.count("kept") == 20 and reasons.count("rate-limited") == 9_980
     assert Proposal.objects.count() == 20
     # The count is kept under the day's keyed hash, never the address.
     assert [row.key for row in CallerDay.objects.all()] != ["203.0.113.9"]
     assert all(len(row.key) == 32 for row in CallerDay.objects.all())
     # Another caller is not held back by the first.
-    other = hooks._address.set("203.0.113.10")
-    try:
-        assert not propose(kind="address", uri=MISSING, expected="x")["isError"]
-    finally:
-        hooks._address.reset(other)
+    other = tools.run(
+        "propose", {"kind": "address", "uri": MISSING, "expected": "x"}, "203.0.113.10"
+    )
+    assert not other["isError"]
 
 
 def test_a_full_queue_answers_queue_full_with_retry_after(box: Any, settings: Any) -> None:

@@ -347,7 +347,7 @@ def serve(asked: Asked) -> Answered:
     forwarded = headers.get("x-forwarded-for")
     address = asked.address if asked.address is not None else caller.address(asked.peer, forwarded)
     answered, decision = hooks.observe_answer(
-        lambda: _answer(asked),
+        lambda exchange: _answer(asked, exchange),
         surface="mcp-http",
         protocol=headers.get("mcp-protocol-version") or "",
         who=caller.limited(address, forwarded),
@@ -368,10 +368,10 @@ def _outcome(answered: Answered) -> str:
     return hooks.outcome_of(answered.status, answered.header("Content-Type"), answered.body)
 
 
-def _answer(asked: Asked) -> Answered:
+def _answer(asked: Asked, exchange: hooks.Exchange) -> Answered:
     read: list[Any] = []
     try:
-        return _serve(asked, read)
+        return _serve(asked, read, exchange)
     except Exception as exc:
         failures.report("mcp-http endpoint", exc)
         return internal_error(read[0] if read else None, asked.headers.get("origin"))
@@ -402,7 +402,7 @@ def internal_error(value: Any, origin: str | None = None) -> Answered:
     return answered
 
 
-def _serve(asked: Asked, read: list[Any]) -> Answered:
+def _serve(asked: Asked, read: list[Any], exchange: hooks.Exchange) -> Answered:
     """Apply the module's rules in order; the first that refuses answers."""
     headers = asked.headers
     origin = headers.get("origin")
@@ -413,7 +413,7 @@ def _serve(asked: Asked, read: list[Any]) -> Answered:
     if method == "OPTIONS":
         return _preflight(headers, origin, asked.delivers)
     if method in ("GET", "DELETE") and asked.delivers:
-        answered = _session_request(headers, method, origin, asked.offer)
+        answered = _session_request(headers, method, origin, asked.offer, exchange)
         if answered is not None:
             return answered
     if method != "POST":
@@ -427,7 +427,8 @@ def _serve(asked: Asked, read: list[Any]) -> Answered:
         raw = _checked_body(asked)
         value = asked.value if asked.value is not UNPARSED else _parse_body(raw)
         read.append(value)
-        return _dispatch(value, asked, origin, _session_of(headers, value, asked.delivers))
+        session = _session_of(headers, value, asked.delivers)
+        return _dispatch(value, asked, origin, session, exchange)
     except EnvelopeRefusal as refusal:
         return _json(refusal.body(), refusal.status, origin)
 
@@ -455,6 +456,7 @@ def _session_request(
     method: str,
     origin: str | None,
     offer: sessions.StreamOffer | None,
+    exchange: hooks.Exchange,
 ) -> Answered | None:
     """Rule 3a for a GET or DELETE; None when it carries no session (405 as any other)."""
     token = headers.get("mcp-session-id")
@@ -477,8 +479,8 @@ def _session_request(
                 "The session's GET stream is an event stream: Accept must list text/event-stream.",
                 origin,
             )
-        offer.session, offer.caller = session, hooks.current_caller() or ""
-        offer.log = hooks.hold()
+        offer.session, offer.caller = session, exchange.caller or ""
+        offer.log = hooks.hold(exchange)
         return _accepted(origin, 200)
 
     def refuse(refused: Refusal) -> Answered:  # a listen's refusal: 429, or 400 (a caller)
@@ -501,6 +503,7 @@ def _session_request(
         fail,
         outcome=_stream_outcome,
         size=lambda answered: len(answered.body),
+        exchange=exchange,
     )
 
 
@@ -558,7 +561,11 @@ def _parse_body(raw: bytes) -> Any:
 
 
 def _dispatch(
-    value: Any, asked: Asked, origin: str | None, session: sessions.Session | None
+    value: Any,
+    asked: Asked,
+    origin: str | None,
+    session: sessions.Session | None,
+    exchange: hooks.Exchange,
 ) -> Answered:
     """Rules 7–8: check the version header, then answer one message or a batch.
 
@@ -572,8 +579,8 @@ def _dispatch(
         rid = value.get("id") if isinstance(value, dict) else None
         raise unsupported_version(header_version, rid if valid_id(rid) else None)
     if isinstance(value, list):
-        return _batch(value, version, origin, session, asked.delivers)
-    return _single(classify(value), version, asked, origin, session)
+        return _batch(value, version, origin, session, asked.delivers, exchange)
+    return _single(classify(value), version, asked, origin, session, exchange)
 
 
 def _preflight(headers: Mapping[str, str], origin: str | None, delivers: bool) -> Answered:
@@ -594,11 +601,15 @@ def _preflight(headers: Mapping[str, str], origin: str | None, delivers: bool) -
 
 
 def _context(
-    message: Message, version: str, asked: Asked, session: sessions.Session | None
+    message: Message,
+    version: str,
+    asked: Asked,
+    session: sessions.Session | None,
+    exchange: hooks.Exchange,
 ) -> CallContext:
     """What the method handler is told of a request: its version, session, stream offer."""
     if version == STATELESS_VERSION:
-        ctx = check_modern(message, asked.headers, delivers=asked.delivers)
+        ctx = check_modern(message, asked.headers, delivers=asked.delivers, exchange=exchange)
     else:
         meta = modern_meta(message)
         if meta is not None:
@@ -610,7 +621,11 @@ def _context(
                 message.id,
             )
         ctx = CallContext(
-            version=version, transport="http", session=session, delivers=asked.delivers
+            version=version,
+            transport="http",
+            session=session,
+            delivers=asked.delivers,
+            exchange=exchange,
         )
     if asked.held:
         offer = StreamOffer(message.id, asked.headers.get("accept", ""))
@@ -625,7 +640,8 @@ def _single(
     version: str,
     asked: Asked,
     origin: str | None,
-    session: sessions.Session | None = None,
+    session: sessions.Session | None,
+    exchange: hooks.Exchange,
 ) -> Answered:
     modern = version == STATELESS_VERSION
     if message.kind == "response":
@@ -636,8 +652,8 @@ def _single(
         return _accepted(origin)
     if message.kind == "notification":
         return _accepted(origin)
-    observed.asked(message)
-    ctx = _context(message, version, asked, session)
+    observed.asked(message, exchange)
+    ctx = _context(message, version, asked, session, exchange)
     answer = observed.run_request(message, ctx)  # the caller's bucket, a log row
     if answer.stream is not None:
         return Answered(200, _fields(origin, "text/event-stream"), stream=answer.stream)
@@ -656,6 +672,7 @@ def _batch(
     origin: str | None,
     session: sessions.Session | None,
     delivers: bool,
+    exchange: hooks.Exchange,
 ) -> Answered:
     if not items:
         raise EnvelopeRefusal(400, INVALID_REQUEST, "An empty batch is not a JSON-RPC message.")
@@ -675,7 +692,13 @@ def _batch(
             continue
         if message.kind != "request":
             continue
-        ctx = CallContext(version=version, transport="http", session=session, delivers=delivers)
+        ctx = CallContext(
+            version=version,
+            transport="http",
+            session=session,
+            delivers=delivers,
+            exchange=exchange,
+        )
         answer: Answer = observed.run_request(message, ctx)
         parts.append(answer.text)
     if not parts:

@@ -77,7 +77,7 @@ from tmsite.mcp.protocol import (
     RpcError,
     StreamResult,
 )
-from tmsite.oplog import failures
+from tmsite.oplog import failures, hooks
 
 #: The largest body or line accepted, in bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -357,7 +357,11 @@ def decode_header_value(value: str) -> str | None:
 
 
 def check_modern(
-    message: Message, headers: Mapping[str, str] | None, *, delivers: bool = False
+    message: Message,
+    headers: Mapping[str, str] | None,
+    *,
+    delivers: bool = False,
+    exchange: hooks.Exchange | None = None,
 ) -> CallContext:
     """Run the 2026-07-28 envelope ladder over one request.
 
@@ -365,6 +369,7 @@ def check_modern(
         message: The request.
         headers: Lower-cased HTTP headers, or ``None`` on stdio (no header rung).
         delivers: Whether the server answering delivers subscriptions (the context's).
+        exchange: The request as the log keeps it (the context's).
 
     Returns:
         The call context of a request that passed every rung.
@@ -428,6 +433,7 @@ def check_modern(
         transport="http" if headers is not None else "stdio",
         client_info=info if isinstance(info, dict) else {},
         delivers=delivers,
+        exchange=exchange,
     )
 
 

@@ -27,9 +27,9 @@ from tmsite.oplog import hooks
 A = TypeVar("A")
 
 
-def asked(message: Message) -> None:
-    """Tell the exchange in flight what ``message`` asks, for a row written without a call."""
-    hooks.asked(lambda: (message.method, costs.of_message(message.method, message.params)))
+def asked(message: Message, exchange: hooks.Exchange) -> None:
+    """Tell ``exchange`` what ``message`` asks, for a row written without a call."""
+    exchange.asked = lambda: (message.method, costs.of_message(message.method, message.params))
 
 
 def internal_error(rid: envelope.RequestId | None) -> Answer:
@@ -81,6 +81,7 @@ def session_stream(
     *,
     outcome: Callable[[A], str],
     size: Callable[[A], int],
+    exchange: hooks.Exchange,
 ) -> A:
     """A 2025-11-25 session's GET stream behind the caller's bucket, priced as a listen.
 
@@ -99,13 +100,14 @@ def session_stream(
             fail=fail,
             outcome=outcome,
             size=size,
-        )
+        ),
+        exchange,
     )
 
 
 def run_request(message: Message, ctx: CallContext) -> Answer:
     """``envelope.run_request`` behind the caller's bucket, with a log row for the request."""
-    return hooks.observe_call(call(message, ctx))
+    return hooks.observe_call(call(message, ctx), ctx.exchange)
 
 
 def call(message: Message, ctx: CallContext) -> hooks.Call[Answer]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from tmsite.mcp.prepared import Chosen
+    from tmsite.oplog.hooks import Exchange
     from tmsite.subscriptions.sessions import Session
 
 INITIALIZE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -96,6 +97,8 @@ class CallContext:
         delivers: Whether the server answering holds streams and sessions' subscriptions
             (``python -m tmsite.serve``; ``mcp_stdio`` with subscriptions): what the
             capabilities say (:mod:`tmsite.bus.delivery`).
+        exchange: The request as the log keeps it (its caller, its row; ``hooks.Exchange``);
+            None where it is not observed.
     """
 
     version: str = LATEST_INITIALIZE_VERSION
@@ -106,6 +109,7 @@ class CallContext:
     subscriber: Subscriber | None = None
     chosen: Chosen | None = None
     delivers: bool = False
+    exchange: Exchange | None = None
 
     @property
     def era(self) -> Era:

@@ -60,7 +60,7 @@ from tmsite.mcp.protocol import (
     LATEST_INITIALIZE_VERSION,
     CallContext,
 )
-from tmsite.oplog import failures
+from tmsite.oplog import failures, hooks
 
 logger = logging.getLogger("tmsite.mcp.stdio")
 
@@ -155,12 +155,16 @@ class StdioSession:
                 except Exception as exc:
                     failures.report("mcp-stdio session", exc)
             return None
+        exchange = hooks.Exchange()  # outside HTTP: nothing limited, the call's row its own
         try:
             if modern_meta(message) is not None:
-                ctx = check_modern(message, None, delivers=self.held is not None)
+                ctx = check_modern(message, None, delivers=self.held is not None, exchange=exchange)
             else:
                 ctx = CallContext(
-                    version=self.legacy_version, transport="stdio", delivers=self.held is not None
+                    version=self.legacy_version,
+                    transport="stdio",
+                    delivers=self.held is not None,
+                    exchange=exchange,
                 )
             return self._run(message, ctx)
         except EnvelopeRefusal as refusal:

@@ -172,13 +172,14 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 
-# Each runner is handed its tool's input model, validated (``arguments_for``).
-RUNNERS: dict[str, Callable[[Any], BaseModel]] = {
-    "overview": lambda args: operations.overview(),
-    "piece": lambda args: operations.piece(args.key),
-    "licensing": lambda args: Licensing.model_validate(operations.licensing()),
-    "resolve": lambda args: operations.resolve(args.uri),
-    "search": operations.search,
+# Each runner is handed its tool's input model, validated (``arguments_for``), and the
+# caller's address (None outside HTTP; in memory only: a proposal counts against its caller).
+RUNNERS: dict[str, Callable[[Any, str | None], BaseModel]] = {
+    "overview": lambda args, address: operations.overview(),
+    "piece": lambda args, address: operations.piece(args.key),
+    "licensing": lambda args, address: Licensing.model_validate(operations.licensing()),
+    "resolve": lambda args, address: operations.resolve(args.uri),
+    "search": lambda args, address: operations.search(args),
     "propose": operations.propose,
 }
 
@@ -240,7 +241,7 @@ def call_tool(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, dict):
         raise RpcError(INVALID_PARAMS, "tools/call: arguments must be an object")
-    return run(name, arguments)
+    return run(name, arguments, ctx.exchange.address if ctx.exchange is not None else None)
 
 
 def arguments_for(name: str, arguments: Mapping[str, Any]) -> BaseModel:
@@ -258,10 +259,13 @@ def arguments_for(name: str, arguments: Mapping[str, Any]) -> BaseModel:
         raise BadArgument(None, message, valid=valid, required=required) from None
 
 
-def run(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``arguments`` against the tool's schema and run it; refusals are tool errors."""
+def run(name: str, arguments: dict[str, Any], address: str | None = None) -> dict[str, Any]:
+    """Validate ``arguments`` against the tool's schema and run it; refusals are tool errors.
+
+    ``address`` is the caller's (None outside HTTP).
+    """
     try:
-        output = RUNNERS[name](arguments_for(name, arguments))
+        output = RUNNERS[name](arguments_for(name, arguments), address)
     except Refusal as refusal:
         return _text_result({"error": refusal.message, **refusal.data}, is_error=True)
     # What the operation set stays, nulls included: a nullable field the output schema

@@ -119,8 +119,10 @@ def search(args: SearchInput) -> SearchResult:
     return SearchResult.model_validate(content.body)
 
 
-def propose(args: ProposeInput) -> ProposalReceipt:
+def propose(args: ProposeInput, address: str | None) -> ProposalReceipt:
     """Keep a proposal for the maintainers (identical ones counted), answer its receipt.
+
+    ``address`` is the caller's (in memory only; None outside HTTP), for its daily cap.
 
     Raises ``Refusal``: ``bad-argument`` (naming what is valid), ``exists``, ``rate-limited``
     (the caller's daily cap), ``queue-full``.
@@ -129,7 +131,7 @@ def propose(args: ProposeInput) -> ProposalReceipt:
 
     fields = args.model_dump(by_alias=True, exclude_none=True, mode="json")
     kind = fields.pop("kind")
-    taken = intake.take(kind, fields)
+    taken = intake.take(kind, fields, address)
     proposal = taken.proposal
     return ProposalReceipt(
         receipt=intake.receipt_uri(proposal),

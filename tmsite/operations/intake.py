@@ -52,6 +52,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from tmsite.bus import changes
+from tmsite.callers import caller
 from tmsite.core.errors import BadArgument, Exists, NotFound, QueueFull, RateLimited, Refusal
 from tmsite.core.links import INVERSE, TM_RELS
 from tmsite.core.types import Content
@@ -59,7 +60,6 @@ from tmsite.core.uri import TmUri, parse
 from tmsite.kinds import counter as kind_counter
 from tmsite.mounts.registry import namespace
 from tmsite.operations.schemas import PROPOSAL_FIELDS
-from tmsite.oplog import hooks
 from tmsite.proposals import receipts, targets
 from tmsite.proposals.models import CallerDay, CuratedLink, Proposal, expiry_cutoff, lifetime
 from tmsite.proposals.text import clean
@@ -405,9 +405,9 @@ def _make_room(source: str) -> None:
         announce(victim)
 
 
-def _source(now: float) -> str:
-    """The caller of the proposal in flight as the day's keyed hash (``local`` outside HTTP)."""
-    return hooks.caller_key(now) or LOCAL
+def _source(now: float, address: str | None) -> str:
+    """The caller at ``address`` as the day's keyed hash (``local`` outside HTTP: None)."""
+    return LOCAL if address is None else caller.keyed(address, now)
 
 
 def _count_caller(now: float, key: str) -> None:
@@ -434,8 +434,11 @@ def _count_caller(now: float, key: str) -> None:
     )
 
 
-def take(kind: object, fields: Mapping[str, Any]) -> Taken:
+def take(kind: object, fields: Mapping[str, Any], address: str | None) -> Taken:
     """Check, prepare and keep one proposal (or count it onto its identical one).
+
+    ``address`` is the caller's, held in memory only (None outside HTTP): the proposal keeps
+    its day's keyed hash.
 
     Raises:
         Refusal: ``bad-argument``/``exists`` from :func:`prepare`; ``rate-limited`` past the
@@ -443,7 +446,7 @@ def take(kind: object, fields: Mapping[str, Any]) -> Taken:
             and the caller holds as much of it as any (:func:`_make_room`).
     """
     now = time.time()
-    source = _source(now)
+    source = _source(now, address)
     with transaction.atomic():  # counted first: a refused proposal counts too
         _count_caller(now, source)
     prepared = prepare(kind, fields)

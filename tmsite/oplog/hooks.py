@@ -6,18 +6,20 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
 * ``observe_answer(answer, …)`` wraps an HTTP endpoint that answers requests one message at a
   time (MCP), over plain values (the caller, its address, the trace headers), and
   ``observe_exchange(request, answer, …)`` one that has a Django request: it finds the
-  caller, runs the endpoint, then writes one log row per request it answered (or one for the
-  exchange when there was none: an envelope refusal, a notification), gives the
-  ``RateLimit-Policy`` and ``RateLimit`` headers, and logs a JSON line per row.
-* ``observe_call(call)`` runs one request a surface describes as a ``Call`` (its run and its
-  refusal): over HTTP it spends the request's price from the caller's bucket first and answers
-  the surface's refusal when the bucket is short; outside an observed exchange (stdio, the
+  caller, runs the endpoint with the request's ``Exchange`` (which the endpoint hands down to
+  each call and to what it runs: ``CallContext.exchange``), then writes one log row per
+  request it answered (or one for the exchange when there was none: an envelope refusal, a
+  notification), gives the ``RateLimit-Policy`` and ``RateLimit`` headers, and logs a JSON
+  line per row.
+* ``observe_call(call, exchange)`` runs one request a surface describes as a ``Call`` (its run
+  and its refusal): over HTTP it spends the request's price from the caller's bucket first and
+  answers the surface's refusal when the bucket is short; outside an HTTP exchange (stdio, the
   operator's own process) nothing is limited and the row is written at once.
 * ``observe_routes(routes)`` makes the decorator for every route of a ``Routes`` surface
   (REST): each request is an exchange of one ``Call`` (the surface's refusal, with
   ``Retry-After`` when the bucket is short, its span named by the route).
 
-One exchange (``_exchange``) and one ``observe_call`` under all four: what varies by surface is
+One ``Exchange`` and one ``observe_call`` under all four: what varies by surface is
 data (the ``Call``), not another copy of the order above.
 
 **Internal failures.** A request that fails inside the server — in the limit code, in the
@@ -61,9 +63,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -99,13 +99,20 @@ T = TypeVar("T")
 
 @dataclass
 class Exchange:
-    """One HTTP request in flight: its caller (``None`` when not limited) and its rows."""
+    """One request in flight, as the log keeps it; the surface hands it down to what it runs.
 
-    surface: str
-    caller: str | None
-    at: datetime
-    started: float
-    protocol: str = ""
+    Over HTTP (:func:`observe_answer`) it has its caller and when it opened, and its calls'
+    rows are written as it ends. Outside HTTP (stdio: ``Exchange()``, one per request) nothing
+    is limited, and a call's row is written as the call ends (or held, :func:`hold`).
+    """
+
+    #: The rate limit's caller (None: not limited).
+    caller: str | None = None
+    #: The caller's address, held in memory only (a proposal keeps ``caller.keyed`` of it);
+    #: None outside HTTP.
+    address: str | None = None
+    #: When it opened (None outside HTTP: each call's row has its own).
+    at: datetime | None = None
     rows: list[tuple[Row, Priced]] = field(default_factory=list)
     decision: Decision | None = None
     #: What was asked (method and price), once the surface knows: for the row of an exchange
@@ -115,31 +122,6 @@ class Exchange:
     held: Callable[[list[tuple[Row, Priced]]], None] | None = None
     #: The HTTP request's trace context headers (None: traces off).
     trace: Mapping[str, Any] | None = None
-
-
-_current: ContextVar[Exchange | None] = ContextVar("tm_oplog_exchange", default=None)
-
-
-@dataclass
-class _NoExchange:
-    """A call observed outside an HTTP exchange (stdio): where :func:`hold` sends its row."""
-
-    held: Callable[[list[tuple[Row, Priced]]], None] | None = None
-
-
-_no_exchange: ContextVar[_NoExchange | None] = ContextVar("tm_oplog_no_exchange", default=None)
-#: The address of the HTTP request in flight, held in memory for :func:`caller_key`.
-_address: ContextVar[str | None] = ContextVar("tm_oplog_address", default=None)
-
-
-def caller_key(now: float) -> str | None:
-    """The caller of the HTTP request in flight as a row may keep it (``caller.keyed``).
-
-    None outside an HTTP request (stdio, the operator's own process). The address itself is
-    never handed out.
-    """
-    who = _address.get()
-    return None if who is None else caller.keyed(who, now)
 
 
 def micros(started: float) -> int:
@@ -407,21 +389,9 @@ class Call(Generic[A]):
     status: Callable[[A], int] | None = None
 
 
-@contextmanager
-def _exchange(exchange: Exchange, address: str) -> Iterator[Exchange]:
-    """``exchange`` as the one in flight, with its caller's ``address`` held in memory."""
-    token = _current.set(exchange)
-    held = _address.set(address)
-    try:
-        yield exchange
-    finally:
-        _address.reset(held)
-        _current.reset(token)
-
-
 def observe_exchange(
     request: HttpRequest,
-    answer: Callable[[HttpRequest], R],
+    answer: Callable[[Exchange], R],
     *,
     surface: str,
     protocol: str,
@@ -429,7 +399,7 @@ def observe_exchange(
     """Run an endpoint's ``answer`` for ``request`` inside an observed exchange."""
     meta = request.META
     response, decision = observe_answer(
-        lambda: answer(request),
+        answer,
         surface=surface,
         protocol=protocol,
         who=caller.limited_in(meta),
@@ -446,7 +416,7 @@ def observe_exchange(
 
 
 def observe_answer(
-    answer: Callable[[], T],
+    answer: Callable[[Exchange], T],
     *,
     surface: str,
     protocol: str,
@@ -457,61 +427,59 @@ def observe_answer(
     size: Callable[[T], int],
     outcome: Callable[[T], str],
 ) -> tuple[T, Decision | None]:
-    """Run ``answer()`` inside an observed exchange over plain values.
+    """Run ``answer(exchange)`` inside an observed exchange over plain values.
 
-    ``who`` is the rate limit's caller (None: not limited), ``address`` the one
-    :func:`caller_key` keeps in memory, ``trace`` the request's trace context headers. The
-    exchange's rows are written with the answer's ``status`` (and, for one row, its ``size``);
-    ``outcome`` is how the answer reads when no call was observed. Returns the answer and the
-    caller's decision, for its ``RateLimit`` fields.
+    ``who`` is the rate limit's caller (None: not limited), ``address`` the caller's address
+    (held in memory only), ``trace`` the request's trace context headers. The exchange's rows
+    are written with the answer's ``status`` (one for the exchange when it has none, reading as
+    its ``outcome``); a single row gets the exchange's duration and the answer's ``size``.
+    Returns the answer and the caller's decision, for its ``RateLimit`` fields.
     """
-    exchange = Exchange(
-        surface,
-        who,
-        timezone.now(),
-        time.perf_counter(),
-        protocol=protocol.strip()[:16],
-        trace=trace,
-    )
-    with _exchange(exchange, address):
-        answered = answer()
-    _finish(exchange, status(answered), size(answered), lambda: outcome(answered))
+    at, started = timezone.now(), time.perf_counter()
+    exchange = Exchange(who, address, at, trace=trace)
+    answered = answer(exchange)
+    sent_status, sent = status(answered), size(answered)
+    total = micros(started)
+    if not exchange.rows:
+        found = outcome(answered)
+        method, priced = "", Priced("protocol", 0)
+        if exchange.asked is not None and found == INTERNAL:
+            method, priced = exchange.asked()
+        row = Row(
+            at=at,
+            surface=surface,
+            method=method[:64],
+            kind=priced.kind if method else "",
+            target=priced.target if method else "",
+            facet=priced.facet if method else "",
+            protocol=protocol.strip()[:16],
+            outcome=found,
+        )
+        exchange.rows.append((row, priced))
+    single = len(exchange.rows) == 1
+    for row, priced in exchange.rows:
+        row.status = sent_status
+        if single:
+            row.bytes, row.duration_us = sent, total
+        if exchange.held is None:
+            _emit(row, priced)
+    if exchange.held is not None:
+        exchange.held(exchange.rows)
     return answered, exchange.decision
 
 
-def asked(what: Callable[[], tuple[str, Priced]]) -> None:
-    """Tell the exchange in flight what its message asks (method, price), when asked for."""
-    exchange = _current.get()
-    if exchange is not None:
-        exchange.asked = what
-
-
-def current_caller() -> str | None:
-    """The rate limit's caller of the exchange in flight (None: none, or not limited).
-
-    In memory only, like the buckets' keys: what keeps it must never write it anywhere.
-    """
-    exchange = _current.get()
-    return exchange.caller if exchange is not None else None
-
-
-def hold() -> Callable[[int, int, str], None] | None:
-    """Keep the exchange in flight's row back: an answer that goes on after the exchange.
+def hold(exchange: Exchange | None) -> Callable[[int, int, str], None] | None:
+    """Keep ``exchange``'s row back: an answer that goes on after the exchange.
 
     Returns what writes it later, with the answer's whole duration (µs), its bytes and its
-    outcome, once (later calls do nothing); None outside an observed exchange or call. The
-    exchange's status is the row's as the exchange ends. Outside an exchange (stdio) it is the
-    row of the call being run (:func:`observe_call`).
+    outcome, once (later calls do nothing); None without an exchange. Over HTTP the exchange's
+    status is the row's as the exchange ends; outside HTTP (stdio) it is the row of the call
+    being run (:func:`observe_call`).
     """
-    exchange = _current.get()
-    outside = _no_exchange.get() if exchange is None else None
-    if exchange is None and outside is None:
+    if exchange is None:
         return None
     waiting: list[tuple[Row, Priced]] = []
-    if exchange is not None:
-        exchange.held = waiting.extend
-    elif outside is not None:
-        outside.held = waiting.extend
+    exchange.held = waiting.extend
 
     def write(duration_us: int, sent: int, outcome: str) -> None:
         rows, waiting[:] = list(waiting), []
@@ -520,42 +488,6 @@ def hold() -> Callable[[int, int, str], None] | None:
             _emit(row, priced)
 
     return write
-
-
-def _finish(exchange: Exchange, status: int, size: int | None, outcome: Callable[[], str]) -> None:
-    """Write the exchange's rows with its ``status`` (one for the exchange when it has none).
-
-    A single row gets the exchange's duration and, unless None, its ``size`` in bytes;
-    ``outcome`` is how the exchange's own row reads, asked only when it has no other.
-    """
-    total = micros(exchange.started)
-    if not exchange.rows:
-        found = outcome()
-        method, priced = "", Priced("protocol", 0)
-        if exchange.asked is not None and found == INTERNAL:
-            method, priced = exchange.asked()
-        row = Row(
-            at=exchange.at,
-            surface=exchange.surface,
-            method=method[:64],
-            kind=priced.kind if method else "",
-            target=priced.target if method else "",
-            facet=priced.facet if method else "",
-            protocol=exchange.protocol,
-            outcome=found,
-        )
-        exchange.rows.append((row, priced))
-    single = len(exchange.rows) == 1
-    for row, priced in exchange.rows:
-        row.status = status
-        if single:
-            if size is not None:
-                row.bytes = size
-            row.duration_us = total
-        if exchange.held is None:
-            _emit(row, priced)
-    if exchange.held is not None:
-        exchange.held(exchange.rows)
 
 
 def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Unit, int], str]:
@@ -567,18 +499,22 @@ def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Un
     return answer, sent, units, call.outcome(answer)
 
 
-def observe_call(call: Call[A]) -> A:
-    """Answer ``call`` behind the caller's bucket, with a log row for it (and a span)."""
+def observe_call(call: Call[A], exchange: Exchange | None) -> A:
+    """Answer ``call`` behind the caller's bucket, with a log row for it (and a span).
+
+    ``exchange`` is the request's (None: one of its own, outside HTTP).
+    """
+    if exchange is None:
+        exchange = Exchange()
     if not tracing.enabled():
-        return _observe_call(call)
-    exchange = _current.get()
-    carriers = (call.trace(), exchange.trace if exchange is not None else None)
+        return _observe_call(call, exchange)
+    carriers = (call.trace(), exchange.trace)
     name, attributes = call.span() if call.span else (_span_name(call), _span_attributes(call))
     with (
         tracing.server(name, carriers, attributes),
         connections["default"].execute_wrapper(_database_span),
     ):
-        answer = _observe_call(call)
+        answer = _observe_call(call, exchange)
         if call.status is not None:
             tracing.note(**{"http.response.status_code": call.status(answer)})
         return answer
@@ -619,22 +555,18 @@ def _database_span(
         return execute(sql, params, many, context)
 
 
-def _observe_call(call: Call[A]) -> A:
-    exchange = _current.get()
+def _observe_call(call: Call[A], exchange: Exchange) -> A:
     priced = call.priced
     started = time.perf_counter()
-    at = exchange.at if exchange is not None else timezone.now()
-    who = exchange.caller if exchange is not None else None
+    at = exchange.at if exchange.at is not None else timezone.now()
+    who = exchange.caller
     where = f"{call.surface} rate limit"
     answer: A
-    outside = _NoExchange() if exchange is None else None
-    outside_token = _no_exchange.set(outside) if outside is not None else None
     try:
-        unreadable = caller.unreadable(_address.get())
+        unreadable = caller.unreadable(exchange.address)
         decision = None
         if unreadable is None and who is not None:
             decision = buckets.take(who, priced.cost)
-        if exchange is not None and decision is not None:
             exchange.decision = decision  # its headers, whatever happens next
         if unreadable is not None:
             answer = call.refuse(unreadable)
@@ -649,15 +581,12 @@ def _observe_call(call: Call[A]) -> A:
             answer, sent, units, outcome = _run_call(call, decision)
             priced = costs.as_answered(priced, outcome)
             priced, decision = _charge_rest(call.surface, who, decision, priced, units)
-        if exchange is not None and decision is not None:
+        if decision is not None:
             exchange.decision = decision
     except Exception as exc:
         failures.report(where, exc)
         answer, outcome = call.fail(), INTERNAL
         sent = call.size(answer)
-    finally:
-        if outside_token is not None:
-            _no_exchange.reset(outside_token)
     tracing.outcome(outcome)
     row = Row(
         at=at,
@@ -671,10 +600,10 @@ def _observe_call(call: Call[A]) -> A:
         bytes=sent,
         duration_us=micros(started),
     )
-    if exchange is not None:
+    if exchange.at is not None:
         exchange.rows.append((row, priced))
-    elif outside is not None and outside.held is not None:
-        outside.held([(row, priced)])  # written by what held it, when its answer ends
+    elif exchange.held is not None:
+        exchange.held([(row, priced)])  # written by what held it, when its answer ends
     else:
         _emit(row, priced)
     return answer
@@ -759,7 +688,10 @@ def observe_routes(
                 status=lambda response: response.status_code,
             )
             return observe_exchange(
-                request, lambda _request: observe_call(call), surface=row.surface, protocol=""
+                request,
+                lambda exchange: observe_call(call, exchange),
+                surface=row.surface,
+                protocol="",
             )
 
         return observed

@@ -25,6 +25,7 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from tmsite import operations
+from tmsite.callers import caller
 from tmsite.callers.costs import Priced
 from tmsite.core.errors import BadArgument, Refusal
 from tmsite.mcp import tools
@@ -328,4 +329,4 @@ def propose(request: HttpRequest) -> Any:
         raise BadArgument(None, "the body must be a JSON object: the propose tool's arguments")
     args = tools.arguments_for("propose", body)
     assert isinstance(args, ProposeInput)
-    return operations.propose(args)
+    return operations.propose(args, caller.address_in(request.META))

@@ -350,15 +350,17 @@ def listen(params: dict[str, Any], ctx: CallContext) -> Plan:
             "text/event-stream.",
             status=406,
         )
-    return plan(offer.rid, params, hooks.current_caller() or "")
+    return plan(offer.rid, params, ctx.exchange)
 
 
 def _echo(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
 
 
-def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
+def plan(rid: Any, params: dict[str, Any], exchange: hooks.Exchange | None) -> Plan:
     """The checks of a listen from its filter on (3 to 5 above), on any transport: its plan.
+
+    ``exchange`` is the request's: its caller's slots, its row held back for the stream.
 
     Raises:
         RpcError: the filter is malformed (-32602) or a cap is reached (-32000).
@@ -385,7 +387,8 @@ def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
             uris[text] = None
     if uris:
         honoured[SUBSCRIPTIONS_KEY] = list(uris)
-    slot = SLOTS.take(caller, len(uris), limits)
+    caller = exchange.caller if exchange is not None else None
+    slot = SLOTS.take(caller or "", len(uris), limits)
     return Plan(
         rid=rid,
         honoured=honoured,
@@ -393,7 +396,7 @@ def plan(rid: Any, params: dict[str, Any], caller: str) -> Plan:
         lists=frozenset(FLAGS[flag] for flag in FLAGS if flag in honoured),
         refused=refused,
         slot=slot,
-        log=hooks.hold(),
+        log=hooks.hold(exchange),
     )
 
 

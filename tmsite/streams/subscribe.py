@@ -63,7 +63,6 @@ from tmsite.mcp.protocol import (
     Era,
     RpcError,
 )
-from tmsite.oplog import hooks
 from tmsite.streams import listen, sessionstream
 from tmsite.subscriptions import sessions, sources
 from tmsite.subscriptions.models import URI_MAX, SessionSubscription
@@ -205,7 +204,7 @@ def subscribe(params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         return {}
     session = _http_session(SUBSCRIBE, ctx)
     uri = _uri(params, SUBSCRIBE, ctx)
-    who = hooks.current_caller()
+    who = ctx.exchange.caller if ctx.exchange is not None else None
     holder = caller.keyed(who, time.time()) if who else ""
 
     def write() -> None:
