@@ -98,19 +98,26 @@ class Decision:
     policy: Policy
 
 
-def step(
-    tokens: float | None, stamp: float | None, now: float, cost: float, policy: Policy
-) -> tuple[bool, float, float]:
-    """One bucket step: ``(allowed, tokens after, stamp after)``.
+def _refilled(
+    tokens: float | None, stamp: float | None, now: float, policy: Policy
+) -> tuple[float, float]:
+    """The bucket refilled to ``now``: ``(tokens, stamp)``.
 
     A missing bucket is a full one. Time never runs backwards for a bucket (a machine whose
     clock is behind neither refills nor drains it).
     """
     if tokens is None or stamp is None:
-        tokens, stamp = policy.burst, now
-    elif now > stamp:
-        tokens = min(policy.burst, tokens + (now - stamp) * policy.refill)
-        stamp = now
+        return policy.burst, now
+    if now > stamp:
+        return min(policy.burst, tokens + (now - stamp) * policy.refill), now
+    return tokens, stamp
+
+
+def step(
+    tokens: float | None, stamp: float | None, now: float, cost: float, policy: Policy
+) -> tuple[bool, float, float]:
+    """One bucket step: ``(allowed, tokens after, stamp after)``."""
+    tokens, stamp = _refilled(tokens, stamp, now, policy)
     if tokens >= cost - EPSILON:
         return True, max(0.0, tokens - cost), stamp
     return False, tokens, stamp
@@ -126,11 +133,7 @@ def owe(
     negative ``extra`` gives tokens back (what a request was charged up front beyond what it
     cost), up to ``burst``.
     """
-    if tokens is None or stamp is None:
-        tokens, stamp = policy.burst, now
-    elif now > stamp:
-        tokens = min(policy.burst, tokens + (now - stamp) * policy.refill)
-        stamp = now
+    tokens, stamp = _refilled(tokens, stamp, now, policy)
     return min(policy.burst, max(-policy.burst, tokens - extra)), stamp
 
 
@@ -218,11 +221,7 @@ class MemoryStore:
     def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
         """``Store.charge`` under this process's lock."""
         with self._lock:
-            day = int(now // DAY)
-            if day != self._day:
-                self._day, self._secret = day, secrets.token_bytes(32)
-                self._buckets.clear()
-            key = digest(self._secret, address)
+            key = digest(self._roll(now), address)
             tokens, stamp = self._buckets.get(key, (None, None))
             tokens, stamp = owe(tokens, stamp, now, extra, policy)
             self._buckets[key] = (tokens, stamp)
@@ -324,12 +323,7 @@ class FileStore:
                 _COUNT.pack_into(table, _COUNT_AT, count + 1)
             secret = self._roll(table, now)
             self._sweep(table, now, policy)
-            key = digest(secret, address)
-            index = self._find(table, key, now, policy)
-            offset = _HEADER_SIZE + index * _SLOT.size
-            found, tokens, stamp = _SLOT.unpack_from(table, offset)
-            if found != key:
-                tokens, stamp = None, None
+            offset, key, tokens, stamp = self._slot(table, secret, address, now, policy)
             allowed, tokens, stamp = step(tokens, stamp, now, cost, policy)
             _SLOT.pack_into(table, offset, key, tokens, stamp)
             return allowed, tokens
@@ -338,12 +332,7 @@ class FileStore:
         """``Store.charge`` under the file's lock (a foreign file or a new day: a full bucket)."""
         with self._locked() as table:
             secret = self._roll(table, now)
-            key = digest(secret, address)
-            index = self._find(table, key, now, policy)
-            offset = _HEADER_SIZE + index * _SLOT.size
-            found, tokens, stamp = _SLOT.unpack_from(table, offset)
-            if found != key:
-                tokens, stamp = None, None
+            offset, key, tokens, stamp = self._slot(table, secret, address, now, policy)
             tokens, stamp = owe(tokens, stamp, now, extra, policy)
             _SLOT.pack_into(table, offset, key, tokens, stamp)
             return tokens
@@ -355,6 +344,15 @@ class FileStore:
         with self._locked() as table:
             (count,) = _COUNT.unpack_from(table, _COUNT_AT)
             return int(count)
+
+    def _slot(
+        self, table: mmap.mmap, secret: bytes, address: str, now: float, policy: Policy
+    ) -> tuple[int, bytes, float | None, float | None]:
+        """The offset of the caller's slot, its key, and its bucket (None, None: none yet)."""
+        key = digest(secret, address)
+        offset = _HEADER_SIZE + self._find(table, key, now, policy) * _SLOT.size
+        found, tokens, stamp = _SLOT.unpack_from(table, offset)
+        return (offset, key, tokens, stamp) if found == key else (offset, key, None, None)
 
     def _find(self, table: mmap.mmap, key: bytes, now: float, policy: Policy) -> int:
         start = int.from_bytes(key[:8], "little") % self.slots
@@ -391,8 +389,14 @@ class FileStore:
 
 # --- many machines: Redis ---------------------------------------------------------------------
 
-#: Both scripts' start: the bucket at KEYS[1] refilled to ``now`` (``tokens``, ``stamp``).
-_REFILLED = """local state = redis.call('HMGET', KEYS[1], 't', 's')
+#: Both scripts' start: KEYS[1] the bucket; ARGV now, the amount (cost or extra), burst,
+#: refill, ttl in ms. The bucket refilled to ``now`` (``tokens``, ``stamp``), as ``_refilled``.
+_REFILLED = """
+local now = tonumber(ARGV[1])
+local amount = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local refill = tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 't', 's')
 local tokens = tonumber(state[1])
 local stamp = tonumber(state[2])
 if tokens == nil or stamp == nil then
@@ -403,51 +407,34 @@ elseif now > stamp then
   stamp = now
 end
 """
-#: KEYS[1] the bucket; ARGV now, cost, burst, refill, ttl in ms. Returns {allowed, tokens}.
-#: The same arithmetic as ``step``; floats travel as strings (Lua numbers returned to Redis
-#: become integers).
-_TAKE_SCRIPT = (
-    """
-local now = tonumber(ARGV[1])
-local cost = tonumber(ARGV[2])
-local burst = tonumber(ARGV[3])
-local refill = tonumber(ARGV[4])
+#: Both scripts' end: the bucket kept until it would be full again (a bucket in debt longer);
+#: floats travel as strings (Lua numbers returned to Redis become integers).
+_STORED = """local ttl = tonumber(ARGV[5])
+if tokens < 0 then
+  ttl = ttl + math.ceil(-tokens / refill * 1000)
+end
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.format('%.17g', stamp))
+redis.call('PEXPIRE', KEYS[1], ttl)
 """
-    + _REFILLED
+#: The same arithmetic as ``step``. Returns {allowed, tokens}.
+_TAKE_SCRIPT = (
+    _REFILLED
     + """local allowed = 0
-if tokens >= cost - 1e-6 then
-  tokens = math.max(0, tokens - cost)
+if tokens >= amount - 1e-6 then
+  tokens = math.max(0, tokens - amount)
   allowed = 1
 end
-redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.format('%.17g', stamp))
-local ttl = tonumber(ARGV[5])
-if tokens < 0 then
-  ttl = ttl + math.ceil(-tokens / refill * 1000)
-end
-redis.call('PEXPIRE', KEYS[1], ttl)
-return {allowed, string.format('%.17g', tokens)}
 """
+    + _STORED
+    + "return {allowed, string.format('%.17g', tokens)}\n"
 )
-#: KEYS[1] the bucket; ARGV now, extra, burst, refill, ttl in ms. Returns the tokens left.
-#: The same arithmetic as ``owe`` (a negative extra gives back, up to the burst); a bucket in
-#: debt lives until it would be full again.
+#: The same arithmetic as ``owe`` (a negative extra gives back, up to the burst). Returns the
+#: tokens left.
 _CHARGE_SCRIPT = (
-    """
-local now = tonumber(ARGV[1])
-local extra = tonumber(ARGV[2])
-local burst = tonumber(ARGV[3])
-local refill = tonumber(ARGV[4])
-"""
-    + _REFILLED
-    + """tokens = math.min(burst, math.max(-burst, tokens - extra))
-local ttl = tonumber(ARGV[5])
-if tokens < 0 then
-  ttl = ttl + math.ceil(-tokens / refill * 1000)
-end
-redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 's', string.format('%.17g', stamp))
-redis.call('PEXPIRE', KEYS[1], ttl)
-return string.format('%.17g', tokens)
-"""
+    _REFILLED
+    + "tokens = math.min(burst, math.max(-burst, tokens - amount))\n"
+    + _STORED
+    + "return string.format('%.17g', tokens)\n"
 )
 
 
@@ -457,8 +444,8 @@ class RedisStore:
     def __init__(self, alias: str = "default") -> None:
         self.alias = alias
         self._secret: tuple[int, bytes] = (-1, b"")
-        self._script: Any = None
-        self._charge_script: Any = None
+        #: The scripts registered with Redis, by their text.
+        self._scripts: dict[str, Any] = {}
         #: The circuit's outage count when the day's secret was last agreed with Redis.
         self._agreed = -1
 
@@ -489,46 +476,38 @@ class RedisStore:
         """``Store.day_secret``: the day's secret in Redis, shared by every machine."""
         return self._day_secret(now)
 
-    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
-        """``Store.take`` as one Lua script, atomic across every machine on the Redis."""
+    def _run(self, script: str, address: str, now: float, amount: float, policy: Policy) -> Any:
+        """Run ``script`` on the caller's bucket, atomic across every machine on the Redis."""
         cache = self._cache()
         key = cache.make_and_validate_key(
             "tm-rate:b:" + digest(self._day_secret(now), address).hex()
         )
         client = cache._cache.get_client(key, write=True)
-        if self._script is None:
-            self._script = client.register_script(_TAKE_SCRIPT)
+        registered = self._scripts.get(script)
+        if registered is None:
+            registered = self._scripts[script] = client.register_script(script)
         ttl_ms = math.ceil(policy.full_after * 1000) + 1000
-        allowed, tokens = self._script(
+        return registered(
             keys=[key],
-            args=[repr(now), repr(cost), repr(policy.burst), repr(policy.refill), ttl_ms],
+            args=[repr(now), repr(amount), repr(policy.burst), repr(policy.refill), ttl_ms],
             client=client,
         )
+
+    def take(self, address: str, cost: float, now: float, policy: Policy) -> tuple[bool, float]:
+        """``Store.take`` as one Lua script."""
+        allowed, tokens = self._run(_TAKE_SCRIPT, address, now, cost, policy)
         return bool(int(allowed)), float(tokens)
 
     def charge(self, address: str, extra: float, now: float, policy: Policy) -> float:
-        """``Store.charge`` as one Lua script, atomic across every machine on the Redis."""
-        cache = self._cache()
-        key = cache.make_and_validate_key(
-            "tm-rate:b:" + digest(self._day_secret(now), address).hex()
-        )
-        client = cache._cache.get_client(key, write=True)
-        if self._charge_script is None:
-            self._charge_script = client.register_script(_CHARGE_SCRIPT)
-        ttl_ms = math.ceil(policy.full_after * 1000) + 1000
-        tokens = self._charge_script(
-            keys=[key],
-            args=[repr(now), repr(extra), repr(policy.burst), repr(policy.refill), ttl_ms],
-            client=client,
-        )
-        return float(tokens)
+        """``Store.charge`` as one Lua script."""
+        return float(self._run(_CHARGE_SCRIPT, address, now, extra, policy))
 
 
 class SharedStore:
     """The Redis buckets through the shared cache's circuit; this machine's while it is away.
 
     The machine's buckets are its ``FileStore``, shared by its workers, which also counts the
-    requests decided there (``local_takes``, for health).
+    requests decided there (:func:`local_takes`, for health).
     """
 
     def __init__(self, shared: RedisStore, local: FileStore) -> None:
@@ -559,10 +538,6 @@ class SharedStore:
             return sharedcache.call(lambda: self.shared.day_secret(now), self.shared.alias)
         except sharedcache.SharedCacheDown:
             return self.local.day_secret(now)
-
-    def local_takes(self) -> int:
-        """Requests every worker of this machine decided on its own buckets, Redis away."""
-        return self.local.counted_takes()
 
 
 # --- from settings ----------------------------------------------------------------------------
@@ -614,10 +589,8 @@ def local_takes() -> int | None:
 
     Counted since the machine's bucket file was made; None when the buckets are not in Redis.
     """
-    if store_kind() != "redis":
-        return None
     found = store()
-    return found.local_takes() if isinstance(found, SharedStore) else None
+    return found.local.counted_takes() if isinstance(found, SharedStore) else None
 
 
 @settled

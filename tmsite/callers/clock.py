@@ -6,15 +6,10 @@ Tests pass a ``FakeClock`` instead of sleeping.
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from collections.abc import Callable
 
-
-class Clock(Protocol):
-    """Anything called for the current time in seconds."""
-
-    def __call__(self) -> float:
-        """Seconds since the epoch."""
-        ...
+#: Anything called for the current time in seconds since the epoch.
+Clock = Callable[[], float]
 
 
 def system_clock() -> float:

@@ -150,16 +150,12 @@ def _costs() -> dict[str, int]:
 
 
 @settled
-def _unit_costs() -> dict[str, float]:
+def unit_prices() -> dict[Unit, float]:
+    """Tokens one of each unit costs: ``TM_RATE_UNIT_COSTS`` over ``UNIT_COSTS``."""
     return {
         unit: float(cost)
         for unit, cost in {**UNIT_COSTS, **getattr(settings, "TM_RATE_UNIT_COSTS", {})}.items()
     }
-
-
-def unit_prices() -> dict[Unit, float]:
-    """Tokens one of each unit costs: ``TM_RATE_UNIT_COSTS`` over ``UNIT_COSTS``."""
-    return _unit_costs()  # type: ignore[return-value]
 
 
 def price(kind: str) -> int:
@@ -168,15 +164,11 @@ def price(kind: str) -> int:
     return int(table.get(kind, table["file"]))
 
 
-def of_work(units: Mapping[Unit, int]) -> float:
-    """Tokens the units of work cost: ``TM_RATE_UNIT_COSTS`` over ``UNIT_COSTS``."""
-    table = _unit_costs()
-    return sum(count * table[unit] for unit, count in units.items())
-
-
 def charged(priced: Priced, units: Mapping[Unit, int]) -> Priced:
     """What a request that ran costs: its price, or the whole tokens of its work when more."""
-    worked = math.floor(REQUEST_TOKENS + of_work(units) + _SLACK)
+    prices = unit_prices()
+    work = sum(count * prices[unit] for unit, count in units.items())
+    worked = math.floor(REQUEST_TOKENS + work + _SLACK)
     return replace(priced, cost=worked) if worked > priced.cost else priced
 
 
