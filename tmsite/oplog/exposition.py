@@ -42,25 +42,25 @@ PEER_STATES = {
 }
 
 
+def _network(entry: str) -> Network | None:
+    try:
+        return ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return None
+
+
 def allowed_problem(entries: list[str]) -> str:
     """What is wrong with ``TM_METRICS_ALLOWED`` (an entry that is no address or network)."""
     for entry in entries:
-        try:
-            ipaddress.ip_network(entry, strict=False)
-        except ValueError:
+        if _network(entry) is None:
             return f"{entry!r} is not an IP address or network"
     return ""
 
 
 @settled
 def _allowed() -> tuple[Network, ...]:
-    found: list[Network] = []
-    for entry in settings.TM_METRICS_ALLOWED:
-        try:
-            found.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            continue  # the start-up check tm.E040 names it
-    return tuple(found)
+    found = (_network(entry) for entry in settings.TM_METRICS_ALLOWED)
+    return tuple(network for network in found if network is not None)  # tm.E040 names the rest
 
 
 def allowed(meta: dict[str, Any]) -> bool:

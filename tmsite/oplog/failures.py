@@ -83,18 +83,14 @@ def report(where: str, exc: BaseException) -> None:
             exc_info=(type(exc), exc, exc.__traceback__),
         )
     else:
-        _line(where, name, count, span, _text(exc))
-
-
-def _line(where: str, name: str, count: int, span: float, text: str) -> None:
-    logger.error(
-        "internal failure in %s: %s: %d more in the last %.0f s; the latest: %s",
-        where,
-        name,
-        count,
-        span,
-        text,
-    )
+        logger.error(
+            "internal failure in %s: %s: %d more in the last %.0f s; the latest: %s",
+            where,
+            name,
+            count,
+            span,
+            _text(exc),
+        )
 
 
 def summarize() -> None:

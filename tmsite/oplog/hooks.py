@@ -3,14 +3,12 @@
 The log knows no surface: each surface describes itself to it (its name, how it refuses, how
 an answer reads in the log), so the MCP and REST wire tables stay with their surfaces.
 
-* ``observe_answer(answer, …)`` wraps an HTTP endpoint that answers requests one message at a
-  time (MCP), over plain values (the caller, its address, the trace headers), and
-  ``observe_exchange(request, answer, …)`` one that has a Django request: it finds the
-  caller, runs the endpoint with the request's ``Exchange`` (which the endpoint hands down to
-  each call and to what it runs: ``CallContext.exchange``), then writes one log row per
-  request it answered (or one for the exchange when there was none: an envelope refusal, a
-  notification), gives the ``RateLimit-Policy`` and ``RateLimit`` headers, and logs a JSON
-  line per row.
+* ``observe_answer(answer, …)`` wraps an HTTP endpoint, over plain values (the caller, its
+  address, the trace headers): it runs the endpoint with the request's ``Exchange`` (which the
+  endpoint hands down to each call and to what it runs: ``CallContext.exchange``), then writes
+  one log row per request it answered (or one for the exchange when there was none: an
+  envelope refusal, a notification), gives the caller's decision for the ``RateLimit-Policy``
+  and ``RateLimit`` headers, and logs a JSON line per row.
 * ``observe_call(call, exchange)`` runs one request a surface describes as a ``Call`` (its run
   and its refusal): over HTTP it spends the request's price from the caller's bucket first and
   answers the surface's refusal when the bucket is short; outside an HTTP exchange (stdio, the
@@ -19,8 +17,8 @@ an answer reads in the log), so the MCP and REST wire tables stay with their sur
   (REST): each request is an exchange of one ``Call`` (the surface's refusal, with
   ``Retry-After`` when the bucket is short, its span named by the route).
 
-One ``Exchange`` and one ``observe_call`` under all four: what varies by surface is
-data (the ``Call``), not another copy of the order above.
+One ``Exchange`` and one ``observe_call`` under all three: what varies by surface is data
+(the ``Call``), not another copy of the order above.
 
 **Internal failures.** A request that fails inside the server — in the limit code, in the
 answer, wherever the surface cannot refuse it properly — is answered with the surface's own
@@ -91,8 +89,6 @@ ABANDONED = "abandoned"
 LOGGED = "tm.logged"
 #: What one request of a message surface answers (an MCP ``Answer``).
 A = TypeVar("A")
-#: What an HTTP endpoint answers.
-R = TypeVar("R", bound=HttpResponseBase)
 #: What an exchange answers (a Django response, or the MCP endpoint's own answer).
 T = TypeVar("T")
 
@@ -130,12 +126,6 @@ def micros(started: float) -> int:
 
 
 # --- headers ----------------------------------------------------------------------------------
-
-
-def rate_headers(response: HttpResponseBase, decision: Decision) -> None:
-    """Add the ``RateLimit-Policy`` and ``RateLimit`` fields for ``decision``."""
-    for name, value in rate_fields(decision):
-        response[name] = value
 
 
 def rate_fields(decision: Decision) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -216,34 +206,23 @@ def _body_size(response: HttpResponseBase) -> int:
     return len(response.content) if isinstance(response, HttpResponse) else 0
 
 
-def _run_metered(
-    run: Callable[[], A], size: Callable[[A], int], decision: Decision | None = None
-) -> tuple[A, int, dict[Unit, int]]:
-    """``run()`` under a fresh work meter: the answer, its bytes, and the units it spent.
+def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Unit, int], str]:
+    """Run ``call`` under a fresh work meter: its answer, bytes, units spent, and outcome.
 
     A caller with a bucket (``decision``) may spend its whole budget on heavy work
-    (``work.heavy``), no more: past it the read refuses itself ``too-costly``.
-
-    Raises:
-        _Abandoned: the client went away; it carries the units spent until then.
+    (``work.heavy``), no more: past it the read refuses itself ``too-costly``. A call whose
+    client went away is ``abandoned``: the surface's failure answer, with the units it spent
+    until then.
     """
     allowance = decision.policy.burst if decision is not None else None
-    with work.metered() as meter, work.allowing(allowance, costs.unit_prices()):
-        try:
-            answer = run()
-        except work.Abandoned:
-            raise _Abandoned(meter.units()) from None
-    sent = size(answer)
+    try:
+        with work.metered() as meter, work.allowing(allowance, costs.unit_prices()):
+            answer = call.run()
+    except work.Abandoned:
+        return call.fail(), 0, meter.units(), ABANDONED
+    sent = call.size(answer)
     meter.add("bytes", sent)
-    return answer, sent, meter.units()
-
-
-class _Abandoned(Exception):
-    """A request abandoned by its client, with the units it spent until then."""
-
-    def __init__(self, units: dict[Unit, int]) -> None:
-        super().__init__("the client went away")
-        self.units = units
+    return answer, sent, meter.units(), call.outcome(answer)
 
 
 def _charge_rest(
@@ -370,7 +349,7 @@ class Call(Generic[A]):
         size: The bytes of an answer.
         trace: The request's own trace context (MCP's ``params._meta``), asked for only when
             traces are on.
-        span: The server span's name and attributes (None: the MCP method's, ``_span_name``).
+        span: The server span's name and attributes (None: the MCP method's, ``_mcp_span``).
         status: An answer's HTTP status, noted on the span (None: not noted).
     """
 
@@ -387,32 +366,6 @@ class Call(Generic[A]):
     trace: Callable[[], Mapping[str, Any] | None] = lambda: None
     span: Callable[[], tuple[str, Mapping[str, Any]]] | None = None
     status: Callable[[A], int] | None = None
-
-
-def observe_exchange(
-    request: HttpRequest,
-    answer: Callable[[Exchange], R],
-    *,
-    surface: str,
-    protocol: str,
-) -> R:
-    """Run an endpoint's ``answer`` for ``request`` inside an observed exchange."""
-    meta = request.META
-    response, decision = observe_answer(
-        answer,
-        surface=surface,
-        protocol=protocol,
-        who=caller.limited_in(meta),
-        address=caller.address_in(meta),
-        trace=tracing.http_carrier(meta),
-        status=lambda response: response.status_code,
-        size=_body_size,
-        outcome=_status_outcome,
-    )
-    if decision is not None:
-        rate_headers(response, decision)
-    meta[LOGGED] = True
-    return response
 
 
 def observe_answer(
@@ -490,15 +443,6 @@ def hold(exchange: Exchange | None) -> Callable[[int, int, str], None] | None:
     return write
 
 
-def _run_call(call: Call[A], decision: Decision | None) -> tuple[A, int, dict[Unit, int], str]:
-    """Run ``call``: its answer, bytes, units and outcome (``abandoned`` if its client left)."""
-    try:
-        answer, sent, units = _run_metered(call.run, call.size, decision)
-    except _Abandoned as abandoned:
-        return call.fail(), 0, abandoned.units, ABANDONED
-    return answer, sent, units, call.outcome(answer)
-
-
 def observe_call(call: Call[A], exchange: Exchange | None) -> A:
     """Answer ``call`` behind the caller's bucket, with a log row for it (and a span).
 
@@ -509,7 +453,7 @@ def observe_call(call: Call[A], exchange: Exchange | None) -> A:
     if not tracing.enabled():
         return _observe_call(call, exchange)
     carriers = (call.trace(), exchange.trace)
-    name, attributes = call.span() if call.span else (_span_name(call), _span_attributes(call))
+    name, attributes = call.span() if call.span else _mcp_span(call)
     with (
         tracing.server(name, carriers, attributes),
         connections["default"].execute_wrapper(_database_span),
@@ -520,14 +464,8 @@ def observe_call(call: Call[A], exchange: Exchange | None) -> A:
         return answer
 
 
-def _span_name(call: Call[A]) -> str:
-    """``{mcp.method.name} {target}``: the tool's name for a tool the box offers."""
-    method = call.method if call.method in metrics.MCP_METHODS else metrics.OTHER
-    tool = metrics.tool_name(method, call.priced.target)
-    return f"{method} {tool}" if tool and tool != metrics.OTHER else method
-
-
-def _span_attributes(call: Call[A]) -> dict[str, Any]:
+def _mcp_span(call: Call[A]) -> tuple[str, dict[str, Any]]:
+    """``{mcp.method.name} {target}`` (the tool's name for a tool the box offers), attributes."""
     method = call.method if call.method in metrics.MCP_METHODS else metrics.OTHER
     found: dict[str, Any] = {"mcp.method.name": method, "tm.surface": call.surface}
     if call.protocol:
@@ -538,7 +476,7 @@ def _span_attributes(call: Call[A]) -> dict[str, Any]:
         found["gen_ai.operation.name"] = "execute_tool"
     elif call.priced.target and method in ("resources/read", "resources/subscribe"):
         found["mcp.resource.uri"] = call.priced.target  # as the log keeps it: no secret
-    return found
+    return (f"{method} {tool}" if tool and tool != metrics.OTHER else method), found
 
 
 def _database_span(
@@ -568,12 +506,11 @@ def _observe_call(call: Call[A], exchange: Exchange) -> A:
         if unreadable is None and who is not None:
             decision = buckets.take(who, priced.cost)
             exchange.decision = decision  # its headers, whatever happens next
-        if unreadable is not None:
-            answer = call.refuse(unreadable)
-            sent = call.size(answer)
-            outcome = call.outcome(answer)
-        elif decision is not None and not decision.allowed:
-            answer = call.refuse(refusal(decision, call.uri()))
+        refused: Refusal | None = unreadable
+        if decision is not None and not decision.allowed:
+            refused = refusal(decision, call.uri())
+        if refused is not None:
+            answer = call.refuse(refused)
             sent = call.size(answer)
             outcome = call.outcome(answer)
         else:
@@ -687,12 +624,23 @@ def observe_routes(
                 span=span,
                 status=lambda response: response.status_code,
             )
-            return observe_exchange(
-                request,
+            meta = request.META
+            response, decision = observe_answer(
                 lambda exchange: observe_call(call, exchange),
                 surface=row.surface,
                 protocol="",
+                who=caller.limited_in(meta),
+                address=caller.address_in(meta),
+                trace=tracing.http_carrier(meta),
+                status=lambda response: response.status_code,
+                size=_body_size,
+                outcome=_status_outcome,
             )
+            if decision is not None:
+                for name, value in rate_fields(decision):
+                    response[name] = value
+            meta[LOGGED] = True
+            return response
 
         return observed
 

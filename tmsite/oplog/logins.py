@@ -169,18 +169,19 @@ def lock(attempt: Attempt) -> Lock | None:
 
 def succeeded(attempt: Attempt) -> None:
     """Record a login: the account's count of failures starts again."""
+    _record(attempt, LoginEvent.OK)
+
+
+def _record(attempt: Attempt, outcome: str) -> None:
     LoginEvent.objects.create(
-        at=attempt.at, account=attempt.account, caller=attempt.caller, outcome=LoginEvent.OK
+        at=attempt.at, account=attempt.account, caller=attempt.caller, outcome=outcome
     )
     _maybe_purge(attempt.now)
 
 
 def failed(attempt: Attempt, outcome: str = LoginEvent.FAILED) -> Lock | None:
     """Record a failed login; the lock-out it brings about, if it is the one too many."""
-    LoginEvent.objects.create(
-        at=attempt.at, account=attempt.account, caller=attempt.caller, outcome=outcome
-    )
-    _maybe_purge(attempt.now)
+    _record(attempt, outcome)
     window = attempt.at - _cooloff()
     by_account = _count(
         Q(account=attempt.account), window, Q(outcome=LoginEvent.OK), LoginEvent.ACCOUNT

@@ -164,10 +164,10 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             # not a thread switch and a write per request.
             time.sleep(GATHER_SECONDS)
             wake.clear()
-            self._write_pending()
+            self.drain()
 
-    def _write_pending(self) -> None:
-        """Write every pending record, ``GATHER_MOST`` at a time."""
+    def drain(self) -> None:
+        """Write every pending record, ``GATHER_MOST`` at a time (exit hooks, tests, the writer)."""
         pending = self._pending
         with self._write_lock:
             while pending:
@@ -189,10 +189,6 @@ class BackgroundStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.flush()
         except Exception:
             self.handleError(records[-1])
-
-    def drain(self) -> None:
-        """Write every record still pending, on the calling thread (exit hooks, tests)."""
-        self._write_pending()
 
 
 class OneLineEvery(logging.Filter):

@@ -39,7 +39,7 @@ LOCK_KEY = 0x746D2D6C6F67
 
 @dataclass
 class Maintained:
-    """What one maintenance did: partitions made and dropped, default rows deleted."""
+    """What a purge did: rows deleted one by one; on PostgreSQL, day partitions made and dropped."""
 
     created: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)

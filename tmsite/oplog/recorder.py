@@ -14,7 +14,7 @@ row). The log never fails a request, and a database blip loses no row: a batch t
 written goes back to the front of the buffer, and is tried again by the background thread
 (and by requests) after ``RETRY_SECONDS``, doubling to ``MAX_RETRY_SECONDS`` while it keeps
 failing; an explicit ``flush`` tries at once. The buffer holds at most ``MAX_BUFFER`` rows: past
-that the oldest are dropped and counted (``dropped()``, in ``/api/v1/health`` as
+that the oldest are dropped and counted (``status()``, in ``/api/v1/health`` as
 ``requestLog.dropped``, and in one log line a minute through ``tmsite.oplog.failures``). One
 write runs at a time; a request that finds one running does not wait for it.
 
@@ -46,7 +46,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -186,38 +186,28 @@ def pending() -> int:
         return len(_buffer)
 
 
-def would_flush() -> bool:
-    """Whether the next ``record`` would write the batch itself (full or old enough).
-
-    A caller that must not write the database where it runs (an event loop) asks first.
-    """
-    logged, rows, _ = _thresholds()
-    if not logged:
-        return False
-    now = time.monotonic()
-    with _lock:
-        if len(_buffer) + 1 >= rows:
-            return True
-        return _due(now)
-
-
 def may_defer() -> bool:
     """Whether a row may be recorded where the database must not be written (an event loop).
 
     Always, where a flusher thread writes the batches that fall due; without one
-    (``TM_LOG_FLUSH_SECONDS`` 0), only while the next ``record`` would not write the batch.
+    (``TM_LOG_FLUSH_SECONDS`` 0), only while the next ``record`` would not write the batch
+    itself (full or old enough).
     """
-    return _thresholds()[2] > 0 or not would_flush()
-
-
-def dropped() -> int:
-    """Rows this process dropped since it started (the buffer was full)."""
-    return int(_state["dropped"])
+    logged, rows, seconds = _thresholds()
+    if seconds > 0 or not logged:
+        return True
+    now = time.monotonic()
+    with _lock:
+        return len(_buffer) + 1 < rows and not _due(now)
 
 
 def status() -> dict[str, int]:
     """This process's buffer for the health report: rows waiting, rows dropped since start."""
-    return {"pending": pending(), "dropped": dropped(), "failedWrites": int(_state["failures"])}
+    return {
+        "pending": pending(),
+        "dropped": int(_state["dropped"]),
+        "failedWrites": int(_state["failures"]),
+    }
 
 
 def flush(wait: bool = True) -> int:
@@ -344,28 +334,12 @@ def flush_quietly() -> None:
         logger.warning("request log: the flush at exit failed: %s", exc)
 
 
-def _warn(message: str) -> None:
-    now = time.monotonic()
-    if now - _state["last_warning"] >= 60:
-        _state["last_warning"] = now
-        logger.warning(message)
-
-
 def cutoff(now: datetime | None = None) -> datetime:
     """Rows before this instant are past retention."""
     return (now or timezone.now()) - timedelta(days=settings.TM_LOG_RETENTION_DAYS)
 
 
-@dataclass
-class Purged:
-    """What a purge did: rows deleted one by one; on PostgreSQL, day partitions made and dropped."""
-
-    deleted: int
-    dropped: list[str] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
-
-
-def purge(now: datetime | None = None) -> Purged:
+def purge(now: datetime | None = None) -> partitions.Maintained:
     """Take the rows past the retention period out of the log.
 
     SQLite deletes them. A request log partitioned by day (PostgreSQL) has its partitions made
@@ -375,10 +349,9 @@ def purge(now: datetime | None = None) -> Purged:
 
     now = now or timezone.now()
     if partitions.partitioned():
-        done = partitions.maintain(now, cutoff(now))
-        return Purged(done.deleted, done.dropped, done.created)
+        return partitions.maintain(now, cutoff(now))
     deleted, _ = RequestLog.objects.filter(at__lt=cutoff(now)).delete()
-    return Purged(deleted)
+    return partitions.Maintained(deleted=deleted)
 
 
 def maybe_purge() -> None:
@@ -390,7 +363,10 @@ def maybe_purge() -> None:
     try:
         purge()
     except Exception as exc:
-        _warn(f"request log: purge failed: {exc}")
+        warned = time.monotonic()
+        if warned - _state["last_warning"] >= 60:  # one line a minute at most
+            _state["last_warning"] = warned
+            logger.warning(f"request log: purge failed: {exc}")
 
 
 def _ensure_flusher() -> None:
