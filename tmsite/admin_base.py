@@ -21,6 +21,13 @@ from typing_extensions import override
 from tmsite.core.uri import TmUri
 
 
+def changed_by(user: Any) -> tuple[Any, str]:
+    """(user or None, the name kept) for a request's user: who a change row names."""
+    if user is not None and getattr(user, "is_authenticated", False):
+        return user, str(user.get_username())
+    return None, ""
+
+
 def tm_uri(mount: str, *path: str, collection: bool = False) -> TmUri:
     """An address on this box's host (``settings.TM_HOST``)."""
     return TmUri(str(settings.TM_HOST), mount, tuple(path), collection)

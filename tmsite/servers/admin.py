@@ -31,7 +31,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from typing_extensions import override
 
-from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, tm_uri
+from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, changed_by, tm_uri
 from tmsite.core.uri import TmUri
 from tmsite.servers import changes, programs
 from tmsite.servers import models as m
@@ -104,7 +104,7 @@ class McpServerAdmin(AddressedAdmin):
             before = m.McpServer.objects.get(pk=obj.pk)
             old = {f: getattr(before, f) for f in m.McpServer.CORRECTABLE}
         super().save_model(request, obj, form, change)
-        user, name = changes.who(request.user)
+        user, name = changed_by(request.user)
         changes.log_server_fields(obj, form.changed_data, old, user, name)
 
     @admin.action(description="Ask the selected servers now (probe, then re-derive maps)")
@@ -165,7 +165,7 @@ class MapEntryAdmin(AddressedAdmin):
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
-        user, name = changes.who(request.user)
+        user, name = changed_by(request.user)
         if not change:
             obj.origin = "maintainer"
             obj.touched = True
@@ -181,13 +181,13 @@ class MapEntryAdmin(AddressedAdmin):
 
     @override
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        user, name = changes.who(request.user)
+        user, name = changed_by(request.user)
         changes.log_entry_removed(obj, user, name)
         super().delete_model(request, obj)
 
     @override
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        user, name = changes.who(request.user)
+        user, name = changed_by(request.user)
         for obj in queryset:
             changes.log_entry_removed(obj, user, name)
         super().delete_queryset(request, queryset)

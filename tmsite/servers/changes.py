@@ -18,13 +18,6 @@ from django.utils import timezone
 from tmsite.servers.models import MapEntry, MapEntryChange, McpServer, ServerChange
 
 
-def who(user: Any) -> tuple[Any, str]:
-    """(user or None, the name kept) for a request's user."""
-    if user is not None and getattr(user, "is_authenticated", False):
-        return user, str(user.get_username())
-    return None, ""
-
-
 def entry_values(entry: Any) -> dict[str, Any]:
     """The correctable fields of a map entry (or of what would be one), by name."""
     return {field: getattr(entry, field) for field in MapEntry.CORRECTABLE}

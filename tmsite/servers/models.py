@@ -27,6 +27,7 @@ from django.db import models
 from django.utils import timezone
 from typing_extensions import override
 
+from tmsite.mcpclient import stdio
 from tmsite.servers import grammar, programs
 
 CONFIDENCES = [("exact", "exact"), ("inferred", "inferred"), ("low", "low")]
@@ -37,7 +38,7 @@ OUTCOMES = [
     ("gated", "gated"),
     ("unreachable", "unreachable"),
 ]
-DEFAULT_ENV_ALLOW = list(programs.DEFAULT_ENV_ALLOW)
+DEFAULT_ENV_ALLOW = list(stdio.DEFAULT_ENV_ALLOW)
 
 
 def _default_env_allow() -> list[str]:

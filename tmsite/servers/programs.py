@@ -43,6 +43,7 @@ from django.db import DatabaseError
 
 from tmsite.check_registry import check
 from tmsite.core.addresses import AddressRefused, DialPolicy
+from tmsite.mcpclient.stdio import DEFAULT_ENV_ALLOW
 from tmsite.servers import grammar
 
 #: The embedded default: the demo server tmsite ships.
@@ -59,7 +60,6 @@ CONFIRMED: dict[str, dict[str, dict[str, str]]] = {
         }
     }
 }
-DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 PYTHON = "{python}"
 NOT_ALLOWED = "tm.W030"
 UNREADABLE = "tm.E031"

@@ -38,7 +38,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from typing_extensions import override
 
-from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, tm_uri
+from tmsite.admin_base import AddressedAdmin, ReadOnlyAdmin, changed_by, tm_uri
 from tmsite.core.uri import TmUri
 from tmsite.trails import corrections, index
 from tmsite.trails import models as tm
@@ -183,7 +183,7 @@ class TrailAdmin(AddressedAdmin):
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
-        user, by = corrections.who(request.user)
+        user, by = changed_by(request.user)
         data = form.cleaned_data
         try:
             row = corrections.correct(
@@ -204,7 +204,7 @@ class TrailAdmin(AddressedAdmin):
     )
     def retire_selected(self, request: HttpRequest, queryset: QuerySet[tm.Trail]) -> None:
         """Retire each selected trail that is served."""
-        user, by = corrections.who(request.user)
+        user, by = changed_by(request.user)
         done = [t.name for t in queryset if corrections.retire(t.name, user, by) is not None]
         self.message_user(request, f"retired: {', '.join(done) or 'none'}")
 
@@ -214,7 +214,7 @@ class TrailAdmin(AddressedAdmin):
     )
     def back_to_files(self, request: HttpRequest, queryset: QuerySet[tm.Trail]) -> None:
         """Serve each selected trail from its file again (those that have one and are corrected)."""
-        user, by = corrections.who(request.user)
+        user, by = changed_by(request.user)
         done = [t.name for t in queryset if corrections.revert(t.name, user, by) is not None]
         self.message_user(request, f"back to their files: {', '.join(done) or 'none'}")
 

@@ -23,13 +23,6 @@ from tmsite.trails.models import TrailCorrection
 FIELDS = ("title", "description", "steps")
 
 
-def who(user: Any) -> tuple[Any, str]:
-    """(user or None, the name kept) for a request's user."""
-    if user is not None and getattr(user, "is_authenticated", False):
-        return user, str(user.get_username())
-    return None, ""
-
-
 def _changes(before: index.Trail | None, after: index.Trail | None) -> list[str]:
     if before is None or after is None:
         return list(FIELDS) if before is not after else []
