@@ -42,3 +42,30 @@ def run_git(repo: Path, *args: str, timeout: float = 60, stdin: str | None = Non
 #: Mark a test that compares with the git CLI: it is skipped (failed under CI) before its
 #: fixtures are built when there is no git.
 needs_git = pytest.mark.usefixtures("git_oracle")
+
+
+def diff_flags(tmp: Path, old: bytes, new: bytes) -> tuple[list[bool], list[bool]]:
+    """git's own diff of two texts as blame makes it (no context lines, Myers, indent
+    heuristic): for each line of ``old`` and of ``new``, whether it is changed."""
+    (tmp / "old").write_bytes(old)
+    (tmp / "new").write_bytes(new)
+    done = subprocess.run(
+        [
+            *(git_cli(), "-c", "diff.algorithm=myers", "-c", "diff.indentHeuristic=true"),
+            *("diff", "--no-index", "--no-color", "--no-ext-diff", "-U0", "old", "new"),
+        ],
+        cwd=tmp,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    gone = [False] * old.count(b"\n")
+    added = [False] * new.count(b"\n")
+    for line in done.stdout.split(b"\n"):
+        if line.startswith(b"@@ "):
+            minus, plus = line.split(b" ")[1:3]
+            for flags, spec in ((gone, minus[1:]), (added, plus[1:])):
+                first, _comma, count = spec.partition(b",")
+                size = int(count) if count else 1
+                flags[int(first) - 1 : int(first) - 1 + size] = [True] * size
+    return gone, added

@@ -8,12 +8,13 @@ from __future__ import annotations
 import itertools
 import random
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from rapidfuzz.distance import Indel
 
-from tests.git_oracle import needs_git, run_git
+from tests.git_oracle import diff_flags, needs_git, run_git
 from tests.gitstore.builder import Builder
 from tmsite import gitstore
 from tmsite.gitstore import linediff
@@ -103,7 +104,7 @@ def test_an_ambiguous_edit_is_blamed_as_git_blames_it(
 def test_line_map_reads_the_compacted_script() -> None:
     old = [b"a", b"}", b"", b"b", b"}", b""]
     new = [b"a", b"}", b"", b"x", b"}", b"", b"b", b"}", b""]
-    gone, added = edit_flags(old, new) or ([], [])
+    gone, added = edit_flags(old, new)
     assert gone == [False] * 6
     # The inserted block could sit at lines 1-3, 2-4 or 3-5 of the new version; xdiff leaves it
     # at its lowest place, so "b" keeps its "}" and blank line.
@@ -114,40 +115,6 @@ def test_line_map_reads_the_compacted_script() -> None:
 def _script_size(flags: tuple[list[bool], list[bool]] | None) -> int:
     assert flags is not None
     return sum(flags[0]) + sum(flags[1])
-
-
-def _unchanged_pairs_equal(old: list[bytes], new: list[bytes]) -> bool:
-    mapping = line_map(old, new)
-    kept = [i for i in mapping if i >= 0]
-    return kept == sorted(kept) and all(old[i] == new[j] for j, i in enumerate(mapping) if i >= 0)
-
-
-def test_past_the_edit_bound_the_script_stays_shortest(monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(11)
-    words = [b"", b"}", b"{", *(f"line {n}".encode() for n in range(40))]
-    for _ in range(40):
-        old = [rng.choice(words) for _ in range(rng.randint(50, 200))]
-        new = list(old)
-        for _ in range(rng.randint(10, 60)):
-            at = rng.randrange(len(new) + 1)
-            if rng.random() < 0.5 and new:
-                del new[at : at + rng.randint(1, 3)]
-            else:
-                new[at:at] = [rng.choice(words)]
-        searched = _script_size(edit_flags(old, new))
-        monkeypatch.setattr(linediff, "MAX_EDITS", 4)
-        assert _script_size(edit_flags(old, new)) == searched
-        assert _unchanged_pairs_equal(old, new)
-        monkeypatch.undo()
-
-
-def test_past_the_cell_bound_no_script_is_sought(monkeypatch: pytest.MonkeyPatch) -> None:
-    old = [f"{n}".encode() for n in range(300)]
-    new = old[::-1]
-    monkeypatch.setattr(linediff, "MAX_EDITS", 4)
-    monkeypatch.setattr(linediff, "MAX_CELLS", 100)
-    assert edit_flags(old, new) is None
-    assert _unchanged_pairs_equal(old, new)  # the longest-match matcher answers instead
 
 
 #: Lines a long file repeats: a blank line, braces, a statement.
@@ -186,19 +153,64 @@ def _long_history() -> list[list[bytes]]:
     return versions
 
 
-def test_lacked_lines_found_one_by_one_give_the_plain_script(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Lacked lines found one by one and stepped over by slicing give the flags of finding
-    them all at once; the script is as short as can be and pairs equal lines."""
-    versions = _long_history()
-    pairs = list(itertools.pairwise(versions))
-    fast = [edit_flags(old, new) for old, new in pairs]
-    monkeypatch.setattr(linediff, "FEW_LACKED", -1)
-    assert [edit_flags(old, new) for old, new in pairs] == fast
-    for (old, new), flags in zip(pairs, fast, strict=True):
-        assert _script_size(flags) == Indel.distance(old, new)
-        assert _unchanged_pairs_equal(old, new)
+def _joined(lines: list[bytes]) -> bytes:
+    return b"".join(line + b"\n" for line in lines)
+
+
+def _long_file(rng: random.Random, size: int) -> list[bytes]:
+    """A long file: numbered lines, a fifth of them blank lines and braces."""
+    return [
+        rng.choice(REPEATED) if rng.random() < 0.2 else f"line {n}".encode() for n in range(size)
+    ]
+
+
+def _versions() -> list[list[bytes]]:
+    """Pairs' worth of versions that reach each step of xdiff: a short file's edits, a long
+    one's edits at both ends (a middle cut into boxes, a cut tail, lines held often), and a
+    reshuffle whose cost passes the heuristics' bound."""
+    rng = random.Random(29)
+    out = _long_history()[:12]
+    long = _long_file(rng, 3000)
+    out.append(long)
+    for fresh in range(12):
+        out.append(_long_edit(rng, out[-1], 100 + fresh))
+    shuffled = list(long)
+    for _ in range(900):
+        i, j = rng.randrange(len(shuffled)), rng.randrange(len(shuffled))
+        shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+    out += [shuffled, long]
+    return out
+
+
+@needs_git
+def test_every_step_gives_gits_own_diff(tmp_path: Path) -> None:
+    versions = _versions()
+    for old, new in itertools.pairwise(versions):
+        assert edit_flags(old, new) == diff_flags(tmp_path, _joined(old), _joined(new))
+
+
+def test_counts_carried_down_a_history_are_each_versions_own() -> None:
+    versions = _versions()
+    carried = linediff.line_counts(Text(_joined(versions[-1])))
+    for new, old in itertools.pairwise(reversed(versions)):  # newest first, as blame walks
+        counts = linediff.Counts(carried)
+        found = linediff.edit_spans(Text(_joined(old)), Text(_joined(new)), counts)
+        assert found == linediff.edit_spans(Text(_joined(old)), Text(_joined(new)))
+        assert counts.of_old == Counter(old)
+        carried = counts.of_old
+
+
+def test_a_long_middle_is_cut_through_its_shared_runs() -> None:
+    rng = random.Random(3)
+    old = _long_file(rng, 4000)
+    new = [b"top", *old[1:-1], b"bottom"]
+    a, b = Text(_joined(old)), Text(_joined(new))
+    start, end_a, end_b = linediff.common_ends(a, b)
+    boxes = linediff._boxes(a.data, b.data, (start, end_a, start, end_b))
+    assert len(boxes) == 2  # the top line's box and the bottom's, the run between them shared
+    gone, added = edit_flags(old, new)
+    assert [i for i, x in enumerate(gone) if x] == [0, len(old) - 1]
+    assert [i for i, x in enumerate(added) if x] == [0, len(new) - 1]
 
 
 @needs_git

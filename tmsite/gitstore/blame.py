@@ -24,14 +24,9 @@ Where the commit-graph carries changed-path Bloom filters, a commit whose filter
 path out hands everything to its first parent without a tree being read (as git does); the
 walk keeps such commits as their positions in the graph and names only those it diffs.
 
-The diff is Myers' shortest edit script compacted as git's xdiff compacts it, indent heuristic
-included (:mod:`tmsite.gitstore.linediff`), so an edit that identical lines (blank lines, a
-repeated brace) let be placed in several ways is placed where git places it. Past 500 edits
-between two versions a longest common subsequence found in C takes Myers' place, compacted
-the same way. Only where the versions are too large for that (``MAX_CELLS``) are the common
-head and tail trimmed and :class:`difflib.SequenceMatcher` (no junk heuristic; when the newer
-side repeats no line, its blocks taken from the diagonal runs directly,
-:func:`unique_blocks`) matches the rest.
+The diff is xdiff's own, step for step (:mod:`tmsite.gitstore.linediff`): where several
+scripts are equally short (a repeated blank line or brace) or xdiff's heuristics take a longer
+one, the lines go to the parent git gives them.
 
 Spec: GIT, ANY2.
 """
@@ -42,13 +37,12 @@ import bisect
 import heapq
 from array import array
 from collections.abc import Iterable, Sequence
-from difflib import SequenceMatcher
 
 from tmsite.core import work
 from tmsite.gitstore.cache import OBJECTS, read_get, read_put
 from tmsite.gitstore.errors import NotABlob
 from tmsite.gitstore.history import iso_utc, scrub
-from tmsite.gitstore.linediff import Flags, Text, edit_spans
+from tmsite.gitstore.linediff import Counts, Flags, LineCounts, Text, edit_spans, line_counts
 from tmsite.gitstore.paths import join, normalise
 from tmsite.gitstore.renames import renamed_from
 from tmsite.gitstore.repo import GitRepo
@@ -69,85 +63,6 @@ def _text(repo: GitRepo, sha: str) -> Text:
     return OBJECTS.put(key, text, len(text.data) + 64)
 
 
-#: Diagonal runs past which :func:`unique_blocks` leaves the diff to ``SequenceMatcher``.
-MAX_RUNS = 64
-
-
-def unique_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]] | None:
-    """``SequenceMatcher(None, a, b, autojunk=False)``'s matching blocks, found directly.
-
-    Returns None when ``b`` repeats a line or the sequences share too many separate runs;
-    the caller then runs the matcher itself.
-
-    With no junk and no repeats in ``b``, every line of ``a`` matches at most one line of
-    ``b``, so the common blocks are the diagonal runs ``a[i + t] == b[j + t]``. The matcher
-    takes the longest block inside a window (the earliest in ``a`` among equals), then works
-    on the windows before and after it; a run clipped to a window is exactly the block its
-    dynamic programme finds there, so the same windows are split at the same blocks.
-    The blocks come back unordered and unmerged (the caller only reads the pairs).
-    """
-    where = {line: index for index, line in enumerate(b)}
-    if len(where) != len(b):
-        return None
-    runs = _diagonal_runs(a, where)
-    if runs is None:
-        return None
-    return _split_windows(runs, len(a), len(b))
-
-
-def _diagonal_runs(a: list[bytes], where: dict[bytes, int]) -> list[tuple[int, int, int]] | None:
-    """The runs ``(start in a, start in b, length)`` where ``a`` follows ``b`` line for line.
-
-    ``where`` maps each line of ``b`` to its index. None once there are more than
-    :data:`MAX_RUNS` runs.
-    """
-    runs: list[tuple[int, int, int]] = []
-    get = where.get
-    start = -1
-    start_j = 0
-    prev_j = -2
-    for i, line in enumerate(a):
-        j = get(line, -1)
-        if j >= 0 and j == prev_j + 1 and start >= 0:
-            prev_j = j
-            continue
-        if start >= 0:
-            runs.append((start, start_j, i - start))
-            if len(runs) > MAX_RUNS:
-                return None
-        if j >= 0:
-            start, start_j, prev_j = i, j, j
-        else:
-            start, prev_j = -1, -2
-    if start >= 0:
-        runs.append((start, start_j, len(a) - start))
-    return runs
-
-
-def _split_windows(
-    runs: list[tuple[int, int, int]], len_a: int, len_b: int
-) -> list[tuple[int, int, int]]:
-    """The matcher's blocks: the longest run clipped to each window, windows split around it."""
-    blocks: list[tuple[int, int, int]] = []
-    queue = [(0, len_a, 0, len_b)]
-    while queue:
-        alo, ahi, blo, bhi = queue.pop()
-        best_i, best_j, best_k = alo, blo, 0
-        for i0, j0, length in runs:
-            shift = j0 - i0
-            lo = max(i0, alo, blo - shift)
-            hi = min(i0 + length, ahi, bhi - shift)
-            if hi - lo > best_k or (hi - lo == best_k and best_k and lo < best_i):
-                best_i, best_j, best_k = lo, lo + shift, hi - lo
-        if best_k:
-            blocks.append((best_i, best_j, best_k))
-            if alo < best_i and blo < best_j:
-                queue.append((alo, best_i, blo, best_j))
-            if best_i + best_k < ahi and best_j + best_k < bhi:
-                queue.append((best_i + best_k, ahi, best_j + best_k, bhi))
-    return blocks
-
-
 #: Lines unchanged between two versions: (first in the newer, first in the older, how many).
 Run = tuple[int, int, int]
 
@@ -160,17 +75,13 @@ def line_map(old: list[bytes], new: list[bytes]) -> list[int]:
     return mapping
 
 
-def line_runs(old: Text, new: Text) -> list[Run]:
+def line_runs(old: Text, new: Text, counts: Counts | None = None) -> list[Run]:
     """The runs of lines of ``new`` unchanged from ``old``, in order.
 
-    The diff is :func:`~tmsite.gitstore.linediff.edit_spans` (Myers, compacted as xdiff does);
-    past its size bound, the common head and tail are trimmed and ``SequenceMatcher`` (or
-    :func:`unique_blocks`) matches what is left.
+    The diff is :func:`~tmsite.gitstore.linediff.edit_spans`, xdiff's as ``git blame`` runs
+    it; ``counts`` carries how often each line occurs in ``new`` and learns them for ``old``.
     """
-    found = edit_spans(old, new)
-    if found is None:
-        return _runs_of(_matcher_map(old.lines(), new.lines()))
-    gone, added, span_a, span_b = found
+    gone, added, span_a, span_b = edit_spans(old, new, counts)
     # Unchanged lines pair up in order: those before the first change on either side and
     # after the last one at once, the rest a run at a time between the spans.
     size_a, size_b = old.count, new.count
@@ -195,19 +106,6 @@ def line_runs(old: Text, new: Text) -> list[Run]:
         j += size
     if last:
         runs.append((size_b - last, size_a - last, last))
-    return runs
-
-
-def _runs_of(mapping: list[int]) -> list[Run]:
-    """The runs of a per-line mapping (-1: changed)."""
-    runs: list[Run] = []
-    for j, i in enumerate(mapping):
-        if i < 0:
-            continue
-        if runs and runs[-1][0] + runs[-1][2] == j and runs[-1][1] + runs[-1][2] == i:
-            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + 1)
-        else:
-            runs.append((j, i, 1))
     return runs
 
 
@@ -248,30 +146,6 @@ def split(suspects: list[Suspect], runs: list[Run]) -> tuple[list[Suspect], list
 def _run_end(flags: Flags, at: int, stop: int) -> int:
     end = flags.find(1, at, stop)
     return stop if end < 0 else end
-
-
-def _matcher_map(old: list[bytes], new: list[bytes]) -> list[int]:
-    mapping = [-1] * len(new)
-    head = 0
-    limit = min(len(old), len(new))
-    while head < limit and old[head] == new[head]:
-        head += 1
-    mapping[:head] = range(head)
-    tail = 0
-    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    if tail:
-        mapping[len(new) - tail :] = range(len(old) - tail, len(old))
-    old_mid = old[head : len(old) - tail]
-    new_mid = new[head : len(new) - tail]
-    if old_mid and new_mid:
-        blocks = unique_blocks(old_mid, new_mid)
-        if blocks is None:
-            matcher = SequenceMatcher(None, old_mid, new_mid, autojunk=False)
-            blocks = [(a, b, size) for a, b, size in matcher.get_matching_blocks()]
-        for a, b, size in blocks:
-            mapping[head + b : head + b + size] = range(head + a, head + a + size)
-    return mapping
 
 
 def line_count(repo: GitRepo, sha: str) -> int:
@@ -364,6 +238,8 @@ class _Walk:
         self.pending: dict[Node, dict[str, list[Suspect]]] = {
             start: {path: [(low, low, high - low)] if high > low else []}
         }
+        #: How often each line occurs in the versions (by blob) the walk has yet to diff.
+        self.counts: dict[str, LineCounts] = {}
         self.counter = 0
         self.queue: list[tuple[int, int, Node]] = [(-self.when(start), self.counter, start)]
         self.left = max(0, high - low)
@@ -488,13 +364,20 @@ class _Walk:
             self.give(scapegoats[0], scapegoats[1], suspects)
             return
         remaining = suspects
-        for parent, found in zip(parents, scapegoats, strict=True):
-            if found is None or not remaining:
-                continue
-            older, theirs = found
-            passed, remaining = split(
-                remaining, line_runs(_text(self.repo, theirs), _text(self.repo, mine))
-            )
+        text = _text(self.repo, mine)
+        counts = self.counts.pop(mine, None)
+        diffs = [
+            (parent, found) for parent, found in zip(parents, scapegoats, strict=True) if found
+        ]
+        for index, (parent, (older, theirs)) in enumerate(diffs):
+            if not remaining:
+                break
+            if counts is None:
+                counts = line_counts(text)
+            learnt = Counts(counts, spare=index == len(diffs) - 1)
+            passed, remaining = split(remaining, line_runs(_text(self.repo, theirs), text, learnt))
+            if learnt.of_old is not None:
+                self.counts.setdefault(theirs, learnt.of_old)
             self.give(parent, older, passed)
         if remaining:
             origin = (self.sha(node), path)

@@ -1,18 +1,28 @@
-"""A line diff shaped as git's xdiff shapes it, for blame.
+"""The line diff ``git blame`` makes: git's xdiff (Myers), step for step.
 
-Myers' O(ND) algorithm finds a shortest edit script between two versions of a file (lines
-compared as they are; the common head and tail, measured in bytes and never split into lines,
-and, as xdiff discards them, the lines the other side does not hold at all are left out of
-the search).
-Past :data:`MAX_EDITS` edits, where Myers' search in Python grows quadratic, rapidfuzz's
-bit-parallel longest common subsequence (C++) gives a script of the same length instead.
-The changed lines of each side are then *compacted* as xdiff's ``xdl_change_compact`` does: each
-group of changes is slid up and then down as far as equal lines allow, merging with groups it
-meets, and left where it lines up with a group of changes in the other version, or else where
-git's indent heuristic (``diff.indentHeuristic``, on by default, which ``git blame`` uses)
-scores the split best. Ambiguous edits (a block that begins or ends with a line that repeats,
-such as a blank line or a brace) are thereby placed where git places them, so blame hands the
-same lines to the parent.
+Blame hands a parent the lines a diff leaves unchanged, so where several scripts are equally
+short (a repeated blank line or brace), or xdiff's heuristics take a longer one, blame agrees
+with git only if the diff is xdiff's own. Each step is the one ``git blame`` runs (for a diff
+without context, indent heuristic on):
+
+1. ``trim_common_tail`` — the tail both versions share, cut in whole 1 KiB blocks
+   (:func:`tail_cut`);
+2. ``xdl_trim_ends`` — the lines both share at the head and the tail set aside, measured in
+   bytes and never split (:func:`common_ends`);
+3. ``xdl_cleanup_records`` — a line the other version lacks is changed for certain, and one it
+   holds often (past :func:`_most`) is changed too amid such lines (``xdl_clean_mmatch``); how
+   often is counted over each version whole, which :class:`Counts` carries down a history so
+   that no version is counted twice;
+4. ``xdl_recs_cmp`` — the lines left are split box by box at their middle snake
+   (``xdl_split``, with its heuristics past a cost of 256);
+5. ``xdl_change_compact`` — each group of changes is slid up and then down as far as equal
+   lines allow, merging with groups it meets, and left where it lines up with a group of changes
+   in the other version, or else where git's indent heuristic scores the split best.
+
+A long middle (an edit near the top and one near the bottom) is cut into boxes through the long
+runs of lines both sides share (:func:`_boxes`): step 3 reads no further than 100 lines from a
+line, so it runs box by box, and only the shared runs' lines are split, once, for step 4.
+:class:`_Shared` answers how often a line occurs outside the middle without reading the lines.
 
 Spec: ANY2.
 """
@@ -20,24 +30,22 @@ Spec: ANY2.
 from __future__ import annotations
 
 import bisect
-import itertools
-import operator
+import re
 from collections import Counter
-from itertools import compress
+from itertools import compress, pairwise
 
-from rapidfuzz.distance import Indel
-
-#: Past this many edits Myers' search (quadratic in them, in Python) gives way to a longest
-#: common subsequence found in C (:func:`_lcs_edits`).
-MAX_EDITS = 500
-#: Lacked lines up to which they are found one by one and stepped over by slicing.
-FEW_LACKED = 64
-#: The round at which Myers' search counts lines (:func:`_fewest_edits`) and gives up at
-#: once if the script must pass :data:`MAX_EDITS`, before its rounds grow costly.
-BOUND_ROUND = 128
-#: Past this many cells (lines of one side times the other's) no alignment is sought at all;
-#: the caller uses another matcher.
-MAX_CELLS = 1 << 26
+#: xdiff's constants (``xdiffi.c``, ``xprepare.c``, ``xdiff-interface.c``).
+TAIL_BLOCK = 1024  # trim_common_tail's block
+MAX_EQLIMIT = 1024  # the most a line's matches count for
+SIMSCAN_WINDOW = 100  # how far xdl_clean_mmatch looks either way
+KPDIS_RUN = 4
+MAX_COST_MIN = 256  # the least cost past which xdl_split takes the furthest point
+HEUR_MIN_COST = 256  # the cost past which a long snake may be taken as the split
+SNAKE_CNT = 20  # how long a snake is long
+K_HEUR = 4
+LINE_MAX = 1 << 62
+#: xdl_cleanup_records' verdicts on a line.
+DISCARD, KEEP, INVESTIGATE = 0, 1, 2
 
 
 #: Where a side's changed lines lie: every one of them is in ``range(*span)``.
@@ -87,28 +95,31 @@ class Text:
 class _Side:
     """One side of a diff as compaction reads it: ``recs[i]``, line ``i`` of the version.
 
-    The lines between the common head and tail are split; one outside them (a group of
-    changes slid into the head or the tail) is cut from the bytes when read, walking out from
-    the nearest known line start.
+    The middle is split, in pieces; a line outside it (a group of changes slid into the head or
+    the tail) is cut from the bytes when read, walking out from the nearest known line start.
     """
 
-    __slots__ = ("_down", "_up", "data", "head", "mid", "size", "tail_line")
+    __slots__ = ("_down", "_firsts", "_up", "data", "head", "pieces", "size", "tail_line")
 
-    def __init__(self, text: Text, head: int, start: int, mid: list[bytes], end: int) -> None:
+    def __init__(
+        self, text: Text, head: int, ends: tuple[int, int], pieces: list[tuple[int, list[bytes]]]
+    ) -> None:
         self.data = text.data
         self.size = text.count  # known from the diff: not counted again
         self.head = head
-        self.mid = mid
-        self.tail_line = head + len(mid)
-        self._up = [start]  # the starts of lines head, head - 1, ...
-        self._down = [end]  # the starts of lines tail_line, tail_line + 1, ...
+        self.pieces = sorted(pieces)
+        self._firsts = [first for first, _lines in self.pieces]
+        self.tail_line = head + text.data.count(b"\n", *ends)
+        self._up = [ends[0]]  # the starts of lines head, head - 1, ...
+        self._down = [ends[1]]  # the starts of lines tail_line, tail_line + 1, ...
 
     def __len__(self) -> int:
         return self.size
 
     def __getitem__(self, at: int) -> bytes:
         if self.head <= at < self.tail_line:
-            return self.mid[at - self.head]
+            first, lines = self.pieces[bisect.bisect_right(self._firsts, at) - 1]
+            return lines[at - first]
         data = self.data
         if at < self.head:
             up, back = self._up, self.head - at
@@ -141,61 +152,12 @@ def _shared_bytes(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
     return low
 
 
-def _flags(size: int, head: int, lacked: list[int], edits: list[int]) -> bytearray:
-    """Whether each line of one side is changed.
-
-    Changed are the lines the other side lacks and those the script edits (given by their
-    index among the others), both counted from line ``head``.
-    """
-    flags = bytearray(size)
-    for index in itertools.chain(lacked, _positions(edits, lacked)):
-        flags[head + index] = 1
-    return flags
-
-
-def _lacked(held: Flags) -> list[int]:
-    """The indexes, in order, of the lines not held."""
-    count = held.count(0)
-    if count > FEW_LACKED:
-        return list(compress(range(len(held)), map(operator.not_, held)))
-    found: list[int] = []
-    at = -1
-    for _ in range(count):
-        at = held.find(0, at + 1)
-        found.append(at)
-    return found
-
-
-def _without(lines: list[bytes], held: Flags, lacked: list[int]) -> list[bytes]:
-    """The ``held`` lines; ``lacked`` are the indexes of the others."""
-    if not lacked:
-        return lines
-    if len(lacked) > FEW_LACKED:
-        return list(compress(lines, held))
-    kept: list[bytes] = []
-    at = 0
-    for index in lacked:
-        kept += lines[at:index]
-        at = index + 1
-    kept += lines[at:]
-    return kept
-
-
-def _positions(indexes: list[int], lacked: list[int]) -> list[int]:
-    """Indexes among the held lines, as indexes among all (``lacked``: the others')."""
-    if not lacked:
-        return indexes
-    # The k-th held line comes after every lacked one with fewer held lines before it.
-    held_before = [index - count for count, index in enumerate(lacked)]
-    return [k + bisect.bisect_right(held_before, k) for k in indexes]
-
-
 def common_ends(a: Text, b: Text) -> tuple[int, int, int]:
     """Where the lines two versions share at the head and at the tail lie, in bytes.
 
     Returns ``(start, end_a, end_b)``: the shared head is ``data[:start]`` in both, the shared
     tail ``a.data[end_a:]`` and ``b.data[end_b:]``; each is whole lines, and the tail never
-    overlaps the head.
+    overlaps the head (xdiff's ``xdl_trim_ends``).
     """
     da, db = a.data, b.data
     prefix = _shared_bytes(da, db, min(len(da), len(db)), from_end=False)
@@ -210,146 +172,737 @@ def common_ends(a: Text, b: Text) -> tuple[int, int, int]:
     return start, end_a, end_b
 
 
-def _counted(text: Text, start: int, end: int, middle: int) -> tuple[int, int]:
-    """How many lines lie before byte ``start`` and from byte ``end`` on, ``middle`` between.
-
-    Where the text's own count is known, only the shorter end is counted.
-    """
-    data = text.data
-    if text._count < 0:
-        return data.count(b"\n", 0, start), data.count(b"\n", end)
-    if start <= len(data) - end:
-        head = data.count(b"\n", 0, start)
-        return head, text._count - middle - head
-    tail = data.count(b"\n", end)
-    return text._count - middle - tail, tail
-
-
 def _line_start(data: bytes, at: int, floor: int) -> bool:
     return at == floor or data[at - 1] == 0x0A
 
 
-def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[bool]] | None:
-    """For each line of ``old`` and of ``new``, whether it is changed (deleted or inserted).
+def tail_cut(a: bytes, b: bytes) -> int:
+    """How many bytes git leaves off the end of both versions before diffing them.
 
-    None when the versions are too large to align (:data:`MAX_CELLS`).
+    ``trim_common_tail`` (``xdiff-interface.c``, for a diff without context, as blame's):
+    the shared tail in whole 1 KiB blocks, less the bytes up to its first newline.
     """
-    found = edit_spans(Text.of(old), Text.of(new))
-    return None if found is None else (list(map(bool, found[0])), list(map(bool, found[1])))
+    smaller = min(len(a), len(b))
+    blocks = min(_shared_bytes(a, b, smaller, from_end=True), smaller) // TAIL_BLOCK
+    trimmed = blocks * TAIL_BLOCK
+    if not trimmed:
+        return 0
+    at = len(a) - trimmed
+    newline = a.find(b"\n", at, len(a))
+    return trimmed - (newline - at + 1 if newline >= 0 else trimmed)
 
 
-def edit_spans(old: Text, new: Text) -> tuple[bytearray, bytearray, Span, Span] | None:
+def edit_flags(old: list[bytes], new: list[bytes]) -> tuple[list[bool], list[bool]]:
+    """For each line of ``old`` and of ``new``, whether it is changed (deleted or inserted)."""
+    gone, added, _a, _b = edit_spans(Text.of(old), Text.of(new))
+    return list(map(bool, gone)), list(map(bool, added))
+
+
+def line_counts(text: Text) -> LineCounts:
+    """How often each line occurs in ``text``."""
+    return Counter(text.lines())
+
+
+def edit_spans(
+    old: Text, new: Text, counts: Counts | None = None
+) -> tuple[bytearray, bytearray, Span, Span]:
     """:func:`edit_flags` of two versions, with the span of each side's changed lines.
 
-    The flags are bytes, 1 for a changed line.
+    The flags are bytes, 1 for a changed line. This is xdiff's Myers diff as ``git blame``
+    runs it: the tail both share cut in 1 KiB blocks (:func:`tail_cut`), the lines both
+    share at the head and the tail set aside (:func:`common_ends`, measured in bytes and never
+    split), the lines the other side lacks, or repeats often amid such lines, discarded
+    (:func:`_discarded`), the rest split by the middle snake (:func:`_compare`), and each
+    group of changes then slid as xdiff slides it (:func:`_compact`).
 
-    The lines both versions share at the head and the tail are measured in bytes and never
-    split, so a small edit to a long file costs little past finding them.
+    ``counts`` carries how often each line occurs in ``new`` (found when absent) and learns
+    how often in ``old``, so that a walk down a file's history never counts a version whole
+    twice.
     """
-    start, end_a, end_b = common_ends(old, new)
-    mid_a = old.between(start, end_a)
-    mid_b = new.between(start, end_b)
-    # Lines are counted here, in passing, rather than by reading each version whole.
-    if new._count >= 0 or old._count < 0:
-        head, tail = _counted(new, start, end_b, len(mid_b))
-    else:
-        head, tail = _counted(old, start, end_a, len(mid_a))
-    size_a = old._count = head + len(mid_a) + tail
-    size_b = new._count = head + len(mid_b) + tail
-    # As xdiff's xdl_cleanup_records: a line the other side lacks is changed for certain and
-    # left out of the search, which then only places the lines both sides hold.
-    held_a, held_b = _held(mid_a, mid_b)
-    lacked_a, lacked_b = _lacked(held_a), _lacked(held_b)
-    kept_a, kept_b = _without(mid_a, held_a, lacked_a), _without(mid_b, held_b, lacked_b)
-    edits = _myers(kept_a, kept_b)
-    if edits is None:
-        if len(kept_a) * len(kept_b) > MAX_CELLS:
-            return None
-        ids: dict[bytes, int] = {}  # rapidfuzz would compare hashes: number the lines
-        number = itertools.count()
-        edits = _lcs_edits(
-            list(map(ids.setdefault, kept_a, number)), list(map(ids.setdefault, kept_b, number))
-        )
-    gone = _flags(size_a, head, lacked_a, edits[0])
-    added = _flags(size_b, head, lacked_b, edits[1])
-    a = _Side(old, head, start, mid_a, end_a)
-    b = _Side(new, head, start, mid_b, end_b)
-    span_a = _compact(a, gone, added, _Indents(a), (head, size_a - tail), (head, size_b - tail))
-    span_b = _compact(b, added, gone, _Indents(b), (head, size_b - tail), span_a)
+    if counts is None:
+        counts = Counts(line_counts(new))
+    cut = tail_cut(old.data, new.data)
+    a, b = old, new
+    if cut:
+        a, b = Text(old.data[: len(old.data) - cut]), Text(new.data[: len(new.data) - cut])
+    start, end_a, end_b = common_ends(a, b)
+    known, end = (new, end_b) if new._count >= 0 else (old, end_a)
+    head, cut_lines, tail = _line_counts(known, start, end, cut)
+    size_a = a._count = head + a.data.count(b"\n", start, end_a) + tail
+    size_b = b._count = head + b.data.count(b"\n", start, end_b) + tail
+    old._count, new._count = size_a + cut_lines, size_b + cut_lines
+    boxes = _boxes(a.data, b.data, (start, end_a, start, end_b))
+    pieces_a, pieces_b, runs = _split_boxes(a, b, boxes, head)
+    in_a, in_b = Counter[bytes](), Counter[bytes]()
+    for (_first, lines_a), (_first, lines_b) in zip(pieces_a, pieces_b, strict=True):
+        in_a.update(lines_a)
+        in_b.update(lines_b)
+    differing = {line for line, _count in in_a.items() ^ in_b.items()}
+    between = [(one[1], two[0]) for one, two in pairwise(boxes)]
+    regions = [(0, start), *between, (end_a, len(a.data))]
+    shared = _Shared(a, regions, counts.of_new, in_b, (new.data, len(new.data) - cut, cut_lines))
+    gone, added = bytearray(size_a), bytearray(size_b)
+    doubtful = (
+        _doubtful(in_a, in_b, differing, shared, _most(size_a)),
+        _doubtful(in_b, in_a, differing, shared, _most(size_b)),
+    )
+    kept_a, at_a, kept_b, at_b = _kept(
+        pieces_a, pieces_b, runs, (in_a, in_b), doubtful, gone, added
+    )
+    _divide(kept_a, kept_b, at_a, at_b, gone, added)
+    pieces_a += [(run_a, lines) for run_a, _run_b, lines in runs]
+    pieces_b += [(run_b, lines) for _run_a, run_b, lines in runs]
+    side_a = _Side(a, head, (start, end_a), pieces_a)
+    side_b = _Side(b, head, (start, end_b), pieces_b)
+    changes_a, changes_b = (head, size_a - tail), (head, size_b - tail)
+    span_a = _compact(side_a, gone, added, _Indents(side_a), changes_a, changes_b)
+    span_b = _compact(side_b, added, gone, _Indents(side_b), changes_b, span_a)
+    counts.learn(in_a, in_b, differing)
+    if cut:
+        gone += bytes(cut_lines)
+        added += bytes(cut_lines)
     return gone, added, span_a, span_b
 
 
-def _held(a: list[bytes], b: list[bytes]) -> tuple[Flags, Flags]:
-    """For each line of ``a``, whether ``b`` holds it too; for each of ``b``, whether ``a`` does."""
-    return bytes(map(set(b).__contains__, a)), bytes(map(set(a).__contains__, b))
+def _kept(
+    pieces_a: list[Piece],
+    pieces_b: list[Piece],
+    runs: list[tuple[int, int, list[bytes]]],
+    counted: tuple[Counter[bytes], Counter[bytes]],
+    doubtful: tuple[dict[bytes, int], dict[bytes, int]],
+    gone: bytearray,
+    added: bytearray,
+) -> tuple[list[bytes], list[int], list[bytes], list[int]]:
+    """The lines left to compare on each side, with their line numbers, in order.
 
-
-def _myers(a: list[bytes], b: list[bytes]) -> tuple[list[int], list[int]] | None:
-    """A shortest edit script (Myers' greedy, with a trace): the deleted ``i``, inserted ``j``.
-
-    None when it would take more than :data:`MAX_EDITS` edits.
+    Each box's lines as :func:`_discarded` leaves them, and the shared runs between boxes
+    whole: xdl_cleanup_records discards none of theirs, no discarded line being in reach.
     """
-    n, m = len(a), len(b)
-    if abs(n - m) > MAX_EDITS:
+    kept_a: list[bytes] = []
+    kept_b: list[bytes] = []
+    at_a: list[int] = []
+    at_b: list[int] = []
+    in_a, in_b = counted
+    for index, ((first_a, lines_a), (first_b, lines_b)) in enumerate(
+        zip(pieces_a, pieces_b, strict=True)
+    ):
+        _discarded(lines_a, in_b, doubtful[0], gone, first_a, kept_a, at_a)
+        _discarded(lines_b, in_a, doubtful[1], added, first_b, kept_b, at_b)
+        if index < len(runs):
+            run_a, run_b, lines = runs[index]
+            kept_a += lines
+            kept_b += lines
+            at_a += range(run_a, run_a + len(lines))
+            at_b += range(run_b, run_b + len(lines))
+    return kept_a, at_a, kept_b, at_b
+
+
+#: A middle at least this long (bytes, each side) is searched for long runs both sides share.
+BOX_BYTES = 16384
+#: Lines of a shared run kept either side of a cut through it: more than xdl_clean_mmatch's
+#: window, so no line's verdict reads past the cut.
+MARGIN = SIMSCAN_WINDOW + 1
+#: How many bytes from the older side a shared run is sought by.
+PROBE_BYTES = 512
+
+#: A part of the middle: bytes ``a_lo:a_hi`` of the older version, ``b_lo:b_hi`` of the newer.
+Box = tuple[int, int, int, int]
+
+
+def _boxes(a: bytes, b: bytes, box: Box) -> list[Box]:
+    """The middle as boxes, in order, cut through the long runs of lines both sides share.
+
+    Each cut keeps :data:`MARGIN` lines of the run on either side; what lies between two boxes
+    is lines both versions share, like the head and the tail.
+    """
+    out: list[Box] = []
+    todo = [box]
+    while todo:
+        box = todo.pop()
+        run = _shared_run(a, b, box)
+        if run is None:
+            out.append(box)
+            continue
+        a_lo, a_hi, b_lo, b_hi = box
+        run_a, run_end_a, run_b, run_end_b = run
+        into = _lines_after(a, run_a, MARGIN) - run_a
+        back = run_end_a - _lines_before(a, run_end_a, MARGIN)
+        todo.append((run_end_a - back, a_hi, run_end_b - back, b_hi))
+        todo.append((a_lo, run_a + into, b_lo, run_b + into))
+    return out
+
+
+def _shared_run(a: bytes, b: bytes, box: Box) -> Box | None:
+    """A run of more than twice :data:`MARGIN` lines both sides of a long box share, if any.
+
+    Probed at the middle of the older side, then at a quarter and three quarters.
+    """
+    a_lo, a_hi, b_lo, b_hi = box
+    if a_hi - a_lo < BOX_BYTES or b_hi - b_lo < BOX_BYTES:
         return None
-    rounds = min(n + m, MAX_EDITS)
-    offset = rounds + 1  # diagonals -rounds..rounds, and one either side
-    v = [0] * (2 * offset + 1)
-    trace: list[list[int]] = []
-    for d in range(rounds + 1):
-        if d == BOUND_ROUND and _fewest_edits(a, b) > MAX_EDITS:
-            return None
-        low, high = offset - d, offset + d
-        trace.append(v[low : high + 1])
-        for at in range(low, high + 1, 2):  # ``at`` is diagonal ``at - offset`` in ``v``
-            if at == low or (at != high and v[at - 1] < v[at + 1]):
-                x = v[at + 1]
-            else:
-                x = v[at - 1] + 1
-            y = x - at + offset
-            if x < n and y < m and a[x] == b[y]:  # most diagonals stop at once: no call
-                x = _snake(a, b, x, y)
-                y = x - at + offset
-            v[at] = x
-            if x >= n and y >= m:
-                return _back(trace, d, len(a), len(b))
+    for share in (2, 1, 3):
+        probe = a.find(b"\n", a_lo + (a_hi - a_lo) * share // 4, a_hi) + 1
+        probe_end = a.find(b"\n", probe + PROBE_BYTES, a_hi) + 1
+        if probe <= a_lo or probe_end <= 0:
+            continue
+        found = b.find(a[probe:probe_end], b_lo, b_hi)
+        if found < 0 or (found > b_lo and b[found - 1] != 0x0A):
+            continue
+        found_end = found + probe_end - probe
+        limit = min(probe - a_lo, found - b_lo)
+        before = _shared_bytes(a[a_lo:probe], b[b_lo:found], limit, from_end=True)
+        run_a, run_b = probe - before, found - before
+        while (run_a > a_lo and a[run_a - 1] != 0x0A) or (run_b > b_lo and b[run_b - 1] != 0x0A):
+            step = a.index(b"\n", run_a) + 1 - run_a
+            run_a += step
+            run_b += step
+        limit = min(a_hi - probe_end, b_hi - found_end)
+        after = _shared_bytes(a[probe_end:a_hi], b[found_end:b_hi], limit, from_end=False)
+        run_end_a = a.rfind(b"\n", probe_end - 1, probe_end + after) + 1
+        run_end_b = found_end + run_end_a - probe_end
+        if a.count(b"\n", run_a, run_end_a) > 2 * MARGIN:
+            return run_a, run_end_a, run_b, run_end_b
     return None
 
 
-def _fewest_edits(a: list[bytes], b: list[bytes]) -> int:
-    """A lower bound on the edits between ``a`` and ``b``: the lines one holds more often."""
-    counts = Counter(a)
-    counts.subtract(b)
-    return sum(map(abs, counts.values()))
+def _lines_after(data: bytes, at: int, count: int) -> int:
+    """Where the line ``count`` lines after the one starting at ``at`` starts."""
+    for _ in range(count):
+        at = data.index(b"\n", at) + 1
+    return at
 
 
-def _lcs_edits(a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
-    """A shortest script of deletions and insertions by rapidfuzz's bit-parallel LCS.
+def _lines_before(data: bytes, end: int, count: int) -> int:
+    """Where the line ``count`` lines before the one starting at ``end`` starts."""
+    for _ in range(count):
+        end = data.rindex(b"\n", 0, end - 1) + 1
+    return end
 
-    As long as Myers' (both are shortest), though where several exist it may keep other
-    matches; compaction then slides the groups where git puts them.
+
+def _split_boxes(
+    a: Text, b: Text, boxes: list[Box], head: int
+) -> tuple[list[Piece], list[Piece], list[tuple[int, int, list[bytes]]]]:
+    """Each box's lines on each side, and each shared run's between boxes, numbered.
+
+    A run's lines are split once, from the older side, and serve both.
     """
-    deleted: list[int] = []
-    inserted: list[int] = []
-    for op in Indel.editops(a, b):
-        if op.tag == "delete":
-            deleted.append(op.src_pos)
+    pieces_a: list[Piece] = []
+    pieces_b: list[Piece] = []
+    runs: list[tuple[int, int, list[bytes]]] = []
+    line_a = line_b = head
+    for index, (a_lo, a_hi, b_lo, b_hi) in enumerate(boxes):
+        if index:
+            lines = a.between(boxes[index - 1][1], a_lo)
+            runs.append((line_a, line_b, lines))
+            line_a += len(lines)
+            line_b += len(lines)
+        pieces_a.append((line_a, a.between(a_lo, a_hi)))
+        pieces_b.append((line_b, b.between(b_lo, b_hi)))
+        line_a += len(pieces_a[-1][1])
+        line_b += len(pieces_b[-1][1])
+    return pieces_a, pieces_b, runs
+
+
+#: Lines of one side and the number of the first.
+Piece = tuple[int, list[bytes]]
+
+
+#: How often each line occurs in one version.
+LineCounts = dict[bytes, int]
+
+
+class Counts:
+    """How often each line occurs in the newer version of a diff; the older's once diffed."""
+
+    __slots__ = ("of_new", "of_old", "spare")
+
+    def __init__(self, of_new: LineCounts, spare: bool = False) -> None:
+        self.of_new = of_new
+        self.of_old: LineCounts | None = None
+        self.spare = spare  # the newer's counts are needed no more: the older's replace them
+
+    def learn(
+        self, in_old_mid: Counter[bytes], in_new_mid: Counter[bytes], differing: set[bytes]
+    ) -> None:
+        """The older version's counts: the newer's, its middle lines traded for the older's.
+
+        Only the ``differing`` lines, those the middles hold a different number of times, change.
+        """
+        found = self.of_new if self.spare else dict(self.of_new)
+        for line in differing:
+            count = found.get(line, 0) + in_old_mid.get(line, 0) - in_new_mid.get(line, 0)
+            if count:
+                found[line] = count
+            else:
+                found.pop(line, None)
+        self.of_old = found
+
+
+class _Shared:
+    """The lines both versions share once cut (head, tail, runs between boxes): how often.
+
+    Known from the newer version's counts less its middle lines, when the cut tail cannot
+    decide it; otherwise the shared lines, or the cut ones if fewer bytes, are searched.
+    """
+
+    __slots__ = (
+        "_counted",
+        "_cut",
+        "_cut_lines",
+        "_regions",
+        "in_new",
+        "in_new_mid",
+        "most_in_new",
+    )
+
+    def __init__(
+        self,
+        text: Text,
+        regions: list[tuple[int, int]],
+        in_new: LineCounts,
+        in_new_mid: Counter[bytes],
+        cut: tuple[bytes, int, int],
+    ) -> None:
+        data, at, self._cut_lines = cut
+        self._regions = [(text.data, low, high) for low, high in regions if low < high]
+        self._cut = (data, at, len(data)) if at < len(data) else None
+        self.in_new = in_new
+        self.in_new_mid = in_new_mid
+        self.most_in_new = max(in_new.values(), default=0)
+        self._counted: dict[bytes, int] = {}
+
+    def verdict(self, line: bytes, in_other_mid: int, most: int) -> int:
+        """``xdl_cleanup_records``' verdict on a middle line the other middle holds so often."""
+        if in_other_mid >= most:
+            return INVESTIGATE
+        outside = self.in_new.get(line, 0) - self.in_new_mid[line]  # shared, or in the cut
+        cut = self._cut_lines
+        if outside <= 0:
+            return KEEP if in_other_mid else DISCARD
+        if in_other_mid + outside < most:
+            held = in_other_mid or outside > cut or self._count(line, True)
+            return KEEP if held else DISCARD
+        if in_other_mid + outside - cut >= most:
+            return INVESTIGATE
+        matches = in_other_mid + self._count(line, False)
+        return DISCARD if not matches else KEEP if matches < most else INVESTIGATE
+
+    def _count(self, line: bytes, any_: bool) -> int:
+        """How often ``line`` is shared (when ``any_``, whether it is, as 0 or 1)."""
+        found = self._counted.get(line)
+        if found is not None:
+            return found
+        shared_bytes = sum(high - low for _data, low, high in self._regions)
+        if self._cut is None or shared_bytes <= self._cut[2] - self._cut[1] or any_:
+            found = _occurrences(line, self._regions, any_)
         else:
-            inserted.append(op.dest_pos)
-    return deleted, inserted
+            outside = self.in_new.get(line, 0) - self.in_new_mid[line]
+            found = outside - _occurrences(line, [self._cut], False)
+        if not any_:
+            self._counted[line] = found
+        return found
 
 
-def _snake(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
+def _occurrences(line: bytes, regions: list[tuple[bytes, int, int]], any_: bool) -> int:
+    """How often ``line`` is one of the lines of the regions (``data[low:high]``, whole lines).
+
+    When ``any_``, 1 as soon as one is found.
+    """
+    if any_:
+        whole = line + b"\n"
+        return int(
+            any(
+                data.startswith(whole, low) or data.find(b"\n" + whole, low, high) >= 0
+                for data, low, high in regions
+            )
+        )
+    pattern = re.compile(b"^" + re.escape(line) + b"\n", re.MULTILINE)
+    return sum(len(pattern.findall(data, low, high)) for data, low, high in regions)
+
+
+def _most(size: int) -> int:
+    """How often a line may match before it is only kept beside kept lines (``mlim``)."""
+    root = 1
+    while size > 0:  # xdl_bogosqrt
+        root <<= 1
+        size >>= 2
+    return min(root, MAX_EQLIMIT)
+
+
+def _discarded(
+    lines: list[bytes],
+    other_mid: Counter[bytes],
+    doubtful: dict[bytes, int],
+    changed: bytearray,
+    first: int,
+    kept: list[bytes],
+    numbers: list[int],
+) -> None:
+    """Run xdiff's ``xdl_cleanup_records`` on a piece of one side's middle.
+
+    A line the other version lacks is changed for certain; one it holds often is changed too
+    when it lies amid such lines (``xdl_clean_mmatch``). The others are returned with their
+    line numbers (``first`` is the piece's) appended to ``kept`` and ``numbers``; the discarded
+    are flagged in ``changed``.
+    """
+    action = bytearray(map(other_mid.__contains__, lines))  # KEEP where held, else DISCARD
+    if doubtful:
+        action = bytearray(map(doubtful.get, lines, action))
+        if INVESTIGATE in action:
+            _investigate(action)
+    changed[first : first + len(lines)] = action.translate(_CHANGED)
+    kept += compress(lines, action)
+    numbers += compress(range(first, first + len(lines)), action)
+
+
+def _doubtful(
+    distinct: Counter[bytes],
+    other_mid: Counter[bytes],
+    differing: set[bytes],
+    shared: _Shared,
+    most: int,
+) -> dict[bytes, int]:
+    """The middle lines whose verdict is not whether the other middle holds them, with theirs.
+
+    A line the other middle lacks (one of the ``differing`` lines, those the two middles hold
+    a different number of times) may still be held outside it; one both middles hold may match
+    ``most`` times, which a line they hold as often can only if the newer version holds it that
+    often. Only these get :meth:`_Shared.verdict`.
+    """
+    in_new, in_new_mid = shared.in_new, shared.in_new_mid
+    doubtful: dict[bytes, int] = {}
+    for line in differing:
+        if line not in distinct:
+            continue
+        held = other_mid.get(line, 0)
+        if held or in_new.get(line, 0) > in_new_mid[line]:
+            found = shared.verdict(line, held, most)
+            if found != (KEEP if held else DISCARD):
+                doubtful[line] = found
+    # A line both middles hold as often matches at most as often as the newer version holds it.
+    if shared.most_in_new >= most:
+        for line in compress(in_new, map(most.__le__, in_new.values())):
+            if line in distinct and line in other_mid and line not in differing:
+                found = shared.verdict(line, other_mid[line], most)
+                if found != KEEP:
+                    doubtful[line] = found
+    return doubtful
+
+
+#: A verdict as a change flag: what is kept is unchanged.
+_CHANGED = bytes.maketrans(bytes((DISCARD, KEEP)), bytes((1, 0)))
+#: Runs of lines not kept that hold a discarded one.
+_AMID = re.compile(b"[\\x00\\x02]*\\x00[\\x00\\x02]*")
+
+
+def _investigate(action: bytearray) -> None:
+    """``xdl_clean_mmatch`` for each often-matching line: discarded amid discarded lines.
+
+    Only runs of unkept lines holding a discarded one can discard such a line; the verdicts
+    are all read before any is written, as xdiff reads them.
+    """
+    verdicts = []
+    for run in _AMID.finditer(action):
+        start, end = run.span()
+        at = action.find(INVESTIGATE, start, end)
+        while at >= 0:
+            verdicts.append((at, DISCARD if _amid_discards(action, at) else KEEP))
+            at = action.find(INVESTIGATE, at + 1, end)
+    at = action.find(INVESTIGATE)
+    while at >= 0:
+        action[at] = KEEP
+        at = action.find(INVESTIGATE, at + 1)
+    for at, found in verdicts:
+        action[at] = found
+
+
+def _amid_discards(action: bytearray, at: int) -> bool:
+    """Run ``xdl_clean_mmatch``: whether an often-matching line lies in a run of discarded ones.
+
+    The runs either side reach to the nearest kept line, at most :data:`SIMSCAN_WINDOW` lines.
+    """
+    low = max(0, at - SIMSCAN_WINDOW, action.rfind(KEEP, 0, at) + 1)
+    before = action.count(DISCARD, low, at)
+    if not before:
+        return False
+    high = min(len(action), at + SIMSCAN_WINDOW + 1)
+    kept = action.find(KEEP, at + 1, high)
+    high = high if kept < 0 else kept
+    after = action.count(DISCARD, at + 1, high)
+    if not after:
+        return False
+    often = high - low - before - after + 1  # the line itself counted in both runs
+    return often * KPDIS_RUN < often + before + after
+
+
+def _divide(
+    a: list[bytes],
+    b: list[bytes],
+    at_a: list[int],
+    at_b: list[int],
+    gone: bytearray,
+    added: bytearray,
+) -> None:
+    """``xdl_recs_cmp``: mark the lines no middle snake keeps, box by box."""
+    diagonals = len(a) + len(b) + 3
+    forward = [0] * diagonals
+    backward = [0] * diagonals
+    zero = len(b) + 1  # diagonal 0's place in the two vectors
+    most_cost = max(_root(diagonals), MAX_COST_MIN)
+    boxes = [(0, len(a), 0, len(b), False)]
+    while boxes:
+        off1, lim1, off2, lim2, need_min = boxes.pop()
+        if off1 < lim1 and off2 < lim2 and a[off1] == b[off2]:
+            start = off1
+            off1 = _run_down(a, b, off1, off2, lim1, lim2)
+            off2 += off1 - start
+        if off1 < lim1 and off2 < lim2 and a[lim1 - 1] == b[lim2 - 1]:
+            end = lim1
+            lim1 = _run_up(a, b, lim1, lim2, off1, off2)
+            lim2 -= end - lim1
+        if off1 == lim1:
+            for index in range(off2, lim2):
+                added[at_b[index]] = 1
+        elif off2 == lim2:
+            for index in range(off1, lim1):
+                gone[at_a[index]] = 1
+        else:
+            box = (off1, lim1, off2, lim2)
+            i1, i2, min_lo, min_hi = _split(a, b, box, forward, backward, zero, need_min, most_cost)
+            boxes.append((i1, lim1, i2, lim2, min_hi))
+            boxes.append((off1, i1, off2, i2, min_lo))
+
+
+def _line_counts(text: Text, start: int, end: int, cut: int) -> tuple[int, int, int]:
+    """The lines of ``text`` before byte ``start``, in its last ``cut`` bytes, and between.
+
+    ``start`` and ``end`` are where its middle begins and ends; where the text's own count is
+    known, the shorter of two stretches is counted and the other found from it.
+    """
+    data, total = text.data, text._count
+    from_end = data.count(b"\n", end) if total < 0 or len(data) - end < start else -1
+    if total < 0 or start <= len(data) - end:
+        head = data.count(b"\n", 0, start)
+        if from_end < 0:
+            from_end = total - head - data.count(b"\n", start, end)
+    else:
+        head = total - from_end - data.count(b"\n", start, end)
+    if cut <= len(data) - cut - end:
+        cut_lines = data.count(b"\n", len(data) - cut)
+    else:
+        cut_lines = from_end - data.count(b"\n", end, len(data) - cut)
+    return head, cut_lines, from_end - cut_lines
+
+
+def _split(
+    a: list[bytes],
+    b: list[bytes],
+    box: Box,
+    kvdf: list[int],
+    kvdb: list[int],
+    zero: int,
+    need_min: bool,
+    most_cost: int,
+) -> tuple[int, int, bool, bool]:
+    """``xdl_split``: where a box's middle snake lies, found from both corners at once.
+
+    Returns the split point and whether each half must be searched in full. Past
+    :data:`HEUR_MIN_COST` a far-reaching snake is taken as the split, and past ``most_cost``
+    the furthest point reached, as xdiff does: the script is then not the shortest, but the
+    one git finds. ``kvdf`` and ``kvdb`` hold each diagonal's furthest reach, diagonal 0 at
+    ``zero``.
+    """
+    off1, lim1, off2, lim2 = box
+    kvdf[off1 - off2 + zero] = off1
+    kvdb[lim1 - lim2 + zero] = lim1
+    reach = [off1 - off2, off1 - off2, lim1 - lim2, lim1 - lim2]  # fmin, fmax, bmin, bmax
+    cost = 0
+    while True:
+        cost += 1
+        forward_snake, met = _forward(a, b, box, kvdf, kvdb, zero, reach)
+        if met is not None:
+            return met
+        backward_snake, met = _backward(a, b, box, kvdf, kvdb, zero, reach)
+        if met is not None:
+            return met
+        if need_min:
+            continue
+        if (forward_snake or backward_snake) and cost > HEUR_MIN_COST:
+            found = _good_snake(a, b, box, kvdf, kvdb, zero, cost, reach)
+            if found is not None:
+                return found
+        if cost >= most_cost:
+            return _furthest(box, kvdf, kvdb, zero, reach)
+
+
+def _forward(
+    a: list[bytes],
+    b: list[bytes],
+    box: Box,
+    kvdf: list[int],
+    kvdb: list[int],
+    zero: int,
+    reach: list[int],
+) -> tuple[bool, tuple[int, int, bool, bool] | None]:
+    """One round of xdl_split's search from the top left corner: one edit further.
+
+    Returns whether it ran a long snake, and the split if it met the other search.
+    """
+    off1, lim1, off2, lim2 = box
+    fmin, fmax, bmin, bmax = reach
+    odd = (off1 - off2 - lim1 + lim2) & 1
+    if fmin > off1 - lim2:
+        fmin -= 1
+        kvdf[fmin - 1 + zero] = -1
+    else:
+        fmin += 1
+    if fmax < lim1 - off2:
+        fmax += 1
+        kvdf[fmax + 1 + zero] = -1
+    else:
+        fmax -= 1
+    reach[0], reach[1] = fmin, fmax
+    got_snake = False
+    for at in range(fmax + zero, fmin - 1 + zero, -2):
+        i1 = kvdf[at - 1] + 1 if kvdf[at - 1] >= kvdf[at + 1] else kvdf[at + 1]
+        i2 = i1 - at + zero
+        if i1 < lim1 and i2 < lim2 and a[i1] == b[i2]:
+            start = i1
+            i1 = _run_down(a, b, i1, i2, lim1, lim2)
+            i2 = i1 - at + zero
+            got_snake = got_snake or i1 - start > SNAKE_CNT
+        kvdf[at] = i1
+        if odd and bmin + zero <= at <= bmax + zero and kvdb[at] <= i1:
+            return got_snake, (i1, i2, True, True)
+    return got_snake, None
+
+
+def _backward(
+    a: list[bytes],
+    b: list[bytes],
+    box: Box,
+    kvdf: list[int],
+    kvdb: list[int],
+    zero: int,
+    reach: list[int],
+) -> tuple[bool, tuple[int, int, bool, bool] | None]:
+    """One round of xdl_split's search from the bottom right corner: one edit further."""
+    off1, lim1, off2, lim2 = box
+    fmin, fmax, bmin, bmax = reach
+    odd = (off1 - off2 - lim1 + lim2) & 1
+    if bmin > off1 - lim2:
+        bmin -= 1
+        kvdb[bmin - 1 + zero] = LINE_MAX
+    else:
+        bmin += 1
+    if bmax < lim1 - off2:
+        bmax += 1
+        kvdb[bmax + 1 + zero] = LINE_MAX
+    else:
+        bmax -= 1
+    reach[2], reach[3] = bmin, bmax
+    got_snake = False
+    for at in range(bmax + zero, bmin - 1 + zero, -2):
+        i1 = kvdb[at - 1] if kvdb[at - 1] < kvdb[at + 1] else kvdb[at + 1] - 1
+        i2 = i1 - at + zero
+        if i1 > off1 and i2 > off2 and a[i1 - 1] == b[i2 - 1]:
+            start = i1
+            i1 = _run_up(a, b, i1, i2, off1, off2)
+            i2 = i1 - at + zero
+            got_snake = got_snake or start - i1 > SNAKE_CNT
+        kvdb[at] = i1
+        if not odd and fmin + zero <= at <= fmax + zero and i1 <= kvdf[at]:
+            return got_snake, (i1, i2, True, True)
+    return got_snake, None
+
+
+def _good_snake(
+    a: list[bytes],
+    b: list[bytes],
+    box: Box,
+    kvdf: list[int],
+    kvdb: list[int],
+    zero: int,
+    cost: int,
+    ranges: list[int],
+) -> tuple[int, int, bool, bool] | None:
+    """xdl_split's heuristic: a diagonal that went far and ends in a snake, if one did."""
+    off1, lim1, off2, lim2 = box
+    fmin, fmax, bmin, bmax = ranges
+    fmid, bmid = off1 - off2, lim1 - lim2
+    best, point = 0, (0, 0)
+    for d in range(fmax, fmin - 1, -2):
+        i1 = kvdf[d + zero]
+        i2 = i1 - d
+        v = (i1 - off1) + (i2 - off2) - abs(d - fmid)
+        if (
+            v > K_HEUR * cost
+            and v > best
+            and off1 + SNAKE_CNT <= i1 < lim1
+            and off2 + SNAKE_CNT <= i2 < lim2
+            and a[i1 - SNAKE_CNT : i1] == b[i2 - SNAKE_CNT : i2]
+        ):
+            best, point = v, (i1, i2)
+    if best > 0:
+        return point[0], point[1], True, False
+    for d in range(bmax, bmin - 1, -2):
+        i1 = kvdb[d + zero]
+        i2 = i1 - d
+        v = (lim1 - i1) + (lim2 - i2) - abs(d - bmid)
+        if (
+            v > K_HEUR * cost
+            and v > best
+            and off1 < i1 <= lim1 - SNAKE_CNT
+            and off2 < i2 <= lim2 - SNAKE_CNT
+            and a[i1 : i1 + SNAKE_CNT] == b[i2 : i2 + SNAKE_CNT]
+        ):
+            best, point = v, (i1, i2)
+    if best > 0:
+        return point[0], point[1], False, True
+    return None
+
+
+def _furthest(
+    box: Box,
+    kvdf: list[int],
+    kvdb: list[int],
+    zero: int,
+    ranges: list[int],
+) -> tuple[int, int, bool, bool]:
+    """xdl_split past its cost: the point either search reached furthest, by ``i1 + i2``."""
+    off1, lim1, off2, lim2 = box
+    fmin, fmax, bmin, bmax = ranges
+    fbest = fbest1 = -1
+    for d in range(fmax, fmin - 1, -2):
+        i1 = min(kvdf[d + zero], lim1)
+        i2 = i1 - d
+        if lim2 < i2:
+            i1, i2 = lim2 + d, lim2
+        if fbest < i1 + i2:
+            fbest, fbest1 = i1 + i2, i1
+    bbest = bbest1 = LINE_MAX
+    for d in range(bmax, bmin - 1, -2):
+        i1 = max(off1, kvdb[d + zero])
+        i2 = i1 - d
+        if i2 < off2:
+            i1, i2 = off2 + d, off2
+        if i1 + i2 < bbest:
+            bbest, bbest1 = i1 + i2, i1
+    if (lim1 + lim2) - bbest < fbest - (off1 + off2):
+        return fbest1, fbest - fbest1, True, False
+    return bbest1, bbest - bbest1, False, True
+
+
+def _run_down(a: list[bytes], b: list[bytes], x: int, y: int, lim1: int, lim2: int) -> int:
     """How far the diagonal from ``(x, y)`` runs on equal lines: the ``x`` where it stops.
 
     Whole slices are compared (in C), doubling while they match, then halving around the
     first difference, so a long run of unchanged lines costs a few comparisons rather than
     one Python step a line.
     """
-    n, m = len(a), len(b)
-    step, grow = 8, True
+    step, grow = 4, True
     while step:
-        size = min(step, n - x, m - y)
+        size = min(step, lim1 - x, lim2 - y)
         if size <= 0:
             break
         if a[x : x + size] == b[y : y + size]:
@@ -362,22 +915,29 @@ def _snake(a: list[bytes], b: list[bytes], x: int, y: int) -> int:
     return x
 
 
-def _back(trace: list[list[int]], d: int, x: int, y: int) -> tuple[list[int], list[int]]:
-    """Walk the trace back from the end ``(x, y)``: one edit a round, diagonals skipped."""
-    deleted: list[int] = []
-    inserted: list[int] = []
-    for depth in range(d, 0, -1):
-        before = trace[depth]  # v as it was when round ``depth`` began, indexed -depth..depth
-        k = x - y
-        if k == -depth or (k != depth and before[k - 1 + depth] < before[k + 1 + depth]):
-            x = before[k + 1 + depth]
-            y = x - k - 1
-            inserted.append(y)
+def _run_up(a: list[bytes], b: list[bytes], x: int, y: int, off1: int, off2: int) -> int:
+    """:func:`_run_down` backwards: the ``x`` where the diagonal ending at ``(x, y)`` starts."""
+    step, grow = 4, True
+    while step:
+        size = min(step, x - off1, y - off2)
+        if size <= 0:
+            break
+        if a[x - size : x] == b[y - size : y]:
+            x -= size
+            y -= size
+            step = step * 2 if grow else step // 2
         else:
-            x = before[k - 1 + depth]
-            y = x - k + 1
-            deleted.append(x)
-    return deleted, inserted
+            grow = False
+            step //= 2
+    return x
+
+
+def _root(size: int) -> int:
+    root = 1
+    while size > 0:  # xdl_bogosqrt
+        root <<= 1
+        size >>= 2
+    return root
 
 
 class _Group:
