@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from itertools import compress, pairwise
+from itertools import compress, pairwise, repeat
 
 #: xdiff's constants (``xdiffi.c``, ``xprepare.c``, ``xdiff-interface.c``).
 TAIL_BLOCK = 1024  # trim_common_tail's block
@@ -152,17 +152,22 @@ def _shared_bytes(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
     return low
 
 
-def common_ends(a: Text, b: Text) -> tuple[int, int, int]:
+def common_ends(a: Text, b: Text, shared_tail: int = -1) -> tuple[int, int, int]:
     """Where the lines two versions share at the head and at the tail lie, in bytes.
 
     Returns ``(start, end_a, end_b)``: the shared head is ``data[:start]`` in both, the shared
     tail ``a.data[end_a:]`` and ``b.data[end_b:]``; each is whole lines, and the tail never
-    overlaps the head (xdiff's ``xdl_trim_ends``).
+    overlaps the head (xdiff's ``xdl_trim_ends``). ``shared_tail``, when known, is how many
+    bytes the two share at their end.
     """
     da, db = a.data, b.data
     prefix = _shared_bytes(da, db, min(len(da), len(db)), from_end=False)
     start = da.rfind(b"\n", 0, prefix) + 1  # the shared lines end at a newline
-    suffix = _shared_bytes(da, db, min(len(da), len(db)) - start, from_end=True)
+    limit = min(len(da), len(db)) - start
+    if shared_tail < 0:
+        suffix = _shared_bytes(da, db, limit, from_end=True)
+    else:
+        suffix = min(shared_tail, limit)
     end_a, end_b = len(da) - suffix, len(db) - suffix
     if not (_line_start(da, end_a, start) and _line_start(db, end_b, start)):
         # The shared bytes begin inside a line on one side: its tail lines begin after it.
@@ -176,15 +181,14 @@ def _line_start(data: bytes, at: int, floor: int) -> bool:
     return at == floor or data[at - 1] == 0x0A
 
 
-def tail_cut(a: bytes, b: bytes) -> int:
+def tail_cut(a: bytes, b: bytes, shared_tail: int) -> int:
     """How many bytes git leaves off the end of both versions before diffing them.
 
     ``trim_common_tail`` (``xdiff-interface.c``, for a diff without context, as blame's):
-    the shared tail in whole 1 KiB blocks, less the bytes up to its first newline.
+    the ``shared_tail`` bytes in whole 1 KiB blocks, less the bytes up to its first newline.
     """
     smaller = min(len(a), len(b))
-    blocks = min(_shared_bytes(a, b, smaller, from_end=True), smaller) // TAIL_BLOCK
-    trimmed = blocks * TAIL_BLOCK
+    trimmed = min(shared_tail, smaller) // TAIL_BLOCK * TAIL_BLOCK
     if not trimmed:
         return 0
     at = len(a) - trimmed
@@ -208,12 +212,10 @@ def edit_spans(
 ) -> tuple[bytearray, bytearray, Span, Span]:
     """:func:`edit_flags` of two versions, with the span of each side's changed lines.
 
-    The flags are bytes, 1 for a changed line. This is xdiff's Myers diff as ``git blame``
-    runs it: the tail both share cut in 1 KiB blocks (:func:`tail_cut`), the lines both
-    share at the head and the tail set aside (:func:`common_ends`, measured in bytes and never
-    split), the lines the other side lacks, or repeats often amid such lines, discarded
-    (:func:`_discarded`), the rest split by the middle snake (:func:`_compare`), and each
-    group of changes then slid as xdiff slides it (:func:`_compact`).
+    The flags are bytes, 1 for a changed line; the steps are the module docstring's: the cut
+    tail (:func:`tail_cut`), the shared head and tail (:func:`common_ends`), the middle in
+    boxes (:func:`_boxes`), the discarded lines (:func:`_doubtful`, :func:`_discarded`), the
+    middle snakes (:func:`_divide`) and the slides (:func:`_compact`).
 
     ``counts`` carries how often each line occurs in ``new`` (found when absent) and learns
     how often in ``old``, so that a walk down a file's history never counts a version whole
@@ -221,18 +223,26 @@ def edit_spans(
     """
     if counts is None:
         counts = Counts(line_counts(new))
-    cut = tail_cut(old.data, new.data)
+    shared_tail = _shared_bytes(old.data, new.data, min(len(old.data), len(new.data)), True)
+    cut = tail_cut(old.data, new.data, shared_tail)
     a, b = old, new
     if cut:
         a, b = Text(old.data[: len(old.data) - cut]), Text(new.data[: len(new.data) - cut])
-    start, end_a, end_b = common_ends(a, b)
+    start, end_a, end_b = common_ends(a, b, shared_tail - cut)
     known, end = (new, end_b) if new._count >= 0 else (old, end_a)
-    head, cut_lines, tail = _line_counts(known, start, end, cut)
-    size_a = a._count = head + a.data.count(b"\n", start, end_a) + tail
-    size_b = b._count = head + b.data.count(b"\n", start, end_b) + tail
-    old._count, new._count = size_a + cut_lines, size_b + cut_lines
     boxes = _boxes(a.data, b.data, (start, end_a, start, end_b))
-    pieces_a, pieces_b, runs = _split_boxes(a, b, boxes, head)
+    pieces_a, pieces_b, runs = _split_boxes(a, b, boxes, 0)
+    in_runs = sum(len(lines) for _a, _b, lines in runs)
+    mid_a = sum(len(lines) for _first, lines in pieces_a) + in_runs
+    mid_b = sum(len(lines) for _first, lines in pieces_b) + in_runs
+    head, cut_lines, tail = _line_counts(known, start, end, cut, mid_b if known is new else mid_a)
+    if head:
+        pieces_a = [(first + head, lines) for first, lines in pieces_a]
+        pieces_b = [(first + head, lines) for first, lines in pieces_b]
+        runs = [(run_a + head, run_b + head, lines) for run_a, run_b, lines in runs]
+    size_a = a._count = head + mid_a + tail
+    size_b = b._count = head + mid_b + tail
+    old._count, new._count = size_a + cut_lines, size_b + cut_lines
     in_a, in_b = Counter[bytes](), Counter[bytes]()
     for (_first, lines_a), (_first, lines_b) in zip(pieces_a, pieces_b, strict=True):
         in_a.update(lines_a)
@@ -450,9 +460,9 @@ class _Shared:
         "_cut",
         "_cut_lines",
         "_regions",
+        "_search_shared",
         "in_new",
         "in_new_mid",
-        "most_in_new",
     )
 
     def __init__(
@@ -468,7 +478,8 @@ class _Shared:
         self._cut = (data, at, len(data)) if at < len(data) else None
         self.in_new = in_new
         self.in_new_mid = in_new_mid
-        self.most_in_new = max(in_new.values(), default=0)
+        shared_bytes = sum(high - low for _data, low, high in self._regions)
+        self._search_shared = self._cut is None or shared_bytes <= len(data) - at
         self._counted: dict[bytes, int] = {}
 
     def verdict(self, line: bytes, in_other_mid: int, most: int) -> int:
@@ -482,7 +493,7 @@ class _Shared:
         if in_other_mid + outside < most:
             held = in_other_mid or outside > cut or self._count(line, True)
             return KEEP if held else DISCARD
-        if in_other_mid + outside - cut >= most:
+        if in_other_mid + outside - cut >= most or in_other_mid + self.at_least(line) >= most:
             return INVESTIGATE
         matches = in_other_mid + self._count(line, False)
         return DISCARD if not matches else KEEP if matches < most else INVESTIGATE
@@ -492,8 +503,7 @@ class _Shared:
         found = self._counted.get(line)
         if found is not None:
             return found
-        shared_bytes = sum(high - low for _data, low, high in self._regions)
-        if self._cut is None or shared_bytes <= self._cut[2] - self._cut[1] or any_:
+        if any_ or self._cut is None or self._search_shared:
             found = _occurrences(line, self._regions, any_)
         else:
             outside = self.in_new.get(line, 0) - self.in_new_mid[line]
@@ -501,6 +511,18 @@ class _Shared:
         if not any_:
             self._counted[line] = found
         return found
+
+    def at_least(self, line: bytes) -> int:
+        """A count ``line`` is shared at least: its occurrences that do not follow another."""
+        if not self._search_shared:
+            return 0
+        whole = b"\n" + line + b"\n"
+        return sum(
+            data.count(whole, low - 1, high)
+            if low
+            else data.count(whole, 0, high) + data.startswith(whole[1:])
+            for data, low, high in self._regions
+        )
 
 
 def _occurrences(line: bytes, regions: list[tuple[bytes, int, int]], any_: bool) -> int:
@@ -516,8 +538,29 @@ def _occurrences(line: bytes, regions: list[tuple[bytes, int, int]], any_: bool)
                 for data, low, high in regions
             )
         )
-    pattern = re.compile(b"^" + re.escape(line) + b"\n", re.MULTILINE)
-    return sum(len(pattern.findall(data, low, high)) for data, low, high in regions)
+    return sum(_count_line(data, low, high, line) for data, low, high in regions)
+
+
+#: Every byte but a newline as ``a``: a non-blank line then ends in ``a\n``.
+_NOT_NEWLINE = bytes(0x0A if byte == 0x0A else 0x61 for byte in range(256))
+
+
+def _count_line(data: bytes, low: int, high: int, line: bytes) -> int:
+    """How many of the lines in ``data[low:high]`` (whole lines) are ``line``.
+
+    Counted in C: blank lines as the newlines no other byte ends; another line by its
+    occurrences between newlines, unless it follows itself somewhere, which a pattern counts.
+    """
+    if not line:
+        part = data[low:high]
+        return part.count(b"\n") - part.translate(_NOT_NEWLINE).count(b"a\n")
+    whole = b"\n" + line + b"\n"
+    if data.find(whole + line + b"\n", max(low - 1, 0), high) >= 0:
+        pattern = re.compile(b"^" + re.escape(line) + b"\n", re.MULTILINE)
+        return len(pattern.findall(data, low, high))
+    if low:
+        return data.count(whole, low - 1, high)
+    return data.count(whole, 0, high) + data.startswith(line + b"\n", 0, high)
 
 
 def _most(size: int) -> int:
@@ -580,12 +623,15 @@ def _doubtful(
             if found != (KEEP if held else DISCARD):
                 doubtful[line] = found
     # A line both middles hold as often matches at most as often as the newer version holds it.
-    if shared.most_in_new >= most:
-        for line in compress(in_new, map(most.__le__, in_new.values())):
-            if line in distinct and line in other_mid and line not in differing:
-                found = shared.verdict(line, other_mid[line], most)
-                if found != KEEP:
-                    doubtful[line] = found
+    if len(distinct) < len(in_new):
+        often = compress(distinct, map(most.__le__, map(in_new.get, distinct, repeat(0))))
+    else:
+        often = compress(in_new, map(most.__le__, in_new.values()))
+    for line in often:
+        if line in distinct and line in other_mid and line not in differing:
+            found = shared.verdict(line, other_mid[line], most)
+            if found != KEEP:
+                doubtful[line] = found
     return doubtful
 
 
@@ -673,20 +719,22 @@ def _divide(
             boxes.append((off1, i1, off2, i2, min_lo))
 
 
-def _line_counts(text: Text, start: int, end: int, cut: int) -> tuple[int, int, int]:
-    """The lines of ``text`` before byte ``start``, in its last ``cut`` bytes, and between.
+def _line_counts(text: Text, start: int, end: int, cut: int, middle: int) -> tuple[int, int, int]:
+    """The lines of ``text`` before byte ``start``, in its last ``cut`` bytes, and before them.
 
-    ``start`` and ``end`` are where its middle begins and ends; where the text's own count is
-    known, the shorter of two stretches is counted and the other found from it.
+    The last are those from byte ``end`` to the cut; ``middle`` lines lie between ``start``
+    and ``end``. Where the text's own count is known, the shorter of two stretches is counted
+    and the other found from it.
     """
     data, total = text.data, text._count
-    from_end = data.count(b"\n", end) if total < 0 or len(data) - end < start else -1
-    if total < 0 or start <= len(data) - end:
+    if total < 0:
+        head, from_end = data.count(b"\n", 0, start), data.count(b"\n", end)
+    elif start <= len(data) - end:
         head = data.count(b"\n", 0, start)
-        if from_end < 0:
-            from_end = total - head - data.count(b"\n", start, end)
+        from_end = total - head - middle
     else:
-        head = total - from_end - data.count(b"\n", start, end)
+        from_end = data.count(b"\n", end)
+        head = total - from_end - middle
     if cut <= len(data) - cut - end:
         cut_lines = data.count(b"\n", len(data) - cut)
     else:
