@@ -203,14 +203,16 @@ def test_counts_carried_down_a_history_are_each_versions_own() -> None:
 def test_a_long_middle_is_cut_through_its_shared_runs() -> None:
     rng = random.Random(3)
     old = _long_file(rng, 4000)
-    new = [b"top", *old[1:-1], b"bottom"]
+    edited = (0, 700, 2000, len(old) - 1)  # shared runs of hundreds of lines between edits
+    new = [b"changed %d" % i if i in edited else line for i, line in enumerate(old)]
     a, b = Text(_joined(old)), Text(_joined(new))
     start, end_a, end_b = linediff.common_ends(a, b)
-    boxes = linediff._boxes(a.data, b.data, (start, end_a, start, end_b))
-    assert len(boxes) == 2  # the top line's box and the bottom's, the run between them shared
+    unique = linediff._Unique(a.data, linediff.line_counts(b))
+    boxes = linediff._boxes(a.data, b.data, (start, end_a, start, end_b), unique)
+    assert len(boxes) == 4  # a box an edit: the runs between them are shared
     gone, added = edit_flags(old, new)
-    assert [i for i, x in enumerate(gone) if x] == [0, len(old) - 1]
-    assert [i for i, x in enumerate(added) if x] == [0, len(new) - 1]
+    assert [i for i, x in enumerate(gone) if x] == list(edited)
+    assert [i for i, x in enumerate(added) if x] == list(edited)
 
 
 @needs_git

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
+from collections.abc import Callable
 from itertools import compress, pairwise, repeat
 
 #: xdiff's constants (``xdiffi.c``, ``xprepare.c``, ``xdiff-interface.c``).
@@ -230,7 +231,7 @@ def edit_spans(
         a, b = Text(old.data[: len(old.data) - cut]), Text(new.data[: len(new.data) - cut])
     start, end_a, end_b = common_ends(a, b, shared_tail - cut)
     known, end = (new, end_b) if new._count >= 0 else (old, end_a)
-    boxes = _boxes(a.data, b.data, (start, end_a, start, end_b))
+    boxes = _boxes(a.data, b.data, (start, end_a, start, end_b), _Unique(old.data, counts.of_new))
     pieces_a, pieces_b, runs = _split_boxes(a, b, boxes, 0)
     in_runs = sum(len(lines) for _a, _b, lines in runs)
     mid_a = sum(len(lines) for _first, lines in pieces_a) + in_runs
@@ -307,72 +308,99 @@ def _kept(
     return kept_a, at_a, kept_b, at_b
 
 
-#: A middle at least this long (bytes, each side) is searched for long runs both sides share.
-BOX_BYTES = 16384
-#: Lines of a shared run kept either side of a cut through it: more than xdl_clean_mmatch's
-#: window, so no line's verdict reads past the cut.
-MARGIN = SIMSCAN_WINDOW + 1
+#: A box at least this long (bytes, each side) is searched for a run of lines both sides share.
+BOX_BYTES = 4096
 #: How many bytes from the older side a shared run is sought by.
 PROBE_BYTES = 512
+#: The fewest lines a shared run must have for a box to be cut through it.
+RUN_LINES = 24
+#: How far into each end of a run a line kept for certain is sought, for the cut to keep.
+EDGE_LINES = 8
 
 #: A part of the middle: bytes ``a_lo:a_hi`` of the older version, ``b_lo:b_hi`` of the newer.
 Box = tuple[int, int, int, int]
 
 
-def _boxes(a: bytes, b: bytes, box: Box) -> list[Box]:
-    """The middle as boxes, in order, cut through the long runs of lines both sides share.
+def _boxes(a: bytes, b: bytes, box: Box, unique: Callable[[bytes], bool]) -> list[Box]:
+    """The middle as boxes, in order, cut through runs of lines both sides share.
 
-    Each cut keeps :data:`MARGIN` lines of the run on either side; what lies between two boxes
-    is lines both versions share, like the head and the tail.
+    A box is cut after a line near the start of the run and before one near its end, each a
+    line both versions hold once (``unique``): xdl_cleanup_records keeps such a line, and
+    its look around a line (``xdl_clean_mmatch``) stops at a kept line, so it never reads
+    across a cut; and no line between them can be discarded. What lies between two boxes is
+    lines both versions share, like the head and the tail.
     """
     out: list[Box] = []
     todo = [box]
     while todo:
         box = todo.pop()
-        run = _shared_run(a, b, box)
-        if run is None:
+        cut = _cut(a, b, box, unique)
+        if cut is None:
             out.append(box)
             continue
         a_lo, a_hi, b_lo, b_hi = box
-        run_a, run_end_a, run_b, run_end_b = run
-        into = _lines_after(a, run_a, MARGIN) - run_a
-        back = run_end_a - _lines_before(a, run_end_a, MARGIN)
-        todo.append((run_end_a - back, a_hi, run_end_b - back, b_hi))
-        todo.append((a_lo, run_a + into, b_lo, run_b + into))
+        left_a, left_b, right_a, right_b = cut
+        todo.append((right_a, a_hi, right_b, b_hi))
+        todo.append((a_lo, left_a, b_lo, left_b))
     return out
 
 
-def _shared_run(a: bytes, b: bytes, box: Box) -> Box | None:
-    """A run of more than twice :data:`MARGIN` lines both sides of a long box share, if any.
+def _cut(a: bytes, b: bytes, box: Box, unique: Callable[[bytes], bool]) -> Box | None:
+    """Where a long box is cut (the left box's ends, the right box's starts), if anywhere.
 
-    Probed at the middle of the older side, then at a quarter and three quarters.
+    A shared run is probed for at the middle of the older side, then at a quarter and three
+    quarters.
     """
     a_lo, a_hi, b_lo, b_hi = box
     if a_hi - a_lo < BOX_BYTES or b_hi - b_lo < BOX_BYTES:
         return None
     for share in (2, 1, 3):
-        probe = a.find(b"\n", a_lo + (a_hi - a_lo) * share // 4, a_hi) + 1
-        probe_end = a.find(b"\n", probe + PROBE_BYTES, a_hi) + 1
-        if probe <= a_lo or probe_end <= 0:
+        run = _shared_run(a, b, box, share)
+        if run is None:
             continue
-        found = b.find(a[probe:probe_end], b_lo, b_hi)
-        if found < 0 or (found > b_lo and b[found - 1] != 0x0A):
+        run_a, run_end_a, run_b, run_end_b = run
+        lines = a[run_a:run_end_a].split(b"\n", EDGE_LINES)
+        head = next((i for i, line in enumerate(lines[:EDGE_LINES]) if unique(line)), None)
+        lines = a[run_a:run_end_a].rsplit(b"\n", EDGE_LINES + 1)
+        tail = next((i for i, line in enumerate(lines[-2:0:-1]) if unique(line)), None)
+        if head is None or tail is None:
             continue
-        found_end = found + probe_end - probe
-        limit = min(probe - a_lo, found - b_lo)
-        before = _shared_bytes(a[a_lo:probe], b[b_lo:found], limit, from_end=True)
-        run_a, run_b = probe - before, found - before
-        while (run_a > a_lo and a[run_a - 1] != 0x0A) or (run_b > b_lo and b[run_b - 1] != 0x0A):
-            step = a.index(b"\n", run_a) + 1 - run_a
-            run_a += step
-            run_b += step
-        limit = min(a_hi - probe_end, b_hi - found_end)
-        after = _shared_bytes(a[probe_end:a_hi], b[found_end:b_hi], limit, from_end=False)
-        run_end_a = a.rfind(b"\n", probe_end - 1, probe_end + after) + 1
-        run_end_b = found_end + run_end_a - probe_end
-        if a.count(b"\n", run_a, run_end_a) > 2 * MARGIN:
-            return run_a, run_end_a, run_b, run_end_b
+        left = _lines_after(a, run_a, head + 1) - run_a
+        right = run_end_a - _lines_before(a, run_end_a, tail + 1)
+        if run_a + left < run_end_a - right:
+            return run_a + left, run_b + left, run_end_a - right, run_end_b - right
     return None
+
+
+def _shared_run(a: bytes, b: bytes, box: Box, share: int) -> Box | None:
+    """The run of lines both sides share ``share`` quarters into the box, if long enough.
+
+    Long enough is :data:`RUN_LINES` lines; the run is found from :data:`PROBE_BYTES` of the
+    older side's lines there, and grown both ways as far as the sides agree.
+    """
+    a_lo, a_hi, b_lo, b_hi = box
+    probe = a.find(b"\n", a_lo + (a_hi - a_lo) * share // 4, a_hi) + 1
+    probe_end = a.find(b"\n", probe + PROBE_BYTES, a_hi) + 1
+    if probe <= a_lo or probe_end <= 0:
+        return None
+    found = b.find(a[probe:probe_end], b_lo, b_hi)
+    if found < 0 or (found > b_lo and b[found - 1] != 0x0A):
+        return None
+    found_end = found + probe_end - probe
+    limit = min(probe - a_lo, found - b_lo)
+    before = _shared_bytes(a[a_lo:probe], b[b_lo:found], limit, from_end=True)
+    run_a, run_b = probe - before, found - before
+    while (run_a > a_lo and a[run_a - 1] != 0x0A) or (run_b > b_lo and b[run_b - 1] != 0x0A):
+        step = a.index(b"\n", run_a) + 1 - run_a
+        run_a += step
+        run_b += step
+    limit = min(a_hi - probe_end, b_hi - found_end)
+    after = _shared_bytes(a[probe_end:a_hi], b[found_end:b_hi], limit, from_end=False)
+    run_end_a = a.rfind(b"\n", probe_end - 1, probe_end + after) + 1
+    run_end_b = found_end + run_end_a - probe_end
+    if a.count(b"\n", run_a, run_end_a) < RUN_LINES:
+        return None
+    return run_a, run_end_a, run_b, run_end_b
 
 
 def _lines_after(data: bytes, at: int, count: int) -> int:
@@ -446,6 +474,29 @@ class Counts:
             else:
                 found.pop(line, None)
         self.of_old = found
+
+
+class _Unique:
+    """Whether a line occurs exactly once in each version (the newer's counts, the older's bytes).
+
+    Each side then holds it once, and xdl_cleanup_records keeps it on both.
+    """
+
+    __slots__ = ("in_new", "old")
+
+    def __init__(self, old: bytes, in_new: LineCounts) -> None:
+        self.old = old
+        self.in_new = in_new
+
+    def __call__(self, line: bytes) -> bool:
+        if self.in_new.get(line) != 1:
+            return False
+        whole = b"\n" + line + b"\n"
+        first = self.old.find(whole)
+        at_start = self.old.startswith(whole[1:])
+        if first < 0:
+            return at_start
+        return not at_start and self.old.find(whole, first + 1) < 0
 
 
 class _Shared:
