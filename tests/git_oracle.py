@@ -59,8 +59,8 @@ def diff_flags(tmp: Path, old: bytes, new: bytes) -> tuple[list[bool], list[bool
         timeout=60,
     )
     assert done.returncode in (0, 1), done.stderr
-    gone = [False] * old.count(b"\n")
-    added = [False] * new.count(b"\n")
+    gone = [False] * (old.count(b"\n") + (bool(old) and not old.endswith(b"\n")))
+    added = [False] * (new.count(b"\n") + (bool(new) and not new.endswith(b"\n")))
     for line in done.stdout.split(b"\n"):
         if line.startswith(b"@@ "):
             minus, plus = line.split(b" ")[1:3]

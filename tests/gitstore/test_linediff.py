@@ -232,7 +232,6 @@ def test_blame_of_a_long_file_edited_at_both_ends_matches_git(tmp_path: Path) ->
     ("old", "new"),
     [
         (b"", b"a\n"),
-        (b"a\nb", b"a\nb\n"),  # the same lines, one without its last newline
         (b"a\nb\n", b"a\nb\nc"),
         (b"x\ny\n", b"x\ny\nx\ny\n"),  # one a prefix and a suffix of the other
         (b"a\n\n\nb\n", b"a\n\n\n\nb\n"),  # a blank line that could go in four places
@@ -246,3 +245,36 @@ def test_texts_measured_as_bytes_diff_as_their_lines(old: bytes, new: bytes) -> 
     gone, added, _span_a, _span_b = found
     assert (list(map(bool, gone)), list(map(bool, added))) == edit_flags(old_lines, new_lines)
     assert sum(gone) + sum(added) == Indel.distance(old_lines, new_lines)
+
+
+#: Versions whose last line has no newline, on one side or both.
+OPEN_ENDS = [
+    (b"a\nb", b"a\nb\n"),
+    (b"a\nb\n", b"a\nb"),
+    (b"a\nb", b"a\nb"),
+    (b"x\ny", b"x\nz\ny\n"),
+    (b"}\n\n}", b"}\n\n}\n\n}\n"),
+    (b"  ", b"  \n  \n"),
+]
+
+
+@needs_git
+@pytest.mark.parametrize(("old", "new"), OPEN_ENDS)
+def test_a_last_line_without_its_newline_is_another_line(
+    tmp_path: Path, old: bytes, new: bytes
+) -> None:
+    counts = linediff.Counts(linediff.line_counts(Text(new)))
+    gone, added, _span_a, _span_b = linediff.edit_spans(Text(old), Text(new), counts)
+    assert (list(map(bool, gone)), list(map(bool, added))) == diff_flags(tmp_path, old, new)
+    assert counts.of_old == Counter(Text(old).lines())
+
+
+@needs_git
+def test_blame_of_a_newline_added_at_the_end_matches_git(tmp_path: Path) -> None:
+    b = Builder.init(str(tmp_path / "repo"))
+    first = b.commit("open", {"f.c": b"int a;\nint b;"}, when=0)
+    second = b.commit("closed", {"f.c": b"int a;\nint b;\n"}, [first], when=3600).decode()
+    oracle = _porcelain(run_git(tmp_path / "repo", "blame", "--porcelain", second, "--", "f.c"))
+    with gitstore.open_repo(tmp_path / "repo") as repo:
+        assert [line.commit for line in gitstore.blame(repo, second, "f.c")] == oracle
+    assert oracle[1] == second  # git blames the line whose newline the commit added

@@ -59,15 +59,17 @@ class Text:
     r"""One version of a file as the diff reads it: its bytes, split into lines where read.
 
     Lines are as git counts them (split on ``\n`` only, a final unterminated line included);
-    the bytes are kept ending in a newline so that every line ends alike. Two versions a diff
-    compares share most lines at the head and the tail: those are measured by comparing bytes
-    (in C) and never split, and only the lines between them become objects.
+    the bytes are kept ending in a newline so that every line ends alike, and ``open_end``
+    says the last had none. Two versions a diff compares share most lines at the head and the
+    tail: those are measured by comparing bytes (in C) and never split, and only the lines
+    between them become objects.
     """
 
-    __slots__ = ("_count", "data")
+    __slots__ = ("_count", "data", "open_end")
 
     def __init__(self, data: bytes) -> None:
-        if data and not data.endswith(b"\n"):
+        self.open_end = bool(data) and not data.endswith(b"\n")
+        if self.open_end:
             data += b"\n"
         self.data = data
         self._count = -1  # counted when first asked, or learnt from a diff
@@ -224,6 +226,8 @@ def edit_spans(
     """
     if counts is None:
         counts = Counts(line_counts(new))
+    if old.open_end != new.open_end:
+        return _open_end_apart(old, new, counts)
     shared_tail = _shared_bytes(old.data, new.data, min(len(old.data), len(new.data)), True)
     cut = tail_cut(old.data, new.data, shared_tail)
     a, b = old, new
@@ -273,6 +277,53 @@ def edit_spans(
         gone += bytes(cut_lines)
         added += bytes(cut_lines)
     return gone, added, span_a, span_b
+
+
+#: What marks a last line without a newline where the other version's last line has one:
+#: git's line is then another line, though its text is the same. Only whitespace, so that the
+#: indent heuristic reads the line alike.
+OPEN_END = b"\v\f\r\f\v"
+
+
+def _open_end_apart(
+    old: Text, new: Text, counts: Counts
+) -> tuple[bytearray, bytearray, Span, Span]:
+    """:func:`edit_spans` where one version's last line lacks the newline the other's has.
+
+    That line is marked (:data:`OPEN_END`) for the diff, and the counts with it.
+    """
+    marked = [_marked(text) if text.open_end else text for text in (old, new)]
+    of_new = dict(counts.of_new)
+    if new.open_end:
+        _recount(of_new, _last_line(new), _last_line(marked[1]))
+    inner = Counts(of_new, spare=True)
+    found = edit_spans(marked[0], marked[1], inner)
+    assert inner.of_old is not None
+    if old.open_end:
+        _recount(inner.of_old, _last_line(marked[0]), _last_line(old))
+    counts.of_old = inner.of_old
+    old._count, new._count = marked[0].count, marked[1].count
+    return found
+
+
+def _marked(text: Text) -> Text:
+    marked = Text(text.data[:-1] + OPEN_END + b"\n")
+    marked._count = text._count
+    return marked
+
+
+def _last_line(text: Text) -> bytes:
+    return text.data[text.data.rfind(b"\n", 0, len(text.data) - 1) + 1 : -1]
+
+
+def _recount(counts: LineCounts, line: bytes, instead: bytes) -> None:
+    """One occurrence of ``line`` counted as one of ``instead``."""
+    left = counts[line] - 1
+    if left:
+        counts[line] = left
+    else:
+        del counts[line]
+    counts[instead] = counts.get(instead, 0) + 1
 
 
 def _kept(
