@@ -13,15 +13,16 @@ without context, indent heuristic on):
    holds often (past :func:`_most`) is changed too amid such lines (``xdl_clean_mmatch``); how
    often is counted over each version whole, which :class:`Counts` carries down a history so
    that no version is counted twice;
-4. ``xdl_recs_cmp`` — the lines left are split box by box at their middle snake
-   (``xdl_split``, with its heuristics past a cost of 256);
+4. ``xdl_recs_cmp`` — the lines left are divided at middle snakes, recursively (``xdl_split``,
+   with its heuristics past a cost of 256);
 5. ``xdl_change_compact`` — each group of changes is slid up and then down as far as equal
    lines allow, merging with groups it meets, and left where it lines up with a group of changes
    in the other version, or else where git's indent heuristic scores the split best.
 
-A long middle (an edit near the top and one near the bottom) is cut into boxes through the long
-runs of lines both sides share (:func:`_boxes`): step 3 reads no further than 100 lines from a
-line, so it runs box by box, and only the shared runs' lines are split, once, for step 4.
+A long middle (edits near the top and the bottom, or every few dozen lines) is cut into boxes
+where both sides share a run of lines, just after and just before a line both versions hold
+once (:func:`_boxes`): step 3 keeps such a line and never looks past a kept one, so it runs box
+by box, and the run's lines are split once for step 4, which runs over the whole middle.
 :class:`_Shared` answers how often a line occurs outside the middle without reading the lines.
 
 Spec: ANY2.
