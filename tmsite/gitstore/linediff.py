@@ -668,11 +668,7 @@ def _count_line(data: bytes, low: int, high: int, line: bytes) -> int:
 
 def _most(size: int) -> int:
     """How often a line may match before it is only kept beside kept lines (``mlim``)."""
-    root = 1
-    while size > 0:  # xdl_bogosqrt
-        root <<= 1
-        size >>= 2
-    return min(root, MAX_EQLIMIT)
+    return min(_root(size), MAX_EQLIMIT)
 
 
 def _discarded(
@@ -1084,8 +1080,9 @@ def _run_up(a: list[bytes], b: list[bytes], x: int, y: int, off1: int, off2: int
 
 
 def _root(size: int) -> int:
+    """A power of two near the square root, by shifts (xdiff's ``xdl_bogosqrt``)."""
     root = 1
-    while size > 0:  # xdl_bogosqrt
+    while size > 0:
         root <<= 1
         size >>= 2
     return root
